@@ -1,0 +1,1 @@
+"""The portable core ("NCLib"): fixed-width kernels and the ufuncs built on them."""

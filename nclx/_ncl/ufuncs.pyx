@@ -1,0 +1,189 @@
+"""Build real ``numpy.ufunc`` objects whose loops are nclx kernels.
+
+One ufunc set is built per instruction-set build of the kernels (baseline,
+and avx2 where the compiler supports it); :func:`selected_isa` picks the one
+the CPU can run, unless ``NCLX_ISA`` names one.
+"""
+import importlib
+import os
+
+cimport numpy as cnp
+from libc.stdlib cimport malloc
+from libc.string cimport strdup
+
+import numpy as np
+
+from nclx._ncl import spec
+from nclx._ncl.dtypes import fixed_width
+
+cnp.import_array()
+cnp.import_ufunc()
+
+cdef extern from "numpy/ufuncobject.h":
+    ctypedef void (*generic_loop "PyUFuncGenericFunction")(
+        char **, const cnp.npy_intp *, const cnp.npy_intp *, void *)
+    object PyUFunc_FromFuncAndData(generic_loop *func, void **data, char *types,
+                                   int ntypes, int nin, int nout, int identity,
+                                   const char *name, const char *doc, int unused)
+    ctypedef struct PyUFuncObject:
+        void *type_resolver
+    enum:
+        PyUFunc_Zero
+        PyUFunc_One
+        PyUFunc_MinusOne
+        PyUFunc_None
+        PyUFunc_ReorderableNone
+
+cdef extern from *:
+    """
+    static int ncl_cpu_has_avx2(void)
+    {
+    #if defined(__x86_64__) && defined(__GNUC__)
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+    #else
+        return 0;
+    #endif
+    }
+    """
+    int ncl_cpu_has_avx2()
+
+_IDENTITY = {
+    spec.ZERO: PyUFunc_Zero,
+    spec.ONE: PyUFunc_One,
+    spec.MINUS_ONE: PyUFunc_MinusOne,
+    spec.NONE: PyUFunc_None,
+    spec.REORDERABLE_NONE: PyUFunc_ReorderableNone,
+}
+
+#: ISA builds in order of preference (widest first).
+ISA_PREFERENCE = ("avx2", "baseline")
+
+_cache = {}
+
+
+class NclxISAError(ValueError):
+    """NCLX_ISA, or an ``isa=`` argument, names an ISA build that cannot run here."""
+
+
+def built_isas():
+    """ISA builds of the kernel module that exist in this installation."""
+    found = []
+    for isa in ISA_PREFERENCE:
+        try:
+            importlib.import_module(f"nclx._ncl._kernels_{isa}")
+        except ImportError:
+            continue
+        found.append(isa)
+    return tuple(found)
+
+
+def cpu_supports(isa):
+    """Whether this CPU can run the kernels built for ``isa``."""
+    if isa == "baseline":
+        return True
+    if isa == "avx2":
+        return bool(ncl_cpu_has_avx2())
+    return False
+
+
+def available_isas():
+    """ISA builds that exist and that this CPU can run, widest first."""
+    return tuple(isa for isa in built_isas() if cpu_supports(isa))
+
+
+def selected_isa():
+    """The ISA build nclx uses: ``NCLX_ISA`` if set, else the widest available."""
+    forced = os.environ.get("NCLX_ISA", "").strip()
+    avail = available_isas()
+    if forced:
+        if forced not in avail:
+            raise NclxISAError(
+                f"NCLX_ISA={forced!r} cannot run here; available: {', '.join(avail)}")
+        return forced
+    return avail[0]
+
+
+def kernel_module(isa=None):
+    """The compiled kernel module of one ISA build."""
+    isa = selected_isa() if isa is None else isa
+    if isa not in available_isas():
+        raise NclxISAError(f"isa={isa!r} cannot run here; available: {', '.join(available_isas())}")
+    return importlib.import_module(f"nclx._ncl._kernels_{isa}")
+
+
+def _chars_for(dtype_name):
+    """NumPy type characters (in NumPy's loop order) backed by one fixed-width type."""
+    return [c for c in spec.NUMPY_CHAR_ORDER if fixed_width(c) == dtype_name]
+
+
+def _signatures(op):
+    """(type characters, kernel key) per loop of ``op``, in NumPy's loop order."""
+    kind, nin, ident, loops = spec.OPS[op]
+    uniform = {}
+    mixed = []
+    for ins, out in loops:
+        if len(set(ins)) == 1:
+            uniform[ins[0]] = (ins, out)
+        else:
+            mixed.append((ins, out))
+    sigs = []
+    for c in spec.NUMPY_CHAR_ORDER:
+        name = fixed_width(c)
+        if name not in uniform:
+            continue
+        ins, out = uniform[name]
+        out_char = c if out == name else np.dtype(out).char
+        sigs.append((c * nin + out_char, (op, ins, out)))
+        if c == "Q":
+            # NumPy 2 compares int64 with uint64 exactly, with dedicated loops
+            # right after the unsigned one.
+            for mins, mout in mixed:
+                chars = "".join("q" if t == "int64" else "Q" for t in mins)
+                sigs.append((chars + np.dtype(mout).char, (op, mins, mout)))
+    return sigs
+
+
+cdef object _make_ufunc(str op, dict table):
+    kind, nin, ident, loops = spec.OPS[op]
+    sigs = _signatures(op)
+    cdef int ntypes = len(sigs)
+    cdef int nargs = nin + 1
+    # NumPy keeps these pointers for the ufunc's lifetime: allocate, never free.
+    cdef generic_loop *funcs = <generic_loop *>malloc(ntypes * sizeof(generic_loop))
+    cdef void **data = <void **>malloc(ntypes * sizeof(void *))
+    cdef char *types = <char *>malloc(ntypes * nargs)
+    if funcs == NULL or data == NULL or types == NULL:
+        raise MemoryError()
+    cdef int k, j
+    for k, (chars, key) in enumerate(sigs):
+        funcs[k] = <generic_loop><size_t>table[key]
+        data[k] = NULL
+        for j in range(nargs):
+            types[k * nargs + j] = <char>np.dtype(chars[j]).num
+    npuf = getattr(np, op)
+    doc = (f"nclx kernels for ``numpy.{op}``: same signature, broadcasting, "
+           f"out=, where=, dtype= and reductions.\n\n{npuf.__doc__.splitlines()[1] if npuf.__doc__ else ''}")
+    ufunc = PyUFunc_FromFuncAndData(funcs, data, types, ntypes, nin, 1,
+                                    _IDENTITY[ident], strdup(op.encode()),
+                                    strdup(doc.encode()), 0)
+    # Borrow NumPy's type resolver for the op of the same name, so promotion
+    # (true_divide of integers -> float64, boolean subtract/negative
+    # raising TypeError, ...) matches NumPy's exactly.
+    (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
+    return ufunc
+
+
+def ufuncs_for(isa=None):
+    """Dict op name -> ufunc for one ISA build (cached)."""
+    isa = selected_isa() if isa is None else isa
+    if isa not in _cache:
+        module = kernel_module(isa)
+        table = {(op, tuple(ins), out): addr for op, ins, out, _name, addr in module.kernels()}
+        _cache[isa] = {op: _make_ufunc(op, table) for op in spec.OPS}
+    return _cache[isa]
+
+
+def loop_signatures(op):
+    """The type signatures (``'ll->l'``, ...) nclx registers for ``op``."""
+    return [chars[:-1] + "->" + chars[-1] for chars, _ in _signatures(op)]

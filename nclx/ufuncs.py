@@ -1,0 +1,29 @@
+"""nclx's own ufuncs: real ``numpy.ufunc`` objects whose loops are nclx kernels.
+
+They are named like NumPy's (``nclx.ufuncs.add``, ``nclx.ufuncs.greater``, ...)
+and behave like them -- broadcasting, ``out=``, ``where=``, ``dtype=``,
+``reduce``/``accumulate``/``reduceat`` and ``__array_ufunc__`` overrides are
+NumPy's own machinery -- for the fixed-width dtypes bool, int8..int64,
+uint8..uint64, float32 and float64.
+
+>>> import numpy as np, nclx.ufuncs as nu
+>>> nu.add(np.arange(3), 1)
+array([1, 2, 3])
+>>> nu.add.reduce(np.ones(10))
+np.float64(10.0)
+"""
+from nclx._ncl import spec as _spec
+from nclx._ncl.ufuncs import loop_signatures, selected_isa, ufuncs_for
+
+#: Names of the ufuncs, NumPy's names.
+NAMES = tuple(_spec.OPS)
+
+_ufuncs = ufuncs_for(selected_isa())
+globals().update(_ufuncs)
+
+# NumPy's aliases of the same objects.
+divide = _ufuncs["true_divide"]
+mod = _ufuncs["remainder"]
+bitwise_not = _ufuncs["invert"]
+
+__all__ = list(NAMES) + ["divide", "mod", "bitwise_not", "loop_signatures", "ufuncs_for", "selected_isa"]
