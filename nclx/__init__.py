@@ -2,10 +2,25 @@
 
 The fixed-width kernel library (bool, int8..int64, uint8..uint64, float32,
 float64) is exposed as real NumPy ufuncs in :mod:`nclx.ufuncs`;
-:func:`show_config` reports how this copy was built.
+:func:`show_config` reports how this copy was built.  :func:`install`
+routes ordinary NumPy code through nclx's hook chains (:mod:`nclx.hooks`);
+:mod:`nclx.ledger` and :func:`checked` are hooks nclx ships.
 """
+import os as _os
+
 from nclx._build_info import VERSION as __version__
 from nclx._config import config, show_config
 from nclx import ufuncs
+from nclx._install import install, installed, is_installed, uninstall
+from nclx import hooks, ledger
+from nclx.checked import checked
 
-__all__ = ["__version__", "config", "show_config", "ufuncs"]
+
+def get_include():
+    """Folder holding nclx's .pxd files and C headers, for Cython authors
+    (add it to the include path to ``cimport nclx._ncl.hooks``)."""
+    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+
+
+__all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
+           "is_installed", "installed", "hooks", "ledger", "checked", "get_include"]

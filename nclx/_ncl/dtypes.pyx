@@ -1,3 +1,4 @@
+# cython: wraparound=True, boundscheck=True
 """The bit-width dtype layer, seen from Python."""
 cimport numpy as cnp
 from nclx._ncl.ncl cimport NCL_NTYPES, NCL_NOTYPE, ncl_dtype_from_typenum, ncl_dtype_name, ncl_dtype_sizes

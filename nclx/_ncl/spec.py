@@ -25,6 +25,10 @@ CTYPES = {
     "float32": "float", "float64": "double",
 }
 
+#: Item size in bytes.
+ITEMSIZE = {"bool": 1, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
+            "uint32": 4, "uint64": 8, "float32": 4, "float64": 8}
+
 # identity codes understood by the ufunc builder
 ZERO, ONE, MINUS_ONE, NONE, REORDERABLE_NONE = "zero", "one", "minus_one", "none", "reorderable_none"
 
@@ -58,6 +62,50 @@ OPS["sqrt"] = ("unary", 1, NONE, _same(FLOATS, 1))
 
 #: ops whose float reduction NumPy performs pairwise
 PAIRWISE_REDUCE = ("add",)
+
+
+#: The fixed-width type of each NumPy type character on LP64 platforms. Only
+#: used to decide statically which characters an op has loops for (the class
+#: of a character -- bool, integer, float -- is the same everywhere); at run
+#: time the dtype layer maps characters to fixed widths.
+LP64_CHARS = {
+    "?": "bool", "b": "int8", "B": "uint8", "h": "int16", "H": "uint16",
+    "i": "int32", "I": "uint32", "l": "int64", "L": "uint64",
+    "q": "int64", "Q": "uint64", "f": "float32", "d": "float64",
+}
+
+SUBSYSTEM_OF_KIND = {"compare": "compare", "binary": "binary", "unary": "unary"}
+#: Funnel subsystems, in enum order (a binary call that is a reduction goes
+#: to "reduce").
+SUBSYSTEMS = ("compare", "binary", "unary", "reduce")
+
+
+def char_signatures(op):
+    """NumPy type-character signatures of ``op``'s loops, in NumPy's order.
+
+    Returns a list of strings of ``nin + 1`` characters, e.g. ``'ll?'`` for
+    ``less`` on long.  int64/uint64 mixed comparisons follow ``'QQ?'`` as in
+    NumPy 2.
+    """
+    kind, nin, _ident, loops = OPS[op]
+    uniform = {ins[0]: out for ins, out in loops if len(set(ins)) == 1}
+    mixed = [(ins, out) for ins, out in loops if len(set(ins)) > 1]
+    sigs = []
+    for c in NUMPY_CHAR_ORDER:
+        dt = LP64_CHARS[c]
+        if dt not in uniform:
+            continue
+        out = uniform[dt]
+        sigs.append(c * nin + (c if out == dt else "?"))
+        if c == "Q":
+            for ins, out in mixed:
+                sigs.append("".join("q" if t == "int64" else "Q" for t in ins) + "?")
+    return sigs
+
+
+def all_char_signatures():
+    """(op, chars) for every loop nclx registers or replaces, in a fixed order."""
+    return [(op, chars) for op in OPS for chars in char_signatures(op)]
 
 
 def kernel_name(op, in_dtypes, out_dtype):

@@ -1,3 +1,4 @@
+# cython: wraparound=True, boundscheck=True
 """Build real ``numpy.ufunc`` objects whose loops are nclx kernels.
 
 One ufunc set is built per instruction-set build of the kernels (baseline,
@@ -21,7 +22,7 @@ cnp.import_ufunc()
 
 cdef extern from "numpy/ufuncobject.h":
     ctypedef void (*generic_loop "PyUFuncGenericFunction")(
-        char **, const cnp.npy_intp *, const cnp.npy_intp *, void *)
+        char **, const cnp.npy_intp *, const cnp.npy_intp *, void *) noexcept nogil
     object PyUFunc_FromFuncAndData(generic_loop *func, void **data, char *types,
                                    int ntypes, int nin, int nout, int identity,
                                    const char *name, const char *doc, int unused)
@@ -112,36 +113,15 @@ def kernel_module(isa=None):
     return importlib.import_module(f"nclx._ncl._kernels_{isa}")
 
 
-def _chars_for(dtype_name):
-    """NumPy type characters (in NumPy's loop order) backed by one fixed-width type."""
-    return [c for c in spec.NUMPY_CHAR_ORDER if fixed_width(c) == dtype_name]
+def kernel_key(op, chars):
+    """The kernel (op, input dtypes, output dtype) serving one type signature here."""
+    dts = tuple(fixed_width(c) for c in chars)
+    return (op, dts[:-1], dts[-1])
 
 
 def _signatures(op):
     """(type characters, kernel key) per loop of ``op``, in NumPy's loop order."""
-    kind, nin, ident, loops = spec.OPS[op]
-    uniform = {}
-    mixed = []
-    for ins, out in loops:
-        if len(set(ins)) == 1:
-            uniform[ins[0]] = (ins, out)
-        else:
-            mixed.append((ins, out))
-    sigs = []
-    for c in spec.NUMPY_CHAR_ORDER:
-        name = fixed_width(c)
-        if name not in uniform:
-            continue
-        ins, out = uniform[name]
-        out_char = c if out == name else np.dtype(out).char
-        sigs.append((c * nin + out_char, (op, ins, out)))
-        if c == "Q":
-            # NumPy 2 compares int64 with uint64 exactly, with dedicated loops
-            # right after the unsigned one.
-            for mins, mout in mixed:
-                chars = "".join("q" if t == "int64" else "Q" for t in mins)
-                sigs.append((chars + np.dtype(mout).char, (op, mins, mout)))
-    return sigs
+    return [(chars, kernel_key(op, chars)) for chars in spec.char_signatures(op)]
 
 
 cdef object _make_ufunc(str op, dict table):

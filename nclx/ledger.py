@@ -1,0 +1,114 @@
+"""nclx.ledger: record every loop call ordinary NumPy code makes.
+
+>>> import numpy as np, nclx.ledger
+>>> a = np.arange(100_000)
+>>> with nclx.ledger.recording() as led:
+...     b = a + a
+...     s = b.sum()
+>>> sorted({r.op for r in led.records()})
+['add']
+>>> print(led.table())            # doctest: +SKIP
+op   kind     dtypes                  calls  elements  ms
+add  elementwise int64,int64->int64    1     100000   0.05
+...
+
+The ledger is a C node at the front of every funnel chain: it timestamps the
+rest of the chain and adds to per-signature counters with atomic adds, so it
+works while loops run on several threads and costs two clock reads per call.
+"""
+import contextlib
+import itertools
+from collections import namedtuple
+
+import numpy as np
+
+from nclx import _install
+from nclx._ncl import funnel as _funnel
+from nclx._ncl import hooks as _hooks
+from nclx._ncl.dtypes import fixed_width
+
+#: One row of a ledger: ``op`` (ufunc name), ``kind`` ("elementwise" or
+#: "reduce"), ``dtypes`` (fixed-width names, output last), ``elements``,
+#: ``calls`` and ``ns`` (time spent in the loops).
+Record = namedtuple("Record", "op kind dtypes elements calls ns")
+
+_ids = itertools.count()
+
+
+class Ledger:
+    """Counters of loop calls; filled while :func:`recording` is active."""
+
+    def __init__(self):
+        self._table = _funnel.LedgerTable()
+        self._handles = []
+        self.name = f"ledger#{next(_ids)}"
+
+    def _start(self):
+        addr = _funnel.ledger_hook_address()
+        data = _funnel.table_address(self._table)
+        for sub in _hooks.SUBSYSTEMS:
+            self._handles.append(_hooks.register_c("funnel", sub, addr, data, name=self.name,
+                                                   keepalive=self._table))
+
+    def _stop(self):
+        for h in self._handles:
+            h.remove()
+        self._handles.clear()
+
+    def records(self):
+        """The calls recorded, one :class:`Record` per (op, kind, dtypes)."""
+        merged = {}
+        for op, chars, is_reduce, calls, elements, ns in self._table.rows():
+            dtypes = tuple(fixed_width(c) for c in chars)
+            key = (op, "reduce" if is_reduce else "elementwise", dtypes)
+            c0, e0, n0 = merged.get(key, (0, 0, 0))
+            merged[key] = (c0 + calls, e0 + elements, n0 + ns)
+        return [Record(op, kind, dtypes, elements, calls, ns)
+                for (op, kind, dtypes), (calls, elements, ns) in merged.items()]
+
+    def total_ns(self):
+        return sum(r.ns for r in self.records())
+
+    def clear(self):
+        self._table.clear()
+
+    def table(self):
+        """A readable summary, slowest first."""
+        rows = sorted(self.records(), key=lambda r: r.ns, reverse=True)
+        head = ("op", "kind", "dtypes", "calls", "elements", "ms", "ns/elem")
+        body = []
+        for r in rows:
+            sig = ",".join(r.dtypes[:-1]) + "->" + r.dtypes[-1]
+            per = r.ns / r.elements if r.elements else 0.0
+            body.append((r.op, r.kind, sig, str(r.calls), str(r.elements),
+                         f"{r.ns / 1e6:.3f}", f"{per:.2f}"))
+        if not body:
+            return "(no loop calls recorded)"
+        widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
+        lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
+        lines.append("  ".join("-" * w for w in widths))
+        for row in body:
+            lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+                                   for i, (c, w) in enumerate(zip(row, widths))))
+        total = sum(r.ns for r in rows) / 1e6
+        lines.append(f"total {sum(r.calls for r in rows)} calls, {total:.3f} ms in loops")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<nclx Ledger {self.name}: {len(self.records())} signatures>"
+
+
+@contextlib.contextmanager
+def recording():
+    """Record every loop call made inside the block; yields a :class:`Ledger`.
+
+    Installs nclx for the block if it was not installed, and restores NumPy
+    on exit.
+    """
+    led = Ledger()
+    with _install.installed():
+        led._start()
+        try:
+            yield led
+        finally:
+            led._stop()
