@@ -1,0 +1,29 @@
+"""pytest plugin: run a test session with nclx installed, then check that
+uninstall() put every NumPy loop back exactly."""
+import numpy as np
+
+import nclx
+from nclx._ncl import funnel
+
+_before = {}
+
+
+def pytest_configure(config):
+    for op, chars in funnel.signatures():
+        try:
+            _before[(op, chars)] = funnel.current_loop(getattr(np, op), chars)
+        except KeyError:
+            pass
+    swapped = nclx.install()
+    if not nclx.is_installed() or swapped == 0:
+        raise RuntimeError("nclx.install() did not swap any loop")
+    print(f"\n[nclx] installed: {swapped} NumPy loops routed through nclx")
+
+
+def pytest_unconfigure(config):
+    nclx.uninstall()
+    changed = [k for k, addr in _before.items()
+               if funnel.current_loop(getattr(np, k[0]), k[1]) != addr]
+    if changed:
+        raise RuntimeError(f"uninstall() left {len(changed)} loops changed: {changed[:5]}")
+    print("[nclx] uninstalled: every NumPy loop restored")

@@ -1,0 +1,51 @@
+"""A library author's Cython Kernel subclass, compiled against the installed
+nclx (its .pxd files and headers), overrides the nogil loop."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import nclx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def kernel_module(tmp_path_factory):
+    build = tmp_path_factory.mktemp("cython_kernel")
+    shutil.copy(os.path.join(HERE, "cython_kernel", "nclx_test_kernel.pyx"), build)
+    setup = textwrap.dedent(f"""
+        import numpy, nclx, os
+        from setuptools import setup, Extension
+        from Cython.Build import cythonize
+        inc = nclx.get_include()
+        ext = Extension("nclx_test_kernel", ["nclx_test_kernel.pyx"],
+                        include_dirs=[numpy.get_include(), os.path.join(inc, "nclx", "_ncl")])
+        setup(ext_modules=cythonize([ext], include_path=[inc], language_level=3, quiet=True),
+              script_args=["build_ext", "--inplace"])
+    """)
+    (build / "setup.py").write_text(setup)
+    proc = subprocess.run([sys.executable, "setup.py"], cwd=build, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    sys.path.insert(0, str(build))
+    try:
+        import nclx_test_kernel
+        yield nclx_test_kernel
+    finally:
+        sys.path.remove(str(build))
+
+
+def test_cython_kernel_subclass_overrides_the_loop(kernel_module):
+    k = kernel_module.SaturatingAddInt64()
+    big = np.array([2**62, -(2**62), 5], dtype=np.int64)
+    with nclx.installed(), nclx.hooks.register("kernel", ("add", "int64"), k):
+        r = big + big
+        total = np.array([1, 2, 3]).sum()
+    assert list(r) == [2**63 - 1, -(2**63), 10]
+    assert k.calls == 1
+    assert total == 6                                   # reduce punted to nclx
+    assert list(big + big) == [-(2**63), -(2**63), 10]  # stock wraps again

@@ -1,0 +1,192 @@
+"""install() / uninstall(): interception on plain ndarrays and exact restoration."""
+import threading
+
+import numpy as np
+import pytest
+
+import nclx
+from nclx._ncl import funnel
+
+
+def _snapshot():
+    snap = {}
+    for op, chars in funnel.signatures():
+        try:
+            snap[(op, chars)] = funnel.current_loop(getattr(np, op), chars)
+        except KeyError:
+            pass
+    return snap
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    nclx.uninstall()
+    nclx.hooks.reset()
+    yield
+    nclx.uninstall()
+    nclx.hooks.reset()
+
+
+def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
+    before = _snapshot()
+    assert len(before) == len(funnel.signatures())       # NumPy 2 has every signature
+    n = nclx.install()
+    assert n == len(before)
+    during = _snapshot()
+    for k, (key, addr) in enumerate(before.items()):
+        assert during[key] != addr
+    assert all(during[key] == funnel.entry_address(k)
+               for k, key in enumerate(funnel.signatures()) if key in during)
+    assert nclx.uninstall() == n
+    assert _snapshot() == before
+    assert not nclx.is_installed()
+
+
+def test_both_int64_signatures_are_swapped_each_with_its_own_original():
+    sigs = funnel.signatures()
+    kl, kq = sigs.index(("add", "lll")), sigs.index(("add", "qqq"))
+    before_l = funnel.current_loop(np.add, "lll")
+    before_q = funnel.current_loop(np.add, "qqq")
+    nclx.install()
+    assert funnel.original_address(kl) == before_l
+    assert funnel.original_address(kq) == before_q
+    assert funnel.current_loop(np.add, "lll") == funnel.entry_address(kl)
+    assert funnel.current_loop(np.add, "qqq") == funnel.entry_address(kq)
+    a = np.arange(10, dtype=np.longlong)
+    assert a.dtype.char == "q"
+    with nclx.ledger.recording() as led:
+        (a + a, np.arange(10, dtype="l") + 1)
+    assert sum(r.calls for r in led.records() if r.op == "add") == 2
+
+
+def test_install_is_idempotent_and_works_after_the_ufuncs_were_used():
+    np.add(np.arange(3), 1)          # used before install
+    n = nclx.install()
+    assert nclx.install() == 0       # second install swaps nothing more
+    assert nclx.is_installed()
+    assert np.array_equal(np.arange(3) + 1, [1, 2, 3])
+    assert nclx.uninstall() == n
+    assert nclx.uninstall() == 0
+
+
+def test_installed_context_restores_even_when_the_block_raises():
+    before = _snapshot()
+    with pytest.raises(KeyError):
+        with nclx.installed():
+            assert nclx.is_installed()
+            raise KeyError("x")
+    assert not nclx.is_installed()
+    assert _snapshot() == before
+
+
+def test_installed_context_leaves_an_outer_install_in_place():
+    nclx.install()
+    with nclx.installed():
+        pass
+    assert nclx.is_installed()
+
+
+def test_uninstall_restores_after_a_hook_raised():
+    before = _snapshot()
+    nclx.install()
+
+    def broken(call):
+        raise RuntimeError("hook failure")
+
+    import sys
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        h = nclx.hooks.register("funnel", "binary", broken)
+        r = np.arange(4) * 3
+    finally:
+        sys.unraisablehook = old
+    assert np.array_equal(r, [0, 3, 6, 9])      # the result was not lost
+    assert h.errors == 1 and isinstance(h.last_error, RuntimeError)
+    assert len(seen) == 1
+    nclx.uninstall()
+    assert _snapshot() == before
+
+
+@pytest.mark.parametrize("expr", [
+    "a + b", "a > b", "a - b", "a * b", "a // b", "a % b", "a / b", "-a", "abs(a)", "~a",
+    "np.maximum(a, b)", "np.minimum(a, b)", "a & b", "a | b", "a ^ b", "a == b", "a != b",
+    "a < b", "a <= b", "a >= b",
+])
+def test_results_installed_equal_stock_results(expr):
+    rng = np.random.default_rng(0)
+    a = rng.integers(-1000, 1000, 1001)
+    b = rng.integers(1, 1000, 1001)
+    want = eval(expr)
+    with nclx.installed():
+        got = eval(expr)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got, want)
+
+
+def test_ledger_sees_ordinary_numpy_code_on_plain_arrays():
+    a = np.arange(1000)
+    b = np.arange(1000)
+    x = np.linspace(0, 1, 1000)
+    with nclx.ledger.recording() as led:
+        a + b
+        a > b
+        a += b
+        a.sum()
+        np.sqrt(x)
+        np.maximum.reduce(x)
+        np.cumsum(a)
+    got = {(r.op, r.kind) for r in led.records()}
+    assert {("add", "elementwise"), ("greater", "elementwise"), ("add", "reduce"),
+            ("sqrt", "elementwise"), ("maximum", "reduce")} <= got
+    adds = [r for r in led.records() if r.op == "add" and r.kind == "elementwise"]
+    assert sum(r.calls for r in adds) >= 3          # a + b, a += b, cumsum's accumulate
+    assert all(r.elements > 0 and r.ns > 0 for r in led.records())
+
+
+def test_float_sums_keep_numpy_accuracy_when_installed():
+    x = np.random.default_rng(3).random(1_000_003) * 1e-3 + 1e3
+    want = x.sum()
+    want_strided = x[::3].sum()
+    want_axis = x[:999_999].reshape(999, 1001).sum(axis=1)
+    with nclx.installed():
+        assert x.sum() == want
+        assert x[::3].sum() == want_strided
+        assert np.array_equal(x[:999_999].reshape(999, 1001).sum(axis=1), want_axis)
+
+
+def test_loops_run_while_hooks_are_registered_and_removed_from_other_threads():
+    nclx.install()
+    a = np.arange(200_000, dtype=np.float64)   # > 500 elements: NumPy drops the GIL
+    want = a * 2.0
+    stop = threading.Event()
+    errors = []
+
+    def compute():
+        try:
+            while not stop.is_set():
+                if not np.array_equal(a * 2.0, want):
+                    errors.append("wrong result")
+        except Exception as exc:   # pragma: no cover - reported below
+            errors.append(exc)
+
+    def counting(call):
+        call.next()
+
+    workers = [threading.Thread(target=compute) for _ in range(2)]
+    for t in workers:
+        t.start()
+    try:
+        for i in range(300):
+            h1 = nclx.hooks.register("funnel", "binary", counting, name=f"c{i}")
+            h2 = nclx.hooks.register("kernel", ("multiply", "float64"), counting,
+                                     name=f"k{i}", position="back")
+            h1.remove()
+            h2.remove()
+    finally:
+        stop.set()
+        for t in workers:
+            t.join()
+    assert not errors
+    assert nclx.hooks.collect() == 0     # every retired node was freed

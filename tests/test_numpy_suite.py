@@ -1,0 +1,42 @@
+"""Acceptance: NumPy's own test modules pass with nclx installed, with no
+failure that the same run without nclx does not have."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+MODULES = ["numpy._core.tests.test_umath", "numpy._core.tests.test_ufunc",
+           "numpy._core.tests.test_numeric"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _run(with_nclx, tmp_path):
+    args = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider",
+            "-W", "ignore::DeprecationWarning", "-W", "ignore::PendingDeprecationWarning",
+            "--pyargs", *MODULES]
+    env = dict(os.environ)
+    if with_nclx:
+        args[3:3] = ["-s", "-p", "nclx_installed"]
+        env["PYTHONPATH"] = os.pathsep.join([os.path.join(HERE, "numpy_suite"),
+                                             env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=1500)
+    out = proc.stdout + proc.stderr
+    summary = [line for line in out.splitlines() if re.search(r"\d+ passed", line)]
+    assert summary, f"pytest printed no summary (exit {proc.returncode}):\n{out[-3000:]}"
+    passed = int(re.search(r"(\d+) passed", summary[-1]).group(1))
+    failed = set(re.findall(r"^FAILED (\S+)", out, flags=re.M))
+    return proc.returncode, passed, failed, out
+
+
+@pytest.mark.numpy_suite
+def test_numpy_suites_pass_with_nclx_installed(tmp_path):
+    rc0, passed0, failed0, out0 = _run(False, tmp_path)
+    rc1, passed1, failed1, out1 = _run(True, tmp_path)
+    assert "[nclx] installed" in out1, out1[-2000:]
+    assert "every NumPy loop restored" in out1, out1[-2000:]
+    assert passed1 > 5000, f"too few tests ran with nclx: {passed1}"
+    new = failed1 - failed0
+    assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
