@@ -74,4 +74,32 @@ def run():
         tc = _median_time(lambda: ncf(*args, out=o))
         print(f"{name:<10}{np.dtype(dt).name:<9}{n:>10}{tn * 1e3:>11.3f}{tc * 1e3:>10.3f}{tn / tc:>8.2f}")
     print("\n(ratio > 1: nclx faster. Reproducible figures: docs/benchmarks.md)")
+
+    _section("4. nclx.install(): ordinary NumPy code through nclx's hooks")
+    with nclx.ledger.recording() as led:
+        _small_program()
+    print("with nclx.ledger.recording() as led:  # a small NumPy program, unchanged")
+    print(led.table())
+
+    _section("5. nclx.checked(): integer overflow raises instead of wrapping")
+    prices = np.array([3_000_000_000, 2], dtype=np.int64)
+    print(f"stock NumPy: {prices} * 4_000_000_000 = {prices * 4_000_000_000}  (wrapped silently)")
+    try:
+        with nclx.checked():
+            prices * 4_000_000_000
+    except OverflowError as exc:
+        print(f"with nclx.checked(): OverflowError: {exc}")
+    print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
     return 0
+
+
+def _small_program():
+    """What the ledger watches: a few lines of everyday NumPy."""
+    rng = np.random.default_rng(2)
+    temps = rng.normal(15.0, 8.0, size=(365, 24))
+    daily_max = temps.max(axis=1)
+    hot = daily_max > 25.0
+    mean = temps.mean()
+    anomalies = np.abs(temps - mean)
+    counts = np.arange(1_000_000) % 7
+    return hot.sum(), anomalies.sum(), np.sqrt(anomalies).sum(), (counts == 3).sum()

@@ -1,0 +1,63 @@
+"""Cost of nclx.install() per ufunc call: stock NumPy, installed with no user
+hook (one indirect call added per loop call), and with the ledger recording.
+
+Small sizes show the fixed per-call cost; the kernels are the same speed as
+NumPy's (bench_ufuncs.py), so the ratio measures the dispatch.
+"""
+import numpy as np
+
+import nclx
+import nclx.ledger
+
+MODES = ["stock", "installed", "ledger"]
+SIZES = [1, 100, 10_000]
+
+
+class _Mode:
+    params = [MODES, SIZES]
+    param_names = ["mode", "n"]
+
+    def setup(self, mode, n):
+        nclx.uninstall()
+        self._ctx = None
+        if mode == "installed":
+            nclx.install()
+        elif mode == "ledger":
+            self._ctx = nclx.ledger.recording()
+            self._ctx.__enter__()
+
+    def teardown(self, mode, n):
+        if self._ctx is not None:
+            self._ctx.__exit__(None, None, None)
+        nclx.uninstall()
+
+
+class AddFloat64(_Mode):
+    def setup(self, mode, n):
+        self.a = np.linspace(0, 1, n)
+        self.b = np.linspace(1, 2, n)
+        self.out = np.empty(n)
+        super().setup(mode, n)
+
+    def time_add(self, mode, n):
+        np.add(self.a, self.b, out=self.out)
+
+
+class GreaterInt64(_Mode):
+    def setup(self, mode, n):
+        self.a = np.arange(n, dtype=np.int64)
+        self.b = np.arange(n, dtype=np.int64)[::-1].copy()
+        self.out = np.empty(n, dtype=bool)
+        super().setup(mode, n)
+
+    def time_greater(self, mode, n):
+        np.greater(self.a, self.b, out=self.out)
+
+
+class SumFloat64(_Mode):
+    def setup(self, mode, n):
+        self.a = np.linspace(0, 1, n)
+        super().setup(mode, n)
+
+    def time_sum(self, mode, n):
+        self.a.sum()

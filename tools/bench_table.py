@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Turn the newest asv results into the Markdown tables of docs/benchmarks.md.
+
+For each benchmark whose first parameter names an implementation or mode
+(numpy/nclx, stock/installed/ledger), print the median time of each and the
+ratio to the first ("numpy" or "stock"): ratio > 1 means slower than stock.
+
+    python tools/bench_table.py [.asv/results]
+"""
+import glob
+import itertools
+import json
+import os
+import sys
+
+
+def _latest(results_dir):
+    files = [f for f in glob.glob(os.path.join(results_dir, "*", "*.json"))
+             if not f.endswith("machine.json")]
+    if not files:
+        sys.exit(f"no asv results under {results_dir}; run asv first (docs/benchmarks.md)")
+    return max(files, key=os.path.getmtime)
+
+
+def _fmt(sec):
+    if sec is None:
+        return "n/a"
+    for unit, scale in (("s", 1), ("ms", 1e3), ("us", 1e6), ("ns", 1e9)):
+        if sec * scale >= 1:
+            return f"{sec * scale:.3g} {unit}"
+    return f"{sec * 1e9:.3g} ns"
+
+
+def main(argv):
+    results_dir = argv[1] if len(argv) > 1 else os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".asv", "results")
+    path = _latest(results_dir)
+    with open(path) as fh:
+        data = json.load(fh)
+    cols = data["result_columns"]
+    print(f"<!-- from {os.path.basename(path)}, machine {data.get('params', {}).get('machine', '?')} -->")
+    for name in sorted(data["results"]):
+        row = dict(zip(cols, data["results"][name]))
+        params = row.get("params") or []
+        values = row.get("result")
+        if not params or values is None or not name.split(".")[-1].startswith("time_"):
+            continue
+        impls = [p.strip("'") for p in params[0]]
+        rest = [[p.strip("'") for p in ps] for ps in params[1:]]
+        combos = list(itertools.product(*rest))
+        grid = {}
+        for i, combo in enumerate(itertools.product(impls, *rest)):
+            grid[combo] = values[i]
+        print(f"\n#### {name}\n")
+        head = rest_names = [f"p{i}" for i in range(len(rest))]
+        print("| " + " | ".join(["params"] + [f"{m} (median)" for m in impls]
+                                + [f"{m} / {impls[0]}" for m in impls[1:]]) + " |")
+        print("|" + "---|" * (1 + 2 * len(impls) - 1))
+        for combo in combos:
+            times = [grid[(m, *combo)] for m in impls]
+            ratios = [(t / times[0]) if (t and times[0]) else None for t in times[1:]]
+            print("| " + " | ".join([", ".join(combo)] + [_fmt(t) for t in times]
+                                    + [f"{r:.3f}" if r else "n/a" for r in ratios]) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
