@@ -14,6 +14,7 @@ from nclx import ufuncs
 from nclx._install import install, installed, is_installed, uninstall
 from nclx import hooks, ledger
 from nclx.checked import checked
+from nclx._threading import calibrate, get_num_threads, get_threshold, set_num_threads, set_threshold
 
 
 def get_include():
@@ -23,4 +24,5 @@ def get_include():
 
 
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
-           "is_installed", "installed", "hooks", "ledger", "checked", "get_include"]
+           "is_installed", "installed", "hooks", "ledger", "checked", "get_include",
+           "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "calibrate"]

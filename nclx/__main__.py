@@ -1,4 +1,4 @@
-"""``python -m nclx demo | info``."""
+"""``python -m nclx demo | info | bench``."""
 import argparse
 import sys
 
@@ -8,6 +8,13 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="show the kernels at work on real arrays")
     sub.add_parser("info", help="print nclx.show_config()")
+    sub.add_parser("bench", help="stock NumPy against nclx.install() (--help for options)",
+                   add_help=False)
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["bench"]:
+        from nclx.bench import main as bench_main
+        return bench_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "info":
         import nclx

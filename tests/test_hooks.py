@@ -26,7 +26,7 @@ def _tracer(log, name):
 
 
 def test_default_chains():
-    assert hooks.chain("funnel", "binary") == ["kernel"]
+    assert hooks.chain("funnel", "binary") == ["threader", "kernel"]
     assert hooks.chain("kernel", ("add", "int64")) == ["nclx", "numpy"]
     assert hooks.chain("kernel", ("equal", ("int64", "uint64"))) == ["nclx", "numpy"]
     assert hooks.chain("python", "reduce") == ["ufunc"]
@@ -40,7 +40,7 @@ def test_positions_front_back_before_after_and_order_of_calls():
     hooks.register("funnel", "binary", _tracer(log, "c"), position="back")
     hooks.register("funnel", "binary", _tracer(log, "d"), before="a")
     hooks.register("funnel", "binary", _tracer(log, "e"), after="c")
-    assert hooks.chain("funnel", "binary") == ["b", "d", "a", "c", "e", "kernel"]
+    assert hooks.chain("funnel", "binary") == ["b", "d", "a", "c", "e", "threader", "kernel"]
     np.add(np.arange(3), 1)
     assert log == ["b", "d", "a", "c", "e"]
 
@@ -73,7 +73,7 @@ def test_bad_registrations_name_the_problem():
 def test_default_nodes_cannot_be_removed_and_reset_restores_defaults():
     hooks.register("funnel", "unary", lambda c: c.next(), name="x")
     hooks.register("kernel", ("sqrt", "float64"), lambda c: c.next(), name="y")
-    assert hooks.chains() == {("funnel", "unary"): ["x", "kernel"],
+    assert hooks.chains() == {("funnel", "unary"): ["x", "threader", "kernel"],
                               ("kernel", "sqrt_float64"): ["y", "nclx", "numpy"]}
     hooks.reset()
     assert hooks.chains() == {}
@@ -81,10 +81,10 @@ def test_default_nodes_cannot_be_removed_and_reset_restores_defaults():
 
 def test_handle_remove_is_idempotent_and_a_context_manager():
     with hooks.register("funnel", "compare", lambda c: c.next(), name="tmp") as h:
-        assert hooks.chain("funnel", "compare") == ["tmp", "kernel"]
+        assert hooks.chain("funnel", "compare") == ["tmp", "threader", "kernel"]
     assert h.removed
     h.remove()
-    assert hooks.chain("funnel", "compare") == ["kernel"]
+    assert hooks.chain("funnel", "compare") == ["threader", "kernel"]
 
 
 def test_a_hook_can_remove_itself_while_it_runs_and_still_punt():

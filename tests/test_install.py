@@ -150,10 +150,20 @@ def test_float_sums_keep_numpy_accuracy_when_installed():
     want = x.sum()
     want_strided = x[::3].sum()
     want_axis = x[:999_999].reshape(999, 1001).sum(axis=1)
-    with nclx.installed():
-        assert x.sum() == want
-        assert x[::3].sum() == want_strided
-        assert np.array_equal(x[:999_999].reshape(999, 1001).sum(axis=1), want_axis)
+    threads = nclx.get_num_threads()
+    nclx.set_num_threads(1)          # one thread: the very same pairwise sum
+    try:
+        with nclx.installed():
+            assert x.sum() == want
+            assert x[::3].sum() == want_strided
+            assert np.array_equal(x[:999_999].reshape(999, 1001).sum(axis=1), want_axis)
+    finally:
+        nclx.set_num_threads(threads)
+    import math
+    exact = math.fsum(x)
+    with nclx.installed():          # threaded: partial sums, still pairwise-accurate
+        got = x.sum()
+    assert abs(got - exact) <= max(abs(want - exact), 4 * np.finfo(float).eps * 20 * exact)
 
 
 def test_loops_run_while_hooks_are_registered_and_removed_from_other_threads():

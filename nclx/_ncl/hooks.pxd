@@ -23,6 +23,15 @@ cdef enum:
 cdef struct ncl_node
 cdef struct ncl_chain
 
+# What hooks report back to the calling thread (kernels may run on worker
+# threads): flag bits, and a count for the flags that have one.
+cdef enum:
+    NCL_STATUS_INT_OVERFLOW = 1
+
+cdef struct ncl_status:
+    int flags
+    long count
+
 # One loop call as it travels down a funnel chain and then a kernel chain.
 cdef struct ncl_call:
     char **args
@@ -38,6 +47,8 @@ cdef struct ncl_call:
     int nargs                # inputs + output
     int typenums[NCL_MAX_ARGS]
     int dtypes[NCL_MAX_ARGS] # fixed-width ncl_dtype of each operand
+    int prefer_numpy         # the "nclx" node runs NumPy's loop (measured faster)
+    ncl_status *status       # shared by every chunk of one call
 
 # A hook: return 0, or -1 with a Python exception set (the GIL held).
 ctypedef int (*ncl_hook_fn)(ncl_node *node, ncl_call *call) noexcept nogil
@@ -74,6 +85,8 @@ cdef ncl_chain *ncl_kernel_chain(str name) except NULL
 cdef ncl_node *ncl_new_node(str name, ncl_hook_fn fn, void *data, object obj) except NULL
 cdef int ncl_link(ncl_chain *chain, ncl_node *node, str position, str anchor) except -1
 cdef int ncl_unlink(ncl_node *node) except -1
+cdef int ncl_set_default_front(ncl_chain *chain, ncl_node *node) except -1
+cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil
 
 
 cdef class Kernel:

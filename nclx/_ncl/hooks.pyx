@@ -39,6 +39,8 @@ cdef extern from *:
     static inline void ncl_readers_leave(void) { __atomic_sub_fetch(&ncl_readers, 1, __ATOMIC_SEQ_CST); }
     static inline long ncl_readers_now(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); return __atomic_load_n(&ncl_readers, __ATOMIC_SEQ_CST); }
     static __thread int ncl_hook_depth = 0;
+    static inline void ncl_status_or(int *p, int v) { __atomic_or_fetch(p, v, __ATOMIC_RELAXED); }
+    static inline void ncl_status_count(long *p, long v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
     static inline int ncl_hook_depth_get(void) { return ncl_hook_depth; }
     static inline void ncl_hook_depth_add(int d) { ncl_hook_depth += d; }
     """
@@ -49,6 +51,8 @@ cdef extern from *:
     long ncl_readers_now() nogil
     int ncl_hook_depth_get() nogil
     void ncl_hook_depth_add(int d) nogil
+    void ncl_status_or(int *p, int v) nogil
+    void ncl_status_count(long *p, long v) nogil
 
 SUBSYSTEMS = ("compare", "binary", "unary", "reduce")
 LEVELS = ("python", "funnel", "kernel")
@@ -110,8 +114,24 @@ cdef int _funnel_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
 
 
 cdef int _nclx_kernel_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    # nclx's choice: its own kernel, or NumPy's loop where that measured faster
+    if call.prefer_numpy:
+        call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+    else:
+        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+    return 0
+
+
+cdef int _nclx_own_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
     return 0
+
+
+cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil:
+    """Report a condition to the calling thread (atomic: chunks may run in parallel)."""
+    if call.status != NULL:
+        ncl_status_or(&call.status.flags, flag)
+        ncl_status_count(&call.status.count, count)
 
 
 cdef int _numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
@@ -268,6 +288,17 @@ cdef int ncl_link(ncl_chain *chain, ncl_node *node, str position, str anchor) ex
     else:
         raise HookError(f"position must be 'front', 'back', 'before' or 'after', not {position!r}")
     _link_before(chain, node, target)
+    return 0
+
+
+cdef int ncl_set_default_front(ncl_chain *chain, ncl_node *node) except -1:
+    """Make ``node`` (static storage) the first default node of ``chain``.
+
+    Used once at import by nclx modules that add default behaviour (the
+    threader); not while loops may run."""
+    node.flags |= NCL_NODE_DEFAULT
+    _link_before(chain, node, chain.default_head)
+    chain.default_head = node
     return 0
 
 
@@ -457,7 +488,7 @@ cdef class Call:
         """Run nclx's own kernel on this call."""
         self._check()
         with nogil:
-            _nclx_kernel_fn(self.node, self.call)
+            _nclx_own_fn(self.node, self.call)
 
     @property
     def op(self):

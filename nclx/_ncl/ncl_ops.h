@@ -30,6 +30,10 @@ typedef npy_bool ncl_bool;
 
 static inline void ncl_raise_divbyzero(void) { feraiseexcept(FE_DIVBYZERO); }
 static inline void ncl_raise_overflow(void) { feraiseexcept(FE_OVERFLOW); }
+/* For kernels whose vectorised compares signal on NaN: remember whether
+ * FE_INVALID was already up, and drop it afterwards if the kernel raised it. */
+static inline int ncl_invalid_test(void) { return fetestexcept(FE_INVALID); }
+static inline void ncl_invalid_clear(void) { feclearexcept(FE_INVALID); }
 
 /* ---------------------------------------------------------------- bool */
 static inline ncl_bool ncl_add_bool(ncl_bool a, ncl_bool b) { return (a != 0) | (b != 0); }

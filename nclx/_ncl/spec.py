@@ -60,6 +60,22 @@ OPS["absolute"] = ("unary", 1, NONE, _same(ALL, 1))
 OPS["invert"] = ("unary", 1, NONE, _same(BOOL + INTS, 1))
 OPS["sqrt"] = ("unary", 1, NONE, _same(FLOATS, 1))
 
+#: bool reductions that can stop early: the value that, once reached, the
+#: accumulator keeps (True for "any"-like ops, False for "all"-like ones).
+BOOL_ABSORBING = {"add": 1, "maximum": 1, "bitwise_or": 1,
+                  "multiply": 0, "minimum": 0, "bitwise_and": 0}
+
+#: reductions where NumPy's own loop measured faster than nclx's (SIMD
+#: horizontal max/min); the threader and the fast path run NumPy's loop for
+#: them unless nclx.calibrate() measured otherwise on this machine.
+PREFER_NUMPY_REDUCE = ("maximum", "minimum")
+
+#: float ops whose vectorised compares may raise FE_INVALID for a NaN
+#: operand (SSE has only signalling less-than); NumPy raises no warning for
+#: them, so their float kernels drop an FE_INVALID they raised themselves.
+QUIET_NAN_OPS = ("less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+                 "maximum", "minimum")
+
 #: ops whose float reduction NumPy performs pairwise
 PAIRWISE_REDUCE = ("add",)
 

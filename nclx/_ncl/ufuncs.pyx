@@ -9,6 +9,7 @@ import importlib
 import os
 
 cimport numpy as cnp
+from cpython.ref cimport PyObject
 from libc.stdlib cimport malloc
 from libc.string cimport strdup
 
@@ -26,8 +27,11 @@ cdef extern from "numpy/ufuncobject.h":
     object PyUFunc_FromFuncAndData(generic_loop *func, void **data, char *types,
                                    int ntypes, int nin, int nout, int identity,
                                    const char *name, const char *doc, int unused)
+    ctypedef PyObject *(*vectorcallfunc)(PyObject *callable, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames)
     ctypedef struct PyUFuncObject:
         void *type_resolver
+        vectorcallfunc vectorcall
     enum:
         PyUFunc_Zero
         PyUFunc_One
@@ -142,16 +146,79 @@ cdef object _make_ufunc(str op, dict table):
         for j in range(nargs):
             types[k * nargs + j] = <char>np.dtype(chars[j]).num
     npuf = getattr(np, op)
-    doc = (f"nclx kernels for ``numpy.{op}``: same signature, broadcasting, "
+    name = npuf.__name__      # true_divide is called "divide" in NumPy 2
+    doc = (f"nclx kernels for ``numpy.{name}``: same signature, broadcasting, "
            f"out=, where=, dtype= and reductions.\n\n{npuf.__doc__.splitlines()[1] if npuf.__doc__ else ''}")
     ufunc = PyUFunc_FromFuncAndData(funcs, data, types, ntypes, nin, 1,
-                                    _IDENTITY[ident], strdup(op.encode()),
+                                    _IDENTITY[ident], strdup(name.encode()),
                                     strdup(doc.encode()), 0)
     # Borrow NumPy's type resolver for the op of the same name, so promotion
     # (true_divide of integers -> float64, boolean subtract/negative
     # raising TypeError, ...) matches NumPy's exactly.
     (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
+    if kind == "compare":
+        _route_python_int_comparisons(ufunc, npuf)
     return ufunc
+
+
+# NumPy 2 compares integer arrays with Python ints exactly, also when the int
+# does not fit the array's dtype (np.less(int8_array, 200) is all True), through
+# special loops of its own comparison ufuncs that a new ufunc cannot have.  The
+# comparison ufuncs of nclx hand exactly those calls to NumPy's ufunc of the
+# same name; every other call runs nclx's loops.
+cdef extern from *:
+    """
+    static int ncl_int_outside(PyObject *x, PyObject *other)
+    {
+        long long v;
+        int overflow = 0, tn, bits;
+        npy_intp size;
+        PyArray_Descr *d = NULL;
+        if (!PyLong_CheckExact(x)) return 0;
+        v = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (v == -1 && PyErr_Occurred()) { PyErr_Clear(); return 1; }
+        if (overflow) return 1;
+        if (PyArray_Check(other)) { d = PyArray_DESCR((PyArrayObject *)other); Py_INCREF(d); }
+        else if (PyArray_IsScalar(other, Generic)) { d = PyArray_DescrFromScalar(other); }
+        if (d == NULL) return 0;
+        tn = d->type_num;
+        size = PyDataType_ELSIZE(d);
+        Py_DECREF(d);
+        if (!PyTypeNum_ISINTEGER(tn)) return 0;
+        bits = (int)(8 * size);
+        if (PyTypeNum_ISUNSIGNED(tn)) {
+            if (v < 0) return 1;
+            return bits < 64 && ((unsigned long long)v >> bits) != 0;
+        }
+        if (bits >= 64) return 0;
+        return v < -(1LL << (bits - 1)) || v >= (1LL << (bits - 1));
+    }
+    """
+    int ncl_int_outside(PyObject *x, PyObject *other)
+    PyObject *PyObject_Vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames)
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+
+cdef vectorcallfunc _ufunc_vectorcall = NULL
+cdef dict _numpy_twin = {}
+
+
+cdef PyObject *_cmp_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) noexcept:
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    cdef PyObject *twin
+    if nargs >= 2 and (ncl_int_outside(args[0], args[1]) or ncl_int_outside(args[1], args[0])):
+        twin = <PyObject *>_numpy_twin[<size_t>callable]
+        return PyObject_Vectorcall(twin, args, nargsf, kwnames)
+    return _ufunc_vectorcall(callable, args, nargsf, kwnames)
+
+
+cdef _route_python_int_comparisons(ufunc, npuf):
+    global _ufunc_vectorcall
+    if _ufunc_vectorcall == NULL:
+        _ufunc_vectorcall = (<PyUFuncObject *>ufunc).vectorcall
+    _numpy_twin[<size_t><PyObject *>ufunc] = npuf
+    (<PyUFuncObject *>ufunc).vectorcall = <vectorcallfunc>_cmp_vectorcall
 
 
 def ufuncs_for(isa=None):
