@@ -274,7 +274,8 @@ def test_preferences_and_calibrate():
     from nclx._ncl import funnel
     prefs = funnel.preferences()
     assert prefs[("maximum", "ddd")][1] == (True, True)      # NumPy's SIMD max-reduce
-    assert prefs[("add", "ddd")] == ((False, False), (False, False))
+    assert prefs[("add", "ddd")] == ((True, False), (True, False))   # NumPy whole, nclx chunks
+    assert prefs[("sqrt", "dd")][0] == (False, False)         # nclx's sqrt is faster
     try:
         ratios = nclx.calibrate(small=512, chunk=4096, reps=2)
         assert set(ratios) <= set(prefs) and all(len(v) == 2 for v in ratios.values())

@@ -31,6 +31,15 @@ def _fmt(sec):
     return f"{sec * 1e9:.3g} ns"
 
 
+def _plain_table(name, params, values, fmt=None):
+    fmt = fmt or _fmt
+    print(f"\n#### {name}\n")
+    print("| params | value |")
+    print("|---|---:|")
+    for combo, v in zip(itertools.product(*params), values):
+        print(f"| {', '.join(p.strip(chr(39)) for p in combo)} | {fmt(v)} |")
+
+
 def main(argv):
     results_dir = argv[1] if len(argv) > 1 else os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".asv", "results")
@@ -43,16 +52,23 @@ def main(argv):
         row = dict(zip(cols, data["results"][name]))
         params = row.get("params") or []
         values = row.get("result")
-        if not params or values is None or not name.split(".")[-1].startswith("time_"):
+        if not params or values is None:
+            continue
+        if name.split(".")[-1].startswith("track_"):
+            _plain_table(name, params, values, fmt=lambda v: "n/a" if v is None else f"{v:.3f}")
+            continue
+        if not name.split(".")[-1].startswith("time_"):
             continue
         impls = [p.strip("'") for p in params[0]]
+        if not set(impls) <= {"numpy", "nclx", "stock", "installed", "ledger"}:
+            _plain_table(name, params, values)
+            continue
         rest = [[p.strip("'") for p in ps] for ps in params[1:]]
         combos = list(itertools.product(*rest))
         grid = {}
         for i, combo in enumerate(itertools.product(impls, *rest)):
             grid[combo] = values[i]
         print(f"\n#### {name}\n")
-        head = rest_names = [f"p{i}" for i in range(len(rest))]
         print("| " + " | ".join(["params"] + [f"{m} (median)" for m in impls]
                                 + [f"{m} / {impls[0]}" for m in impls[1:]]) + " |")
         print("|" + "---|" * (1 + 2 * len(impls) - 1))

@@ -9,6 +9,8 @@ import numpy as np
 import nclx
 import nclx.ledger
 
+from ._ratio import alternating_ratio
+
 MODES = ["stock", "installed", "ledger"]
 SIZES = [1, 100, 10_000]
 
@@ -61,3 +63,44 @@ class SumFloat64(_Mode):
 
     def time_sum(self, mode, n):
         self.a.sum()
+
+
+class Overhead:
+    """stock time / time with nclx installed (no user hook) or with the
+    ledger recording, alternating in one process: 1.0 = no overhead,
+    0.95 = 5% slower."""
+    params = [["installed", "ledger"], ["add_float64", "greater_int64", "sum_float64"], SIZES]
+    param_names = ["mode", "case", "n"]
+    unit = "stock/nclx"
+    timeout = 300
+
+    def setup(self, mode, case, n):
+        a = np.linspace(0, 1, n)
+        b = np.linspace(1, 2, n)
+        ia = np.arange(n, dtype=np.int64)
+        ib = ia[::-1].copy()
+        out, bout = np.empty(n), np.empty(n, dtype=bool)
+        self.fn = {"add_float64": lambda: np.add(a, b, out=out),
+                   "greater_int64": lambda: np.greater(ia, ib, out=bout),
+                   "sum_float64": lambda: a.sum()}[case]
+
+    def track_ratio(self, mode, case, n):
+        ctx = []
+
+        def stock():
+            if ctx:
+                ctx.pop().__exit__(None, None, None)
+            nclx.uninstall()
+
+        def mine():
+            if mode == "installed":
+                nclx.install()
+            elif not ctx:
+                c = nclx.ledger.recording()
+                c.__enter__()
+                ctx.append(c)
+
+        try:
+            return alternating_ratio(self.fn, self.fn, stock, mine, rounds=21)
+        finally:
+            stock()

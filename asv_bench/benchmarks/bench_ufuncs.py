@@ -8,6 +8,8 @@ import numpy as np
 
 import nclx.ufuncs as nu
 
+from ._ratio import alternating_ratio
+
 SIZES = [1_000, 100_000, 10_000_000]
 DTYPES = ["int32", "int64", "float32", "float64"]
 IMPLS = ["numpy", "nclx"]
@@ -34,6 +36,36 @@ class _Binary:
 
     def time_contiguous(self, impl, dtype, n):
         self.func(self.a, self.b, out=self.out)
+
+
+class _BinarySpeedup:
+    """numpy time / nclx time, alternating in one process (> 1: nclx faster)."""
+    op = None
+    params = [DTYPES, SIZES]
+    param_names = ["dtype", "n"]
+    unit = "speedup"
+    timeout = 300
+
+    def setup(self, dtype, n):
+        self.a, self.b = _inputs(dtype, n)
+        self.out = getattr(np, self.op)(self.a, self.b)
+
+    def track_speedup(self, dtype, n):
+        npf, ncf = getattr(np, self.op), getattr(nu, self.op)
+        a, b, out = self.a, self.b, self.out
+        return alternating_ratio(lambda: npf(a, b, out=out), lambda: ncf(a, b, out=out))
+
+
+class AddSpeedup(_BinarySpeedup):
+    op = "add"
+
+
+class MultiplySpeedup(_BinarySpeedup):
+    op = "multiply"
+
+
+class GreaterSpeedup(_BinarySpeedup):
+    op = "greater"
 
 
 class Add(_Binary):

@@ -32,8 +32,23 @@ static inline void ncl_raise_divbyzero(void) { feraiseexcept(FE_DIVBYZERO); }
 static inline void ncl_raise_overflow(void) { feraiseexcept(FE_OVERFLOW); }
 /* For kernels whose vectorised compares signal on NaN: remember whether
  * FE_INVALID was already up, and drop it afterwards if the kernel raised it. */
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <xmmintrin.h>
+/* float and double arithmetic on x86-64 is SSE: MXCSR holds its flags, and
+ * reading it costs a few cycles where fetestexcept also reads the x87 unit. */
+static inline int ncl_invalid_test(void) { return _mm_getcsr() & _MM_EXCEPT_INVALID; }
+static inline void ncl_invalid_clear(void)
+{
+    unsigned int csr = _mm_getcsr();
+    if (csr & _MM_EXCEPT_INVALID) _mm_setcsr(csr & ~_MM_EXCEPT_INVALID);
+}
+#else
 static inline int ncl_invalid_test(void) { return fetestexcept(FE_INVALID); }
-static inline void ncl_invalid_clear(void) { feclearexcept(FE_INVALID); }
+static inline void ncl_invalid_clear(void)
+{
+    if (fetestexcept(FE_INVALID)) feclearexcept(FE_INVALID);
+}
+#endif
 
 /* ---------------------------------------------------------------- bool */
 static inline ncl_bool ncl_add_bool(ncl_bool a, ncl_bool b) { return (a != 0) | (b != 0); }

@@ -65,10 +65,21 @@ OPS["sqrt"] = ("unary", 1, NONE, _same(FLOATS, 1))
 BOOL_ABSORBING = {"add": 1, "maximum": 1, "bitwise_or": 1,
                   "multiply": 0, "minimum": 0, "bitwise_and": 0}
 
-#: reductions where NumPy's own loop measured faster than nclx's (SIMD
-#: horizontal max/min); the threader and the fast path run NumPy's loop for
-#: them unless nclx.calibrate() measured otherwise on this machine.
+#: Which loop nclx's kernel node runs by default (nclx.calibrate() measures
+#: instead).  Whole calls below the split threshold run NumPy's own loop
+#: (runtime-dispatched SIMD; nclx's kernels are level with it there, a few
+#: float compares ~10% behind), except the ops where nclx's kernel measured
+#: clearly faster.  Per-thread chunks run nclx's kernels, except the
+#: reductions NumPy does with SIMD horizontal max/min.
+NCLX_WHOLE_CALLS = ("sqrt", "true_divide")
 PREFER_NUMPY_REDUCE = ("maximum", "minimum")
+
+
+def default_preference(op):
+    """((elementwise whole, chunk), (reduce whole, chunk)): True = NumPy's loop."""
+    whole = op not in NCLX_WHOLE_CALLS
+    red = op in PREFER_NUMPY_REDUCE
+    return ((whole, False), (whole or red, red))
 
 #: float ops whose vectorised compares may raise FE_INVALID for a NaN
 #: operand (SSE has only signalling less-than); NumPy raises no warning for

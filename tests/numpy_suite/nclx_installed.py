@@ -14,14 +14,18 @@ def pytest_configure(config):
             _before[(op, chars)] = funnel.current_loop(getattr(np, op), chars)
         except KeyError:
             pass
+    # the strictest setting: nclx's own kernels for every call, none of
+    # NumPy's loops (which nclx would otherwise pick where they are faster)
+    funnel.prefer_everywhere(False)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
-    print(f"\n[nclx] installed: {swapped} NumPy loops routed through nclx")
+    print(f"\n[nclx] installed: {swapped} NumPy loops routed through nclx, nclx kernels everywhere")
 
 
 def pytest_unconfigure(config):
     nclx.uninstall()
+    funnel.reset_preferences()
     changed = [k for k, addr in _before.items()
                if funnel.current_loop(getattr(np, k[0]), k[1]) != addr]
     if changed:
