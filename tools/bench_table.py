@@ -34,6 +34,16 @@ def _fmt(sec):
 def _plain_table(name, params, values, fmt=None):
     fmt = fmt or _fmt
     print(f"\n#### {name}\n")
+    if len(params) >= 2:
+        # the last parameter (a size) across, the others down
+        cols = [c.strip("'") for c in params[-1]]
+        print("| " + " | ".join(["params"] + cols) + " |")
+        print("|---|" + "---:|" * len(cols))
+        vals = iter(values)
+        for head in itertools.product(*params[:-1]):
+            row = [fmt(next(vals)) for _ in cols]
+            print(f"| {', '.join(p.strip(chr(39)) for p in head)} | " + " | ".join(row) + " |")
+        return
     print("| params | value |")
     print("|---|---:|")
     for combo, v in zip(itertools.product(*params), values):
