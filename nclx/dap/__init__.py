@@ -1,12 +1,17 @@
-"""The Distributed Array Protocol (DAP 0.10): validation and index maps.
+"""The Distributed Array Protocol (DAP 0.10) on MPI.
 
 ``validate(distbuffer)`` checks what a ``__distarray__()`` producer returns
 and gives back a normalised copy; ``map_from_dim_dict(dd)`` turns one
-dimension dictionary into a map between local and global indices.
+dimension dictionary into a map between local and global indices;
+``Distribution`` is the global view over the process grid and ``DistArray``
+a local block with its Distribution and communicator (mpi4py).
 """
 from nclx.dap.validate import DapError, DapTypeError, SUPPORTED_MAJOR, normalize_dim_dict, validate
 from nclx.dap.maps import (BlockMap, CyclicMap, UnstructuredMap, map_from_dim_dict,
                            num_owned_indices)
+from nclx.dap.distribution import Distribution, dims_create
+from nclx.dap.distarray import DistArray, from_distarray
 
 __all__ = ["DapError", "DapTypeError", "SUPPORTED_MAJOR", "validate", "normalize_dim_dict",
-           "BlockMap", "CyclicMap", "UnstructuredMap", "map_from_dim_dict", "num_owned_indices"]
+           "BlockMap", "CyclicMap", "UnstructuredMap", "map_from_dim_dict", "num_owned_indices",
+           "Distribution", "dims_create", "DistArray", "from_distarray"]

@@ -1,0 +1,268 @@
+"""The global view of a distributed array: one dimension dictionary per
+grid coordinate and dimension, over a C-order process grid."""
+import numpy as np
+
+from nclx.dap.maps import map_from_dim_dict
+from nclx.dap.validate import DapError, normalize_dim_dict
+
+_DIST_ALIASES = {"b": "b", "block": "b", "c": "c", "cyclic": "c", "n": "n", None: "n",
+                 "undistributed": "n"}
+
+
+def dims_create(nprocs, ndims):
+    """Balanced grid shape like MPI_Dims_create: factors as equal as possible,
+    non-increasing."""
+    if nprocs < 1 or ndims < 0:
+        raise DapError(f"cannot make a grid of {nprocs} processes in {ndims} dimensions")
+    if ndims == 0:
+        if nprocs != 1:
+            raise DapError(f"{nprocs} processes need at least one distributed dimension")
+        return ()
+    factors, n, p = [], nprocs, 2
+    while p * p <= n:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        factors.append(n)
+    dims = [1] * ndims
+    for f in sorted(factors, reverse=True):
+        dims[dims.index(min(dims))] *= f
+    return tuple(sorted(dims, reverse=True))
+
+
+def _per_dim(value, ndim, name, default):
+    if value is None:
+        return [default] * ndim
+    if not isinstance(value, (list, tuple)) or len(value) != ndim:
+        raise DapError(f"{name} must give one value per dimension ({ndim}), not {value!r}")
+    return [default if v is None else v for v in value]
+
+
+def _same(a, b):
+    if a.keys() != b.keys():
+        return False
+    return all(np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k]
+               for k in a)
+
+
+class Distribution:
+    """Dimension dictionaries of every grid coordinate, and the grid.
+
+    Build one with :meth:`from_shape` or :meth:`from_dim_data_per_rank`.
+    """
+
+    def __init__(self, per_dim):
+        # per_dim[d][c]: normalised dimension dictionary of grid coordinate c in dimension d
+        self._dims = [list(col) for col in per_dim]
+        self.grid_shape = tuple(len(col) for col in self._dims)
+        self.nprocs = int(np.prod(self.grid_shape, dtype=np.int64)) if self._dims else 1
+        self.shape = tuple(col[0]["size"] for col in self._dims)
+        self.ndim = len(self._dims)
+        self.dist = tuple(col[0]["dist_type"] for col in self._dims)
+
+    # ------------------------------------------------------------ builders
+    @classmethod
+    def from_shape(cls, shape, dist=None, grid_shape=None, nprocs=None, block_size=None,
+                   padding=None, periodic=None):
+        """Distribute a global ``shape``: ``dist`` per dimension is 'b' (block,
+        balanced: local sizes differ by at most one), 'c' (cyclic or, with
+        ``block_size``, block-cyclic) or 'n' (undistributed).  ``padding`` is
+        the communication padding width of block dimensions."""
+        shape = tuple(int(s) for s in shape)
+        ndim = len(shape)
+        if any(s < 0 for s in shape):
+            raise DapError(f"shape {shape} has a negative extent")
+        dist = _per_dim(dist, ndim, "dist", "b") if not isinstance(dist, str) else [dist] * ndim
+        try:
+            dist = [_DIST_ALIASES[d] for d in dist]
+        except (KeyError, TypeError):
+            raise DapError(f"dist must be 'b', 'c' or 'n' per dimension, not {dist!r}") from None
+        block_size = _per_dim(block_size, ndim, "block_size", 1)
+        padding = _per_dim(padding, ndim, "padding", 0)
+        periodic = _per_dim(periodic, ndim, "periodic", False)
+        distributed = [d for d in range(ndim) if dist[d] != "n"]
+        if grid_shape is None:
+            nprocs = 1 if nprocs is None else int(nprocs)
+            sub = dims_create(nprocs, len(distributed)) if distributed else dims_create(nprocs, 0)
+            grid = [1] * ndim
+            for d, g in zip(distributed, sub):
+                grid[d] = g
+        else:
+            grid = [int(g) for g in grid_shape]
+            if len(grid) != ndim:
+                raise DapError(f"grid_shape {tuple(grid)} has {len(grid)} dimensions, shape has {ndim}")
+            if nprocs is not None and int(np.prod(grid)) != nprocs:
+                raise DapError(f"grid_shape {tuple(grid)} holds {int(np.prod(grid))} processes, "
+                               f"not {nprocs}")
+            for d in range(ndim):
+                if dist[d] == "n" and grid[d] != 1:
+                    raise DapError(f"dimension {d} is undistributed but grid_shape gives it {grid[d]}")
+        per_dim = []
+        for d in range(ndim):
+            n, P = shape[d], grid[d]
+            if P < 1:
+                raise DapError(f"grid_shape[{d}] must be >= 1, got {P}")
+            col = []
+            if dist[d] == "c":
+                k = int(block_size[d])
+                if k < 1:
+                    raise DapError(f"block_size[{d}] must be >= 1, got {k}")
+                for c in range(P):
+                    col.append(normalize_dim_dict(dict(
+                        dist_type="c", size=n, start=min(c * k, n), block_size=k,
+                        proc_grid_size=P, proc_grid_rank=c), d))
+            else:
+                w = int(padding[d])
+                per = periodic[d]
+                counts = [n // P + (1 if c < n % P else 0) for c in range(P)]
+                if w < 0:
+                    raise DapError(f"padding[{d}] must be >= 0, got {w}")
+                if w and P > 1 and min(counts) < w:
+                    raise DapError(f"padding[{d}] = {w} is wider than the smallest block "
+                                   f"({min(counts)} elements)")
+                lo = 0
+                for c in range(P):
+                    hi = lo + counts[c]
+                    left = w if (c > 0 or (per and P > 1)) else 0
+                    right = w if (c < P - 1 or (per and P > 1)) else 0
+                    col.append(normalize_dim_dict(dict(
+                        dist_type="b", size=n, start=lo - left, stop=hi + right,
+                        padding=(left, right), periodic=bool(per), proc_grid_size=P,
+                        proc_grid_rank=c), d))
+                    lo = hi
+            per_dim.append(col)
+        return cls(per_dim)
+
+    @classmethod
+    def from_dim_data_per_rank(cls, seq):
+        """The Distribution of a sequence of ``dim_data`` tuples, one per rank.
+
+        Checks the cross-rank rules: ranks map to grid coordinates in C
+        order, sizes agree, block ranges tile each dimension and
+        communication padding matches (and fits) the neighbour's."""
+        seq = list(seq)
+        if not seq:
+            raise DapError("from_dim_data_per_rank needs the dim_data of at least one rank")
+        ndim = len(seq[0])
+        norm = []
+        for r, dim_data in enumerate(seq):
+            if len(dim_data) != ndim:
+                raise DapError(f"rank {r} has {len(dim_data)} dimensions, rank 0 has {ndim}")
+            norm.append([normalize_dim_dict(dict(dd), d) if dd else None
+                         for d, dd in enumerate(dim_data)])
+        grid = []
+        for d in range(ndim):
+            sizes = {dd["proc_grid_size"] for dds in norm for dd in [dds[d]] if dd}
+            if len(sizes) > 1:
+                raise DapError(f"dimension {d}: ranks disagree on proc_grid_size {sorted(sizes)}")
+            grid.append(sizes.pop() if sizes else 1)
+        if int(np.prod(grid)) != len(seq):
+            raise DapError(f"the process grid {tuple(grid)} holds {int(np.prod(grid))} processes "
+                           f"but dim_data was given for {len(seq)}")
+        per_dim = [[None] * g for g in grid]
+        for r, dds in enumerate(norm):
+            coords = np.unravel_index(r, grid) if grid else ()
+            for d in range(ndim):
+                dd = dds[d]
+                c = int(coords[d])
+                if dd is None:
+                    raise DapError(f"rank {r}: dim_data[{d}] is empty; give its size")
+                if dd["proc_grid_rank"] != c:
+                    raise DapError(f"rank {r}: dim_data[{d}]['proc_grid_rank'] is "
+                                   f"{dd['proc_grid_rank']}, its C-order grid coordinate is {c}")
+                if per_dim[d][c] is None:
+                    per_dim[d][c] = dd
+                elif not _same(per_dim[d][c], dd):
+                    raise DapError(f"rank {r}: dim_data[{d}] differs from another rank at grid "
+                                   f"coordinate {c} of dimension {d}")
+        for d, col in enumerate(per_dim):
+            sizes = {dd["size"] for dd in col}
+            if len(sizes) > 1:
+                raise DapError(f"dimension {d}: ranks disagree on 'size' {sorted(sizes)}")
+            if col[0]["dist_type"] == "b":
+                _check_block_column(d, col)
+        return cls(per_dim)
+
+    # ------------------------------------------------------------- queries
+    def coords_from_rank(self, rank):
+        if not 0 <= rank < self.nprocs:
+            raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
+        return tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) if self.ndim else ()
+
+    def rank_from_coords(self, coords):
+        coords = tuple(int(c) for c in coords)
+        if len(coords) != self.ndim or any(not 0 <= c < g for c, g in zip(coords, self.grid_shape)):
+            raise DapError(f"coordinates {coords} are outside the grid {self.grid_shape}")
+        return int(np.ravel_multi_index(coords, self.grid_shape)) if self.ndim else 0
+
+    def dim_data(self, rank):
+        """The dimension dictionaries of ``rank``."""
+        coords = self.coords_from_rank(rank)
+        return tuple(dict(self._dims[d][c]) for d, c in enumerate(coords))
+
+    def maps(self, rank):
+        return [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
+
+    def local_shape(self, rank):
+        return tuple(m.local_size for m in self.maps(rank))
+
+    def owned_slices(self, rank):
+        """Index of the owned part of ``rank``'s local buffer (padding excluded)."""
+        out = []
+        for m in self.maps(rank):
+            if m.dist_type == "b":
+                out.append(slice(m.comm_padding[0], m.local_size - m.comm_padding[1]))
+            else:
+                out.append(slice(None))
+        return tuple(out)
+
+    def owner_ranks(self, *global_indices):
+        """Rank owning each global index (one integer array per dimension,
+        broadcast together)."""
+        if len(global_indices) != self.ndim:
+            raise DapError(f"owner_ranks needs {self.ndim} index arrays, got {len(global_indices)}")
+        idx = np.broadcast_arrays(*[np.asarray(g) for g in global_indices])
+        coords = []
+        for d, g in enumerate(idx):
+            if g.dtype.kind not in "iu":
+                raise DapError(f"global indices of dimension {d} must be integers, not {g.dtype}")
+            if np.any((g < 0) | (g >= self.shape[d])):
+                bad = int(g[(g < 0) | (g >= self.shape[d])].ravel()[0])
+                raise IndexError(f"global index {bad} is outside dimension {d} of size {self.shape[d]}")
+            owner = np.full(g.shape, -1, dtype=np.int64)
+            for c, dd in enumerate(self._dims[d]):
+                owner[map_from_dim_dict(dd).owns(g)] = c
+            if np.any(owner < 0):
+                bad = int(g[owner < 0].ravel()[0])
+                raise IndexError(f"no rank owns global index {bad} of dimension {d}")
+            coords.append(owner)
+        return np.ravel_multi_index(coords, self.grid_shape) if self.ndim else np.zeros((), int)
+
+    def __eq__(self, other):
+        if not isinstance(other, Distribution) or self.grid_shape != other.grid_shape:
+            return False
+        return all(_same(a, b) for ca, cb in zip(self._dims, other._dims) for a, b in zip(ca, cb))
+
+    def __repr__(self):
+        return f"Distribution(shape={self.shape}, dist={self.dist}, grid_shape={self.grid_shape})"
+
+
+def _check_block_column(d, col):
+    maps = [map_from_dim_dict(dd) for dd in col]
+    owned = [(m.start + m.comm_padding[0], m.stop - m.comm_padding[1]) for m in maps]
+    size = col[0]["size"]
+    if owned[0][0] != (0 if not col[0]["periodic"] else 0) or owned[-1][1] != size:
+        raise DapError(f"dimension {d}: the owned block ranges {owned} do not cover [0, {size})")
+    for c in range(1, len(col)):
+        if owned[c][0] != owned[c - 1][1]:
+            raise DapError(f"dimension {d}: owned ranges of grid ranks {c - 1} and {c} are "
+                           f"{owned[c - 1]} and {owned[c]}: not adjacent")
+        right, left = maps[c - 1].comm_padding[1], maps[c].comm_padding[0]
+        if right != maps[c].padding[0] or left != maps[c - 1].padding[1]:
+            raise DapError(f"dimension {d}: communication padding between grid ranks {c - 1} and "
+                           f"{c} differs ({col[c - 1]['padding'][1]} vs {col[c]['padding'][0]})")
+        if right > owned[c][1] - owned[c][0] or left > owned[c - 1][1] - owned[c - 1][0]:
+            raise DapError(f"dimension {d}: communication padding between grid ranks {c - 1} "
+                           f"and {c} is wider than the neighbour's owned block")

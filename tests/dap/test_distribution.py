@@ -1,0 +1,108 @@
+"""Distribution and DistArray on one rank (COMM_SELF / a 1-process COMM_WORLD)."""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx
+import nclx.dap as dap
+from nclx.dap import DapError, Distribution
+
+
+@pytest.mark.parametrize("nprocs, ndims, want", [(4, 2, (2, 2)), (6, 2, (3, 2)), (8, 3, (2, 2, 2)),
+                                                 (12, 2, (4, 3)), (7, 2, (7, 1)), (1, 3, (1, 1, 1))])
+def test_dims_create_is_balanced_like_mpi(nprocs, ndims, want):
+    assert dap.dims_create(nprocs, ndims) == want
+    assert dap.dims_create(nprocs, ndims) == tuple(MPI.Compute_dims(nprocs, ndims))
+
+
+def test_block_splits_are_balanced():
+    d = Distribution.from_shape((10,), nprocs=4)
+    assert [d.local_shape(r) for r in range(4)] == [(3,), (3,), (2,), (2,)]
+    assert list(d.owner_ranks(np.arange(10))) == [0, 0, 0, 1, 1, 1, 2, 2, 3, 3]
+
+
+def test_padded_periodic_and_cyclic_distributions():
+    d = Distribution.from_shape((8, 9), dist=("b", "c"), grid_shape=(2, 3), padding=(2, 0),
+                                periodic=(True, False), block_size=(None, 2))
+    dd = d.dim_data(4)              # grid coordinate (1, 1)
+    assert d.coords_from_rank(4) == (1, 1) and d.rank_from_coords((1, 1)) == 4
+    assert (dd[0]["start"], dd[0]["stop"], dd[0]["padding"]) == (2, 10, (2, 2))
+    assert dd[1]["block_size"] == 2 and dd[1]["start"] == 2
+    assert d.local_shape(4) == (8, 3)
+    assert d.owner_ranks([0, 7], [8, 2]).tolist() == [1, 4]
+    with pytest.raises(IndexError, match="global index 9 is outside dimension 1"):
+        d.owner_ranks([0], [9])
+
+
+def test_from_dim_data_per_rank_round_trips_and_checks_neighbours():
+    d = Distribution.from_shape((12,), nprocs=3, padding=[1])
+    assert Distribution.from_dim_data_per_rank([d.dim_data(r) for r in range(3)]) == d
+    bad = [d.dim_data(r) for r in range(3)]
+    bad[1][0]["padding"] = (1, 2)
+    bad[1][0]["stop"] += 1
+    with pytest.raises(DapError, match="padding between grid ranks 1 and 2 differs|not adjacent"):
+        Distribution.from_dim_data_per_rank(bad)
+    bad = [d.dim_data(r) for r in range(3)]
+    bad[2][0]["proc_grid_rank"] = 1
+    with pytest.raises(DapError, match="C-order grid coordinate is 2"):
+        Distribution.from_dim_data_per_rank(bad)
+    with pytest.raises(DapError, match="holds 3 processes but dim_data was given for 2"):
+        Distribution.from_dim_data_per_rank([d.dim_data(0), d.dim_data(1)])
+
+
+def test_bad_from_shape_arguments_are_rejected():
+    with pytest.raises(DapError, match="dist must be"):
+        Distribution.from_shape((4,), dist=["x"])
+    with pytest.raises(DapError, match="holds 4 processes, not 2"):
+        Distribution.from_shape((4, 4), grid_shape=(2, 2), nprocs=2)
+    with pytest.raises(DapError, match="wider than the smallest block"):
+        Distribution.from_shape((4,), nprocs=4, padding=[2])
+
+
+def test_distarray_on_one_rank_round_trips_and_computes():
+    g = np.arange(24.0).reshape(4, 6)
+    a = dap.DistArray.from_global(g, dist=("b", "c"), comm=MPI.COMM_SELF)
+    assert np.array_equal(a.gather(), g)
+    r = a * 2 + 1
+    assert isinstance(r, dap.DistArray) and np.array_equal(r.gather(), g * 2 + 1)
+    assert a.sum() == g.sum() and a.max() == 23.0 and a.min() == 0.0
+    assert np.array_equal(np.sqrt(a).gather(), np.sqrt(g))
+    out = dap.DistArray.from_shape(g.shape, dist=("b", "c"), comm=MPI.COMM_SELF)
+    np.add(a, a, out=out)
+    assert np.array_equal(out.gather(), 2 * g)
+    export = dap.validate(a.__distarray__())
+    assert export["buffer"] is a.local
+
+
+def test_distarray_ufuncs_reach_the_python_hook_chain():
+    seen = []
+    a = dap.DistArray.from_global(np.arange(5), comm=MPI.COMM_SELF)
+    with nclx.hooks.register("python", "binary", lambda c: (seen.append(c.ufunc.__name__), c.next())[1]):
+        a + 1
+    assert seen == ["add"]
+
+
+def test_from_distarray_imports_without_copying():
+    class Producer:
+        def __init__(self):
+            self.buf = np.arange(6, dtype=np.int32)
+
+        def __distarray__(self):
+            return {"__version__": "0.10.0", "buffer": self.buf,
+                    "dim_data": ({"dist_type": "b", "size": 6, "start": 0, "stop": 6,
+                                  "proc_grid_size": 1, "proc_grid_rank": 0},)}
+
+    p = Producer()
+    a = dap.from_distarray(p, comm=MPI.COMM_SELF)
+    assert np.shares_memory(a.local, p.buf)
+    a.local[0] = 99
+    assert p.buf[0] == 99 and a.sum() == 99 + 15
+
+
+def test_mismatched_distributions_are_refused():
+    a = dap.DistArray.from_global(np.arange(6), comm=MPI.COMM_SELF)
+    b = dap.DistArray.from_global(np.arange(6), dist="c", comm=MPI.COMM_SELF, block_size=[2])
+    with pytest.raises(DapError, match="not identically distributed"):
+        a + b
+    with pytest.raises(DapError, match="cannot combine"):
+        a + np.arange(6)
