@@ -366,3 +366,9 @@ class Mismatches:
         if self.problems:
             raise AssertionError(f"{len(self.problems)} mismatch(es) with NumPy:\n"
                                  + "\n".join(self.problems[:limit]))
+
+
+# tests/mpi/ runs only under mpiexec (tests/test_mpi_suite.py starts it with
+# 4 ranks); a plain single-process run does not collect it.
+if not (os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE")):
+    collect_ignore_glob = ["mpi/*"]
