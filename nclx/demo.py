@@ -90,6 +90,23 @@ def run():
     except OverflowError as exc:
         print(f"with nclx.checked(): OverflowError: {exc}")
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
+
+    _section("6. nclx.dap: a distributed array (run under mpiexec -n 4 for 4 ranks)")
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        print("mpi4py is not installed: pip install 'nclx[mpi]' to see this part")
+        return 0
+    import nclx.dap as dap
+    comm = MPI.COMM_WORLD
+    a = dap.DistArray.from_global(np.arange(12.0), dist="b", padding=[1], comm=comm)
+    dd = a.__distarray__()["dim_data"][0]
+    print(f"rank {comm.rank}/{comm.size}: local block {a.local}, start/stop {dd['start']}/{dd['stop']}, "
+          f"padding {dd['padding']}")
+    b = a * 2 + 1
+    total, full = b.sum(), b.gather()
+    if comm.rank == 0:
+        print(f"(a * 2 + 1).sum() = {total}; gathered: {full}")
     return 0
 
 

@@ -46,3 +46,12 @@ def test_docstring_examples_run(module):
         nclx.hooks.reset()
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_python_m_nclx_demo_runs():
+    import sys
+    proc = subprocess.run([sys.executable, "-m", "nclx", "demo"], capture_output=True, text=True,
+                          cwd="/", timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for part in ("nclx.ufuncs are real NumPy ufuncs", "ledger", "OverflowError", "nclx.dap"):
+        assert part in proc.stdout
