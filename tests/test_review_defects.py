@@ -1,0 +1,433 @@
+"""Regression tests for the defects an adversarial review of the dispatch core
+found (issue: trustworthy dispatch core).  Each test failed on the code before
+its fix; crash- and hang-prone ones run in a subprocess with a timeout."""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+import warnings
+
+import numpy as np
+import pytest
+
+import nclx
+import nclx.hooks as hooks
+
+BIG = 65_536 * 2 + 13       # above the default split threshold
+
+
+@pytest.fixture(autouse=True)
+def _clean():
+    threads = nclx.get_num_threads()
+    nclx.set_num_threads(2)
+    hooks.reset()
+    yield
+    nclx.uninstall()
+    hooks.reset()
+    nclx.set_num_threads(threads)
+
+
+def _bits(x):
+    x = np.asarray(x)
+    return x.dtype.str, x.shape, x.tobytes()
+
+
+def _stock_and_installed(fn):
+    with warnings.catch_warnings(record=True) as w0, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        want = fn()
+    with nclx.installed(), warnings.catch_warnings(record=True) as w1, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        got = fn()
+    return want, got, sorted(str(w.message) for w in w0), sorted(str(w.message) for w in w1)
+
+
+def _run_script(code, timeout=120):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, cwd="/")
+    return proc
+
+
+# --------------------------------------------------------------- item 1
+COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+
+@pytest.mark.parametrize("op", COMPARE)
+@pytest.mark.parametrize("layout", ["1d", "axis1", "axis0"])
+def test_bool_comparison_reduce_equals_stock(op, layout):
+    rng = np.random.default_rng(COMPARE.index(op))
+    if layout == "1d":
+        x = rng.random(BIG) < 0.5
+        fn = lambda: getattr(np, op).reduce(x)        # noqa: E731
+    elif layout == "axis1":
+        x = rng.random((3, BIG)) < 0.5
+        fn = lambda: getattr(np, op).reduce(x, axis=1)  # noqa: E731
+    else:
+        x = rng.random((BIG, 3)) < 0.5
+        fn = lambda: getattr(np, op).reduce(x, axis=0)  # noqa: E731
+    for _ in range(5):   # the defect was a race: differently wrong from run to run
+        want, got, w0, w1 = _stock_and_installed(fn)
+        assert _bits(want) == _bits(got)
+        assert w0 == w1
+
+
+@pytest.mark.parametrize("op", COMPARE)
+def test_bool_comparison_accumulate_equals_stock(op):
+    x = np.random.default_rng(7).random(BIG) < 0.5
+    want, got, _, _ = _stock_and_installed(lambda: getattr(np, op).accumulate(x))
+    assert _bits(want) == _bits(got)
+
+
+def test_stride0_output_is_never_split_over_one_accumulator():
+    # A reduction of a non-reorderable op: NumPy calls the loop with a stride-0
+    # output; the threader must leave it whole.
+    x = np.random.default_rng(1).random(BIG) < 0.5
+    seen = []
+    with nclx.installed(), hooks.register("funnel", "reduce", lambda c: (seen.append(c.n), c.next())):
+        np.less.reduce(x)
+    assert seen == [BIG - 1]
+
+
+# --------------------------------------------------------------- item 2
+def _wide_floats(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * np.exp(rng.uniform(-20, 20, n))
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [65_536, 65_536 * 3 + 5, 1_000_003, 2_500_017])
+def test_threaded_float_sum_is_bit_identical(dtype, n):
+    x = _wide_floats(dtype, n, n)
+    for fn in (lambda: np.add.reduce(x), lambda: x.sum(), lambda: x[::3].sum(),
+               lambda: np.sum(x, dtype=dtype)):
+        want, got, w0, w1 = _stock_and_installed(fn)
+        assert _bits(want) == _bits(got)
+        assert w0 == w1
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 5, 8])
+def test_float_sum_bit_identical_for_any_thread_count(threads):
+    x = _wide_floats("float64", 700_001, threads)
+    want = np.add.reduce(x)
+    nclx.set_num_threads(threads)
+    with nclx.installed():
+        got = np.add.reduce(x)
+    assert _bits(want) == _bits(got)
+
+
+def test_float_sum_overflow_warning_matches_stock():
+    x = np.full(BIG, 1e300)
+    want, got, w0, w1 = _stock_and_installed(lambda: x.sum())
+    assert _bits(want) == _bits(got)
+    assert w0 == w1 == ["overflow encountered in reduce"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_product_is_not_reassociated(dtype):
+    rng = np.random.default_rng(3)
+    x = (1 + rng.standard_normal(BIG) * 1e-3).astype(dtype)
+    want, got, w0, w1 = _stock_and_installed(lambda: np.multiply.reduce(x))
+    assert _bits(want) == _bits(got)
+    # sequentially the running product underflows only at the end; reassociated
+    # chunks would not raise the same flags
+    y = np.concatenate([np.full(BIG // 2, 1e-5), np.full(BIG - BIG // 2, 1e5)]).astype(dtype)
+    want, got, w0, w1 = _stock_and_installed(lambda: np.prod(y))
+    assert _bits(want) == _bits(got)
+    assert w0 == w1
+
+
+def test_reassociate_opt_in_threads_float_products():
+    x = (1 + np.random.default_rng(4).standard_normal(BIG) * 1e-3)
+    want = np.prod(x)
+    with nclx.config(reassociate=True), nclx.installed():
+        got = np.prod(x)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+# --------------------------------------------------------------- item 3
+KEEP_SCRIPT = """
+import gc, numpy as np, nclx, nclx.hooks as hooks
+kept = []
+class Keep(hooks.Kernel):
+    def __call__(self, inputs, out):
+        np.add(inputs[0], inputs[1], out=out)
+        kept.append(out); kept.append(inputs[0]); kept.append(out[1:5]); kept.append(memoryview(out))
+        return None
+    def reduce(self, values, acc):
+        return NotImplemented
+nclx.set_num_threads(1)
+with nclx.installed(), hooks.register("kernel", ("add", "float64"), Keep()):
+    a = np.arange(3_000_000, dtype=np.float64)
+    c = a + 1.0
+expected = c[:5].copy()
+del a, c
+gc.collect()
+junk = [np.full(3_000_000, 7.0) for _ in range(4)]   # reuse whatever was freed
+out, inp, part, mv = kept[:4]
+assert out[:5].tolist() == expected.tolist(), out[:5]
+assert inp[:3].tolist() == [0.0, 1.0, 2.0], inp[:3]
+assert part.tolist() == expected[1:5].tolist(), part
+assert float(np.asarray(mv)[2]) == expected[2]
+print("OK", float(out.sum()))
+"""
+
+
+def test_views_kept_after_a_kernel_returns_stay_valid():
+    proc = _run_script(KEEP_SCRIPT)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-3000:])
+    assert proc.stdout.startswith("OK")
+
+
+# --------------------------------------------------------------- item 4
+@pytest.mark.parametrize("ctx", ["installed", "checked", "recording"])
+def test_contexts_are_counted_across_threads(ctx):
+    make = {"installed": nclx.installed, "checked": nclx.checked,
+            "recording": nclx.ledger.recording}[ctx]
+    a_in, a_out, b_done = threading.Event(), threading.Event(), threading.Event()
+    result = {}
+
+    def thread_a():
+        with make():
+            a_in.set()
+            a_out.wait(10)
+
+    def thread_b():
+        a_in.wait(10)
+        with make() as led:
+            a_out.set()
+            ta.join(10)          # A has left its block
+            result["installed"] = nclx.is_installed()
+            x = np.full(10, 2**62, dtype=np.int64)
+            try:
+                x * 4
+                result["raised"] = False
+            except OverflowError:
+                result["raised"] = True
+            if ctx == "recording":
+                result["recorded"] = any(r.op == "multiply" for r in led.records())
+        b_done.set()
+
+    ta = threading.Thread(target=thread_a)
+    tb = threading.Thread(target=thread_b)
+    ta.start(); tb.start(); tb.join(20)
+    assert b_done.is_set()
+    assert result["installed"]
+    if ctx == "checked":
+        assert result["raised"]
+    if ctx == "recording":
+        assert result["recorded"]
+    assert not nclx.is_installed()
+
+
+def test_uninstall_inside_a_block_wins_and_the_block_exit_is_harmless():
+    with nclx.installed():
+        nclx.uninstall()
+        assert not nclx.is_installed()
+    assert not nclx.is_installed()
+    nclx.install()
+    with nclx.installed():
+        pass
+    assert nclx.is_installed()       # an explicit install() outlives blocks
+    nclx.uninstall()
+    assert not nclx.is_installed()
+
+
+# --------------------------------------------------------------- item 5
+def test_checked_stale_record_does_not_turn_float_overflow_into_overflowerror():
+    big = np.full(4, 2**62, dtype=np.int64)
+    f = np.full(4, 1e308)
+    with nclx.checked():
+        with np.errstate(over="ignore"):
+            big * 4                       # silenced integer overflow
+        with pytest.warns(RuntimeWarning, match="overflow encountered in multiply"):
+            f * 10.0
+
+
+def test_checked_does_not_leak_into_other_threads():
+    inside, done = threading.Event(), threading.Event()
+    box = {}
+
+    def other():
+        inside.wait(10)
+        with warnings.catch_warnings(record=True) as w, np.errstate(all="raise"):
+            warnings.simplefilter("always")
+            try:
+                r = np.full(8, 2**62, dtype=np.int64) * 4
+                box["result"] = r
+            except Exception as exc:     # noqa: BLE001 - record what leaked
+                box["error"] = exc
+        box["warnings"] = [str(x.message) for x in w]
+        done.set()
+
+    t = threading.Thread(target=other)
+    t.start()
+    with nclx.checked():
+        inside.set()
+        done.wait(20)
+    t.join(10)
+    assert "error" not in box, box
+    assert box["warnings"] == []
+    assert (box["result"] == np.int64(2**62) * np.int64(4)).all()
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_checked_sum_overflow_does_not_depend_on_thread_count(threads):
+    n = 300_000
+    x = np.zeros(n, dtype=np.int64)
+    x[0] = np.iinfo(np.int64).max
+    x[n // 2 + 100] = 1          # sequentially MAX + 1 overflows...
+    x[n // 2 + 101] = -1         # ...a per-thread partial (1 - 1) would not
+    nclx.set_num_threads(threads)
+    with pytest.raises(OverflowError, match="add"):
+        with nclx.checked():
+            x.sum()
+
+
+def test_checked_unsigned_negative_raises_for_nonzero_values():
+    with nclx.checked():
+        assert (-np.zeros(5, dtype=np.uint8) == 0).all()
+        for dt in (np.uint8, np.uint16, np.uint32, np.uint64):
+            with pytest.raises(OverflowError, match="negative"):
+                -np.array([0, 1], dtype=dt)
+
+
+def test_checked_float_warnings_keep_the_ufunc_name():
+    with nclx.checked(), pytest.warns(RuntimeWarning) as rec:
+        np.full(3, 1e308) * 10.0
+        np.full(3, 1.0) / 0.0
+    msgs = {str(w.message) for w in rec}
+    assert "overflow encountered in multiply" in msgs
+    assert "divide by zero encountered in divide" in msgs
+
+
+def test_checked_errstate_raise_outside_gives_floatingpointerror_with_name():
+    with np.errstate(over="raise"), nclx.checked():
+        with pytest.raises(FloatingPointError, match="overflow encountered in multiply"):
+            np.full(3, 1e308) * 10.0
+
+
+# --------------------------------------------------------------- item 6
+def _rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def test_hooks_that_raise_then_go_leave_no_memory_behind():
+    def bad(call):
+        tmp = np.ones(1024)                     # 8 KB the exception's frame keeps
+        raise ValueError(f"boom {tmp.size}")
+
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: None
+    try:
+        with nclx.installed():
+            x = np.arange(4.0)
+            for _ in range(300):                # warm up allocators
+                with hooks.register("funnel", "binary", bad):
+                    x + x
+            gc.collect()
+            before = _rss_kb()
+            for _ in range(5000):
+                with hooks.register("funnel", "binary", bad) as h:
+                    x + x
+                assert h.errors == 1
+            gc.collect()
+            grown = _rss_kb() - before
+    finally:
+        sys.unraisablehook = old
+    assert grown < 8_000, f"RSS grew by {grown} KB over 5000 raise/remove cycles"
+
+
+# --------------------------------------------------------------- item 7
+FORK_SCRIPT = """
+import os, sys, numpy as np, nclx
+nclx.install()
+nclx.set_num_threads(2)
+a = np.arange(400_000, dtype=np.float64)
+(a + a).sum()                                  # the parent's OpenMP team exists
+pid = os.fork()
+if pid == 0:
+    ok = float((a + a).sum()) == float(np.add.reduce(a + a)) and float(np.sqrt(a).sum()) > 0
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+import multiprocessing as mp
+ctx = mp.get_context("fork")
+def work(k):
+    x = np.arange(300_000, dtype=np.float64) + k
+    return float((x * 2).sum())
+with ctx.Pool(2) as pool:
+    got = pool.map(work, range(4))
+assert got == [work(k) for k in range(4)], got
+print("OK")
+"""
+
+
+def test_fork_child_and_multiprocessing_do_not_hang():
+    proc = _run_script(FORK_SCRIPT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "OK"
+
+
+# --------------------------------------------------------------- item 8
+@pytest.mark.parametrize("n", [10, BIG])
+def test_hook_after_the_threader_runs(n):
+    seen = []
+
+    def late(call):
+        seen.append(call.n)
+        call.next()
+
+    x = np.arange(n, dtype=np.int64)
+    with nclx.installed(), hooks.register("funnel", "binary", late, after="threader"):
+        assert hooks.chain("funnel", "binary").index("late") == 1
+        r = x + x
+    assert (r == 2 * x).all()
+    assert sum(seen) == n
+
+
+# --------------------------------------------------------------- item 9
+def test_position_before_without_anchor_is_a_valueerror():
+    with pytest.raises(ValueError, match="before="):
+        hooks.register("funnel", "binary", lambda c: c.next(), position="before")
+    with pytest.raises(ValueError, match="after="):
+        hooks.register("funnel", "binary", lambda c: c.next(), position="after")
+
+
+@pytest.mark.parametrize("target", [("add", None), ("add", 3), ("add",), None, ("nope", "int64")])
+def test_bad_kernel_targets_are_rejected(target):
+    with pytest.raises((TypeError, ValueError)) as info:
+        hooks.register("kernel", target, hooks.Kernel())
+    if target == ("add", None):
+        assert info.type is TypeError or issubclass(info.type, TypeError)
+
+
+def test_long_hook_names_are_kept_whole():
+    name = "profiler." + "x" * 120
+    with hooks.register("funnel", "binary", lambda c: c.next(), name=name) as h:
+        assert name in hooks.chain("funnel", "binary")
+        assert h.name == name
+    with hooks.register("funnel", "unary", lambda c: c.next(), name=name + "a"):
+        with pytest.raises(ValueError, match="already has a node named"):
+            hooks.register("funnel", "unary", lambda c: c.next(), name=name + "a")
+
+
+# ------------------------------------------------------- threads / OpenMP
+def test_set_num_threads_leaves_openmp_global_count_alone():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    before = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+              if i["user_api"] == "openmp"]
+    assert before, "nclx's OpenMP runtime is not visible to threadpoolctl"
+    nclx.set_num_threads(1)
+    after = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+             if i["user_api"] == "openmp"]
+    assert after == before
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        nclx.set_num_threads(2)
+        assert nclx.get_num_threads() == 1
