@@ -4,25 +4,31 @@ The fixed-width kernel library (bool, int8..int64, uint8..uint64, float32,
 float64) is exposed as real NumPy ufuncs in :mod:`nclx.ufuncs`;
 :func:`show_config` reports how this copy was built.  :func:`install`
 routes ordinary NumPy code through nclx's hook chains (:mod:`nclx.hooks`);
-:mod:`nclx.ledger` and :func:`checked` are hooks nclx ships.
+:mod:`nclx.ledger` and :func:`checked` are hooks nclx ships.  Compiled code
+reaches nclx through the C API (``nclx/include/nclx.h``, the capsule
+``nclx._C_API``).
 """
 import os as _os
 
 from nclx._build_info import VERSION as __version__
 from nclx._config import config, show_config
 from nclx import ufuncs
-from nclx._install import install, installed, is_installed, uninstall
-from nclx import hooks, ledger
+from nclx._install import NclxInstallError, install, installed, is_installed, uninstall
+from nclx import aware, hooks, ledger
 from nclx.checked import checked
 from nclx._threading import calibrate, get_num_threads, get_threshold, set_num_threads, set_threshold
+from nclx._ncl.capi import C_API as _C_API
 
 
 def get_include():
-    """Folder holding nclx's .pxd files and C headers, for Cython authors
-    (add it to the include path to ``cimport nclx._ncl.hooks``)."""
-    return _os.path.dirname(_os.path.dirname(_os.path.abspath(__file__)))
+    """Folder holding nclx's C headers (``nclx.h``, ``ncl_spec.h``) for
+    compiled code using the C API.  Cython authors ``cimport nclx._ncl.hooks``
+    from the installed package (on ``sys.path``) and add this folder to the
+    C include path."""
+    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "include")
 
 
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
-           "is_installed", "installed", "hooks", "ledger", "checked", "get_include",
-           "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "calibrate"]
+           "is_installed", "installed", "hooks", "ledger", "checked", "aware", "get_include",
+           "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "calibrate",
+           "NclxInstallError"]

@@ -6,11 +6,35 @@ import numpy as np
 
 from nclx import _build_info
 from nclx._ncl import _openmp
+from nclx._ncl import threader as _threader
 from nclx._ncl import ufuncs as _ufuncs
+from nclx import _settings
 
 
-def config():
-    """Return the configuration as a dict (what :func:`show_config` prints)."""
+def config(**settings):
+    """Without arguments: the build and runtime configuration as a dict (what
+    :func:`show_config` prints).  With keyword arguments: change runtime
+    settings and return an object that, used as a context manager, puts the
+    previous values back on exit::
+
+        nclx.config(reassociate=True)            # from now on
+        with nclx.config(reassociate=True):      # inside the block only
+            ...
+
+    Settings
+    --------
+    reassociate : bool (default False)
+        Let the threader split reductions whose order NumPy fixes (float
+        multiply, maximum, minimum) into per-thread partials.  The result
+        then differs from stock NumPy by reassociation: for products a
+        relative error of about ``n * eps`` in the worst case and far less in
+        practice, and overflow/underflow flags can differ when a partial
+        product leaves the float range that NumPy's running product would
+        not (or the reverse).  Float sums never need it (they are split
+        exactly, on NumPy's pairwise points).
+    """
+    if settings:
+        return _settings.Settings(settings)
     isa_flags = dict(item.split("=", 1) for item in _build_info.ISA_FLAGS.split(";") if item)
     selected = _ufuncs.selected_isa()
     return {
@@ -30,6 +54,8 @@ def config():
         "isa_available": list(_ufuncs.available_isas()),
         "isa_selected": selected,
         "simd_flags": isa_flags.get(selected) or "(compiler default: baseline)",
+        "num_threads": _threader.get_num_threads(),
+        "settings": _settings.current(),
     }
 
 

@@ -1,39 +1,75 @@
-"""install() / uninstall(): route ordinary NumPy code through nclx's hooks."""
+"""install() / uninstall(): the one owner of install state.
+
+NumPy's loops stay swapped while anybody wants them: an explicit
+``install()`` (until ``uninstall()``), or any active ``installed()`` block,
+``nclx.checked()`` or ``nclx.ledger.recording()`` in any thread -- counted,
+so one thread leaving its block does not uninstall nclx under another.
+``uninstall()`` restores NumPy at once, whatever is active; blocks entered
+before it do nothing when they end.
+"""
 import contextlib
 import threading
+import warnings
 
-from nclx._ncl import funnel as _funnel
+from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
+from nclx._ncl import pyfunnel as _pyfunnel
+from nclx._ncl.entries import NclxInstallError
 
 _lock = threading.RLock()
-_state = {"loops": False, "python_funnel": False}
+_state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
+          "generation": 0}
 _local = threading.local()
 
 
 def _final(ufunc, method, inputs, kwargs):
-    if method == "__call__":
-        return _funnel.call_original(ufunc, inputs, kwargs)
-    return getattr(ufunc, method)(*inputs, **kwargs)
+    _local.depth -= 1   # the call itself is not inside a hook
+    try:
+        if method == "__call__":
+            return _pyfunnel.call_original(ufunc, inputs, kwargs)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+    finally:
+        _local.depth += 1
 
 
-def _run_python_funnel(index, subsystem, ufunc, inputs, kwargs):
+def _run_python_funnel(subsystem, ufunc, inputs, kwargs):
     """The Python funnel for plain ndarrays: entered from the ufunc's call."""
     if getattr(_local, "depth", 0):
         # a hook's own NumPy calls do not go through the hooks again
-        return _funnel.call_original(ufunc, inputs, kwargs)
+        return _pyfunnel.call_original(ufunc, inputs, kwargs)
     _local.depth = getattr(_local, "depth", 0) + 1
     try:
-        return _hooks.run_python_chain(subsystem, ufunc, "__call__", inputs, kwargs, _final_guarded)
+        return _hooks.run_python_chain(subsystem, ufunc, "__call__", inputs, kwargs, _final)
     finally:
         _local.depth -= 1
 
 
-def _final_guarded(ufunc, method, inputs, kwargs):
-    _local.depth -= 1   # the call itself is not inside a hook
-    try:
-        return _final(ufunc, method, inputs, kwargs)
-    finally:
-        _local.depth += 1
+def _apply():
+    """Make NumPy's tables match the state (lock held)."""
+    s = _state
+    swapped = 0
+    if s["explicit"] or s["holds"] > 0:
+        if not _entries.installed_count():
+            _entries.check_numpy_layout()
+        swapped = _entries.swap_in()
+    else:
+        _restore()
+    if s["funnel_explicit"] or s["funnel_holds"] > 0:
+        _pyfunnel.swap_in(_run_python_funnel)
+    else:
+        _pyfunnel.swap_out()
+    return swapped
+
+
+def _restore():
+    restored, foreign = _entries.swap_out()
+    _pyfunnel.swap_out()
+    _hooks.collect()
+    if foreign:
+        warnings.warn(f"{foreign} NumPy loops had been replaced by someone else after "
+                      f"nclx.install(); NumPy's originals were restored", RuntimeWarning,
+                      stacklevel=3)
+    return restored
 
 
 def install(python_funnel=False):
@@ -41,7 +77,9 @@ def install(python_funnel=False):
 
     Swaps the loops of every op and dtype of the kernel library (both int64
     signatures on LP64) for nclx entry points; NumPy's original loop stays
-    reachable as the last node of each kernel chain.  Idempotent.
+    reachable as the last node of each kernel chain.  Idempotent.  Refuses
+    (:class:`NclxInstallError`) when the running NumPy's ufunc layout is not
+    the one nclx was built for.
 
     Parameters
     ----------
@@ -57,53 +95,63 @@ def install(python_funnel=False):
         Number of loops swapped by this call.
     """
     with _lock:
-        n = _funnel.install_loops()
-        _state["loops"] = True
-        if python_funnel and not _state["python_funnel"]:
-            _funnel.install_vectorcall(_run_python_funnel)
-            _state["python_funnel"] = True
-        return n
+        _state["explicit"] = True
+        if python_funnel:
+            _state["funnel_explicit"] = True
+        try:
+            return _apply()
+        except BaseException:
+            _state["explicit"] = False
+            _state["funnel_explicit"] = False
+            _apply()
+            raise
 
 
 def uninstall():
-    """Put back every loop and call entry install() replaced, exactly.
+    """Put back every loop and call entry nclx replaced, exactly, now.
 
-    Safe to call when not installed, and after hooks raised.  Returns the
-    number of loops restored.
+    Safe to call when not installed, after hooks raised, and inside blocks
+    (which then end without touching NumPy).  Returns the number of loops
+    restored.
     """
     with _lock:
-        restored, foreign = _funnel.uninstall_loops()
-        _funnel.uninstall_vectorcall()
-        _state["loops"] = False
-        _state["python_funnel"] = False
-        _hooks.collect()
-        if foreign:
-            import warnings
-            warnings.warn(f"{foreign} NumPy loops had been replaced by someone else after "
-                          f"nclx.install(); NumPy's originals were restored", RuntimeWarning,
-                          stacklevel=2)
-        return restored
+        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0)
+        _state["generation"] += 1
+        return _restore()
 
 
 def is_installed():
     """True while nclx's entry points are in NumPy's loop tables."""
-    return _funnel.installed_count() > 0
+    return _entries.installed_count() > 0
 
 
 @contextlib.contextmanager
 def installed(python_funnel=False):
-    """``with nclx.installed():`` -- install for the block, then restore
-    NumPy as it was (uninstalled only if it was not installed before)."""
+    """``with nclx.installed():`` -- NumPy's loops go through nclx inside the
+    block.  Counted across threads: NumPy is restored when the last block
+    ends (unless ``install()`` was called explicitly)."""
     with _lock:
-        was = is_installed()
-        had_funnel = _state["python_funnel"]
-        install(python_funnel=python_funnel)
+        gen = _state["generation"]
+        _state["holds"] += 1
+        if python_funnel:
+            _state["funnel_holds"] += 1
+        try:
+            _apply()
+        except BaseException:
+            _state["holds"] -= 1
+            if python_funnel:
+                _state["funnel_holds"] -= 1
+            _apply()
+            raise
     try:
         yield
     finally:
         with _lock:
-            if not was:
-                uninstall()
-            elif python_funnel and not had_funnel:
-                _funnel.uninstall_vectorcall()
-                _state["python_funnel"] = False
+            if gen == _state["generation"]:
+                _state["holds"] -= 1
+                if python_funnel:
+                    _state["funnel_holds"] -= 1
+                _apply()
+
+
+__all__ = ["install", "uninstall", "is_installed", "installed", "NclxInstallError"]

@@ -1,13 +1,17 @@
 """Threading of large loop calls (the funnel's default "threader" node).
 
 After ``nclx.install()``, a loop call of at least :func:`get_threshold`
-elements (65,536 by default) is split across :func:`get_num_threads` threads:
-elementwise calls into aligned chunks (results bit-identical to one thread),
-reductions of reorderable ops into per-thread partials combined in a fixed
-order.  Calls NumPy hands over in chunks (casting, ``where=``,
-broadcasting) are smaller than the threshold and run whole.
+elements (65,536 by default) is split across :func:`get_num_threads` threads
+where the split is exact (see nclx._ncl.threader): elementwise calls into
+aligned chunks, integer/boolean reductions into per-thread partials, float
+sums on NumPy's pairwise split points.  Float products/max/min reductions
+stay whole unless ``nclx.config(reassociate=True)``.  Calls NumPy hands over
+in chunks (casting, ``where=``, broadcasting) are smaller than the threshold
+and run whole.
 """
-from nclx._ncl import funnel as _funnel
+from nclx._ncl import calibrate as _calibrate
+from nclx._ncl import entries as _entries
+from nclx._ncl import threader as _threader
 
 __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold",
            "calibrate"]
@@ -16,27 +20,29 @@ __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold
 def set_num_threads(n):
     """Use ``n`` threads for large loop calls.
 
-    Also sets OpenMP's thread count, which is what threadpoolctl reports and
-    limits (``threadpool_limits(1, "openmp")`` makes nclx single-threaded
-    inside its block).  Without a call, ``NCLX_NUM_THREADS`` or the number of
-    cores available to the process decides.
+    nclx's own setting: OpenMP's process-wide count, which other libraries
+    use, is left alone.  ``threadpoolctl.threadpool_limits(k, "openmp")``
+    caps nclx at ``k`` inside its block.  Without a call,
+    ``NCLX_NUM_THREADS`` or the number of cores available to the process
+    decides.
     """
-    _funnel.set_num_threads(int(n))
+    _threader.set_num_threads(int(n))
 
 
 def get_num_threads():
-    """Threads a large loop call uses now (capped by OpenMP's / threadpoolctl's limit)."""
-    return _funnel.get_num_threads()
+    """Threads a large loop call uses now (capped by threadpoolctl's limit;
+    1 in a forked child of a threaded parent)."""
+    return _threader.get_num_threads()
 
 
 def set_threshold(n, op=None):
     """Split loop calls of at least ``n`` elements, for ``op`` or for every op."""
-    _funnel.set_threshold(int(n), op)
+    _entries.set_threshold(int(n), op)
 
 
 def get_threshold(op="add"):
     """The split threshold of ``op`` in elements."""
-    return _funnel.get_threshold(op)
+    return _entries.get_threshold(op)
 
 
 def calibrate(small=4096, chunk=131072, reps=7):
@@ -44,4 +50,4 @@ def calibrate(small=4096, chunk=131072, reps=7):
     and use the faster one per signature, for elementwise calls and
     reductions, whole calls and per-thread chunks.  Returns the nclx/NumPy
     time ratios (> 1.05: NumPy's loop is used).  Takes a second or two."""
-    return _funnel.calibrate(small, chunk, reps)
+    return _calibrate.calibrate(small, chunk, reps)

@@ -9,77 +9,113 @@ Traceback (most recent call last):
 OverflowError: integer overflow in multiply (int64): 1 element(s) wrapped
 
 Inside the block, integer ``add``, ``subtract``, ``multiply`` (also their
-reductions, e.g. ``a.sum()``) and ``negative``/``absolute`` of the minimum
-signed integer run nclx's checked kernels: C nodes at the front of those
-kernel chains that detect wrap-around with the compiler's overflow builtins
-and raise the FE_OVERFLOW flag.  NumPy hands that flag to the error callback
-the block installs with ``np.errstate(over="call")``, which raises
-OverflowError.  A genuine float overflow inside the block is still handled
-the way the surrounding ``np.errstate`` says.
+reductions, e.g. ``a.sum()``), ``negative`` (of the minimum signed integer,
+and of any nonzero unsigned value, which wraps) and ``absolute`` of the
+minimum signed integer run nclx's checked kernels: C nodes at the front of
+those kernel chains that detect wrap-around and raise the FE_OVERFLOW flag.
+
+The mode belongs to the thread that entered the block (and travels with its
+calls to nclx's worker threads): other threads keep NumPy's wrap-around.
+Reductions inside the block run on one thread, so whether a sum overflows
+does not depend on the thread count.
+
+Errors travel through NumPy's own channel: the block sets
+``np.errstate(over="log")`` with a writer that turns an integer overflow into
+OverflowError, and hands any other overflow (floats) to the surrounding
+errstate -- warning, error, print, call or log -- with NumPy's message, ufunc
+name included.  An ``np.errstate(over=...)`` inside the block decides for
+both (``over="ignore"`` silences integer overflow too).
 
 Not covered (NumPy does not call a replaced loop there): NumPy scalar math
 (``np.int64(2**62) * 4``) and ``ufunc.at``.
 """
 import contextlib
-import itertools
+import sys
+import threading
 import warnings
 
 import numpy as np
 
 from nclx import _install
-from nclx._ncl import funnel as _funnel
+from nclx._ncl import checked as _checked
+from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
-from nclx._ncl.spec import INTS
 
-_ids = itertools.count()
-OPS = ("add", "subtract", "multiply", "negative", "absolute")
+OPS = _checked.OPS
+_lock = threading.Lock()
+_shared = {"users": 0, "handles": []}
+_NAME = "checked"
+_FPE_OVERFLOW = 2          # numpy's flag value handed to an errstate "call" callback
 
 
-def _make_callback(previous):
-    """The np.errstate callback: integer overflow -> OverflowError; anything
-    else is handled as the surrounding errstate said."""
-    prev_mode = previous["over"]
-    prev_call = np.geterrcall()
+class _Writer:
+    """The np.errstate(over="log") target of a checked() block."""
 
-    def on_overflow(kind, flag):
-        info = _funnel.take_checked_overflow()
+    def __init__(self, mode, call):
+        self.mode = mode
+        self.call = call
+
+    def write(self, msg):
+        text = msg.strip()
+        if text.startswith("Warning: "):
+            text = text[len("Warning: "):]
+        info = _entries.take_checked_overflow()
         if info is not None:
             op, dtype, count = info
-            raise OverflowError(f"integer overflow in {op} ({dtype}): "
-                                f"{count} element(s) wrapped")
-        if prev_mode == "raise":
-            raise FloatingPointError(f"{kind} encountered")
-        if prev_mode == "warn":
-            warnings.warn(f"{kind} encountered", RuntimeWarning, stacklevel=2)
-        elif prev_mode == "print":
-            print(f"Warning: {kind} encountered")
-        elif prev_mode == "call" and prev_call is not None:
-            if callable(prev_call):
-                prev_call(kind, flag)
+            raise OverflowError(f"integer overflow in {op} ({dtype}): {count} element(s) wrapped")
+        kind = text.split(" encountered", 1)[0]
+        mode = self.mode
+        if mode == "raise":
+            raise FloatingPointError(text)
+        if mode == "warn":
+            warnings.warn(text, RuntimeWarning, stacklevel=2)
+        elif mode == "print":
+            print(f"Warning: {text}", file=sys.stderr)
+        elif mode == "call" and self.call is not None:
+            if callable(self.call):
+                self.call(kind, _FPE_OVERFLOW)
             else:
-                prev_call.write(f"Warning: {kind} encountered\n")
-        elif prev_mode == "log" and prev_call is not None:
-            prev_call.write(f"Warning: {kind} encountered\n")
+                self.call.write(f"Warning: {text}\n")
+        elif mode == "log" and self.call is not None:
+            self.call.write(f"Warning: {text}\n")
 
-    return on_overflow
+
+def _acquire():
+    with _lock:
+        if _shared["users"] == 0:
+            fn = _checked.checked_hook_address()
+            try:
+                for (op, dtype), addr in _checked.checked_loops().items():
+                    _shared["handles"].append(
+                        _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME))
+            except BaseException:
+                for h in _shared["handles"]:
+                    h.remove()
+                _shared["handles"].clear()
+                raise
+        _shared["users"] += 1
+
+
+def _release():
+    with _lock:
+        _shared["users"] -= 1
+        if _shared["users"] == 0:
+            for h in _shared["handles"]:
+                h.remove()
+            _shared["handles"].clear()
 
 
 @contextlib.contextmanager
 def checked():
     """Make integer add/subtract/multiply/negative/absolute raise
-    OverflowError instead of wrapping, inside the block."""
-    name = f"checked#{next(_ids)}"
-    loops = _funnel.checked_loops()
-    fn = _funnel.checked_hook_address()
-    handles = []
+    OverflowError instead of wrapping, for this thread, inside the block."""
     with _install.installed():
+        _acquire()
+        _entries.checked_enter()
         try:
-            for (op, dtype), addr in loops.items():
-                handles.append(_hooks.register_c("kernel", (op, dtype), fn, addr, name=name))
-            _funnel.take_checked_overflow()   # start clean
-            with np.errstate(over="call", call=_make_callback(np.geterr())):
+            _entries.take_checked_overflow()   # start clean
+            with np.errstate(over="log", call=_Writer(np.geterr()["over"], np.geterrcall())):
                 yield
         finally:
-            for h in handles:
-                h.remove()
-            _funnel.take_checked_overflow()
+            _entries.checked_leave()
+            _release()

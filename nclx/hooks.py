@@ -29,70 +29,45 @@ Three levels, each a set of chains of nodes (DESIGN.md):
 """
 import numpy as np
 
+from nclx import aware as _aware
 from nclx._ncl.hooks import (
-    LEVELS,
-    SUBSYSTEMS,
     Call,
     Handle,
-    HookError,
     Kernel,
     PyCall,
     chain,
     chains,
-    collect,
     register,
     register_c,
-    reset,
     run_python_chain,
 )
-from nclx._ncl import spec as _spec
+from nclx._ncl.registry import LEVELS, SUBSYSTEMS, HookError, collect, reset
+from nclx.aware import subsystem_of
 
 __all__ = [
     "LEVELS", "SUBSYSTEMS", "Call", "Handle", "HookError", "Kernel", "PyCall",
     "chain", "chains", "collect", "register", "register_c", "reset",
-    "NclxArray", "aware", "subsystem_of",
+    "NclxArray", "aware", "subsystem_of", "run_python_chain",
 ]
-
-_COMPARE = {name for name, (kind, *_rest) in _spec.OPS.items() if kind == "compare"}
-_COMPARE |= {"logical_and", "logical_or", "logical_xor"}
-
-
-def subsystem_of(ufunc, method="__call__"):
-    """The subsystem a ufunc call belongs to: compare, binary, unary or reduce."""
-    if method != "__call__":
-        return "reduce"
-    if ufunc.__name__ in _COMPARE:
-        return "compare"
-    return "unary" if ufunc.nin == 1 else "binary"
 
 
 def _plain(x):
     return x.view(np.ndarray) if isinstance(x, NclxArray) else x
 
 
-def _final(ufunc, method, inputs, kwargs):
-    inputs = tuple(_plain(x) for x in inputs)
-    if "out" in kwargs and kwargs["out"] is not None:
-        out = kwargs["out"]
-        kwargs = dict(kwargs, out=tuple(_plain(o) for o in out) if isinstance(out, tuple) else _plain(out))
-    return getattr(ufunc, method)(*inputs, **kwargs)
-
-
 def _wrap(result):
     if isinstance(result, np.ndarray) and not isinstance(result, NclxArray):
         return result.view(NclxArray)
-    if isinstance(result, tuple):
-        return tuple(_wrap(r) for r in result)
     return result
 
 
 class NclxArray(np.ndarray):
-    """An nclx-aware ndarray: its ufunc calls (every method) walk the
-    "python" level chains before NumPy runs them."""
+    """An nclx-aware ndarray: its ufunc calls (every method, ``out=`` and
+    ``where=`` included) walk the "python" level chains before NumPy runs
+    them (nclx.aware.array_ufunc)."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        sub = SUBSYSTEMS.index(subsystem_of(ufunc, method))
-        return _wrap(run_python_chain(sub, ufunc, method, inputs, kwargs, _final))
+        return _aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_plain, wrap=_wrap)
 
 
 def aware(x):

@@ -23,7 +23,7 @@ from collections import namedtuple
 import numpy as np
 
 from nclx import _install
-from nclx._ncl import funnel as _funnel
+from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
 from nclx._ncl.dtypes import fixed_width
 
@@ -39,13 +39,13 @@ class Ledger:
     """Counters of loop calls; filled while :func:`recording` is active."""
 
     def __init__(self):
-        self._table = _funnel.LedgerTable()
+        self._table = _cledger.LedgerTable()
         self._handles = []
         self.name = f"ledger#{next(_ids)}"
 
     def _start(self):
-        addr = _funnel.ledger_hook_address()
-        data = _funnel.table_address(self._table)
+        addr = _cledger.ledger_hook_address()
+        data = self._table.address
         for sub in _hooks.SUBSYSTEMS:
             self._handles.append(_hooks.register_c("funnel", sub, addr, data, name=self.name,
                                                    keepalive=self._table))
@@ -102,8 +102,8 @@ class Ledger:
 def recording():
     """Record every loop call made inside the block; yields a :class:`Ledger`.
 
-    Installs nclx for the block if it was not installed, and restores NumPy
-    on exit.
+    Installs nclx for the block (counted with every other block, in every
+    thread) and records the calls of all threads while it is active.
     """
     led = Ledger()
     with _install.installed():

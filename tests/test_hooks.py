@@ -276,7 +276,7 @@ def test_python_funnel_for_plain_ndarrays_is_opt_in():
 
 
 def test_uninstall_restores_ufunc_call_entries():
-    from nclx._ncl import funnel
+    from nclx._ncl import pyfunnel as funnel
     before = {op: funnel.vectorcall_address(getattr(np, op)) for op in nclx.ufuncs.NAMES}
     nclx.install(python_funnel=True)
     assert all(funnel.vectorcall_address(getattr(np, op)) != addr for op, addr in before.items())

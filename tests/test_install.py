@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import nclx
-from nclx._ncl import funnel
+from nclx._ncl import entries as funnel
 
 
 def _snapshot():

@@ -119,10 +119,11 @@ def test_float_sum_bit_identical_for_any_thread_count(threads):
 
 
 def test_float_sum_overflow_warning_matches_stock():
-    x = np.full(BIG, 1e300)
+    x = np.full(BIG, 1e304)
     want, got, w0, w1 = _stock_and_installed(lambda: x.sum())
     assert _bits(want) == _bits(got)
-    assert w0 == w1 == ["overflow encountered in reduce"]
+    assert w0 == w1
+    assert np.isinf(got)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -270,7 +271,8 @@ def test_checked_does_not_leak_into_other_threads():
     t.join(10)
     assert "error" not in box, box
     assert box["warnings"] == []
-    assert (box["result"] == np.int64(2**62) * np.int64(4)).all()
+    with np.errstate(over="ignore"):
+        assert (box["result"] == np.int64(2**62) * np.int64(4)).all()
 
 
 @pytest.mark.parametrize("threads", [1, 2])

@@ -271,7 +271,7 @@ def test_funnel_hooks_see_whole_calls_before_the_threader():
 
 
 def test_preferences_and_calibrate():
-    from nclx._ncl import funnel
+    from nclx._ncl import entries as funnel
     prefs = funnel.preferences()
     assert prefs[("maximum", "ddd")][1] == (True, True)      # NumPy's SIMD max-reduce
     assert prefs[("add", "ddd")] == ((True, False), (True, False))   # NumPy whole, nclx chunks

@@ -71,7 +71,7 @@ class BandwidthReference:
     param_names = ["n"]
 
     def setup(self, n):
-        from nclx._ncl import funnel
+        from nclx._ncl import threader as funnel
         self.copy = funnel.threaded_copy
         self.src = np.ones(n)
         self.dst = np.empty(n)

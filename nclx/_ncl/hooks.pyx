@@ -1,442 +1,84 @@
 # cython: wraparound=True, boundscheck=True
-"""The hook registry: intrusive doubly linked chains of hook nodes.
+"""Python faces of the hook registry: registering hooks, the Call a hook
+sees, Kernel, Handle and the python-level chain walker.
 
-Three levels (DESIGN.md, "Data flow of a + b"):
+The C side (chains, nodes, walking without the GIL) is nclx._ncl.registry.
 
-- ``python``: one chain per subsystem of Python callables, walked with the
-  GIL by nclx-aware arrays' ``__array_ufunc__`` and, with
-  ``install(python_funnel=True)``, by the ufunc call entry;
-- ``funnel``: one chain per subsystem (compare, binary, unary, reduce) that
-  every replaced NumPy loop walks first; it ends in the node that walks
-- ``kernel``: one chain per (op, dtype), ending in nclx's kernel and NumPy's
-  original loop, which stays reachable as the last node.
-
-Readers walk chains without the GIL.  Writers hold the GIL; a node is
-published with one release store once it is fully linked, and a removed node
-is freed only when no reader is inside any chain (a reader count, taken only
-off the fast path, tells).  A removed node keeps its ``next`` pointer, so a
-hook that removes itself while it runs can still punt.
+Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
+private mirrors of the loop's operands, not views of NumPy's memory: NumPy
+may free that memory as soon as the loop returns, and a hook may keep what it
+was given.  Inputs are copied in (read-only), the output is copied in and
+written back when the hook returns or punts (operands that are the same
+memory, as in ``a += b`` or a reduction's accumulator, share one mirror).
 """
-from cpython.ref cimport PyObject, Py_XINCREF, Py_XDECREF
-from libc.stdlib cimport calloc, free
-from libc.string cimport strncpy
+from cpython.ref cimport PyObject
+from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 import sys
 
-from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_dtype_name
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, ncl_dtype_name,
+                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_FRONT)
+from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_python_chain,
+                                 ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
+                                 ncl_unlink, ncl_discard, ncl_chain_names, ncl_hook_depth_add,
+                                 ncl_readers_enter, ncl_readers_leave)
+from nclx._ncl import registry as _registry
+from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 
 cnp.import_array()
 
 cdef extern from *:
     """
-    #include <stdint.h>
-    static inline void *ncl_load_ptr(void *const *p) { return __atomic_load_n((void **)p, __ATOMIC_ACQUIRE); }
-    static inline void ncl_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    static long ncl_readers = 0;
-    static inline void ncl_readers_enter(void) { __atomic_add_fetch(&ncl_readers, 1, __ATOMIC_SEQ_CST); }
-    static inline void ncl_readers_leave(void) { __atomic_sub_fetch(&ncl_readers, 1, __ATOMIC_SEQ_CST); }
-    static inline long ncl_readers_now(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); return __atomic_load_n(&ncl_readers, __ATOMIC_SEQ_CST); }
-    static __thread int ncl_hook_depth = 0;
-    static inline void ncl_status_or(int *p, int v) { __atomic_or_fetch(p, v, __ATOMIC_RELAXED); }
-    static inline void ncl_status_count(long *p, long v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
-    static inline int ncl_hook_depth_get(void) { return ncl_hook_depth; }
-    static inline void ncl_hook_depth_add(int d) { ncl_hook_depth += d; }
+    static inline void *ncl_h_load_ptr(void *const *p) { return __atomic_load_n((void **)p, __ATOMIC_ACQUIRE); }
     """
-    void *ncl_load_ptr(void **p) nogil
-    void ncl_store_ptr(void **p, void *v) nogil
-    void ncl_readers_enter() nogil
-    void ncl_readers_leave() nogil
-    long ncl_readers_now() nogil
-    int ncl_hook_depth_get() nogil
-    void ncl_hook_depth_add(int d) nogil
-    void ncl_status_or(int *p, int v) nogil
-    void ncl_status_count(long *p, long v) nogil
-
-SUBSYSTEMS = ("compare", "binary", "unary", "reduce")
-LEVELS = ("python", "funnel", "kernel")
+    void *ncl_h_load_ptr(void **p) nogil
 
 
-class HookError(ValueError):
-    """A hook cannot be registered or removed as asked (names the chain and node)."""
+# ------------------------------------------------------------ error records
 
-
-# ----------------------------------------------------------------- walking
-
-cdef inline ncl_node *_next_of(ncl_node *node) noexcept nogil:
-    return <ncl_node *>ncl_load_ptr(<void **>&node.next)
-
-
-cdef inline ncl_node *_head_of(ncl_chain *chain) noexcept nogil:
-    return <ncl_node *>ncl_load_ptr(<void **>&chain.head)
-
-
-cdef int ncl_call_next(ncl_node *node, ncl_call *call) noexcept nogil:
-    """Pass the call on to the node after ``node`` ("punt")."""
-    cdef ncl_node *nxt = _next_of(node)
-    if nxt == NULL:
-        return 0
-    return nxt.fn(nxt, call)
-
-
-cdef int ncl_call_chain(ncl_chain *chain, ncl_call *call) noexcept nogil:
-    cdef ncl_node *head = _head_of(chain)
-    return head.fn(head, call)
-
-
-cdef bint ncl_chain_is_default(ncl_chain *chain) noexcept nogil:
-    return _head_of(chain) == chain.default_head
-
-
-cdef bint ncl_in_hook() noexcept nogil:
-    return ncl_hook_depth_get() > 0
-
-
-cdef int ncl_dispatch(ncl_chain *funnel, ncl_call *call) noexcept nogil:
-    """Walk a funnel chain (and the kernel chain it ends in) for one loop call."""
-    cdef int rc
-    if ncl_hook_depth_get() > 0:
-        # NumPy called from inside a Python hook: run the kernel unhooked,
-        # or the hook would see its own calls (and recurse).
-        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-        return 0
-    ncl_readers_enter()
-    rc = ncl_call_chain(funnel, call)
-    ncl_readers_leave()
-    return rc
-
-
-# ----------------------------------------------------- default node bodies
-
-cdef int _funnel_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    return ncl_call_chain(call.kernel_chain, call)
-
-
-cdef int _nclx_kernel_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    # nclx's choice: its own kernel, or NumPy's loop where that measured faster
-    if call.prefer_numpy:
-        call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-    else:
-        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-    return 0
-
-
-cdef int _nclx_own_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-    return 0
-
-
-cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil:
-    """Report a condition to the calling thread (atomic: chunks may run in parallel)."""
-    if call.status != NULL:
-        ncl_status_or(&call.status.flags, flag)
-        ncl_status_count(&call.status.count, count)
-
-
-cdef int _numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-    return 0
-
-
-cdef int _python_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    return 0   # never called: Python chains are walked from Python
-
-
-# ------------------------------------------------------------- the registry
-
-cdef ncl_chain _funnel_chains[4]
-cdef ncl_chain _python_chains[4]
-cdef ncl_node _funnel_terminals[4]
-cdef ncl_node _python_terminals[4]
-cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
-cdef ncl_node *_retired = NULL
 cdef dict _errors = {}             # node address -> (count, last exception)
 
 
-cdef void _set_name(char *dst, str name):
-    b = name.encode()[:NCL_NAME_LEN - 1]
-    strncpy(dst, b, NCL_NAME_LEN - 1)
-    dst[NCL_NAME_LEN - 1] = 0
+def _forget_node(size_t address):
+    _errors.pop(address, None)
+
+_registry.set_free_observer(_forget_node)
 
 
-cdef void _init_default_node(ncl_node *node, ncl_chain *chain, str name, ncl_hook_fn fn):
-    node.fn = fn
-    node.data = NULL
-    node.obj = NULL
-    node.next = NULL
-    node.prev = NULL
-    node.chain = chain
-    node.retired_next = NULL
-    node.flags = NCL_NODE_DEFAULT | NCL_NODE_LINKED
-    _set_name(node.name, name)
+cdef void _report(ncl_node *node, object hook, str what):
+    """Keep and report an exception raised by a hook inside a loop.
+
+    NumPy does not check for Python errors after numeric loops, so the
+    exception cannot travel through it: it goes to sys.unraisablehook and is
+    kept for the hook's handle (``handle.last_error``, ``handle.errors``)."""
+    exc = sys.exc_info()[1]
+    key = <size_t>node
+    count, _ = _errors.get(key, (0, None))
+    _errors[key] = (count + 1, exc)
+    try:
+        sys.unraisablehook(_Unraisable(exc, f"Exception ignored in nclx {what}", hook))
+    except Exception:
+        pass
 
 
-cdef void _init_chain(ncl_chain *chain, int level, int index, str name, ncl_node *head):
-    chain.head = head
-    chain.default_head = head
-    chain.level = level
-    chain.index = index
-    _set_name(chain.name, name)
+class _Unraisable:
+    def __init__(self, exc, msg, obj):
+        self.exc_type = type(exc)
+        self.exc_value = exc
+        self.exc_traceback = exc.__traceback__
+        self.err_msg = msg
+        self.object = obj
 
 
-cdef _init_registry():
-    cdef int s
-    for s in range(4):
-        _init_default_node(&_funnel_terminals[s], &_funnel_chains[s], "kernel", _funnel_terminal_fn)
-        _init_chain(&_funnel_chains[s], NCL_LEVEL_FUNNEL, s, SUBSYSTEMS[s], &_funnel_terminals[s])
-        _init_default_node(&_python_terminals[s], &_python_chains[s], "ufunc", _python_terminal_fn)
-        _init_chain(&_python_chains[s], NCL_LEVEL_PYTHON, s, SUBSYSTEMS[s], &_python_terminals[s])
+# ------------------------------------------------------------- the Call
 
-_init_registry()
+cdef object _raw_view(ncl_call *call, int i, npy_intp n, npy_intp stride):
+    """A temporary zero-copy 1-d view of operand ``i`` (never handed out)."""
+    return cnp.PyArray_New(np.ndarray, 1, &n, call.typenums[i], &stride,
+                           <void *>call.args[i], 0, cnp.NPY_ARRAY_WRITEABLE, None)
 
-
-cdef ncl_chain *ncl_funnel_chain(int subsystem) noexcept nogil:
-    return &_funnel_chains[subsystem]
-
-
-cdef ncl_chain *ncl_python_chain(int subsystem) noexcept nogil:
-    return &_python_chains[subsystem]
-
-
-cdef ncl_chain *ncl_kernel_chain(str name) except NULL:
-    """The chain of one kernel (``add_int64``), created on first use."""
-    cdef ncl_chain *chain
-    cdef ncl_node *nodes
-    addr = _kernel_chains.get(name)
-    if addr is not None:
-        return <ncl_chain *><size_t>addr
-    chain = <ncl_chain *>calloc(1, sizeof(ncl_chain))
-    nodes = <ncl_node *>calloc(2, sizeof(ncl_node))
-    if chain == NULL or nodes == NULL:
-        raise MemoryError()
-    _init_default_node(&nodes[0], chain, "nclx", _nclx_kernel_fn)
-    _init_default_node(&nodes[1], chain, "numpy", _numpy_loop_fn)
-    nodes[0].next = &nodes[1]
-    nodes[1].prev = &nodes[0]
-    _init_chain(chain, NCL_LEVEL_KERNEL, len(_kernel_chains), name, &nodes[0])
-    _kernel_chains[name] = <size_t>chain
-    return chain
-
-
-cdef ncl_node *ncl_new_node(str name, ncl_hook_fn fn, void *data, object obj) except NULL:
-    cdef ncl_node *node = <ncl_node *>calloc(1, sizeof(ncl_node))
-    if node == NULL:
-        raise MemoryError()
-    node.fn = fn
-    node.data = data
-    if obj is not None:
-        node.obj = <PyObject *>obj
-        Py_XINCREF(node.obj)
-    _set_name(node.name, name)
-    return node
-
-
-cdef ncl_node *_find(ncl_chain *chain, str name):
-    cdef ncl_node *node = chain.head
-    b = name.encode()
-    while node != NULL:
-        if node.name == b:
-            return node
-        node = node.next
-    return NULL
-
-
-cdef ncl_node *_first_default(ncl_chain *chain):
-    cdef ncl_node *node = chain.head
-    while node != NULL and not (node.flags & NCL_NODE_DEFAULT):
-        node = node.next
-    return node
-
-
-cdef void _link_before(ncl_chain *chain, ncl_node *node, ncl_node *target):
-    node.chain = chain
-    node.next = target
-    node.prev = target.prev
-    # publish: one release store makes the fully linked node reachable
-    if target.prev != NULL:
-        ncl_store_ptr(<void **>&target.prev.next, node)
-    else:
-        ncl_store_ptr(<void **>&chain.head, node)
-    target.prev = node
-    node.flags |= NCL_NODE_LINKED
-
-
-cdef int ncl_link(ncl_chain *chain, ncl_node *node, str position, str anchor) except -1:
-    """Insert ``node`` at ``position``: front, back (before the default
-    nodes), before ``anchor`` or after ``anchor``."""
-    cdef ncl_node *target
-    chain_name = chain.name.decode()
-    if node.flags & NCL_NODE_LINKED:
-        raise HookError(f"node {node.name.decode()!r} is already in a chain")
-    if _find(chain, node.name.decode()) != NULL:
-        raise HookError(f"chain {chain_name!r} already has a node named {node.name.decode()!r}")
-    if position == "front":
-        target = chain.head
-    elif position == "back":
-        target = _first_default(chain)
-    elif position in ("before", "after"):
-        target = _find(chain, anchor)
-        if target == NULL:
-            raise HookError(f"chain {chain_name!r} has no node named {anchor!r}; "
-                            f"it has {chain_names(chain)}")
-        if position == "after":
-            if target.next == NULL:
-                raise HookError(f"nothing after {anchor!r} runs in chain {chain_name!r}: "
-                                f"it is the chain's last node")
-            target = target.next
-    else:
-        raise HookError(f"position must be 'front', 'back', 'before' or 'after', not {position!r}")
-    _link_before(chain, node, target)
-    return 0
-
-
-cdef int ncl_set_default_front(ncl_chain *chain, ncl_node *node) except -1:
-    """Make ``node`` (static storage) the first default node of ``chain``.
-
-    Used once at import by nclx modules that add default behaviour (the
-    threader); not while loops may run."""
-    node.flags |= NCL_NODE_DEFAULT
-    _link_before(chain, node, chain.default_head)
-    chain.default_head = node
-    return 0
-
-
-cdef int ncl_unlink(ncl_node *node) except -1:
-    """Unlink ``node`` from its chain and retire it (freed once no reader runs)."""
-    global _retired
-    cdef ncl_chain *chain = node.chain
-    if node.flags & NCL_NODE_DEFAULT:
-        raise HookError(f"{node.name.decode()!r} is a default node of chain "
-                        f"{chain.name.decode()!r}; it cannot be removed")
-    if not (node.flags & NCL_NODE_LINKED):
-        return 0
-    if node.prev != NULL:
-        ncl_store_ptr(<void **>&node.prev.next, node.next)
-    else:
-        ncl_store_ptr(<void **>&chain.head, node.next)
-    if node.next != NULL:
-        node.next.prev = node.prev
-    node.flags &= ~NCL_NODE_LINKED
-    # node.next stays: a reader standing on this node can still punt.
-    node.retired_next = _retired
-    _retired = node
-    collect()
-    return 0
-
-
-def collect():
-    """Free retired nodes if no loop is inside a chain; return how many remain."""
-    global _retired
-    cdef ncl_node *node
-    cdef ncl_node *nxt
-    cdef int left = 0
-    if _retired == NULL:
-        return 0
-    if ncl_readers_now() != 0:
-        node = _retired
-        while node != NULL:
-            left += 1
-            node = node.retired_next
-        return left
-    node = _retired
-    _retired = NULL
-    while node != NULL:
-        nxt = node.retired_next
-        _errors.pop(<size_t>node, None)
-        Py_XDECREF(node.obj)
-        free(node)
-        node = nxt
-    return 0
-
-
-cdef list chain_names(ncl_chain *chain):
-    cdef ncl_node *node = chain.head
-    names = []
-    while node != NULL:
-        names.append(node.name.decode())
-        node = node.next
-    return names
-
-
-cdef ncl_chain *_resolve_chain(str level, object target) except NULL:
-    if level in ("python", "funnel"):
-        if target not in SUBSYSTEMS:
-            raise HookError(f"{level} target must be a subsystem {SUBSYSTEMS}, not {target!r}")
-        s = SUBSYSTEMS.index(target)
-        return &_python_chains[s] if level == "python" else &_funnel_chains[s]
-    if level == "kernel":
-        return ncl_kernel_chain(kernel_chain_name(target))
-    raise HookError(f"level must be one of {LEVELS}, not {level!r}")
-
-
-def kernel_chain_name(target):
-    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
-    from nclx._ncl import spec
-    if isinstance(target, str):
-        names = {name for *_, name in spec.all_kernels()}
-        if target not in names:
-            raise HookError(f"no nclx kernel named {target!r}")
-        return target
-    if not (isinstance(target, tuple) and len(target) == 2):
-        raise HookError(f"kernel target must be (op, dtype), not {target!r}")
-    op, dt = target
-    if op not in spec.OPS:
-        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.OPS)}")
-    ins = tuple(dt) if isinstance(dt, (tuple, list)) else (str(np.dtype(dt)) if dt != "bool" else "bool",) * spec.OPS[op][1]
-    for lins, lout in spec.OPS[op][3]:
-        if tuple(lins) == ins:
-            return spec.kernel_name(op, lins, lout)
-    raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
-
-
-def chain(level, target):
-    """Names of the nodes of one chain, front to back."""
-    return chain_names(_resolve_chain(level, target))
-
-
-def chains():
-    """Every chain that has nodes beyond its defaults: {(level, target): names}."""
-    out = {}
-    cdef int s
-    for s in range(4):
-        if not ncl_chain_is_default(&_python_chains[s]):
-            out[("python", SUBSYSTEMS[s])] = chain_names(&_python_chains[s])
-        if not ncl_chain_is_default(&_funnel_chains[s]):
-            out[("funnel", SUBSYSTEMS[s])] = chain_names(&_funnel_chains[s])
-    for kname, addr in _kernel_chains.items():
-        if not ncl_chain_is_default(<ncl_chain *><size_t>addr):
-            out[("kernel", kname)] = chain_names(<ncl_chain *><size_t>addr)
-    return out
-
-
-cdef void _strip(ncl_chain *ch):
-    cdef ncl_node *node = ch.head
-    cdef ncl_node *nxt
-    while node != NULL:
-        nxt = node.next
-        if not (node.flags & NCL_NODE_DEFAULT):
-            ncl_unlink(node)
-        node = nxt
-
-
-def reset():
-    """Remove every hook from every chain: the registry as nclx ships it."""
-    cdef int s
-    for s in range(4):
-        _strip(&_python_chains[s])
-        _strip(&_funnel_chains[s])
-    for addr in _kernel_chains.values():
-        _strip(<ncl_chain *><size_t>addr)
-    return collect()
-
-
-def readers():
-    """Loop calls currently inside a chain (for tests)."""
-    return ncl_readers_now()
-
-
-# ----------------------------------------------------- Python-facing calls
 
 cdef class Call:
     """One loop call as a hook sees it (valid only while the hook runs).
@@ -444,11 +86,12 @@ cdef class Call:
     Attributes: ``op``, ``dtypes`` (fixed-width names, output last),
     ``types`` (NumPy type characters), ``n`` (elements), ``subsystem``,
     ``is_reduce``.  ``next()`` passes the call on to the rest of the chain;
-    ``views()`` returns NumPy views of the loop's buffers.
+    ``views()`` returns private mirrors of the loop's buffers.
     """
     cdef ncl_node *node
     cdef ncl_call *call
     cdef readonly bint punted
+    cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
 
     @staticmethod
     cdef Call wrap(ncl_node *node, ncl_call *call):
@@ -456,6 +99,7 @@ cdef class Call:
         c.node = node
         c.call = call
         c.punted = False
+        c._mirrors = None
         return c
 
     cdef int _check(self) except -1:
@@ -463,9 +107,80 @@ cdef class Call:
             raise RuntimeError("this Call has ended: a hook may use it only while it runs")
         return 0
 
-    cdef void _end(self):
+    cdef int _end(self) except -1:
+        self._flush()
         self.call = NULL
         self.node = NULL
+        return 0
+
+    cdef int _copy_in(self) except -1:
+        """(Re)fill the mirrors from the loop's buffers."""
+        cdef ncl_call *call = self.call
+        cdef npy_intp n = call.dimensions[0]
+        cdef int i, j
+        cdef npy_intp stride
+        cdef cnp.ndarray m
+        if self._mirrors is None:
+            self._mirrors = []
+            for i in range(call.nargs):
+                shared = -1
+                for j in range(i):
+                    if call.args[j] == call.args[i] and call.steps[j] == call.steps[i] \
+                            and call.typenums[j] == call.typenums[i]:
+                        shared = j
+                        break
+                if shared >= 0:
+                    self._mirrors.append((self._mirrors[shared][0], shared))
+                    continue
+                stride = call.steps[i]
+                if stride == 0 and n > 0:
+                    one = _raw_view(call, i, 1, 0).copy()
+                    m = np.lib.stride_tricks.as_strided(one, (n,), (0,), writeable=True)
+                else:
+                    m = _raw_view(call, i, n, stride).copy()
+                self._mirrors.append((m, -1))
+            out = call.nargs - 1
+            for i in range(out):
+                m, shared = self._mirrors[i]
+                if m is not self._mirrors[out][0]:
+                    m.flags.writeable = False
+            return 0
+        for i in range(call.nargs):
+            m, shared = self._mirrors[i]
+            if shared >= 0:
+                continue
+            stride = call.steps[i]
+            if stride == 0:
+                if n > 0:
+                    memcpy(cnp.PyArray_DATA(m), call.args[i], m.itemsize)
+            else:
+                src = _raw_view(call, i, n, stride)
+                wr = m.flags.writeable
+                m.flags.writeable = True
+                m[...] = src
+                m.flags.writeable = wr
+        return 0
+
+    cdef int _flush(self) except -1:
+        """Write the output's mirror back into the loop's output buffer."""
+        cdef ncl_call *call
+        cdef int out
+        cdef npy_intp n
+        cdef cnp.ndarray m
+        if self._mirrors is None or self.call == NULL:
+            return 0
+        call = self.call
+        out = call.nargs - 1
+        n = call.dimensions[0]
+        m = self._mirrors[out][0]
+        if n == 0:
+            return 0
+        if call.steps[out] == 0:
+            memcpy(call.args[out], cnp.PyArray_DATA(m), m.itemsize)
+        else:
+            dst = _raw_view(call, out, n, call.steps[out])
+            dst[...] = m
+        return 0
 
     def next(self):
         """Run the rest of the chain on this call (punt)."""
@@ -474,21 +189,32 @@ cdef class Call:
             raise RuntimeError("a Kernel passes a call on by returning NotImplemented")
         cdef ncl_node *node = self.node
         cdef ncl_call *call = self.call
+        self._flush()
         self.punted = True
         with nogil:
             ncl_call_next(node, call)
+        if self._mirrors is not None:
+            self._copy_in()
 
     def run_numpy(self):
         """Run NumPy's original loop on this call."""
         self._check()
+        cdef ncl_call *call = self.call
+        self._flush()
         with nogil:
-            _numpy_loop_fn(self.node, self.call)
+            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+        if self._mirrors is not None:
+            self._copy_in()
 
     def run_nclx(self):
         """Run nclx's own kernel on this call."""
         self._check()
+        cdef ncl_call *call = self.call
+        self._flush()
         with nogil:
-            _nclx_own_fn(self.node, self.call)
+            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+        if self._mirrors is not None:
+            self._copy_in()
 
     @property
     def op(self):
@@ -520,64 +246,27 @@ cdef class Call:
     @property
     def is_reduce(self):
         self._check()
-        return self.call.subsystem == 3
+        return self.call.subsystem == NCL_SUB_REDUCE
 
     @property
     def node_name(self):
         self._check()
-        return self.node.name.decode()
+        return self.node.name.decode() if self.node != NULL else None
 
     def views(self):
-        """(inputs, out): 1-d NumPy views of the loop's buffers (no copy).
+        """(inputs, out): 1-d private mirrors of the loop's buffers.
 
-        In a reduction, ``inputs[0]`` and ``out`` are the same stride-0
-        accumulator; ``inputs[1]`` holds the values being reduced.
+        Inputs are read-only copies; ``out`` is written back to the loop's
+        output when the hook returns or calls ``next()`` (and refreshed after
+        ``next()``).  In a reduction ``inputs[0]`` and ``out`` are the same
+        stride-0 accumulator; ``inputs[1]`` holds the values being reduced.
+        The mirrors own their memory: keeping them after the hook is safe.
         """
         self._check()
-        cdef npy_intp n = self.call.dimensions[0]
-        cdef npy_intp stride
-        cdef int i
-        views = []
-        for i in range(self.call.nargs):
-            stride = self.call.steps[i]
-            descr = np.dtype(cnp.PyArray_TypeObjectFromType(self.call.typenums[i]))
-            arr = cnp.PyArray_New(np.ndarray, 1, &n, self.call.typenums[i], &stride,
-                                  <void *>self.call.args[i], 0, cnp.NPY_ARRAY_WRITEABLE, None)
-            views.append(arr)
-        return views[:self.call.nargs - 1], views[self.call.nargs - 1]
-
-
-cdef void _report(object hook, str what):
-    """Keep and report an exception raised by a hook inside a loop.
-
-    NumPy does not check for Python errors after numeric loops, so the
-    exception cannot travel through it: it goes to sys.unraisablehook and is
-    kept for the hook's handle (``handle.last_error``, ``handle.errors``)."""
-    exc = sys.exc_info()[1]
-    count, _ = _errors.get(id(hook), (0, None))
-    _errors[id(hook)] = (count + 1, exc)
-    try:
-        sys.unraisablehook(_Unraisable(exc, f"Exception ignored in nclx {what}", hook))
-    except Exception:
-        pass
-
-
-def hook_errors(hook):
-    """(count, last exception) of the exceptions a hook raised inside loops."""
-    return _errors.get(id(hook), (0, None))
-
-
-def _forget_errors(hook):
-    _errors.pop(id(hook), None)
-
-
-class _Unraisable:
-    def __init__(self, exc, msg, obj):
-        self.exc_type = type(exc)
-        self.exc_value = exc
-        self.exc_traceback = exc.__traceback__
-        self.err_msg = msg
-        self.object = obj
+        if self._mirrors is None:
+            self._copy_in()
+        ms = [m for m, _ in self._mirrors]
+        return ms[:-1], ms[-1]
 
 
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
@@ -590,10 +279,13 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     try:
         hook(c)
     except BaseException:
-        _report(hook, f"hook {node.name.decode()!r}")
+        _report(node, hook, f"hook {node.name.decode()!r}")
         failed = True
     punted = c.punted
-    c._end()
+    try:
+        c._end()
+    except BaseException:
+        _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
     ncl_hook_depth_add(-1)
     # a failed hook must not lose the result: the rest of the chain computes it
     return 1 if (failed and not punted) else 0
@@ -606,18 +298,24 @@ cdef int _python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     return 0
 
 
+cdef int _python_level_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    return 0   # python-level nodes are walked from Python, never from C
+
+
 # ------------------------------------------------------------------ Kernel
 
 cdef class Kernel:
     """Base class of kernel-level hooks.
 
     Python authors subclass it and implement ``__call__(self, inputs, out)``
-    on NumPy views of the loop's buffers (and optionally ``reduce(self,
-    values, acc)``); returning ``NotImplemented`` passes the call on to the
-    next node.  Cython authors ``cimport`` it and override the nogil
-    ``loop`` method instead::
+    on 1-d arrays (private mirrors of the loop's buffers, see
+    :meth:`Call.views`; ``out`` is written back when ``__call__`` returns)
+    and optionally ``reduce(self, values, acc)``; returning
+    ``NotImplemented`` passes the call on to the next node.  Cython authors
+    ``cimport`` it and override the nogil ``loop`` method instead, which
+    works on the loop's buffers directly::
 
-        from nclx._ncl.hooks cimport Kernel, ncl_call
+        from nclx._ncl.hooks cimport Kernel, ncl_call, NCL_SUB_REDUCE
         cdef class Twice(Kernel):
             cdef int loop(self, char **args, const npy_intp *dimensions,
                           const npy_intp *steps, ncl_call *call) noexcept nogil:
@@ -626,38 +324,55 @@ cdef class Kernel:
 
     cdef int loop(self, char **args, const npy_intp *dimensions,
                   const npy_intp *steps, ncl_call *call) noexcept nogil:
-        # The Python face: take the GIL, show the buffers as NumPy views.
+        # The Python face: take the GIL, show the buffers as mirrors.
         cdef int rc = 1
         with gil:
             rc = _python_kernel_loop(self, call)
         return rc
 
     def __call__(self, inputs, out):
-        """Compute ``out`` from ``inputs`` (1-d views); NotImplemented punts."""
+        """Compute ``out`` from ``inputs`` (1-d arrays); NotImplemented punts."""
         return NotImplemented
 
     def reduce(self, values, acc):
-        """Fold ``values`` into ``acc`` (a 1-element view); NotImplemented punts."""
+        """Fold ``values`` into ``acc`` (a 1-element array); NotImplemented punts."""
         return NotImplemented
 
 
 cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     cdef int rc = 1
+    cdef Call c
     ncl_hook_depth_add(1)
     c = Call.wrap(NULL, call)
     try:
         ins, out = c.views()
-        if call.subsystem == 3:
+        if call.subsystem == NCL_SUB_REDUCE:
             result = k.reduce(ins[1], out[:1])
         else:
             result = k(list(ins), out)
         rc = 1 if result is NotImplemented else 0
     except BaseException:
-        _report(k, f"kernel {type(k).__name__}")
+        _report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
         rc = 1   # the next node computes the result
-    c._end()
+    if rc == 0:
+        try:
+            c._end()
+        except BaseException:
+            _report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
+            rc = 1
+    c.call = NULL
     ncl_hook_depth_add(-1)
     return rc
+
+
+cdef ncl_node *_current_node_of(Kernel k, ncl_call *call):
+    """The node of ``call``'s kernel chain holding ``k`` (for error records)."""
+    cdef ncl_node *node = <ncl_node *>ncl_h_load_ptr(<void **>&call.kernel_chain.head)
+    while node != NULL:
+        if node.obj == <void *>k:
+            return node
+        node = <ncl_node *>ncl_h_load_ptr(<void **>&node.next)
+    return NULL
 
 
 cdef int _kernel_node_fn(ncl_node *node, ncl_call *call) noexcept nogil:
@@ -675,6 +390,8 @@ cdef class Handle:
     Also a context manager: ``with register(...):`` removes it on exit.
     """
     cdef ncl_node *node
+    cdef size_t address
+    cdef object _final
     cdef readonly str level
     cdef readonly object target
     cdef readonly str name
@@ -686,21 +403,29 @@ cdef class Handle:
         if node == NULL:
             return
         self.node = NULL
+        self._final = _errors.get(self.address, (0, None))
         ncl_unlink(node)
 
     @property
     def removed(self):
         return self.node == NULL
 
+    cdef tuple _record(self):
+        if self.node == NULL and self._final is not None:
+            count, exc = self._final
+            later = _errors.get(self.address)   # raised while a loop was still on it
+            return later if later is not None else self._final
+        return _errors.get(self.address, (0, None))
+
     @property
     def errors(self):
         """How many exceptions the hook raised inside loops."""
-        return hook_errors(self.hook)[0]
+        return self._record()[0]
 
     @property
     def last_error(self):
         """The last exception the hook raised inside a loop, or None."""
-        return hook_errors(self.hook)[1]
+        return self._record()[1]
 
     def __enter__(self):
         return self
@@ -715,32 +440,107 @@ cdef class Handle:
 
 
 cdef Handle _attach(str level, object target, ncl_chain *chain, str name, ncl_hook_fn fn,
-                    void *data, object obj, str position, object before, object after):
+                    void *data, object obj, object position, object before, object after):
     cdef ncl_node *node
     cdef Handle h
+    cdef int pos
     anchor = None
     if before is not None and after is not None:
         raise HookError("give at most one of before= and after=")
     if before is not None:
-        position, anchor = "before", str(before)
+        position, anchor = "before", before
     elif after is not None:
-        position, anchor = "after", str(after)
-    node = ncl_new_node(name, fn, data, obj)
+        position, anchor = "after", after
+    if position not in POSITIONS:
+        raise HookError(f"position must be one of {tuple(POSITIONS)}, not {position!r}")
+    if anchor is not None and not isinstance(anchor, str):
+        raise TypeError(f"{position}= must be a node name (str), not {type(anchor).__name__}")
+    pos = POSITIONS[position]
+    node = ncl_new_node(name, fn, data, NULL, obj)
     try:
-        ncl_link(chain, node, position, anchor)
+        ncl_link(chain, node, pos, anchor)
     except BaseException:
-        if node.obj != NULL:
-            Py_XDECREF(node.obj)
-        free(node)
+        ncl_discard(node)
         raise
     collect()
     h = Handle.__new__(Handle)
     h.node = node
+    h.address = <size_t>node
     h.level = level
     h.target = target
     h.name = name
     h.hook = obj
     return h
+
+
+def kernel_chain_name(target):
+    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
+    from nclx._ncl import spec
+    if isinstance(target, str):
+        names = {name for *_, name in spec.all_kernels()}
+        if target not in names:
+            raise HookError(f"no nclx kernel named {target!r}")
+        return target
+    if not (isinstance(target, tuple) and len(target) == 2):
+        raise TypeError(f"a kernel target is (op, dtype) or a kernel name such as 'add_int64', "
+                        f"not {target!r}")
+    op, dt = target
+    if not isinstance(op, str):
+        raise TypeError(f"the op of a kernel target must be a str, not {type(op).__name__}")
+    if op not in spec.OPS:
+        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.OPS)}")
+    nin = spec.OPS[op][1]
+    if dt is None or isinstance(dt, (bool, int, float)):
+        raise TypeError(f"the dtype of kernel target {target!r} must be a dtype name, "
+                        f"numpy.dtype or a tuple of them, not {dt!r}")
+    try:
+        if isinstance(dt, (tuple, list)):
+            ins = tuple(spec_name(d) for d in dt)
+        else:
+            ins = (spec_name(dt),) * nin
+    except TypeError as exc:
+        raise TypeError(f"kernel target {target!r}: {exc}") from None
+    for lins, lout in spec.OPS[op][3]:
+        if tuple(lins) == ins:
+            return spec.kernel_name(op, lins, lout)
+    raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
+
+
+def spec_name(dt):
+    """Fixed-width name of a dtype-like (``'l'`` -> ``'int64'``)."""
+    from nclx._ncl.dtypes import fixed_width
+    if dt is None or isinstance(dt, (bool, int, float)):
+        raise TypeError(f"not a dtype: {dt!r}")
+    if dt == "bool":
+        return "bool"
+    try:
+        name = fixed_width(np.dtype(dt))
+    except TypeError:
+        raise TypeError(f"not a dtype: {dt!r}") from None
+    if name is None:
+        raise HookError(f"nclx has no kernels for dtype {np.dtype(dt)}")
+    return name
+
+
+cdef ncl_chain *_resolve_chain(object level, object target) except NULL:
+    if level in ("python", "funnel"):
+        if not isinstance(target, str) or target not in SUBSYSTEMS:
+            raise HookError(f"{level} target must be a subsystem {SUBSYSTEMS}, not {target!r}")
+        s = SUBSYSTEMS.index(target)
+        return ncl_python_chain(s) if level == "python" else ncl_funnel_chain(s)
+    if level == "kernel":
+        return ncl_kernel_chain(kernel_chain_name(target))
+    raise HookError(f"level must be one of {LEVELS}, not {level!r}")
+
+
+def chain(level, target):
+    """Names of the nodes of one chain, front to back."""
+    return ncl_chain_names(_resolve_chain(level, target))
+
+
+def chains():
+    """Every chain that has nodes beyond its defaults: {(level, target): names}."""
+    return _registry.user_chains()
 
 
 def _default_name(hook):
@@ -764,10 +564,11 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
         Python hooks are called with a call object and pass it on with
         ``call.next()``.  At the kernel level a :class:`Kernel` instance
         (Python or Cython subclass) computes the loop itself.
-    position : {"front", "back"}
-        Where to insert; "back" is just before the chain's default nodes.
+    position : {"front", "back", "before", "after"}
+        Where to insert; "back" is just before the chain's default nodes;
+        "before"/"after" need ``before=``/``after=``.
     name : str, optional
-        Node name (default: the hook's ``name`` or ``__name__``).
+        Node name (default: the hook's ``name`` or ``__name__``), kept whole.
     before, after : str, optional
         Insert before / after the node of that name instead.
     """
@@ -782,7 +583,7 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
             raise HookError(f"a Kernel belongs at the kernel level, not {level!r}")
         fn = _kernel_node_fn
     elif callable(hook):
-        fn = _python_terminal_fn if level == "python" else _python_hook_fn
+        fn = _python_level_fn if level == "python" else _python_hook_fn
     else:
         raise TypeError(f"hook must be callable or a Kernel, not {type(hook).__name__}")
     return _attach(level, target, chain, name, fn, NULL, hook, position, before, after)
@@ -790,9 +591,10 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
 
 def register_c(level, target, size_t fn_address, size_t data_address=0, *, name,
                keepalive=None, position="front", before=None, after=None):
-    """Put a C hook (``int fn(ncl_node *, ncl_call *) nogil``) into a funnel
-    or kernel chain.  ``data_address`` becomes ``node.data``; ``keepalive``
-    is an object the node holds a reference to (e.g. the owner of data)."""
+    """Put a C hook (``int fn(ncl_node *, ncl_call *)``, no GIL) into a funnel
+    or kernel chain from Python.  ``data_address`` becomes ``node.data``;
+    ``keepalive`` is an object the node holds a reference to (e.g. the owner
+    of data).  Compiled code uses the C API instead (nclx.h, ``hook_add``)."""
     cdef ncl_chain *chain = _resolve_chain(level, target)
     if level == "python":
         raise HookError("C hooks belong at the funnel or kernel level")
@@ -823,7 +625,7 @@ cdef class PyCall:
         cdef ncl_node *nxt
         if self.node == NULL:
             raise RuntimeError("this call has ended")
-        nxt = <ncl_node *>ncl_load_ptr(<void **>&self.node.next)
+        nxt = <ncl_node *>ncl_h_load_ptr(<void **>&self.node.next)
         return _walk_python(nxt, self)
 
     def __repr__(self):
@@ -832,7 +634,7 @@ cdef class PyCall:
 
 cdef object _walk_python(ncl_node *node, PyCall c):
     cdef ncl_node *saved = c.node
-    if node == NULL or (node.flags & NCL_NODE_DEFAULT):
+    if node == NULL or (node.flags & 1):        # NCL_NODE_DEFAULT: the chain's end
         return c.final(c.ufunc, c.method, c.inputs, c.kwargs)
     c.node = node
     try:
@@ -841,15 +643,14 @@ cdef object _walk_python(ncl_node *node, PyCall c):
         c.node = saved
 
 
-def python_chain_is_default(int subsystem):
-    return ncl_chain_is_default(&_python_chains[subsystem])
-
-
 def run_python_chain(int subsystem, ufunc, str method, tuple inputs, dict kwargs, final):
     """Walk the Python chain of ``subsystem``; ``final(ufunc, method, inputs,
     kwargs)`` performs the call at its end."""
-    cdef ncl_chain *ch = &_python_chains[subsystem]
+    cdef ncl_chain *ch
     cdef PyCall c
+    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
+        raise HookError(f"no subsystem number {subsystem}")
+    ch = ncl_python_chain(subsystem)
     if ncl_chain_is_default(ch):
         return final(ufunc, method, inputs, kwargs)
     c = PyCall.__new__(PyCall)
@@ -861,6 +662,6 @@ def run_python_chain(int subsystem, ufunc, str method, tuple inputs, dict kwargs
     c.kwargs = kwargs
     ncl_readers_enter()
     try:
-        return _walk_python(<ncl_node *>ncl_load_ptr(<void **>&ch.head), c)
+        return _walk_python(<ncl_node *>ncl_h_load_ptr(<void **>&ch.head), c)
     finally:
         ncl_readers_leave()

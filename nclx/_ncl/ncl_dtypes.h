@@ -10,21 +10,7 @@
 #include <Python.h>
 #include <numpy/ndarraytypes.h>
 
-typedef enum {
-    NCL_BOOL = 0,
-    NCL_INT8, NCL_INT16, NCL_INT32, NCL_INT64,
-    NCL_UINT8, NCL_UINT16, NCL_UINT32, NCL_UINT64,
-    NCL_FLOAT32, NCL_FLOAT64,
-    NCL_NTYPES,
-    NCL_NOTYPE = -1
-} ncl_dtype;
-
-static const char *const ncl_dtype_names[NCL_NTYPES] = {
-    "bool", "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64", "float32", "float64",
-};
-
-static const int ncl_dtype_sizes[NCL_NTYPES] = {1, 1, 2, 4, 8, 1, 2, 4, 8, 4, 8};
+#include "ncl_spec.h"   /* ncl_dtype, ncl_dtype_names, ncl_dtype_sizes */
 
 static inline int ncl_signed_of_bits(int bits)
 {

@@ -3,7 +3,7 @@ uninstall() put every NumPy loop back exactly."""
 import numpy as np
 
 import nclx
-from nclx._ncl import funnel
+from nclx._ncl import entries as funnel
 
 _before = {}
 

@@ -1,0 +1,103 @@
+# cython: wraparound=True, boundscheck=True
+"""nclx.calibrate(): time nclx's kernel against NumPy's loop per signature
+and keep the faster one, for elementwise calls and reductions, whole calls
+and per-thread chunks."""
+from libc.stdint cimport int64_t
+
+cimport numpy as cnp
+import numpy as np
+
+from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_call, NCL_NSLOTS
+from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_slot_installed, ncl_slot_reducible
+from nclx._ncl.threader cimport ncl_policy
+from nclx._ncl import entries
+from nclx._ncl.ufuncs import kernel_key
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #include <time.h>
+    static inline int64_t ncl_cal_now_ns(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    """
+    int64_t ncl_cal_now_ns() nogil
+
+
+cdef double _time_loop(ncl_loop_fn loop, void *data, char **args, npy_intp n,
+                       npy_intp *steps, int reps) noexcept nogil:
+    cdef int r
+    cdef int64_t t0, best = -1
+    cdef npy_intp dims[1]
+    dims[0] = n
+    loop(args, dims, steps, data)    # warm caches
+    for r in range(reps):
+        t0 = ncl_cal_now_ns()
+        loop(args, dims, steps, data)
+        t0 = ncl_cal_now_ns() - t0
+        if best < 0 or t0 < best:
+            best = t0
+    return <double>best
+
+
+def calibrate(small=4096, chunk=131072, int reps=7):
+    """Time nclx's kernel against NumPy's loop for every signature, for
+    elementwise calls and reductions, at a whole-call size (``small``) and a
+    per-thread chunk size (``chunk``); keep the faster of each.
+
+    Returns {(op, chars): ((elem_small, elem_chunk), (red_small, red_chunk))}
+    with the nclx/NumPy time ratios (> 1: NumPy's loop is faster)."""
+    cdef int k, j
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef ncl_loop_fn nploop
+    cdef void *npdata
+    cdef double tn, tc
+    cdef ncl_call *proto
+    cdef ncl_policy *pol
+    out = {}
+    seen = {}
+    with np.errstate(all="ignore"):
+        for k in range(NCL_NSLOTS):
+            op, chars, ufunc = entries.slot_info(k)
+            proto = ncl_slot_proto(k)
+            pol = ncl_slot_policy(k)
+            key = kernel_key(op, chars)
+            if key in seen:            # 'l' and 'q' share a kernel and NumPy's twin loops
+                kk = seen[key]
+                pol.prefer = ncl_slot_policy(kk).prefer
+                o2, c2, _ = entries.slot_info(kk)
+                out[(op, chars)] = out[(o2, c2)]
+                continue
+            seen[key] = k
+            found = entries.find_loop(ufunc, chars)
+            if found is None:
+                continue
+            _i, addr, daddr = found
+            nploop = proto.numpy_loop if ncl_slot_installed(k) else <ncl_loop_fn><size_t>addr
+            npdata = <void *><size_t>daddr
+            ratios = []
+            for red in (0, 1):
+                if red and not ncl_slot_reducible(k):
+                    ratios.append((1.0, 1.0))
+                    continue
+                pair = []
+                for ci, n in enumerate((small, chunk)):
+                    arrs = [(np.arange(n) % 5 + 1).astype(np.dtype(c)) for c in chars]
+                    for j in range(proto.nargs):
+                        args[j] = <char *>cnp.PyArray_DATA(arrs[j])
+                        steps[j] = arrs[j].itemsize
+                    if red:
+                        args[0] = args[2]
+                        steps[0] = 0
+                        steps[2] = 0
+                    tn = _time_loop(nploop, npdata, args, n, steps, reps)
+                    tc = _time_loop(proto.nclx_loop, NULL, args, n, steps, reps)
+                    # keep nclx's kernel unless NumPy's is clearly (> 5%) faster
+                    pol.prefer[red][ci] = tc > tn * 1.05
+                    pair.append(tc / tn if tn > 0 else 1.0)
+                ratios.append(tuple(pair))
+            out[(op, chars)] = tuple(ratios)
+    return out

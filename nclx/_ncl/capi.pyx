@@ -1,0 +1,147 @@
+# cython: wraparound=True, boundscheck=True
+"""Fills nclx's C API table (nclx/include/nclx.h) and wraps it in the
+capsule ``nclx._C_API``: compiled code reaches kernels and hook chains
+without Python-level addresses."""
+from cpython.pycapsule cimport PyCapsule_New
+from cpython.exc cimport PyErr_SetObject
+from libc.string cimport strcmp
+
+from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook_fn,
+                            ncl_destroy_fn, nclx_api, NCLX_API_VERSION, NCL_NOPS,
+                            NCL_NSUBSYSTEMS, ncl_op_names, ncl_dtype_from_typenum)
+from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
+                                 ncl_unlink, ncl_discard, ncl_call_next, ncl_status_add)
+from nclx._ncl import spec
+from nclx._ncl.ufuncs import kernel_module
+
+cdef enum:
+    MAX_KERNELS = 512
+
+cdef struct kernel_entry:
+    int op
+    int nargs
+    int dtypes[3]
+    ncl_loop_fn fn
+    ncl_chain *chain
+
+cdef kernel_entry _kernels[MAX_KERNELS]
+cdef int _nkernels = 0
+cdef nclx_api _api
+
+
+cdef int _find(int op, const int *dtypes, int ndtypes) noexcept nogil:
+    cdef int k, j
+    for k in range(_nkernels):
+        if _kernels[k].op != op or _kernels[k].nargs != ndtypes:
+            continue
+        for j in range(ndtypes):
+            if _kernels[k].dtypes[j] != dtypes[j]:
+                break
+        else:
+            return k
+    return -1
+
+
+cdef ncl_loop_fn _api_kernel(int op, const int *dtypes, int ndtypes) noexcept nogil:
+    cdef int k = _find(op, dtypes, ndtypes)
+    return _kernels[k].fn if k >= 0 else NULL
+
+
+cdef int _api_op_index(const char *name) noexcept nogil:
+    cdef int i
+    if name == NULL:
+        return -1
+    for i in range(NCL_NOPS):
+        if strcmp(ncl_op_names[i], name) == 0:
+            return i
+    return -1
+
+
+cdef int _api_dtype_of_typenum(int typenum) noexcept nogil:
+    return ncl_dtype_from_typenum(typenum)
+
+
+cdef ncl_chain *_api_funnel_chain(int subsystem) noexcept nogil:
+    if subsystem < 0 or subsystem >= NCL_NSUBSYSTEMS:
+        return NULL
+    return ncl_funnel_chain(subsystem)
+
+
+cdef ncl_chain *_api_kernel_chain(int op, const int *dtypes, int ndtypes) noexcept with gil:
+    cdef int k = _find(op, dtypes, ndtypes)
+    if k < 0:
+        PyErr_SetObject(LookupError, LookupError(f"nclx has no kernel for op {op} with "
+                                                 f"{ndtypes} dtypes"))
+        return NULL
+    return _kernels[k].chain
+
+
+cdef ncl_node *_api_hook_add(ncl_chain *chain, const char *name, ncl_hook_fn fn, void *user,
+                             ncl_destroy_fn destroy, int position,
+                             const char *anchor) noexcept with gil:
+    cdef ncl_node *node
+    try:
+        if chain == NULL or fn == NULL or name == NULL:
+            raise ValueError("hook_add: chain, name and fn must not be NULL")
+        node = ncl_new_node(name.decode(), fn, user, destroy, None)
+        try:
+            ncl_link(chain, node, position, anchor.decode() if anchor != NULL else None)
+        except BaseException:
+            node.destroy = NULL          # on failure the caller keeps its pointer
+            ncl_discard(node)
+            raise
+        return node
+    except BaseException as exc:
+        PyErr_SetObject(type(exc), exc)
+        return NULL
+
+
+cdef int _api_hook_remove(ncl_node *node) noexcept with gil:
+    try:
+        if node == NULL:
+            raise ValueError("hook_remove: node is NULL")
+        ncl_unlink(node)
+        return 0
+    except BaseException as exc:
+        PyErr_SetObject(type(exc), exc)
+        return -1
+
+
+cdef int _api_call_next(ncl_node *node, ncl_call *call) noexcept nogil:
+    return ncl_call_next(node, call)
+
+
+cdef void _api_status_add(ncl_call *call, int flag, long count) noexcept nogil:
+    ncl_status_add(call, flag, count)
+
+
+def _fill():
+    global _nkernels
+    from nclx._ncl.dtypes import DTYPES
+    ops = list(spec.OPS)
+    for op, ins, out, name, addr in kernel_module().kernels():
+        k = _nkernels
+        _kernels[k].op = ops.index(op)
+        _kernels[k].nargs = len(ins) + 1
+        for j, dt in enumerate(tuple(ins) + (out,)):
+            _kernels[k].dtypes[j] = DTYPES.index(dt)
+        _kernels[k].fn = <ncl_loop_fn><size_t>addr
+        _kernels[k].chain = ncl_kernel_chain(name)
+        _nkernels += 1
+    _api.version = NCLX_API_VERSION
+    _api.size = sizeof(nclx_api)
+    _api.kernel = _api_kernel
+    _api.op_index = _api_op_index
+    _api.dtype_of_typenum = _api_dtype_of_typenum
+    _api.funnel_chain = _api_funnel_chain
+    _api.kernel_chain = _api_kernel_chain
+    _api.hook_add = _api_hook_add
+    _api.hook_remove = _api_hook_remove
+    _api.call_next = _api_call_next
+    _api.status_add = _api_status_add
+
+_fill()
+
+#: The capsule nclx exposes as ``nclx._C_API`` (name "nclx._C_API").
+C_API = PyCapsule_New(<void *>&_api, b"nclx._C_API", NULL)
+VERSION = NCLX_API_VERSION

@@ -1,0 +1,79 @@
+# cython: wraparound=True, boundscheck=True
+"""The ledger's C funnel hook: per-(signature, elementwise|reduce) counters
+of calls, elements and nanoseconds, added to with atomic adds (chunks of one
+call may run on several threads)."""
+from libc.stdint cimport int64_t
+from libc.stdlib cimport calloc, free
+
+from nclx._ncl.ncl cimport ncl_node, ncl_call, NCL_NSLOTS, NCL_SUB_REDUCE
+from nclx._ncl.registry cimport ncl_call_next
+from nclx._ncl import entries
+
+cdef extern from *:
+    """
+    #include <time.h>
+    static inline void ncl_led_add(int64_t *p, int64_t v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
+    static inline int64_t ncl_led_now_ns(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    """
+    void ncl_led_add(int64_t *p, int64_t v) nogil
+    int64_t ncl_led_now_ns() nogil
+
+
+cdef struct ledger_rec:
+    int64_t calls
+    int64_t elements
+    int64_t ns
+
+
+cdef class LedgerTable:
+    """Per-(signature, elementwise|reduce) counters a ledger node adds to."""
+    cdef ledger_rec *recs
+
+    def __cinit__(self):
+        self.recs = <ledger_rec *>calloc(2 * NCL_NSLOTS, sizeof(ledger_rec))
+        if self.recs == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        free(self.recs)
+
+    @property
+    def address(self):
+        """Address of the counters: the ledger node's data."""
+        return <size_t>self.recs
+
+    def rows(self):
+        """(op, type chars, is_reduce, calls, elements, ns) for every counter used."""
+        cdef int k, r
+        out = []
+        for k in range(NCL_NSLOTS):
+            for r in range(2):
+                rec = self.recs[2 * k + r]
+                if rec.calls:
+                    op, chars, _ = entries.slot_info(k)
+                    out.append((op, chars, bool(r), rec.calls, rec.elements, rec.ns))
+        return out
+
+    def clear(self):
+        cdef int k
+        for k in range(2 * NCL_NSLOTS):
+            self.recs[k].calls = self.recs[k].elements = self.recs[k].ns = 0
+
+
+cdef int _ledger_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    cdef int64_t t0 = ncl_led_now_ns()
+    cdef int rc = ncl_call_next(node, call)
+    cdef int64_t dt = ncl_led_now_ns() - t0
+    cdef ledger_rec *rec = &(<ledger_rec *>node.data)[2 * call.slot + (call.subsystem == NCL_SUB_REDUCE)]
+    ncl_led_add(&rec.calls, 1)
+    ncl_led_add(&rec.elements, call.dimensions[0])
+    ncl_led_add(&rec.ns, dt)
+    return rc
+
+
+def ledger_hook_address():
+    """Address of the ledger's C funnel hook (its data: a LedgerTable's counters)."""
+    return <size_t>_ledger_fn

@@ -1,0 +1,124 @@
+# cython: wraparound=True, boundscheck=True
+"""The Python funnel for plain ndarrays: optional routing of the served
+ufuncs' call entry (``ufunc->vectorcall``) through the "python" level chains.
+
+Reached by ``np.add(a, b)`` and operators on ndarrays after
+``install(python_funnel=True)``; reductions and other ufunc methods are bound
+elsewhere by NumPy (nclx-aware types reach the python level for every method
+through ``nclx.aware``).  With no python-level hook the swapped entry calls
+NumPy's own after one chain check."""
+from cpython.ref cimport PyObject, Py_INCREF
+from cpython.exc cimport PyErr_SetObject
+
+import numpy as np
+
+from nclx._ncl.ncl cimport ncl_chain, NCL_NOPS
+from nclx._ncl.registry cimport ncl_python_chain, ncl_chain_is_default
+from nclx._ncl import spec
+
+cdef extern from "numpy/ufuncobject.h":
+    ctypedef PyObject *(*vectorcallfunc)(PyObject *callable, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames)
+    ctypedef struct PyUFuncObject:
+        vectorcallfunc vectorcall
+
+cdef extern from *:
+    """
+    static __thread int ncl_vc_bypass = 0;
+    static inline int ncl_vc_bypass_get(void) { return ncl_vc_bypass; }
+    static inline void ncl_vc_bypass_set(int v) { ncl_vc_bypass = v; }
+    """
+    int ncl_vc_bypass_get() nogil
+    void ncl_vc_bypass_set(int v) nogil
+
+cdef PyObject *_vc_ufunc[NCL_NOPS]
+cdef vectorcallfunc _vc_orig[NCL_NOPS]
+cdef int _vc_sub[NCL_NOPS]
+cdef int _vc_installed = 0
+cdef object _vc_runner = None      # nclx._install._run_python_funnel
+
+
+cdef PyObject *_ncl_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) noexcept:
+    cdef int i
+    for i in range(NCL_NOPS):
+        if _vc_ufunc[i] == callable:
+            break
+    if (ncl_vc_bypass_get() or _vc_runner is None
+            or ncl_chain_is_default(ncl_python_chain(_vc_sub[i]))):
+        return _vc_orig[i](callable, args, nargsf, kwnames)
+    return _vectorcall_slow(i, callable, args, nargsf, kwnames)
+
+
+cdef PyObject *_vectorcall_slow(int i, PyObject *callable, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) noexcept:
+    cdef Py_ssize_t nargs = <Py_ssize_t>(nargsf & ~(<size_t>1 << (8 * sizeof(size_t) - 1)))
+    cdef Py_ssize_t j
+    err = None
+    result = None
+    try:
+        pos = tuple([<object>args[j] for j in range(nargs)])
+        kwargs = {}
+        if kwnames != NULL:
+            names = <tuple>kwnames
+            for j in range(len(names)):
+                kwargs[names[j]] = <object>args[nargs + j]
+        result = _vc_runner(_vc_sub[i], <object>callable, pos, kwargs)
+    except BaseException as exc:
+        err = exc
+    if err is not None:
+        PyErr_SetObject(type(err), err)
+        return NULL
+    Py_INCREF(result)
+    return <PyObject *>result
+
+
+def call_original(ufunc, tuple args, dict kwargs):
+    """Call ``ufunc`` through NumPy's own call entry (the Python funnel's end)."""
+    cdef int prev = ncl_vc_bypass_get()
+    ncl_vc_bypass_set(1)
+    try:
+        return ufunc(*args, **kwargs)
+    finally:
+        ncl_vc_bypass_set(prev)
+
+
+def swap_in(runner):
+    """Route calls of the nclx-served NumPy ufuncs through ``runner(subsystem,
+    ufunc, args, kwargs)``."""
+    global _vc_installed, _vc_runner
+    cdef int i
+    cdef PyUFuncObject *uf
+    _vc_runner = runner
+    if _vc_installed:
+        return 0
+    for i, op in enumerate(spec.OPS):
+        ufunc = getattr(np, op)
+        uf = <PyUFuncObject *>ufunc
+        _vc_ufunc[i] = <PyObject *>ufunc
+        _vc_orig[i] = uf.vectorcall
+        _vc_sub[i] = spec.SUBSYSTEMS.index(spec.SUBSYSTEM_OF_KIND[spec.OPS[op][0]])
+    for i in range(NCL_NOPS):
+        (<PyUFuncObject *>_vc_ufunc[i]).vectorcall = <vectorcallfunc>_ncl_vectorcall
+    _vc_installed = 1
+    return NCL_NOPS
+
+
+def swap_out():
+    """Put NumPy's own call entries back; returns how many were restored."""
+    global _vc_installed
+    cdef int i
+    if not _vc_installed:
+        return 0
+    for i in range(NCL_NOPS):
+        (<PyUFuncObject *>_vc_ufunc[i]).vectorcall = _vc_orig[i]
+    _vc_installed = 0
+    return NCL_NOPS
+
+
+def is_swapped():
+    return bool(_vc_installed)
+
+
+def vectorcall_address(ufunc):
+    return <size_t>(<PyUFuncObject *>ufunc).vectorcall

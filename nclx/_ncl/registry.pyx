@@ -1,0 +1,486 @@
+# cython: wraparound=True, boundscheck=True
+"""The hook registry: intrusive doubly linked chains of hook nodes.
+
+Three levels (DESIGN.md, "Data flow of a + b"):
+
+- ``python``: one chain per subsystem of Python callables, walked with the
+  GIL by nclx-aware arrays' ``__array_ufunc__`` and, with
+  ``install(python_funnel=True)``, by the ufunc call entry;
+- ``funnel``: one chain per subsystem that every replaced NumPy loop walks
+  first; its last node walks
+- ``kernel``: one chain per (op, dtype), ending in nclx's kernel and NumPy's
+  original loop, which stays reachable as the last node.
+
+Readers walk chains without the GIL.  Writers hold the GIL; a node is
+published with one release store once it is fully linked, and a removed node
+is freed only when no reader is inside any chain (a reader count, taken only
+off the fast path, tells).  A removed node keeps its ``next`` pointer, so a
+hook that removes itself while it runs can still punt.  Each chain counts its
+user nodes (``nuser``): the loop entries' fast path is "no user node in the
+funnel chain nor in the kernel chain", wherever in the chain a node sits.
+
+This module has no Python-facing hook objects (nclx._ncl.hooks) and knows
+nothing of loop entries or threads (nclx._ncl.entries, nclx._ncl.threader).
+"""
+from cpython.ref cimport PyObject, Py_XINCREF, Py_XDECREF
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport strlen, memcpy, strcmp
+
+from nclx._ncl.ncl cimport (NCL_NSUBSYSTEMS, NCL_LEVEL_PYTHON, NCL_LEVEL_FUNNEL,
+                            NCL_LEVEL_KERNEL, NCL_NODE_DEFAULT, NCL_NODE_LINKED, NCL_FRONT,
+                            NCL_BACK, NCL_BEFORE, NCL_AFTER, ncl_subsystem_names, ncl_status)
+
+cdef extern from *:
+    """
+    static inline void *ncl_load_ptr(void *const *p) { return __atomic_load_n((void **)p, __ATOMIC_ACQUIRE); }
+    static inline void ncl_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+    static inline int ncl_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void ncl_add_int(int *p, int v) { __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
+    static long ncl_readers_count = 0;
+    static inline void ncl_readers_in(void) { __atomic_add_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
+    static inline void ncl_readers_out(void) { __atomic_sub_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
+    static inline long ncl_readers_now(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); return __atomic_load_n(&ncl_readers_count, __ATOMIC_SEQ_CST); }
+    static __thread int ncl_depth_tls = 0;
+    static inline int ncl_depth_get(void) { return ncl_depth_tls; }
+    static inline void ncl_depth_add(int d) { ncl_depth_tls += d; }
+    static inline void ncl_or_int(int *p, int v) { __atomic_or_fetch(p, v, __ATOMIC_RELAXED); }
+    static inline void ncl_add_long(long *p, long v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
+    """
+    void *ncl_load_ptr(void **p) nogil
+    void ncl_store_ptr(void **p, void *v) nogil
+    int ncl_load_int(const int *p) nogil
+    void ncl_add_int(int *p, int v) nogil
+    void ncl_readers_in() nogil
+    void ncl_readers_out() nogil
+    long ncl_readers_now() nogil
+    int ncl_depth_get() nogil
+    void ncl_depth_add(int d) nogil
+    void ncl_or_int(int *p, int v) nogil
+    void ncl_add_long(long *p, long v) nogil
+
+LEVELS = ("python", "funnel", "kernel")
+SUBSYSTEMS = tuple(ncl_subsystem_names[s].decode() for s in range(NCL_NSUBSYSTEMS))
+POSITIONS = {"front": NCL_FRONT, "back": NCL_BACK, "before": NCL_BEFORE, "after": NCL_AFTER}
+
+
+class HookError(ValueError):
+    """A hook cannot be registered or removed as asked (names the chain and node)."""
+
+
+# ----------------------------------------------------------------- walking
+
+cdef inline ncl_node *_next_of(ncl_node *node) noexcept nogil:
+    return <ncl_node *>ncl_load_ptr(<void **>&node.next)
+
+
+cdef inline ncl_node *_head_of(ncl_chain *chain) noexcept nogil:
+    return <ncl_node *>ncl_load_ptr(<void **>&chain.head)
+
+
+cdef int ncl_call_next(ncl_node *node, ncl_call *call) noexcept nogil:
+    """Pass the call on to the node after ``node`` ("punt")."""
+    cdef ncl_node *nxt = _next_of(node)
+    if nxt == NULL:
+        return 0
+    return nxt.fn(nxt, call)
+
+
+cdef int ncl_call_chain(ncl_chain *chain, ncl_call *call) noexcept nogil:
+    cdef ncl_node *head = _head_of(chain)
+    return head.fn(head, call)
+
+
+cdef bint ncl_chain_is_default(ncl_chain *chain) noexcept nogil:
+    """No user node anywhere in the chain (front, middle or back)."""
+    return ncl_load_int(&chain.nuser) == 0
+
+
+cdef void ncl_readers_enter() noexcept nogil:
+    ncl_readers_in()
+
+
+cdef void ncl_readers_leave() noexcept nogil:
+    ncl_readers_out()
+
+
+cdef int ncl_hook_depth() noexcept nogil:
+    return ncl_depth_get()
+
+
+cdef void ncl_hook_depth_add(int d) noexcept nogil:
+    ncl_depth_add(d)
+
+
+cdef int ncl_dispatch(ncl_chain *funnel, ncl_call *call) noexcept nogil:
+    """Walk a funnel chain (and the kernel chain it ends in) for one loop call."""
+    cdef int rc
+    if ncl_depth_get() > 0:
+        # NumPy called from inside a Python hook: run the kernel unhooked,
+        # or the hook would see its own calls (and recurse).
+        if call.prefer_numpy:
+            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+        else:
+            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+        return 0
+    ncl_readers_in()
+    rc = ncl_call_chain(funnel, call)
+    ncl_readers_out()
+    return rc
+
+
+cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil:
+    """Report a condition to the calling thread (atomic: chunks may run in parallel)."""
+    if call.status != NULL:
+        ncl_or_int(&call.status.flags, flag)
+        ncl_add_long(&call.status.count, count)
+
+
+# ----------------------------------------------------- default node bodies
+
+cdef int _funnel_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    return ncl_call_chain(call.kernel_chain, call)
+
+
+cdef int _nclx_kernel_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    # nclx's choice: its own kernel, or NumPy's loop where that measured faster
+    if call.prefer_numpy:
+        call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+    else:
+        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+    return 0
+
+
+cdef int _numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+    return 0
+
+
+cdef int _python_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    return 0   # never called: Python chains are walked from Python
+
+
+# ------------------------------------------------------------- the registry
+
+cdef ncl_chain _funnel_chains[NCL_NSUBSYSTEMS]
+cdef ncl_chain _python_chains[NCL_NSUBSYSTEMS]
+cdef ncl_node _funnel_terminals[NCL_NSUBSYSTEMS]
+cdef ncl_node _python_terminals[NCL_NSUBSYSTEMS]
+cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
+cdef ncl_node *_retired = NULL
+cdef object _free_observer = None  # called with a node's address when it is freed
+
+
+cdef char *_copy_name(str name) except NULL:
+    b = name.encode()
+    cdef Py_ssize_t n = len(b)
+    cdef char *dst = <char *>malloc(n + 1)
+    if dst == NULL:
+        raise MemoryError()
+    memcpy(dst, <char *>b, n)
+    dst[n] = 0
+    return dst
+
+
+cdef int _init_default_node(ncl_node *node, ncl_chain *chain, str name, ncl_hook_fn fn) except -1:
+    node.fn = fn
+    node.data = NULL
+    node.obj = NULL
+    node.next = NULL
+    node.prev = NULL
+    node.chain = chain
+    node.retired_next = NULL
+    node.destroy = NULL
+    node.flags = NCL_NODE_DEFAULT | NCL_NODE_LINKED
+    node.name = _copy_name(name)     # default nodes live as long as the process
+    return 0
+
+
+cdef void _init_chain(ncl_chain *chain, int level, int index, str name, ncl_node *head):
+    b = name.encode()[:63]
+    chain.head = head
+    chain.default_head = head
+    chain.level = level
+    chain.index = index
+    chain.nuser = 0
+    memcpy(chain.name, <char *>b, len(b))
+    chain.name[len(b)] = 0
+
+
+cdef _init_registry():
+    cdef int s
+    for s in range(NCL_NSUBSYSTEMS):
+        _init_default_node(&_funnel_terminals[s], &_funnel_chains[s], "kernel", _funnel_terminal_fn)
+        _init_chain(&_funnel_chains[s], NCL_LEVEL_FUNNEL, s, SUBSYSTEMS[s], &_funnel_terminals[s])
+        _init_default_node(&_python_terminals[s], &_python_chains[s], "ufunc", _python_terminal_fn)
+        _init_chain(&_python_chains[s], NCL_LEVEL_PYTHON, s, SUBSYSTEMS[s], &_python_terminals[s])
+
+_init_registry()
+
+
+cdef ncl_chain *ncl_funnel_chain(int subsystem) noexcept nogil:
+    return &_funnel_chains[subsystem]
+
+
+cdef ncl_chain *ncl_python_chain(int subsystem) noexcept nogil:
+    return &_python_chains[subsystem]
+
+
+cdef ncl_chain *ncl_kernel_chain(str name) except NULL:
+    """The chain of one kernel (``add_int64``), created on first use."""
+    cdef ncl_chain *chain
+    cdef ncl_node *nodes
+    addr = _kernel_chains.get(name)
+    if addr is not None:
+        return <ncl_chain *><size_t>addr
+    chain = <ncl_chain *>calloc(1, sizeof(ncl_chain))
+    nodes = <ncl_node *>calloc(2, sizeof(ncl_node))
+    if chain == NULL or nodes == NULL:
+        free(chain)
+        free(nodes)
+        raise MemoryError()
+    _init_default_node(&nodes[0], chain, "nclx", _nclx_kernel_fn)
+    _init_default_node(&nodes[1], chain, "numpy", _numpy_loop_fn)
+    nodes[0].next = &nodes[1]
+    nodes[1].prev = &nodes[0]
+    _init_chain(chain, NCL_LEVEL_KERNEL, len(_kernel_chains), name, &nodes[0])
+    _kernel_chains[name] = <size_t>chain
+    return chain
+
+
+cdef ncl_node *ncl_new_node(str name, ncl_hook_fn fn, void *data, ncl_destroy_fn destroy,
+                            object obj) except NULL:
+    cdef ncl_node *node
+    if not isinstance(name, str) or not name:
+        raise HookError(f"a hook name must be a non-empty string, not {name!r}")
+    if "\0" in name:
+        raise HookError(f"a hook name cannot contain NUL characters: {name!r}")
+    node = <ncl_node *>calloc(1, sizeof(ncl_node))
+    if node == NULL:
+        raise MemoryError()
+    try:
+        node.name = _copy_name(name)
+    except BaseException:
+        free(node)
+        raise
+    node.fn = fn
+    node.data = data
+    node.destroy = destroy
+    if obj is not None:
+        node.obj = <PyObject *>obj
+        Py_XINCREF(<PyObject *>node.obj)
+    return node
+
+
+cdef void _free_node(ncl_node *node):
+    if node.destroy != NULL:
+        node.destroy(node.data)
+    if node.obj != NULL:
+        Py_XDECREF(<PyObject *>node.obj)
+    free(node.name)
+    free(node)
+
+
+cdef void ncl_discard(ncl_node *node):
+    """Free a node that was never linked (its destroy callback runs)."""
+    _free_node(node)
+
+
+cdef ncl_node *_find(ncl_chain *chain, bytes name):
+    cdef ncl_node *node = chain.head
+    while node != NULL:
+        if strcmp(node.name, <char *>name) == 0:
+            return node
+        node = node.next
+    return NULL
+
+
+cdef ncl_node *_first_default(ncl_chain *chain):
+    cdef ncl_node *node = chain.head
+    while node != NULL and not (node.flags & NCL_NODE_DEFAULT):
+        node = node.next
+    return node
+
+
+cdef void _link_before(ncl_chain *chain, ncl_node *node, ncl_node *target):
+    node.chain = chain
+    node.next = target
+    node.prev = target.prev
+    # publish: one release store makes the fully linked node reachable
+    if target.prev != NULL:
+        ncl_store_ptr(<void **>&target.prev.next, node)
+    else:
+        ncl_store_ptr(<void **>&chain.head, node)
+    target.prev = node
+    node.flags |= NCL_NODE_LINKED
+
+
+cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) except -1:
+    """Insert ``node`` at ``position``: front, back (before the default
+    nodes), before ``anchor`` or after ``anchor``."""
+    cdef ncl_node *target
+    chain_name = chain.name.decode()
+    node_name = node.name.decode()
+    if node.flags & NCL_NODE_LINKED:
+        raise HookError(f"node {node_name!r} is already in a chain")
+    if _find(chain, node.name) != NULL:
+        raise HookError(f"chain {chain_name!r} already has a node named {node_name!r}")
+    if position == NCL_FRONT:
+        target = chain.head
+    elif position == NCL_BACK:
+        target = _first_default(chain)
+    elif position == NCL_BEFORE or position == NCL_AFTER:
+        word = "before" if position == NCL_BEFORE else "after"
+        if anchor is None:
+            raise HookError(f"position={word!r} needs {word}=<name of a node in chain "
+                            f"{chain_name!r}>; it has {ncl_chain_names(chain)}")
+        target = _find(chain, anchor.encode())
+        if target == NULL:
+            raise HookError(f"chain {chain_name!r} has no node named {anchor!r}; "
+                            f"it has {ncl_chain_names(chain)}")
+        if position == NCL_AFTER:
+            if target.next == NULL:
+                raise HookError(f"nothing after {anchor!r} runs in chain {chain_name!r}: "
+                                f"it is the chain's last node")
+            target = target.next
+    else:
+        raise HookError(f"position must be 'front', 'back', 'before' or 'after', not {position!r}")
+    _link_before(chain, node, target)
+    ncl_add_int(&chain.nuser, 1)
+    return 0
+
+
+cdef int ncl_set_default_front(ncl_chain *chain, ncl_node *node) except -1:
+    """Make ``node`` (static storage) the first default node of ``chain``.
+
+    Used once at import by nclx modules that add default behaviour (the
+    threader); not while loops may run."""
+    node.flags |= NCL_NODE_DEFAULT
+    _link_before(chain, node, chain.default_head)
+    chain.default_head = node
+    return 0
+
+
+cdef int ncl_unlink(ncl_node *node) except -1:
+    """Unlink ``node`` from its chain and retire it (freed once no reader runs)."""
+    global _retired
+    cdef ncl_chain *chain = node.chain
+    if node.flags & NCL_NODE_DEFAULT:
+        raise HookError(f"{node.name.decode()!r} is a default node of chain "
+                        f"{chain.name.decode()!r}; it cannot be removed")
+    if not (node.flags & NCL_NODE_LINKED):
+        return 0
+    if node.prev != NULL:
+        ncl_store_ptr(<void **>&node.prev.next, node.next)
+    else:
+        ncl_store_ptr(<void **>&chain.head, node.next)
+    if node.next != NULL:
+        node.next.prev = node.prev
+    node.flags &= ~NCL_NODE_LINKED
+    ncl_add_int(&chain.nuser, -1)
+    # node.next stays: a reader standing on this node can still punt.
+    node.retired_next = _retired
+    _retired = node
+    collect()
+    return 0
+
+
+def collect():
+    """Free retired nodes if no loop is inside a chain; return how many remain."""
+    global _retired
+    cdef ncl_node *node
+    cdef ncl_node *nxt
+    cdef int left = 0
+    if _retired == NULL:
+        return 0
+    if ncl_readers_now() != 0:
+        node = _retired
+        while node != NULL:
+            left += 1
+            node = node.retired_next
+        return left
+    node = _retired
+    _retired = NULL
+    while node != NULL:
+        nxt = node.retired_next
+        if _free_observer is not None:
+            _free_observer(<size_t>node)
+        _free_node(node)
+        node = nxt
+    return 0
+
+
+def set_free_observer(fn):
+    """``fn(node_address)`` runs (GIL held) just before a user node is freed."""
+    global _free_observer
+    _free_observer = fn
+
+
+cdef list ncl_chain_names(ncl_chain *chain):
+    cdef ncl_node *node = chain.head
+    names = []
+    while node != NULL:
+        names.append(node.name.decode())
+        node = node.next
+    return names
+
+
+cdef void _strip(ncl_chain *ch) except *:
+    cdef ncl_node *node = ch.head
+    cdef ncl_node *nxt
+    while node != NULL:
+        nxt = node.next
+        if not (node.flags & NCL_NODE_DEFAULT):
+            ncl_unlink(node)
+        node = nxt
+
+
+def reset():
+    """Remove every hook from every chain: the registry as nclx ships it."""
+    cdef int s
+    for s in range(NCL_NSUBSYSTEMS):
+        _strip(&_python_chains[s])
+        _strip(&_funnel_chains[s])
+    for addr in _kernel_chains.values():
+        _strip(<ncl_chain *><size_t>addr)
+    return collect()
+
+
+def chain_names_at(size_t address):
+    """Names of the nodes of the chain at ``address``."""
+    return ncl_chain_names(<ncl_chain *>address)
+
+
+def kernel_chain_address(str name):
+    return <size_t>ncl_kernel_chain(name)
+
+
+def funnel_chain_address(int subsystem):
+    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
+        raise HookError(f"no subsystem number {subsystem}")
+    return <size_t>&_funnel_chains[subsystem]
+
+
+def python_chain_address(int subsystem):
+    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
+        raise HookError(f"no subsystem number {subsystem}")
+    return <size_t>&_python_chains[subsystem]
+
+
+def user_chains():
+    """Every chain holding user nodes: {(level, target name): node names}."""
+    out = {}
+    cdef int s
+    for s in range(NCL_NSUBSYSTEMS):
+        if not ncl_chain_is_default(&_python_chains[s]):
+            out[("python", SUBSYSTEMS[s])] = ncl_chain_names(&_python_chains[s])
+        if not ncl_chain_is_default(&_funnel_chains[s]):
+            out[("funnel", SUBSYSTEMS[s])] = ncl_chain_names(&_funnel_chains[s])
+    for kname, addr in _kernel_chains.items():
+        if not ncl_chain_is_default(<ncl_chain *><size_t>addr):
+            out[("kernel", kname)] = ncl_chain_names(<ncl_chain *><size_t>addr)
+    return out
+
+
+def readers():
+    """Loop calls currently inside a chain (for tests)."""
+    return ncl_readers_now()

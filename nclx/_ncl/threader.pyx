@@ -1,0 +1,469 @@
+# cython: wraparound=True, boundscheck=True
+"""The threader: which loop calls are split, how, and the OpenMP team.
+
+Exact splits only (DESIGN.md):
+
+- elementwise calls split into chunks whose starts are multiples of 64
+  elements: each element is computed alone, so the bits are those of one
+  thread.  A call is left whole when an input overlaps the output without
+  being it (``accumulate``) or when the output has stride 0 (one shared
+  accumulator, e.g. the reduction of a comparison);
+- reductions split only where the combination is exact: integer and boolean
+  ops (wrap-around arithmetic, max/min, bitwise) into per-thread partials
+  seeded with their chunk's first value and combined in thread order; float
+  ``add`` on the split points of NumPy's pairwise sum (``n2 = n // 2; n2 -=
+  n2 % 8`` down to blocks of 128), each piece summed by NumPy's own loop and
+  the pieces added in the tree's order: bit-identical, FP flags included.
+  Float multiply/max/min reductions, whose order NumPy fixes, stay whole
+  unless ``nclx.config(reassociate=True)``;
+- under ``nclx.checked()`` reductions stay whole (overflow is detected in
+  NumPy's sequential order).
+
+The team is OpenMP's (visible to threadpoolctl, limited by
+``threadpool_limits``); nclx's thread count is its own setting and never
+changes OpenMP's process-wide count.  After ``os.fork()`` a child whose
+parent had started the team runs single-threaded (libgomp's team does not
+survive fork).
+"""
+cimport numpy as cnp
+from libc.string cimport memcpy
+
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_NSUBSYSTEMS,
+                            NCL_SUB_REDUCE, NCL_FLOAT32, NCL_FLOAT64, NCL_CALLER_CHECKED)
+from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_funnel_chain,
+                                 ncl_set_default_front)
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #include <fenv.h>
+    #include <pthread.h>
+    #include <Python.h>
+    #ifdef _OPENMP
+    #include <omp.h>
+    #endif
+    typedef void (*ncl_team_fn)(void *ctx, int tid, int nthreads);
+    static int ncl_setting = 1;          /* nclx's own thread count */
+    static int ncl_omp_default = 1;      /* omp_get_max_threads() at import */
+    static int ncl_team_started = 0;     /* a parallel region ran in this process */
+    static int ncl_team_lost = 0;        /* forked after that: stay on one thread */
+    static int ncl_reassoc = 0;
+    static void ncl_after_fork_child(void) { if (ncl_team_started) ncl_team_lost = 1; }
+    static int ncl_threader_init(void)
+    {
+    #ifdef _OPENMP
+        ncl_omp_default = omp_get_max_threads();
+    #endif
+        return pthread_atfork(NULL, NULL, ncl_after_fork_child);
+    }
+    /* Run fn on a team of `want` threads (the caller is thread 0).  FP flags
+     * raised on the other threads are raised again on the caller, where
+     * NumPy looks for them. */
+    static void ncl_run_team(int want, ncl_team_fn fn, void *ctx)
+    {
+        int flags = 0;
+        if (want <= 1 || ncl_team_lost) {
+            fn(ctx, 0, 1);      /* one thread runs every piece, in order */
+            return;
+        }
+    #ifdef _OPENMP
+        ncl_team_started = 1;
+        #pragma omp parallel num_threads(want)
+        {
+            int tid = omp_get_thread_num();
+            int nth = omp_get_num_threads();
+            if (tid != 0) feclearexcept(FE_ALL_EXCEPT);
+            fn(ctx, tid, nth);
+            if (tid != 0) {
+                int mine = fetestexcept(FE_ALL_EXCEPT);
+                if (mine) __atomic_or_fetch(&flags, mine, __ATOMIC_RELAXED);
+            }
+        }
+    #else
+        fn(ctx, 0, 1);
+    #endif
+        if (flags) feraiseexcept(flags & (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID));
+    }
+    /* Threads a split call uses now: nclx's setting, unless threadpoolctl
+     * (omp_set_num_threads in this thread) lowered OpenMP's limit below the
+     * default, which then caps it. */
+    static int ncl_threads_now_c(void)
+    {
+        if (ncl_team_lost) return 1;
+    #ifdef _OPENMP
+        {
+            int cap = omp_get_max_threads();
+            if (cap < ncl_omp_default && cap < ncl_setting) return cap;
+        }
+        return ncl_setting;
+    #else
+        return 1;
+    #endif
+    }
+    static int ncl_gil_held(void) { return PyGILState_Check(); }
+    """
+    ctypedef void (*ncl_team_fn)(void *ctx, int tid, int nthreads) noexcept nogil
+    int ncl_setting
+    int ncl_omp_default
+    int ncl_team_lost
+    int ncl_reassoc
+    int ncl_threader_init() nogil
+    void ncl_run_team(int want, ncl_team_fn fn, void *ctx) nogil
+    int ncl_threads_now_c() nogil
+    int ncl_gil_held() nogil
+
+if ncl_threader_init() != 0:
+    raise RuntimeError("pthread_atfork failed: nclx cannot protect forked children")
+
+cdef enum:
+    MAX_THREADS = 64
+    CHUNK_ALIGN = 64          # chunk starts are multiples of this many elements
+    PW_BLOCK = 128            # NumPy's pairwise sum does not split at or below this
+
+
+cdef struct team_job:
+    ncl_call *call            # the whole call (args, dims, steps, data)
+    ncl_node *node            # the threader node (NULL: call the loop directly)
+    int reduce                # 0 elementwise, else an NCL_SPLIT_* mode
+    int pieces                # chunks / leaves
+    int depth                 # pairwise: levels of the tree split
+    int itemsize
+    npy_intp lo[MAX_THREADS]
+    npy_intp n[MAX_THREADS]
+    char partial[MAX_THREADS][16]
+
+
+cdef int ncl_threads_now() noexcept nogil:
+    return ncl_threads_now_c()
+
+
+cdef inline void _run_piece(team_job *job, char **args, npy_intp *dims, npy_intp *steps,
+                            int numpy_loop) noexcept nogil:
+    cdef ncl_call sub
+    cdef ncl_call *call = job.call
+    cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    if job.node == NULL:
+        if numpy_loop or pol.prefer[job.reduce != 0][1]:
+            call.numpy_loop(args, dims, steps, call.data)
+        else:
+            call.nclx_loop(args, dims, steps, NULL)
+    else:
+        sub = call[0]
+        sub.args = args
+        sub.dimensions = dims
+        sub.steps = steps
+        sub.prefer_numpy = 1 if numpy_loop else pol.prefer[job.reduce != 0][1]
+        ncl_call_next(job.node, &sub)
+
+
+cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
+    cdef team_job *job = <team_job *>ctx
+    cdef ncl_call *call = job.call
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp dims[1]
+    cdef npy_intp lo, n
+    cdef int i, nargs = call.nargs
+    cdef int t = tid
+    # the team may be smaller than asked: each thread takes every nthreads-th piece
+    while t < job.pieces:
+        lo = job.lo[t]
+        n = job.n[t]
+        if n > 0:
+            if job.reduce == NCL_SPLIT_PAIRWISE:
+                # -0.0 + x == x for every x: the partial is exactly NumPy's
+                # pairwise sum of this piece
+                if call.dtypes[2] == NCL_FLOAT32:
+                    (<float *>job.partial[t])[0] = -0.0
+                else:
+                    (<double *>job.partial[t])[0] = -0.0
+                args[0] = job.partial[t]
+                args[2] = job.partial[t]
+                args[1] = call.args[1] + lo * call.steps[1]
+                dims[0] = n
+                steps[0] = 0
+                steps[1] = call.steps[1]
+                steps[2] = 0
+                _run_piece(job, args, dims, steps, 1)
+            elif job.reduce:
+                # piece 0 folds into the accumulator; the others into their own
+                # partial, seeded with the piece's first value
+                if t == 0:
+                    args[0] = call.args[0]
+                    args[2] = call.args[2]
+                    args[1] = call.args[1]
+                    dims[0] = n
+                else:
+                    memcpy(job.partial[t], call.args[1] + lo * call.steps[1], job.itemsize)
+                    args[0] = job.partial[t]
+                    args[2] = job.partial[t]
+                    args[1] = call.args[1] + (lo + 1) * call.steps[1]
+                    dims[0] = n - 1
+                steps[0] = 0
+                steps[1] = call.steps[1]
+                steps[2] = 0
+                if dims[0] > 0:
+                    _run_piece(job, args, dims, steps, 0)
+            else:
+                for i in range(nargs):
+                    args[i] = call.args[i] + lo * call.steps[i]
+                    steps[i] = call.steps[i]
+                dims[0] = n
+                _run_piece(job, args, dims, steps, 0)
+        t += nthreads
+
+
+cdef inline bint _overlaps(char *a, npy_intp sa, char *o, npy_intp so, npy_intp n, int size) noexcept nogil:
+    """Whether two strided ranges share bytes without being the same operand."""
+    cdef char *alo = a
+    cdef char *ahi = a + sa * (n - 1)
+    cdef char *olo = o
+    cdef char *ohi = o + so * (n - 1)
+    if a == o and sa == so:
+        return False
+    if ahi < alo:
+        alo, ahi = ahi, alo
+    if ohi < olo:
+        olo, ohi = ohi, olo
+    return not (ahi + size <= olo or ohi + size <= alo)
+
+
+cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
+    """How many threads this call should use (1: run it whole, here)."""
+    cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    cdef npy_intp n = call.dimensions[0]
+    cdef int t, i, out, mode
+    if n < pol.threshold or n < 2:
+        return 1
+    t = ncl_threads_now_c()
+    if t <= 1:
+        return 1
+    out = call.nargs - 1
+    if reduce:
+        mode = pol.reduce_split
+        if mode == NCL_SPLIT_NONE or (mode == NCL_SPLIT_REASSOC and not ncl_reassoc):
+            return 1
+        if call.caller_flags & NCL_CALLER_CHECKED:
+            return 1     # overflow is judged in NumPy's sequential order
+    else:
+        if call.steps[out] == 0:
+            return 1     # one shared accumulator: never split
+        for i in range(out):
+            if _overlaps(call.args[i], call.steps[i], call.args[out], call.steps[out], n,
+                         ncl_dtype_sizes[call.dtypes[out]]):
+                return 1   # e.g. accumulate: each element needs the previous one
+    if t > MAX_THREADS:
+        t = MAX_THREADS
+    return t
+
+
+cdef int _plan_pairwise(team_job *job, npy_intp lo, npy_intp n, int depth) noexcept nogil:
+    """Leaves of NumPy's pairwise tree ``depth`` levels down, in order."""
+    cdef npy_intp n2
+    if depth == 0 or n <= PW_BLOCK:
+        job.lo[job.pieces] = lo
+        job.n[job.pieces] = n
+        job.pieces += 1
+        return 0
+    n2 = n // 2
+    n2 -= n2 % 8
+    _plan_pairwise(job, lo, n2, depth - 1)
+    _plan_pairwise(job, lo + n2, n - n2, depth - 1)
+    return 0
+
+
+cdef double _combine_f64(team_job *job, npy_intp n, int depth, int *leaf) noexcept nogil:
+    cdef npy_intp n2
+    cdef double a, b
+    if depth == 0 or n <= PW_BLOCK:
+        a = (<double *>job.partial[leaf[0]])[0]
+        leaf[0] += 1
+        return a
+    n2 = n // 2
+    n2 -= n2 % 8
+    a = _combine_f64(job, n2, depth - 1, leaf)
+    b = _combine_f64(job, n - n2, depth - 1, leaf)
+    return a + b
+
+
+cdef float _combine_f32(team_job *job, npy_intp n, int depth, int *leaf) noexcept nogil:
+    cdef npy_intp n2
+    cdef float a, b
+    if depth == 0 or n <= PW_BLOCK:
+        a = (<float *>job.partial[leaf[0]])[0]
+        leaf[0] += 1
+        return a
+    n2 = n // 2
+    n2 -= n2 % 8
+    a = _combine_f32(job, n2, depth - 1, leaf)
+    b = _combine_f32(job, n - n2, depth - 1, leaf)
+    return a + b
+
+
+cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil:
+    """Run ``call`` on ``nthreads`` threads; ``node`` is the threader node
+    whose successors run each piece (NULL: run the loops directly)."""
+    cdef team_job job
+    cdef int t, leaf = 0
+    cdef npy_intp n = call.dimensions[0]
+    cdef npy_intp per
+    cdef char *cargs[3]
+    cdef npy_intp csteps[3]
+    cdef npy_intp one[1]
+    cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    job.call = call
+    job.node = node
+    job.reduce = pol.reduce_split if reduce else 0
+    job.itemsize = ncl_dtype_sizes[call.dtypes[call.nargs - 1]]
+    job.pieces = 0
+    if job.reduce == NCL_SPLIT_PAIRWISE:
+        job.depth = 0
+        while (1 << job.depth) < nthreads and job.depth < 6:
+            job.depth += 1
+        _plan_pairwise(&job, 0, n, job.depth)
+    else:
+        per = (n + nthreads - 1) // nthreads
+        per = ((per + CHUNK_ALIGN - 1) // CHUNK_ALIGN) * CHUNK_ALIGN
+        for t in range(nthreads):
+            job.lo[t] = min(<npy_intp>t * per, n)
+            job.n[t] = min(<npy_intp>(t + 1) * per, n) - job.lo[t]
+        job.pieces = nthreads
+    ncl_run_team(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
+    if job.reduce == NCL_SPLIT_PAIRWISE:
+        # NumPy: acc += pairwise(values); the pieces added in the tree's order
+        if call.dtypes[2] == NCL_FLOAT32:
+            (<float *>call.args[0])[0] = (<float *>call.args[0])[0] + _combine_f32(&job, n, job.depth, &leaf)
+        else:
+            (<double *>call.args[0])[0] = (<double *>call.args[0])[0] + _combine_f64(&job, n, job.depth, &leaf)
+    elif job.reduce:
+        # fold the partials into the accumulator in piece order
+        one[0] = 1
+        csteps[0] = 0
+        csteps[1] = 0
+        csteps[2] = 0
+        for t in range(1, job.pieces):
+            if job.n[t] > 0:
+                cargs[0] = call.args[0]
+                cargs[1] = job.partial[t]
+                cargs[2] = call.args[2]
+                _run_piece(&job, cargs, one, csteps, 0)
+
+
+# ----------------------------------------------------------- the threader node
+
+cdef int _threader_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    """Default first node of every funnel chain: split large calls across threads."""
+    cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    cdef int reduce = call.subsystem == NCL_SUB_REDUCE
+    cdef int t = ncl_team_size(call, reduce)
+    if t > 1 and ncl_gil_held():
+        t = 1   # Python hooks after this node would need the GIL the caller holds
+    if t <= 1:
+        call.prefer_numpy = pol.prefer[reduce][0]
+        return ncl_call_next(node, call)
+    ncl_run_split(call, node, reduce, t)
+    return 0
+
+
+cdef ncl_node _threader_nodes[NCL_NSUBSYSTEMS]
+cdef char _threader_name[9]
+
+
+cdef _install_threader():
+    cdef int s
+    _threader_name[:9] = b"threader\0"
+    for s in range(NCL_NSUBSYSTEMS):
+        _threader_nodes[s].fn = _threader_fn
+        _threader_nodes[s].data = NULL
+        _threader_nodes[s].obj = NULL
+        _threader_nodes[s].destroy = NULL
+        _threader_nodes[s].flags = 0
+        _threader_nodes[s].name = _threader_name
+        ncl_set_default_front(ncl_funnel_chain(s), &_threader_nodes[s])
+
+_install_threader()
+
+
+# ------------------------------------------------------------- settings
+
+def _default_threads():
+    import os
+    env = os.environ.get("NCLX_NUM_THREADS", "").strip()
+    if env:
+        try:
+            n = int(env)
+        except ValueError:
+            raise ValueError(f"NCLX_NUM_THREADS must be a positive integer, not {env!r}") from None
+        if n < 1:
+            raise ValueError(f"NCLX_NUM_THREADS must be a positive integer, not {env!r}")
+        return n
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:   # not Linux
+        return os.cpu_count() or 1
+
+
+def set_num_threads(int n):
+    """nclx's thread count (OpenMP's process-wide count is left alone)."""
+    global ncl_setting
+    if n < 1:
+        raise ValueError(f"number of threads must be >= 1, not {n}")
+    ncl_setting = min(n, MAX_THREADS)
+
+
+def get_num_threads():
+    """Threads a split call uses now (1 in a forked child of a threaded parent)."""
+    return ncl_threads_now_c()
+
+
+def set_reassociate(bint on):
+    global ncl_reassoc
+    ncl_reassoc = on
+
+
+def get_reassociate():
+    return bool(ncl_reassoc)
+
+
+def team_lost():
+    """True in a forked child whose parent had started the OpenMP team."""
+    return bool(ncl_team_lost)
+
+
+ncl_setting = min(_default_threads(), MAX_THREADS)
+
+
+# ------------------------------------------------- the bandwidth reference
+
+cdef struct copy_job:
+    char *dst
+    const char *src
+    npy_intp nbytes
+
+
+cdef void _copy_body(void *ctx, int tid, int nthreads) noexcept nogil:
+    cdef copy_job *job = <copy_job *>ctx
+    cdef npy_intp per = (job.nbytes + nthreads - 1) // nthreads
+    cdef npy_intp lo, hi
+    per = ((per + 4095) // 4096) * 4096
+    lo = min(<npy_intp>tid * per, job.nbytes)
+    hi = min(lo + per, job.nbytes)
+    if hi > lo:
+        memcpy(job.dst + lo, job.src + lo, hi - lo)
+
+
+def threaded_copy(cnp.ndarray dst, cnp.ndarray src):
+    """memcpy ``src`` into ``dst`` (contiguous, same size) on nclx's threads:
+    the memory-bandwidth reference of ``python -m nclx bench``."""
+    cdef copy_job job
+    cdef int t = ncl_threads_now_c()
+    if not (dst.flags.c_contiguous and src.flags.c_contiguous) or dst.nbytes != src.nbytes:
+        raise ValueError("threaded_copy needs contiguous arrays of the same size in bytes")
+    if not dst.flags.writeable:
+        raise ValueError("threaded_copy: dst is read-only")
+    job.dst = <char *>cnp.PyArray_DATA(dst)
+    job.src = <const char *>cnp.PyArray_DATA(src)
+    job.nbytes = dst.nbytes
+    with nogil:
+        ncl_run_team(t, _copy_body, &job)

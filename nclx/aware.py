@@ -1,0 +1,98 @@
+"""The one nclx-aware ``__array_ufunc__``: shared by every array type nclx
+ships (NclxArray, DistArray, storages).
+
+A type implements ``__array_ufunc__`` as::
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return nclx.aware.array_ufunc(ufunc, method, inputs, kwargs,
+                                      unwrap=..., wrap=..., compute=None)
+
+The call walks the "python" level chain of its subsystem (so python-level
+hooks see it), then runs on unwrapped operands -- ``out=`` and ``where=``
+included, every ufunc method (``__call__``, ``reduce``, ``accumulate``,
+``reduceat``, ``outer``, ``at``) -- and wraps the result.  ``np.sum(x)``,
+``np.max(x)`` and friends reach it through the type's ``sum``/``max``
+methods or, for ndarray subclasses, through NumPy's own reductions.
+"""
+import numpy as np
+
+from nclx._ncl import spec as _spec
+from nclx._ncl.hooks import run_python_chain
+from nclx._ncl.registry import SUBSYSTEMS
+
+__all__ = ["array_ufunc", "subsystem_of", "nclx_ufunc"]
+
+_COMPARE = {name for name, (kind, *_rest) in _spec.OPS.items() if kind == "compare"}
+_COMPARE |= {"logical_and", "logical_or", "logical_xor"}
+
+
+def subsystem_of(ufunc, method="__call__"):
+    """The subsystem a ufunc call belongs to: compare, binary, unary or reduce."""
+    if method != "__call__":
+        return "reduce"
+    if ufunc.__name__ in _COMPARE:
+        return "compare"
+    return "unary" if ufunc.nin == 1 else "binary"
+
+
+def nclx_ufunc(ufunc):
+    """nclx's ufunc of the same name as NumPy's ``ufunc`` (NumPy's when nclx has none)."""
+    import nclx.ufuncs as nu
+    mine = getattr(nu, ufunc.__name__, None)
+    return mine if isinstance(mine, np.ufunc) else ufunc
+
+
+def _unwrap_kwargs(kwargs, unwrap):
+    kw = dict(kwargs)
+    out = kw.get("out")
+    outs = None
+    if out is not None:
+        outs = out if isinstance(out, tuple) else (out,)
+        kw["out"] = tuple(None if o is None else unwrap(o) for o in outs)
+    if kw.get("where") is not None and not isinstance(kw["where"], bool):
+        kw["where"] = unwrap(kw["where"])
+    return kw, outs
+
+
+def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, wrap, kernels=None):
+    """Run one ufunc method on unwrapped operands; results wrapped, ``out=``
+    objects returned as given."""
+    kw, outs = _unwrap_kwargs(kwargs, unwrap)
+    args = tuple(unwrap(x) for x in inputs)
+    fn = kernels(ufunc) if kernels is not None else ufunc
+    result = getattr(fn, method)(*args, **kw)
+    if method == "at":
+        return None
+    if outs is not None:
+        if isinstance(result, tuple):
+            return tuple(o if o is not None else wrap(r) for o, r in zip(outs, result))
+        return outs[0] if outs[0] is not None else wrap(result)
+    if isinstance(result, tuple):
+        return tuple(wrap(r) for r in result)
+    return wrap(result)
+
+
+def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, kernels=None):
+    """Walk the python-level chain, then compute.
+
+    Parameters
+    ----------
+    unwrap : callable
+        operand -> what the computation runs on (an ndarray for local data).
+    wrap : callable
+        computed array -> the nclx-aware result (scalars pass through).
+    compute : callable, optional
+        ``compute(ufunc, method, inputs, kwargs)`` replaces the default
+        (``run_unwrapped``) for types that compute differently (DistArray
+        reductions combine across ranks).
+    kernels : callable, optional
+        ufunc -> the ufunc that computes (e.g. :func:`nclx_ufunc`).
+    """
+    sub = SUBSYSTEMS.index(subsystem_of(ufunc, method))
+
+    def final(ufunc, method, inputs, kwargs):
+        if compute is not None:
+            return compute(ufunc, method, inputs, kwargs)
+        return run_unwrapped(ufunc, method, inputs, kwargs, unwrap, wrap, kernels)
+
+    return run_python_chain(sub, ufunc, method, tuple(inputs), dict(kwargs), final)
