@@ -54,9 +54,10 @@ def _unwrap_kwargs(kwargs, unwrap):
     return kw, outs
 
 
-def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, wrap, kernels=None):
-    """Run one ufunc method on unwrapped operands; results wrapped, ``out=``
-    objects returned as given."""
+def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, kernels=None):
+    """Run one ufunc method on unwrapped operands; ``out=`` objects are
+    returned as given, other results unwrapped (the chain's hooks see plain
+    arrays; :func:`array_ufunc` wraps at the end)."""
     kw, outs = _unwrap_kwargs(kwargs, unwrap)
     args = tuple(unwrap(x) for x in inputs)
     fn = kernels(ufunc) if kernels is not None else ufunc
@@ -65,11 +66,9 @@ def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, wrap, kernels=None):
         return None
     if outs is not None:
         if isinstance(result, tuple):
-            return tuple(o if o is not None else wrap(r) for o, r in zip(outs, result))
-        return outs[0] if outs[0] is not None else wrap(result)
-    if isinstance(result, tuple):
-        return tuple(wrap(r) for r in result)
-    return wrap(result)
+            return tuple(o if o is not None else r for o, r in zip(outs, result))
+        return outs[0] if outs[0] is not None else result
+    return result
 
 
 def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, kernels=None):
@@ -80,7 +79,8 @@ def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, ke
     unwrap : callable
         operand -> what the computation runs on (an ndarray for local data).
     wrap : callable
-        computed array -> the nclx-aware result (scalars pass through).
+        result -> the nclx-aware result; must return aware objects (and
+        scalars) unchanged.  Applied once, after the chain.
     compute : callable, optional
         ``compute(ufunc, method, inputs, kwargs)`` replaces the default
         (``run_unwrapped``) for types that compute differently (DistArray
@@ -93,6 +93,9 @@ def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, ke
     def final(ufunc, method, inputs, kwargs):
         if compute is not None:
             return compute(ufunc, method, inputs, kwargs)
-        return run_unwrapped(ufunc, method, inputs, kwargs, unwrap, wrap, kernels)
+        return run_unwrapped(ufunc, method, inputs, kwargs, unwrap, kernels)
 
-    return run_python_chain(sub, ufunc, method, tuple(inputs), dict(kwargs), final)
+    result = run_python_chain(sub, ufunc, method, tuple(inputs), dict(kwargs), final)
+    if isinstance(result, tuple):
+        return tuple(wrap(r) for r in result)
+    return wrap(result)

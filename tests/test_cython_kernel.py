@@ -22,10 +22,12 @@ def kernel_module(tmp_path_factory):
         import numpy, nclx, os
         from setuptools import setup, Extension
         from Cython.Build import cythonize
-        inc = nclx.get_include()
+        pkg = os.path.dirname(nclx.__file__)
         ext = Extension("nclx_test_kernel", ["nclx_test_kernel.pyx"],
-                        include_dirs=[numpy.get_include(), os.path.join(inc, "nclx", "_ncl")])
-        setup(ext_modules=cythonize([ext], include_path=[inc], language_level=3, quiet=True),
+                        include_dirs=[numpy.get_include(), nclx.get_include(),
+                                      os.path.join(pkg, "_ncl")])
+        setup(ext_modules=cythonize([ext], include_path=[os.path.dirname(pkg)], language_level=3,
+                                    quiet=True),
               script_args=["build_ext", "--inplace"])
     """)
     (build / "setup.py").write_text(setup)

@@ -103,65 +103,127 @@ class DistArray:
         return out
 
     # ----------------------------------------------------------- reductions
-    def _reduce(self, name, mpi_op):
-        owned = self.owned
-        has = owned.size > 0
-        local = getattr(np, name)(owned) if has else None
-        parts = self.comm.allgather((has, local))
-        values = [v for h, v in parts if h]
-        if not values:
-            if name == "sum":
-                return self.dtype.type(0)
-            raise ValueError(f"zero-size DistArray has no {name}")
-        return getattr(np, name)(np.array(values, dtype=np.result_type(*values)))
+    # np.sum(da), np.max(da), ... call these methods; they go through the
+    # ufunc machinery (and so the python-level hooks) like any other call.
+    def _reduction(self, ufunc, axis, dtype, out, keepdims, **extra):
+        kw = {k: v for k, v in extra.items() if v is not np._NoValue}
+        if dtype is not None:
+            kw["dtype"] = dtype
+        return ufunc.reduce(self, axis=axis, out=out, keepdims=keepdims, **kw)
 
-    def sum(self):
-        """Sum over all ranks' owned elements."""
-        return self._reduce("sum", None)
+    def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+            where=np._NoValue):
+        """Sum over all ranks' owned elements (``axis=None``)."""
+        return self._reduction(np.add, axis, dtype, out, keepdims, initial=initial, where=where)
 
-    def max(self):
-        return self._reduce("max", None)
+    def prod(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+             where=np._NoValue):
+        return self._reduction(np.multiply, axis, dtype, out, keepdims, initial=initial, where=where)
 
-    def min(self):
-        return self._reduce("min", None)
+    def max(self, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduction(np.maximum, axis, None, out, keepdims, initial=initial, where=where)
+
+    def min(self, axis=None, out=None, keepdims=False, initial=np._NoValue, where=np._NoValue):
+        return self._reduction(np.minimum, axis, None, out, keepdims, initial=initial, where=where)
+
+    def any(self, axis=None, out=None, keepdims=False, where=np._NoValue):
+        return self._reduction(np.logical_or, axis, bool, out, keepdims, where=where)
+
+    def all(self, axis=None, out=None, keepdims=False, where=np._NoValue):
+        return self._reduction(np.logical_and, axis, bool, out, keepdims, where=where)
+
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
+        """Mean over all ranks' owned elements (``axis=None``)."""
+        if dtype is None:
+            dtype = np.float64 if self.dtype.kind in "biu" else self.dtype
+        total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+        result = np.true_divide(total, int(np.prod(self.shape)))
+        if out is not None:
+            out[...] = result
+            return out
+        return result
 
     # -------------------------------------------------------------- ufuncs
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        if method != "__call__":
-            return NotImplemented
-        import nclx.hooks as hooks
-        sub = hooks.SUBSYSTEMS.index(hooks.subsystem_of(ufunc, method))
-        return hooks.run_python_chain(sub, ufunc, method, inputs, kwargs, self._local_call)
+        from nclx import aware
+        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
+                                 wrap=lambda r: r, compute=self._compute)
 
-    def _local_call(self, ufunc, method, inputs, kwargs):
-        import nclx.ufuncs as nu
-        locals_ = []
-        for x in inputs:
-            if isinstance(x, DistArray):
-                if x.distribution != self.distribution or x.comm is not self.comm:
-                    raise DapError(f"{ufunc.__name__}: operands are not identically distributed "
-                                   f"({x.distribution} vs {self.distribution})")
-                locals_.append(x.local)
-            elif np.ndim(x) == 0:
-                locals_.append(x)
-            else:
-                raise DapError(f"{ufunc.__name__}: cannot combine a DistArray with a "
-                               f"{type(x).__name__} of shape {np.shape(x)}")
-        out = kwargs.get("out")
+    def _unwrap(self, x):
+        if isinstance(x, DistArray):
+            if x.distribution != self.distribution or x.comm is not self.comm:
+                raise DapError(f"operands are not identically distributed "
+                               f"({x.distribution} vs {self.distribution})")
+            return x.local
+        if np.ndim(x) == 0:
+            return x
+        raise DapError(f"cannot combine a DistArray with a {type(x).__name__} of shape "
+                       f"{np.shape(x)}")
+
+    def _compute(self, ufunc, method, inputs, kwargs):
+        from nclx import aware
+        if method == "__call__":
+            out = kwargs.get("out")
+            if out is not None:
+                for o in (out if isinstance(out, tuple) else (out,)):
+                    if not isinstance(o, DistArray):
+                        raise DapError(f"{ufunc.__name__}: out= must be an identically "
+                                       f"distributed DistArray, not {type(o).__name__}")
+            try:
+                result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap,
+                                             aware.nclx_ufunc)
+            except DapError as exc:
+                raise DapError(f"{ufunc.__name__}: {exc}") from None
+            if out is not None:
+                return result
+            if isinstance(result, tuple):
+                return tuple(DistArray(r, self.distribution, self.comm) for r in result)
+            return DistArray(result, self.distribution, self.comm)
+        if method == "reduce":
+            return self._reduce_all(ufunc, inputs, kwargs)
+        raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
+                       f"calls and full reductions are (axis reductions and scans need "
+                       f"communication along the process grid)")
+
+    def _reduce_all(self, ufunc, inputs, kwargs):
+        """A reduction over every axis: each rank reduces its owned cells with
+        nclx's kernel, then the ranks' values are combined in rank order."""
+        from nclx import aware
+        if len(inputs) != 1 or inputs[0] is not self:
+            raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
+        kw = dict(kwargs)
+        axis = kw.pop("axis", 0)
+        out = kw.pop("out", None)
+        keepdims = kw.pop("keepdims", False)
+        axes = tuple(range(len(self.shape))) if axis is None else \
+            tuple(sorted(a % len(self.shape) for a in (axis if isinstance(axis, tuple) else (axis,))))
+        if axes != tuple(range(len(self.shape))):
+            raise DapError(f"{ufunc.__name__}.reduce over axis {axis} of a {len(self.shape)}-d "
+                           f"DistArray: only reductions over every axis are supported")
+        if kw.get("where") is not None and kw.get("where") is not True:
+            where = kw["where"]
+            kw["where"] = self._unwrap(where)[self.distribution.owned_slices(self.comm.Get_rank())] \
+                if isinstance(where, DistArray) else where
+        fn = aware.nclx_ufunc(ufunc)
+        owned = self.owned
+        has = owned.size > 0
+        local = fn.reduce(owned, axis=None, **kw) if has else None
+        parts = self.comm.allgather((has, local))
+        values = [v for h, v in parts if h]
+        if not values:
+            if ufunc.identity is None and "initial" not in kw:
+                raise ValueError(f"zero-size DistArray: {ufunc.__name__}.reduce has no identity")
+            result = fn.reduce(np.empty(0, dtype=kw.get("dtype", self.dtype)), **kw)
+        else:
+            kw2 = {k: v for k, v in kw.items() if k == "dtype"}
+            result = fn.reduce(np.array(values, dtype=np.result_type(*values)), **kw2)
+        if keepdims:
+            result = np.reshape(result, (1,) * len(self.shape))
         if out is not None:
-            outs = out if isinstance(out, tuple) else (out,)
-            for o in outs:
-                if not isinstance(o, DistArray) or o.distribution != self.distribution:
-                    raise DapError(f"{ufunc.__name__}: out= must be an identically distributed DistArray")
-            kwargs = dict(kwargs, out=tuple(o.local for o in outs))
-        kernel = getattr(nu, ufunc.__name__, None)
-        func = kernel if isinstance(kernel, np.ufunc) else ufunc
-        result = func(*locals_, **kwargs)
-        if out is not None:
-            return out
-        if isinstance(result, tuple):
-            return tuple(DistArray(r, self.distribution, self.comm) for r in result)
-        return DistArray(result, self.distribution, self.comm)
+            o = out[0] if isinstance(out, tuple) else out
+            o[...] = result
+            return o
+        return result
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "

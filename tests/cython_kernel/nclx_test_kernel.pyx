@@ -2,7 +2,7 @@
 # built by tests/test_cython_kernel.py the way a library author would.
 from libc.stdint cimport int64_t, INT64_MAX, INT64_MIN
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.hooks cimport Kernel, ncl_call
+from nclx._ncl.hooks cimport Kernel, ncl_call, NCL_SUB_REDUCE
 
 cdef extern from *:
     bint add_overflow "__builtin_add_overflow"(int64_t a, int64_t b, int64_t *r) nogil
@@ -16,7 +16,7 @@ cdef class SaturatingAddInt64(Kernel):
                   const npy_intp *steps, ncl_call *call) noexcept nogil:
         cdef npy_intp i
         cdef int64_t a, b, r
-        if call.subsystem == 3:
+        if call.subsystem == NCL_SUB_REDUCE:
             return 1
         self.calls += 1
         for i in range(dimensions[0]):

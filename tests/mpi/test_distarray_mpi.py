@@ -64,3 +64,30 @@ def test_empty_local_blocks_are_valid():
     out = a.gather()
     if comm.rank == 0:
         assert list(out) == [0.0, 1.0]
+
+
+def test_numpy_reductions_on_a_distarray_use_every_rank():
+    g = np.arange(1, 41, dtype=np.int64).reshape(8, 5)
+    a = dap.DistArray.from_global(g, comm=comm, padding=[1, 0])
+    assert np.sum(a) == g.sum() and np.max(a) == g.max() and np.min(a) == g.min()
+    assert np.add.reduce(a, axis=None) == g.sum()
+    assert np.prod(dap.DistArray.from_global(np.ones(7), comm=comm)) == 1.0
+    assert np.mean(a) == g.mean()
+    assert np.any(a > 39) and not np.all(a > 1)
+    assert a.sum(keepdims=True).shape == (1, 1)
+    assert a.sum(dtype=np.float64) == float(g.sum())
+    with pytest.raises(dap.DapError, match="axis"):
+        a.sum(axis=0)
+    with pytest.raises(dap.DapError, match="accumulate"):
+        np.add.accumulate(a)
+
+
+def test_out_and_where_on_distarrays():
+    g = np.arange(12.0)
+    a = dap.DistArray.from_global(g, comm=comm)
+    out = dap.DistArray.from_shape((12,), comm=comm, fill=-1.0)
+    r = np.multiply(a, 2.0, out=out, where=a > 5)
+    assert r is out
+    full = out.gather()
+    if comm.rank == 0:
+        assert list(full) == [-1.0] * 6 + [x * 2 for x in range(6, 12)]
