@@ -127,6 +127,5 @@ def test_invalid_exports_are_rejected_with_a_clear_message(bad, exc, message):
         validate(bad)
 
 
-def test_the_corpus_is_large_and_errors_are_value_and_type_errors():
-    assert len(INVALID) >= 30
+def test_errors_are_value_and_type_errors():
     assert issubclass(DapError, ValueError) and issubclass(DapTypeError, TypeError)
