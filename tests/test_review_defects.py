@@ -433,3 +433,16 @@ def test_set_num_threads_leaves_openmp_global_count_alone():
     with threadpoolctl.threadpool_limits(1, user_api="openmp"):
         nclx.set_num_threads(2)
         assert nclx.get_num_threads() == 1
+
+
+def test_handle_remove_after_reset_touches_nothing_freed():
+    keep = hooks.register("funnel", "binary", lambda c: c.next(), name="old")
+    hooks.reset()
+    hooks.collect()
+    assert keep.removed
+    fresh = [hooks.register("funnel", "binary", lambda c: c.next(), name=f"new{i}")
+             for i in range(50)]                 # may reuse the freed node's address
+    keep.remove()                                # must not unlink one of the new nodes
+    assert hooks.chain("funnel", "binary")[:50] == [f"new{i}" for i in reversed(range(50))]
+    for h in fresh:
+        h.remove()

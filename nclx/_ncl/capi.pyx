@@ -11,6 +11,7 @@ from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook
                             NCL_NSUBSYSTEMS, ncl_op_names, ncl_dtype_from_typenum)
 from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard, ncl_call_next, ncl_status_add)
+from nclx._ncl import registry as _registry
 from nclx._ncl import spec
 from nclx._ncl.ufuncs import kernel_module
 
@@ -100,6 +101,9 @@ cdef int _api_hook_remove(ncl_node *node) noexcept with gil:
     try:
         if node == NULL:
             raise ValueError("hook_remove: node is NULL")
+        if not _registry.node_serial(<size_t>node):
+            raise ValueError("hook_remove: no live nclx node at this address (already "
+                             "removed and freed, e.g. by nclx.hooks.reset())")
         ncl_unlink(node)
         return 0
     except BaseException as exc:

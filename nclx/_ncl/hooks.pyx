@@ -391,6 +391,7 @@ cdef class Handle:
     """
     cdef ncl_node *node
     cdef size_t address
+    cdef object serial
     cdef object _final
     cdef readonly str level
     cdef readonly object target
@@ -404,10 +405,14 @@ cdef class Handle:
             return
         self.node = NULL
         self._final = _errors.get(self.address, (0, None))
+        if _registry.node_serial(self.address) != self.serial:
+            return          # hooks.reset() already removed it and the node was freed
         ncl_unlink(node)
 
     @property
     def removed(self):
+        if self.node != NULL and _registry.node_serial(self.address) != self.serial:
+            self.node = NULL    # reset() took it
         return self.node == NULL
 
     cdef tuple _record(self):
@@ -466,6 +471,7 @@ cdef Handle _attach(str level, object target, ncl_chain *chain, str name, ncl_ho
     h = Handle.__new__(Handle)
     h.node = node
     h.address = <size_t>node
+    h.serial = _registry.node_serial(<size_t>node)
     h.level = level
     h.target = target
     h.name = name

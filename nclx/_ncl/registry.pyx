@@ -168,6 +168,8 @@ cdef ncl_node _python_terminals[NCL_NSUBSYSTEMS]
 cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
 cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
+cdef dict _live = {}               # address of every user node not yet freed -> serial
+cdef object _serials = iter(range(1, 1 << 62))
 
 
 cdef char *_copy_name(str name) except NULL:
@@ -268,10 +270,18 @@ cdef ncl_node *ncl_new_node(str name, ncl_hook_fn fn, void *data, ncl_destroy_fn
     if obj is not None:
         node.obj = <PyObject *>obj
         Py_XINCREF(<PyObject *>node.obj)
+    _live[<size_t>node] = next(_serials)
     return node
 
 
+def node_serial(size_t address):
+    """Serial number of the live user node at ``address``, or 0 when no node
+    lives there any more (removed by reset() and freed)."""
+    return _live.get(address, 0)
+
+
 cdef void _free_node(ncl_node *node):
+    _live.pop(<size_t>node, None)
     if node.destroy != NULL:
         node.destroy(node.data)
     if node.obj != NULL:
