@@ -14,7 +14,7 @@ from nclx._ncl import entries as _entries
 from nclx._ncl import threader as _threader
 
 __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold",
-           "calibrate"]
+           "reset_thresholds", "calibrate"]
 
 
 def set_num_threads(n):
@@ -35,19 +35,35 @@ def get_num_threads():
     return _threader.get_num_threads()
 
 
-def set_threshold(n, op=None):
-    """Split loop calls of at least ``n`` elements, for ``op`` or for every op."""
-    _entries.set_threshold(int(n), op)
+def set_threshold(n, op=None, kind=None, dtype=None):
+    """Split loop calls of at least ``n`` elements: for ``op`` (or every op),
+    ``kind`` ("elementwise", "reduce" or both) and input ``dtype`` (or all)."""
+    _entries.set_threshold(int(n), op, kind, dtype)
 
 
-def get_threshold(op="add"):
+def get_threshold(op="add", kind="elementwise", dtype=None):
     """The split threshold of ``op`` in elements."""
-    return _entries.get_threshold(op)
+    return _entries.get_threshold(op, kind, dtype)
 
 
-def calibrate(small=4096, chunk=131072, reps=7):
+def reset_thresholds():
+    """Back to the shipped per-op thresholds."""
+    _entries.reset_thresholds()
+
+
+def calibrate(small=4096, chunk=131072, reps=7, thresholds=False):
     """Measure nclx's kernels against NumPy's original loops on this machine
     and use the faster one per signature, for elementwise calls and
     reductions, whole calls and per-thread chunks.  Returns the nclx/NumPy
-    time ratios (> 1.05: NumPy's loop is used).  Takes a second or two."""
-    return _calibrate.calibrate(small, chunk, reps)
+    time ratios (> 1.05: NumPy's loop is used).  Takes a second or two.
+
+    With ``thresholds=True`` also measure, per signature and kind of call,
+    the smallest size from which splitting over the current thread count is
+    at least 5% faster than one thread (and stays so at the larger sizes
+    measured), and use it as the split threshold; returns ``{"loops": ...,
+    "thresholds": {(op, chars): (elementwise, reduce)}}``.  About half a
+    minute on two cores."""
+    ratios = _calibrate.calibrate(small, chunk, reps)
+    if not thresholds:
+        return ratios
+    return {"loops": ratios, "thresholds": _calibrate.calibrate_thresholds(reps=max(3, reps // 2))}

@@ -23,14 +23,13 @@ THRESHOLD = 2048
 @pytest.fixture(autouse=True)
 def _threaded():
     old_threads = nclx.get_num_threads()
-    old = nclx.get_threshold("add")
     nclx.set_num_threads(2)
     nclx.set_threshold(THRESHOLD)
     hooks.reset()
     yield
     nclx.uninstall()
     hooks.reset()
-    nclx.set_threshold(old)
+    nclx.reset_thresholds()
     nclx.set_num_threads(old_threads)
 
 
@@ -285,3 +284,30 @@ def test_preferences_and_calibrate():
     finally:
         funnel.reset_preferences()
     assert funnel.preferences() == prefs
+
+
+def test_thresholds_are_per_op_kind_and_dtype_and_reset_to_the_shipped_table():
+    nclx.reset_thresholds()
+    from nclx._ncl import spec
+    shipped = nclx.get_threshold("add", "reduce", "float64")
+    assert shipped == spec.split_threshold("add", "float64", True)
+    nclx.set_threshold(1234, op="add", kind="reduce", dtype="float64")
+    assert nclx.get_threshold("add", "reduce", "float64") == 1234
+    assert nclx.get_threshold("add", "reduce", "float32") == spec.split_threshold("add", "float32", True)
+    assert nclx.get_threshold("add", "elementwise", "float64") == spec.split_threshold("add", "float64", False)
+    with pytest.raises(ValueError, match="kind"):
+        nclx.set_threshold(10, kind="scan")
+    nclx.reset_thresholds()
+    assert nclx.get_threshold("add", "reduce", "float64") == shipped
+
+
+def test_calibrated_thresholds_keep_results_exact():
+    from nclx._ncl import calibrate
+    got = calibrate.calibrate_thresholds(sizes=[4096, 65536], reps=1)
+    assert set(got) >= {("add", "lll"), ("add", "ddd"), ("sqrt", "dd")}
+    for el, red in got.values():
+        assert el in (4096, 65536, 1 << 62) or el == THRESHOLD
+    x = np.random.default_rng(5).random(200_001)
+    want = np.add.reduce(x)
+    with nclx.installed():
+        assert np.add.reduce(x) == want

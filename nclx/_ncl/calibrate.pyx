@@ -9,7 +9,8 @@ import numpy as np
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_call, NCL_NSLOTS
 from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_slot_installed, ncl_slot_reducible
-from nclx._ncl.threader cimport ncl_policy
+from nclx._ncl.threader cimport (ncl_policy, ncl_run_split, ncl_threads_now, NCL_SPLIT_NONE,
+                                 NCL_SPLIT_REASSOC)
 from nclx._ncl import entries
 from nclx._ncl.ufuncs import kernel_key
 
@@ -100,4 +101,103 @@ def calibrate(small=4096, chunk=131072, int reps=7):
                     pair.append(tc / tn if tn > 0 else 1.0)
                 ratios.append(tuple(pair))
             out[(op, chars)] = tuple(ratios)
+    return out
+
+
+cdef double _time_call(ncl_call *call, int reduce, int nthreads, int reps) noexcept nogil:
+    """Best of ``reps`` runs of ``call`` whole (nthreads 1) or split."""
+    cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    cdef int r
+    cdef int64_t t0, best = -1
+    for r in range(reps + 1):
+        t0 = ncl_cal_now_ns()
+        if nthreads <= 1:
+            if pol.prefer[reduce][0]:
+                call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+            else:
+                call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+        else:
+            ncl_run_split(call, NULL, reduce, nthreads)
+        t0 = ncl_cal_now_ns() - t0
+        if r > 0 and (best < 0 or t0 < best):      # the first run warms caches
+            best = t0
+    return <double>best
+
+
+def calibrate_thresholds(sizes=None, int reps=3):
+    """Per signature and kind of call, the smallest size in ``sizes`` from
+    which splitting over the current thread count is >= 5% faster than one
+    thread at that size and every larger one measured; sets it as the
+    signature's threshold (never split: 2**62).  Returns
+    {(op, chars): (elementwise, reduce)}."""
+    cdef int k, j, red, t = ncl_threads_now()
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp dims[1]
+    cdef ncl_call call
+    cdef ncl_policy *pol
+    cdef double tw, ts
+    if sizes is None:
+        sizes = [1 << e for e in range(12, 23)]
+    sizes = sorted(int(n) for n in sizes)
+    never = 1 << 62
+    out = {}
+    seen = {}
+    with np.errstate(all="ignore"):
+        for k in range(NCL_NSLOTS):
+            op, chars, ufunc = entries.slot_info(k)
+            pol = ncl_slot_policy(k)
+            key = kernel_key(op, chars)
+            if key in seen:
+                kk = seen[key]
+                pol.threshold = ncl_slot_policy(kk).threshold
+                o2, c2, _ = entries.slot_info(kk)
+                out[(op, chars)] = out[(o2, c2)]
+                continue
+            found = entries.find_loop(ufunc, chars)
+            if found is None:
+                continue
+            seen[key] = k
+            _i, addr, daddr = found
+            call = ncl_slot_proto(k)[0]
+            if not ncl_slot_installed(k):
+                call.numpy_loop = <ncl_loop_fn><size_t>addr
+            call.data = <void *><size_t>daddr
+            call.caller_flags = 0
+            result = []
+            for red in (0, 1):
+                if red and (not ncl_slot_reducible(k) or pol.reduce_split == NCL_SPLIT_NONE
+                            or pol.reduce_split == NCL_SPLIT_REASSOC):
+                    result.append(int(pol.threshold[1]))
+                    continue
+                if t <= 1:
+                    result.append(never)
+                    pol.threshold[red] = never
+                    continue
+                pays = []
+                big = sizes[-1]
+                arrs = [(np.arange(big) % 5 + 1).astype(np.dtype(c)) for c in chars]
+                for n in sizes:
+                    for j in range(call.nargs):
+                        args[j] = <char *>cnp.PyArray_DATA(arrs[j])
+                        steps[j] = arrs[j].itemsize
+                    if red:
+                        args[0] = args[2]
+                        steps[0] = 0
+                        steps[2] = 0
+                    dims[0] = n
+                    call.args = args
+                    call.steps = steps
+                    call.dimensions = dims
+                    tw = _time_call(&call, red, 1, reps)
+                    ts = _time_call(&call, red, t, reps)
+                    pays.append(ts * 1.05 < tw)
+                threshold = never
+                for i in range(len(sizes) - 1, -1, -1):
+                    if not pays[i]:
+                        break
+                    threshold = sizes[i]
+                pol.threshold[red] = threshold
+                result.append(threshold)
+            out[(op, chars)] = tuple(result)
     return out

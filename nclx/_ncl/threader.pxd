@@ -10,7 +10,7 @@ cdef enum:
 # Per signature, owned by the loop entries (nclx._ncl.entries); a call
 # carries a pointer to its signature's policy.
 cdef struct ncl_policy:
-    npy_intp threshold       # split calls of at least this many elements
+    npy_intp threshold[2]    # [reduce]: split calls of at least this many elements
     int reduce_split         # NCL_SPLIT_* for its reductions
     int prefer[2][2]         # [reduce][per-thread chunk]: NumPy's loop measured faster
 

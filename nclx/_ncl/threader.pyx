@@ -234,7 +234,7 @@ cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     cdef npy_intp n = call.dimensions[0]
     cdef int t, i, out, mode
-    if n < pol.threshold or n < 2:
+    if n < pol.threshold[reduce != 0] or n < 2:
         return 1
     t = ncl_threads_now_c()
     if t <= 1:
