@@ -273,31 +273,25 @@ cdef int _plan_pairwise(team_job *job, npy_intp lo, npy_intp n, int depth) noexc
     return 0
 
 
-cdef double _combine_f64(team_job *job, npy_intp n, int depth, int *leaf) noexcept nogil:
+ctypedef fused pw_float:
+    float
+    double
+
+
+cdef pw_float _combine(team_job *job, npy_intp n, int depth, int *leaf,
+                       pw_float kind) noexcept nogil:
+    """The leaves' partial sums added as NumPy's pairwise tree adds them
+    (in the type of the sum: float32 partials add in float32)."""
     cdef npy_intp n2
-    cdef double a, b
+    cdef pw_float a, b
     if depth == 0 or n <= PW_BLOCK:
-        a = (<double *>job.partial[leaf[0]])[0]
+        a = (<pw_float *>job.partial[leaf[0]])[0]
         leaf[0] += 1
         return a
     n2 = n // 2
     n2 -= n2 % 8
-    a = _combine_f64(job, n2, depth - 1, leaf)
-    b = _combine_f64(job, n - n2, depth - 1, leaf)
-    return a + b
-
-
-cdef float _combine_f32(team_job *job, npy_intp n, int depth, int *leaf) noexcept nogil:
-    cdef npy_intp n2
-    cdef float a, b
-    if depth == 0 or n <= PW_BLOCK:
-        a = (<float *>job.partial[leaf[0]])[0]
-        leaf[0] += 1
-        return a
-    n2 = n // 2
-    n2 -= n2 % 8
-    a = _combine_f32(job, n2, depth - 1, leaf)
-    b = _combine_f32(job, n - n2, depth - 1, leaf)
+    a = _combine(job, n2, depth - 1, leaf, kind)
+    b = _combine(job, n - n2, depth - 1, leaf, kind)
     return a + b
 
 
@@ -333,9 +327,9 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
     if job.reduce == NCL_SPLIT_PAIRWISE:
         # NumPy: acc += pairwise(values); the pieces added in the tree's order
         if call.dtypes[2] == NCL_FLOAT32:
-            (<float *>call.args[0])[0] = (<float *>call.args[0])[0] + _combine_f32(&job, n, job.depth, &leaf)
+            (<float *>call.args[0])[0] = (<float *>call.args[0])[0] + _combine(&job, n, job.depth, &leaf, <float>0)
         else:
-            (<double *>call.args[0])[0] = (<double *>call.args[0])[0] + _combine_f64(&job, n, job.depth, &leaf)
+            (<double *>call.args[0])[0] = (<double *>call.args[0])[0] + _combine(&job, n, job.depth, &leaf, <double>0)
     elif job.reduce:
         # fold the partials into the accumulator in piece order
         one[0] = 1
