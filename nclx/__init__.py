@@ -18,7 +18,7 @@ from nclx import aware, hooks, ledger
 from nclx.checked import checked
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
-from nclx._ncl.capi import C_API as _C_API
+from nclx._ncl.capi import C_API as _C_API  # noqa: F401  (the capsule nclx._C_API)
 
 
 def get_include():

@@ -20,8 +20,6 @@ import contextlib
 import itertools
 from collections import namedtuple
 
-import numpy as np
-
 from nclx import _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks

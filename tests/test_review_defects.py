@@ -2,7 +2,6 @@
 found (issue: trustworthy dispatch core).  Each test failed on the code before
 its fix; crash- and hang-prone ones run in a subprocess with a timeout."""
 import gc
-import os
 import subprocess
 import sys
 import textwrap

@@ -11,7 +11,6 @@ was given.  Inputs are copied in (read-only), the output is copied in and
 written back when the hook returns or punts (operands that are the same
 memory, as in ``a += b`` or a reduction's accumulator, share one mirror).
 """
-from cpython.ref cimport PyObject
 from libc.string cimport memcpy
 
 cimport numpy as cnp
@@ -19,7 +18,7 @@ import numpy as np
 import sys
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, ncl_dtype_name,
-                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_FRONT)
+                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS)
 from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_python_chain,
                                  ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard, ncl_chain_names, ncl_hook_depth_add,

@@ -24,11 +24,11 @@ nothing of loop entries or threads (nclx._ncl.entries, nclx._ncl.threader).
 """
 from cpython.ref cimport PyObject, Py_XINCREF, Py_XDECREF
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport strlen, memcpy, strcmp
+from libc.string cimport memcpy, strcmp
 
 from nclx._ncl.ncl cimport (NCL_NSUBSYSTEMS, NCL_LEVEL_PYTHON, NCL_LEVEL_FUNNEL,
                             NCL_LEVEL_KERNEL, NCL_NODE_DEFAULT, NCL_NODE_LINKED, NCL_FRONT,
-                            NCL_BACK, NCL_BEFORE, NCL_AFTER, ncl_subsystem_names, ncl_status)
+                            NCL_BACK, NCL_BEFORE, NCL_AFTER, ncl_subsystem_names)
 
 cdef extern from *:
     """

@@ -29,9 +29,8 @@ cimport numpy as cnp
 from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_NSUBSYSTEMS,
-                            NCL_SUB_REDUCE, NCL_FLOAT32, NCL_FLOAT64, NCL_CALLER_CHECKED)
-from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_funnel_chain,
-                                 ncl_set_default_front)
+                            NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED)
+from nclx._ncl.registry cimport ncl_call_next, ncl_funnel_chain, ncl_set_default_front
 
 cnp.import_array()
 

@@ -1,5 +1,4 @@
 """nclx.dap maps: against a brute-force oracle and MPI's Create_darray."""
-import itertools
 
 import numpy as np
 import pytest
