@@ -12,6 +12,9 @@ def main(argv=None):
                    add_help=False)
     if argv is None:
         argv = sys.argv[1:]
+    if argv[:1] == ["demo-dap"]:  # one rank of the demo's MPI section (mpiexec starts it)
+        from nclx.demo import run_dap_rank
+        return run_dap_rank()
     if argv[:1] == ["bench"]:
         from nclx.bench import main as bench_main
         return bench_main(argv[1:])

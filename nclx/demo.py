@@ -1,4 +1,10 @@
 """What ``python -m nclx demo`` shows: nclx kernels at work on real arrays."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
 import time
 import warnings
 
@@ -91,23 +97,7 @@ def run():
         print(f"with nclx.checked(): OverflowError: {exc}")
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
 
-    _section("6. nclx.dap: a distributed array (run under mpiexec -n 4 for 4 ranks)")
-    try:
-        from mpi4py import MPI
-    except ImportError:
-        print("mpi4py is not installed: pip install 'nclx[mpi]' to see this part")
-        return 0
-    import nclx.dap as dap
-    comm = MPI.COMM_WORLD
-    a = dap.DistArray.from_global(np.arange(12.0), dist="b", padding=[1], comm=comm)
-    dd = a.__distarray__()["dim_data"][0]
-    print(f"rank {comm.rank}/{comm.size}: local block {a.local}, start/stop {dd['start']}/{dd['stop']}, "
-          f"padding {dd['padding']}")
-    b = a * 2 + 1
-    total, full = b.sum(), b.gather()
-    if comm.rank == 0:
-        print(f"(a * 2 + 1).sum() = {total}; gathered: {full}")
-    return 0
+    return _dap_section()
 
 
 def _small_program():
@@ -120,3 +110,82 @@ def _small_program():
     anomalies = np.abs(temps - mean)
     counts = np.arange(1_000_000) % 7
     return hot.sum(), anomalies.sum(), np.sqrt(anomalies).sum(), (counts == 3).sum()
+
+
+# ------------------------------------------------------- 6. nclx.dap on MPI
+DAP_RANKS = 4
+DAP_TIMEOUT = 120  # seconds for mpiexec and its 4 ranks (a few on 2 cores)
+_RANK_LINE = re.compile(r"^rank (\d+)/(\d+): local block ", re.M)
+
+
+def _find_mpiexec():
+    """mpiexec beside this Python (the mpich wheel puts it in the venv's
+    bin/), else the first one on PATH; None if there is none."""
+    here = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+    if os.path.isfile(here) and os.access(here, os.X_OK):
+        return here
+    return shutil.which("mpiexec")
+
+
+def _dap_section():
+    """Run :func:`run_dap_rank` on DAP_RANKS ranks under mpiexec, print what
+    they printed and check that every rank reported its block."""
+    import importlib.util
+
+    _section(f"6. nclx.dap: a distributed array on {DAP_RANKS} MPI ranks")
+    mpiexec = _find_mpiexec()
+    missing = [name for name, absent in (("mpi4py", importlib.util.find_spec("mpi4py") is None),
+                                         ("mpiexec", mpiexec is None)) if absent]
+    if missing:
+        print(f"{' and '.join(missing)} not found: pip install 'nclx[mpi]' (mpi4py and the mpich "
+              f"wheel, which brings mpiexec) to see this part; tools/demo installs it")
+        return 0
+    print(f"mpiexec -n {DAP_RANKS} python -m nclx demo-dap: a = DistArray.from_global("
+          f"np.arange(12.0), dist='b', padding=[1]); b = a * 2 + 1")
+    # A session of its own, so that on a timeout the whole group (mpiexec,
+    # its process manager and the ranks) is killed; stdin from /dev/null, as
+    # mpiexec would otherwise forward the terminal to rank 0.
+    proc = subprocess.Popen([mpiexec, "-n", str(DAP_RANKS), sys.executable, "-m", "nclx", "demo-dap"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=DAP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:  # the group ended meanwhile
+            pass
+        out, _ = proc.communicate()
+        print(out.rstrip())
+        print(f"mpiexec did not finish within {DAP_TIMEOUT} s: killed")
+        return 1
+    print(out.rstrip())
+    ranks = {int(m.group(1)) for m in _RANK_LINE.finditer(out) if int(m.group(2)) == DAP_RANKS}
+    if proc.returncode != 0 or ranks != set(range(DAP_RANKS)):
+        print(f"mpiexec exited with {proc.returncode}; ranks heard from: {sorted(ranks)}")
+        return 1
+    return 0
+
+
+def run_dap_rank():
+    """One rank of section 6 (``python -m nclx demo-dap``, started by
+    mpiexec): each rank describes its block; rank 0 gathers the descriptions
+    and prints them in rank order (lines printed by several ranks at once
+    can interleave mid-line in mpiexec's output), then the reduction and the
+    gathered global array."""
+    from mpi4py import MPI
+
+    import nclx.dap as dap
+
+    comm = MPI.COMM_WORLD
+    a = dap.DistArray.from_global(np.arange(12.0), dist="b", padding=[1], comm=comm)
+    dd = a.__distarray__()["dim_data"][0]
+    mine = (f"rank {comm.rank}/{comm.size}: local block {a.local}, "
+            f"start/stop {dd['start']}/{dd['stop']}, padding {dd['padding']}")
+    lines = comm.gather(mine, root=0)
+    b = a * 2 + 1
+    total, full = b.sum(), b.gather(root=0)
+    if comm.rank == 0:
+        print("\n".join(lines))
+        print(f"rank 0/{comm.size}: b.sum() = {total} (over all ranks); b.gather() = {full}")
+    return 0

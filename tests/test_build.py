@@ -49,9 +49,16 @@ def test_docstring_examples_run(module):
 
 
 def test_python_m_nclx_demo_runs():
+    """The demo runs every section; its nclx.dap section really runs on 4 MPI
+    ranks under mpiexec (tools/test installs mpi4py and the mpich wheel)."""
+    import re
     import sys
     proc = subprocess.run([sys.executable, "-m", "nclx", "demo"], capture_output=True, text=True,
                           cwd="/", timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for part in ("nclx.ufuncs are real NumPy ufuncs", "ledger", "OverflowError", "nclx.dap"):
         assert part in proc.stdout
+    assert "not found: pip install 'nclx[mpi]'" not in proc.stdout, "MPI part did not run"
+    ranks = set(re.findall(r"^rank (\d+)/4: local block ", proc.stdout, flags=re.M))
+    assert ranks == {"0", "1", "2", "3"}, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert re.search(r"^rank 0/4: b\.sum\(\) = 144\.0 ", proc.stdout, flags=re.M), proc.stdout[-3000:]
