@@ -21,10 +21,12 @@ BIG = 65_536 * 2 + 13       # above the default split threshold
 def _clean():
     threads = nclx.get_num_threads()
     nclx.set_num_threads(2)
+    nclx.set_threshold(65_536)      # split whatever the shipped table says
     hooks.reset()
     yield
     nclx.uninstall()
     hooks.reset()
+    nclx.reset_thresholds()
     nclx.set_num_threads(threads)
 
 
@@ -105,6 +107,16 @@ def test_threaded_float_sum_is_bit_identical(dtype, n):
         want, got, w0, w1 = _stock_and_installed(fn)
         assert _bits(want) == _bits(got)
         assert w0 == w1
+
+
+def test_threaded_float_sum_really_splits():
+    pieces = []
+    x = _wide_floats("float64", 700_001, 1)
+    with nclx.installed(), hooks.register("funnel", "reduce", lambda c: (pieces.append(c.n), c.next())[1],
+                                          after="threader"):
+        got = np.add.reduce(x)
+    assert len(pieces) == 2 and sum(pieces) == 700_001
+    assert _bits(got) == _bits(np.add.reduce(x))
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4, 5, 8])

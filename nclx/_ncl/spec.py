@@ -85,18 +85,14 @@ def default_preference(op):
 #: SPLIT_THRESHOLDS names the op (and kind) -- nclx.calibrate(thresholds=True)
 #: measures the running machine instead.
 SPLIT_THRESHOLD = 65536
-#: (op, kind, dtype class) -> threshold in elements, where the default does
-#: not fit; kind is "elementwise" or "reduce", the class "int" or "float".
-#: Measured on the project's 2-core reference machine (docs/benchmarks.md).
-SPLIT_THRESHOLDS = {}
 NEVER = 1 << 62
 
 
 def split_threshold(op, dtype, reduce):
-    """Default split threshold of ``op`` on inputs of ``dtype`` (fixed-width name)."""
-    cls = "float" if dtype in FLOATS else "int"
-    kind = "reduce" if reduce else "elementwise"
-    return SPLIT_THRESHOLDS.get((op, kind, cls), SPLIT_THRESHOLD)
+    """Shipped split threshold of ``op`` on inputs of ``dtype`` (fixed-width
+    name): measured per (op, kind, dtype) in nclx/_ncl/split_thresholds.py."""
+    from nclx._ncl.split_thresholds import MEASURED
+    return MEASURED.get((op, "reduce" if reduce else "elementwise", dtype), SPLIT_THRESHOLD)
 
 #: float ops whose vectorised compares may raise FE_INVALID for a NaN
 #: operand (SSE has only signalling less-than); NumPy raises no warning for
