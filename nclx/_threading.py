@@ -58,12 +58,12 @@ def calibrate(small=4096, chunk=131072, reps=7, thresholds=False):
     time ratios (> 1.05: NumPy's loop is used).  Takes a second or two.
 
     With ``thresholds=True`` also measure, per signature and kind of call,
-    the smallest size from which splitting over the current thread count is
-    at least 5% faster than one thread (and stays so at the larger sizes
-    measured), and use it as the split threshold; returns ``{"loops": ...,
+    the smallest size at which splitting over the current thread count is
+    at least 5% faster than one thread and from which it is nowhere slower,
+    and use it as the split threshold; returns ``{"loops": ...,
     "thresholds": {(op, chars): (elementwise, reduce)}}``.  About half a
     minute on two cores."""
     ratios = _calibrate.calibrate(small, chunk, reps)
     if not thresholds:
         return ratios
-    return {"loops": ratios, "thresholds": _calibrate.calibrate_thresholds(reps=max(3, reps // 2))}
+    return {"loops": ratios, "thresholds": _calibrate.calibrate_thresholds(reps=reps)}

@@ -104,39 +104,59 @@ def calibrate(small=4096, chunk=131072, int reps=7):
     return out
 
 
-cdef double _time_call(ncl_call *call, int reduce, int nthreads, int reps) noexcept nogil:
-    """Best of ``reps`` runs of ``call`` whole (nthreads 1) or split."""
+cdef double _run_once(ncl_call *call, int reduce, int nthreads) noexcept nogil:
+    """One run of ``call``, whole (nthreads 1) or split; nanoseconds."""
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
-    cdef int r
-    cdef int64_t t0, best = -1
-    for r in range(reps + 1):
-        t0 = ncl_cal_now_ns()
-        if nthreads <= 1:
-            if pol.prefer[reduce][0]:
-                call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-            else:
-                call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+    cdef int64_t t0 = ncl_cal_now_ns()
+    if nthreads <= 1:
+        if pol.prefer[reduce][0]:
+            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
         else:
-            ncl_run_split(call, NULL, reduce, nthreads)
-        t0 = ncl_cal_now_ns() - t0
-        if r > 0 and (best < 0 or t0 < best):      # the first run warms caches
-            best = t0
-    return <double>best
+            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+    else:
+        ncl_run_split(call, NULL, reduce, nthreads)
+    return <double>(ncl_cal_now_ns() - t0)
 
 
-def calibrate_thresholds(sizes=None, int reps=3):
-    """Per signature and kind of call, the smallest size in ``sizes`` from
+cdef double _paired_ratio(ncl_call *call, int reduce, int nthreads, int rounds) noexcept nogil:
+    """Median over ``rounds`` of (whole time / split time), the two run back
+    to back in each round so that machine noise hits both."""
+    cdef double r[64]
+    cdef double tw, ts, tmp
+    cdef int i, j
+    if rounds > 64:
+        rounds = 64
+    _run_once(call, reduce, 1)            # warm caches and the team
+    _run_once(call, reduce, nthreads)
+    for i in range(rounds):
+        tw = _run_once(call, reduce, 1)
+        ts = _run_once(call, reduce, nthreads)
+        r[i] = tw / ts if ts > 0 else 1.0
+    for i in range(1, rounds):            # insertion sort: rounds is small
+        tmp = r[i]
+        j = i - 1
+        while j >= 0 and r[j] > tmp:
+            r[j + 1] = r[j]
+            j -= 1
+        r[j + 1] = tmp
+    return r[rounds // 2]
+
+
+def calibrate_thresholds(sizes=None, int reps=9, dict ratios=None):
+    """Per signature and kind of call, the smallest size in ``sizes`` at
     which splitting over the current thread count is >= 5% faster than one
-    thread at that size and every larger one measured; sets it as the
-    signature's threshold (never split: 2**62).  Returns
-    {(op, chars): (elementwise, reduce)}."""
+    thread (median of ``reps`` paired rounds) and from which it is nowhere
+    slower (ratio >= 0.98 at every larger size measured); sets it as the
+    signature's threshold (never split: 2**62).
+    Returns {(op, chars): (elementwise, reduce)}; ``ratios``, a dict, gets
+    {(op, chars, is_reduce): {size: whole/split time ratio}}."""
     cdef int k, j, red, t = ncl_threads_now()
     cdef char *args[3]
     cdef npy_intp steps[3]
     cdef npy_intp dims[1]
     cdef ncl_call call
     cdef ncl_policy *pol
-    cdef double tw, ts
+    cdef double ratio
     if sizes is None:
         sizes = [1 << e for e in range(12, 23)]
     sizes = sorted(int(n) for n in sizes)
@@ -189,14 +209,17 @@ def calibrate_thresholds(sizes=None, int reps=3):
                     call.args = args
                     call.steps = steps
                     call.dimensions = dims
-                    tw = _time_call(&call, red, 1, reps)
-                    ts = _time_call(&call, red, t, reps)
-                    pays.append(ts * 1.05 < tw)
+                    pays.append(_paired_ratio(&call, red, t, reps))
+                if ratios is not None:
+                    ratios[(op, chars, bool(red))] = dict(zip(sizes, pays))
+                # the smallest size where splitting is >= 5% faster and from
+                # which it is never slower (cache-size dips stay >= 0.98)
                 threshold = never
                 for i in range(len(sizes) - 1, -1, -1):
-                    if not pays[i]:
+                    if pays[i] < 0.98:
                         break
-                    threshold = sizes[i]
+                    if pays[i] >= 1.05:
+                        threshold = sizes[i]
                 pol.threshold[red] = threshold
                 result.append(threshold)
             out[(op, chars)] = tuple(result)
