@@ -306,8 +306,20 @@ def test_calibrated_thresholds_keep_results_exact():
     got = calibrate.calibrate_thresholds(sizes=[4096, 65536], reps=1)
     assert set(got) >= {("add", "lll"), ("add", "ddd"), ("sqrt", "dd")}
     for el, red in got.values():
-        assert el in (4096, 65536, 1 << 62) or el == THRESHOLD
+        assert el in (16384, 65536, 1 << 62) or el == THRESHOLD
     x = np.random.default_rng(5).random(200_001)
     want = np.add.reduce(x)
     with nclx.installed():
         assert np.add.reduce(x) == want
+
+
+def test_numpy_buffered_chunks_are_never_split_by_the_shipped_thresholds():
+    nclx.reset_thresholds()
+    seen = []
+    a = np.arange(100_000, dtype=np.int32)
+    with nclx.installed(), hooks.register("funnel", "binary", lambda c: (seen.append(c.n), c.next())[1],
+                                          after="threader"):
+        r = np.true_divide(a, 3)        # NumPy casts to float64 in 8,192-element buffers
+    assert (r == a / 3).all()
+    assert max(seen) <= 8192 and sum(seen) == 100_000
+    assert len(seen) == -(-100_000 // max(seen))     # one call per buffer: none was split

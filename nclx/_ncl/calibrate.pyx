@@ -11,7 +11,7 @@ from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_call, NCL_NSLOTS
 from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_slot_installed, ncl_slot_reducible
 from nclx._ncl.threader cimport (ncl_policy, ncl_run_split, ncl_threads_now, NCL_SPLIT_NONE,
                                  NCL_SPLIT_REASSOC)
-from nclx._ncl import entries
+from nclx._ncl import entries, spec
 from nclx._ncl.ufuncs import kernel_key
 
 cnp.import_array()
@@ -220,6 +220,7 @@ def calibrate_thresholds(sizes=None, int reps=9, dict ratios=None):
                         break
                     if pays[i] >= 1.05:
                         threshold = sizes[i]
+                threshold = max(threshold, spec.MIN_SPLIT)    # NumPy's buffers stay whole
                 pol.threshold[red] = threshold
                 result.append(threshold)
             out[(op, chars)] = tuple(result)

@@ -86,13 +86,20 @@ def default_preference(op):
 #: measures the running machine instead.
 SPLIT_THRESHOLD = 65536
 NEVER = 1 << 62
+#: No call below this many elements is split: NumPy hands casting, where=
+#: and broadcasting calls over in buffers of 8,192 elements, and waking the
+#: team for each buffer (while the casts stay on one thread) measured slower
+#: than one thread (integer true_divide: 0.63-0.89x with a 4,096 threshold).
+MIN_SPLIT = 16384
 
 
 def split_threshold(op, dtype, reduce):
     """Shipped split threshold of ``op`` on inputs of ``dtype`` (fixed-width
-    name): measured per (op, kind, dtype) in nclx/_ncl/split_thresholds.py."""
+    name): measured per (op, kind, dtype) in nclx/_ncl/split_thresholds.py,
+    never below MIN_SPLIT."""
     from nclx._ncl.split_thresholds import MEASURED
-    return MEASURED.get((op, "reduce" if reduce else "elementwise", dtype), SPLIT_THRESHOLD)
+    return max(MIN_SPLIT, MEASURED.get((op, "reduce" if reduce else "elementwise", dtype),
+                                       SPLIT_THRESHOLD))
 
 #: float ops whose vectorised compares may raise FE_INVALID for a NaN
 #: operand (SSE has only signalling less-than); NumPy raises no warning for
