@@ -457,3 +457,37 @@ def test_handle_remove_after_reset_touches_nothing_freed():
     assert hooks.chain("funnel", "binary")[:50] == [f"new{i}" for i in reversed(range(50))]
     for h in fresh:
         h.remove()
+
+
+def test_checked_and_plain_threads_side_by_side_many_times():
+    errors = []
+    big = np.full(70_000, 2**62, dtype=np.int64)
+
+    def checked_worker():
+        for _ in range(20):
+            try:
+                with nclx.checked():
+                    big * 4
+                errors.append("checked thread did not raise")
+            except OverflowError:
+                pass
+
+    def plain_worker():
+        for _ in range(20):
+            try:
+                with nclx.installed(), np.errstate(all="raise"):
+                    r = big * 4
+            except Exception as exc:       # noqa: BLE001 - a leaked checked mode
+                errors.append(f"plain thread: {exc!r}")
+                continue
+            if r[0] != np.int64(0):
+                errors.append(f"plain thread got {r[0]}")
+
+    threads = [threading.Thread(target=f) for f in (checked_worker, plain_worker) * 2]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not any(t.is_alive() for t in threads)
+    assert errors == []
+    assert not nclx.is_installed()

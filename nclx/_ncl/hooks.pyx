@@ -18,7 +18,7 @@ import numpy as np
 import sys
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, ncl_dtype_name,
-                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS)
+                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_NODE_DEFAULT)
 from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_python_chain,
                                  ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard, ncl_chain_names, ncl_hook_depth_add,
@@ -639,7 +639,7 @@ cdef class PyCall:
 
 cdef object _walk_python(ncl_node *node, PyCall c):
     cdef ncl_node *saved = c.node
-    if node == NULL or (node.flags & 1):        # NCL_NODE_DEFAULT: the chain's end
+    if node == NULL or (node.flags & NCL_NODE_DEFAULT):     # the chain's end
         return c.final(c.ufunc, c.method, c.inputs, c.kwargs)
     c.node = node
     try:
