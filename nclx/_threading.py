@@ -10,7 +10,7 @@ in chunks (casting, ``where=``, broadcasting) are smaller than the threshold
 and run whole.
 """
 from nclx._ncl import calibrate as _calibrate
-from nclx._ncl import entries as _entries
+from nclx._ncl import policy as _policy
 from nclx._ncl import threader as _threader
 
 __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold",
@@ -38,17 +38,17 @@ def get_num_threads():
 def set_threshold(n, op=None, kind=None, dtype=None):
     """Split loop calls of at least ``n`` elements: for ``op`` (or every op),
     ``kind`` ("elementwise", "reduce" or both) and input ``dtype`` (or all)."""
-    _entries.set_threshold(int(n), op, kind, dtype)
+    _policy.set_threshold(int(n), op, kind, dtype)
 
 
 def get_threshold(op="add", kind="elementwise", dtype=None):
     """The split threshold of ``op`` in elements."""
-    return _entries.get_threshold(op, kind, dtype)
+    return _policy.get_threshold(op, kind, dtype)
 
 
 def reset_thresholds():
     """Back to the shipped per-op thresholds."""
-    _entries.reset_thresholds()
+    _policy.reset_thresholds()
 
 
 def calibrate(small=4096, chunk=131072, reps=7, thresholds=False):

@@ -6,6 +6,7 @@ import pytest
 
 import nclx
 from nclx._ncl import entries as funnel
+from nclx._ncl import policy
 
 
 def _snapshot():
@@ -121,12 +122,12 @@ def test_results_installed_equal_stock_results(expr):
     want = eval(expr)
     for everywhere in (None, False):      # shipped choice; nclx's kernels for every call
         if everywhere is not None:
-            funnel.prefer_everywhere(everywhere)
+            policy.prefer_everywhere(everywhere)
         try:
             with nclx.installed():
                 got = eval(expr)
         finally:
-            funnel.reset_preferences()
+            policy.reset_preferences()
         assert got.dtype == want.dtype
         assert np.array_equal(got, want)
 

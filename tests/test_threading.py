@@ -271,7 +271,8 @@ def test_funnel_hooks_see_whole_calls_before_the_threader():
 
 def test_preferences_and_calibrate():
     from nclx._ncl import entries as funnel
-    prefs = funnel.preferences()
+    from nclx._ncl import policy
+    prefs = policy.preferences()
     assert prefs[("maximum", "ddd")][1] == (True, True)      # NumPy's SIMD max-reduce
     assert prefs[("add", "ddd")] == ((True, False), (True, False))   # NumPy whole, nclx chunks
     assert prefs[("sqrt", "dd")][0] == (False, False)         # nclx's sqrt is faster
@@ -282,8 +283,8 @@ def test_preferences_and_calibrate():
         with nclx.installed():
             assert np.maximum.reduce(x) == x.max()
     finally:
-        funnel.reset_preferences()
-    assert funnel.preferences() == prefs
+        policy.reset_preferences()
+    assert policy.preferences() == prefs
 
 
 def test_thresholds_are_per_op_kind_and_dtype_and_reset_to_the_shipped_table():

@@ -4,6 +4,7 @@ import numpy as np
 
 import nclx
 from nclx._ncl import entries as funnel
+from nclx._ncl import policy
 
 _before = {}
 
@@ -16,7 +17,7 @@ def pytest_configure(config):
             pass
     # the strictest setting: nclx's own kernels for every call, none of
     # NumPy's loops (which nclx would otherwise pick where they are faster)
-    funnel.prefer_everywhere(False)
+    policy.prefer_everywhere(False)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
@@ -25,7 +26,7 @@ def pytest_configure(config):
 
 def pytest_unconfigure(config):
     nclx.uninstall()
-    funnel.reset_preferences()
+    policy.reset_preferences()
     changed = [k for k, addr in _before.items()
                if funnel.current_loop(getattr(np, k[0]), k[1]) != addr]
     if changed:
