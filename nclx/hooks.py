@@ -30,8 +30,8 @@ Three levels, each a set of chains of nodes (DESIGN.md):
 import numpy as np
 
 from nclx import aware as _aware
+from nclx._ncl.calls import Call
 from nclx._ncl.hooks import (
-    Call,
     Handle,
     Kernel,
     PyCall,

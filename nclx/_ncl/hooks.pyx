@@ -5,24 +5,20 @@ sees, Kernel, Handle and the python-level chain walker.
 The C side (chains, nodes, walking without the GIL) is nclx._ncl.registry.
 
 Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
-private mirrors of the loop's operands, not views of NumPy's memory: NumPy
-may free that memory as soon as the loop returns, and a hook may keep what it
-was given.  Inputs are copied in (read-only), the output is copied in and
-written back when the hook returns or punts (operands that are the same
-memory, as in ``a += b`` or a reduction's accumulator, share one mirror).
+private mirrors of the loop's operands (nclx._ncl.calls).
 """
-from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 import sys
 
-from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, ncl_dtype_name,
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn,
                             NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_NODE_DEFAULT)
 from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_python_chain,
                                  ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard, ncl_chain_names, ncl_hook_depth_add,
                                  ncl_readers_enter, ncl_readers_leave)
+from nclx._ncl.calls cimport Call
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 
@@ -69,203 +65,6 @@ class _Unraisable:
         self.exc_traceback = exc.__traceback__
         self.err_msg = msg
         self.object = obj
-
-
-# ------------------------------------------------------------- the Call
-
-cdef object _raw_view(ncl_call *call, int i, npy_intp n, npy_intp stride):
-    """A temporary zero-copy 1-d view of operand ``i`` (never handed out)."""
-    return cnp.PyArray_New(np.ndarray, 1, &n, call.typenums[i], &stride,
-                           <void *>call.args[i], 0, cnp.NPY_ARRAY_WRITEABLE, None)
-
-
-cdef class Call:
-    """One loop call as a hook sees it (valid only while the hook runs).
-
-    Attributes: ``op``, ``dtypes`` (fixed-width names, output last),
-    ``types`` (NumPy type characters), ``n`` (elements), ``subsystem``,
-    ``is_reduce``.  ``next()`` passes the call on to the rest of the chain;
-    ``views()`` returns private mirrors of the loop's buffers.
-    """
-    cdef ncl_node *node
-    cdef ncl_call *call
-    cdef readonly bint punted
-    cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
-
-    @staticmethod
-    cdef Call wrap(ncl_node *node, ncl_call *call):
-        cdef Call c = Call.__new__(Call)
-        c.node = node
-        c.call = call
-        c.punted = False
-        c._mirrors = None
-        return c
-
-    cdef int _check(self) except -1:
-        if self.call == NULL:
-            raise RuntimeError("this Call has ended: a hook may use it only while it runs")
-        return 0
-
-    cdef int _end(self) except -1:
-        self._flush()
-        self.call = NULL
-        self.node = NULL
-        return 0
-
-    cdef int _copy_in(self) except -1:
-        """(Re)fill the mirrors from the loop's buffers."""
-        cdef ncl_call *call = self.call
-        cdef npy_intp n = call.dimensions[0]
-        cdef int i, j
-        cdef npy_intp stride
-        cdef cnp.ndarray m
-        if self._mirrors is None:
-            self._mirrors = []
-            for i in range(call.nargs):
-                shared = -1
-                for j in range(i):
-                    if call.args[j] == call.args[i] and call.steps[j] == call.steps[i] \
-                            and call.typenums[j] == call.typenums[i]:
-                        shared = j
-                        break
-                if shared >= 0:
-                    self._mirrors.append((self._mirrors[shared][0], shared))
-                    continue
-                stride = call.steps[i]
-                if stride == 0 and n > 0:
-                    one = _raw_view(call, i, 1, 0).copy()
-                    m = np.lib.stride_tricks.as_strided(one, (n,), (0,), writeable=True)
-                else:
-                    m = _raw_view(call, i, n, stride).copy()
-                self._mirrors.append((m, -1))
-            out = call.nargs - 1
-            for i in range(out):
-                m, shared = self._mirrors[i]
-                if m is not self._mirrors[out][0]:
-                    m.flags.writeable = False
-            return 0
-        for i in range(call.nargs):
-            m, shared = self._mirrors[i]
-            if shared >= 0:
-                continue
-            stride = call.steps[i]
-            if stride == 0:
-                if n > 0:
-                    memcpy(cnp.PyArray_DATA(m), call.args[i], m.itemsize)
-            else:
-                src = _raw_view(call, i, n, stride)
-                wr = m.flags.writeable
-                m.flags.writeable = True
-                m[...] = src
-                m.flags.writeable = wr
-        return 0
-
-    cdef int _flush(self) except -1:
-        """Write the output's mirror back into the loop's output buffer."""
-        cdef ncl_call *call
-        cdef int out
-        cdef npy_intp n
-        cdef cnp.ndarray m
-        if self._mirrors is None or self.call == NULL:
-            return 0
-        call = self.call
-        out = call.nargs - 1
-        n = call.dimensions[0]
-        m = self._mirrors[out][0]
-        if n == 0:
-            return 0
-        if call.steps[out] == 0:
-            memcpy(call.args[out], cnp.PyArray_DATA(m), m.itemsize)
-        else:
-            dst = _raw_view(call, out, n, call.steps[out])
-            dst[...] = m
-        return 0
-
-    def next(self):
-        """Run the rest of the chain on this call (punt)."""
-        self._check()
-        if self.node == NULL:
-            raise RuntimeError("a Kernel passes a call on by returning NotImplemented")
-        cdef ncl_node *node = self.node
-        cdef ncl_call *call = self.call
-        self._flush()
-        self.punted = True
-        with nogil:
-            ncl_call_next(node, call)
-        if self._mirrors is not None:
-            self._copy_in()
-
-    def run_numpy(self):
-        """Run NumPy's original loop on this call."""
-        self._check()
-        cdef ncl_call *call = self.call
-        self._flush()
-        with nogil:
-            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-        if self._mirrors is not None:
-            self._copy_in()
-
-    def run_nclx(self):
-        """Run nclx's own kernel on this call."""
-        self._check()
-        cdef ncl_call *call = self.call
-        self._flush()
-        with nogil:
-            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-        if self._mirrors is not None:
-            self._copy_in()
-
-    @property
-    def op(self):
-        from nclx._ncl import spec
-        self._check()
-        return list(spec.OPS)[self.call.op]
-
-    @property
-    def dtypes(self):
-        self._check()
-        return tuple(ncl_dtype_name(self.call.dtypes[i]).decode() for i in range(self.call.nargs))
-
-    @property
-    def types(self):
-        self._check()
-        return "".join(np.dtype(cnp.PyArray_TypeObjectFromType(self.call.typenums[i])).char
-                       for i in range(self.call.nargs))
-
-    @property
-    def n(self):
-        self._check()
-        return self.call.dimensions[0]
-
-    @property
-    def subsystem(self):
-        self._check()
-        return SUBSYSTEMS[self.call.subsystem]
-
-    @property
-    def is_reduce(self):
-        self._check()
-        return self.call.subsystem == NCL_SUB_REDUCE
-
-    @property
-    def node_name(self):
-        self._check()
-        return self.node.name.decode() if self.node != NULL else None
-
-    def views(self):
-        """(inputs, out): 1-d private mirrors of the loop's buffers.
-
-        Inputs are read-only copies; ``out`` is written back to the loop's
-        output when the hook returns or calls ``next()`` (and refreshed after
-        ``next()``).  In a reduction ``inputs[0]`` and ``out`` are the same
-        stride-0 accumulator; ``inputs[1]`` holds the values being reduced.
-        The mirrors own their memory: keeping them after the hook is safe.
-        """
-        self._check()
-        if self._mirrors is None:
-            self._copy_in()
-        ms = [m for m, _ in self._mirrors]
-        return ms[:-1], ms[-1]
 
 
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:

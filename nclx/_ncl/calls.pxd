@@ -1,0 +1,16 @@
+# The Call a Python hook sees (nclx._ncl.calls).
+from nclx._ncl.ncl cimport ncl_node, ncl_call
+
+
+cdef class Call:
+    cdef ncl_node *node
+    cdef ncl_call *call
+    cdef readonly bint punted
+    cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
+
+    @staticmethod
+    cdef Call wrap(ncl_node *node, ncl_call *call)
+    cdef int _check(self) except -1
+    cdef int _end(self) except -1
+    cdef int _copy_in(self) except -1
+    cdef int _flush(self) except -1
