@@ -372,3 +372,17 @@ class Mismatches:
 # 4 ranks); a plain single-process run does not collect it.
 if not (os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE")):
     collect_ignore_glob = ["mpi/*"]
+
+
+def stock_and_installed(fn):
+    """``fn()`` on stock NumPy, then with nclx installed (threaded as
+    configured): (stock result, installed result, stock warnings, installed
+    warnings), warnings as sorted message lists."""
+    import nclx
+    with warnings.catch_warnings(record=True) as w0, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        want = fn()
+    with nclx.installed(), warnings.catch_warnings(record=True) as w1, np.errstate(all="warn"):
+        warnings.simplefilter("always")
+        got = fn()
+    return want, got, sorted(str(w.message) for w in w0), sorted(str(w.message) for w in w1)

@@ -13,6 +13,7 @@ import pytest
 
 import nclx
 import nclx.hooks as hooks
+from conftest import stock_and_installed
 
 BIG = 65_536 * 2 + 13       # above the default split threshold
 
@@ -33,16 +34,6 @@ def _clean():
 def _bits(x):
     x = np.asarray(x)
     return x.dtype.str, x.shape, x.tobytes()
-
-
-def _stock_and_installed(fn):
-    with warnings.catch_warnings(record=True) as w0, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        want = fn()
-    with nclx.installed(), warnings.catch_warnings(record=True) as w1, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        got = fn()
-    return want, got, sorted(str(w.message) for w in w0), sorted(str(w.message) for w in w1)
 
 
 def _run_script(code, timeout=120):
@@ -69,7 +60,7 @@ def test_bool_comparison_reduce_equals_stock(op, layout):
         x = rng.random((BIG, 3)) < 0.5
         fn = lambda: getattr(np, op).reduce(x, axis=0)  # noqa: E731
     for _ in range(5):   # the defect was a race: differently wrong from run to run
-        want, got, w0, w1 = _stock_and_installed(fn)
+        want, got, w0, w1 = stock_and_installed(fn)
         assert _bits(want) == _bits(got)
         assert w0 == w1
 
@@ -77,7 +68,7 @@ def test_bool_comparison_reduce_equals_stock(op, layout):
 @pytest.mark.parametrize("op", COMPARE)
 def test_bool_comparison_accumulate_equals_stock(op):
     x = np.random.default_rng(7).random(BIG) < 0.5
-    want, got, _, _ = _stock_and_installed(lambda: getattr(np, op).accumulate(x))
+    want, got, _, _ = stock_and_installed(lambda: getattr(np, op).accumulate(x))
     assert _bits(want) == _bits(got)
 
 
@@ -104,7 +95,7 @@ def test_threaded_float_sum_is_bit_identical(dtype, n):
     x = _wide_floats(dtype, n, n)
     for fn in (lambda: np.add.reduce(x), lambda: x.sum(), lambda: x[::3].sum(),
                lambda: np.sum(x, dtype=dtype)):
-        want, got, w0, w1 = _stock_and_installed(fn)
+        want, got, w0, w1 = stock_and_installed(fn)
         assert _bits(want) == _bits(got)
         assert w0 == w1
 
@@ -131,7 +122,7 @@ def test_float_sum_bit_identical_for_any_thread_count(threads):
 
 def test_float_sum_overflow_warning_matches_stock():
     x = np.full(BIG, 1e304)
-    want, got, w0, w1 = _stock_and_installed(lambda: x.sum())
+    want, got, w0, w1 = stock_and_installed(lambda: x.sum())
     assert _bits(want) == _bits(got)
     assert w0 == w1
     assert np.isinf(got)
@@ -141,12 +132,12 @@ def test_float_sum_overflow_warning_matches_stock():
 def test_float_product_is_not_reassociated(dtype):
     rng = np.random.default_rng(3)
     x = (1 + rng.standard_normal(BIG) * 1e-3).astype(dtype)
-    want, got, w0, w1 = _stock_and_installed(lambda: np.multiply.reduce(x))
+    want, got, w0, w1 = stock_and_installed(lambda: np.multiply.reduce(x))
     assert _bits(want) == _bits(got)
     # sequentially the running product underflows only at the end; reassociated
     # chunks would not raise the same flags
     y = np.concatenate([np.full(BIG // 2, 1e-5), np.full(BIG - BIG // 2, 1e5)]).astype(dtype)
-    want, got, w0, w1 = _stock_and_installed(lambda: np.prod(y))
+    want, got, w0, w1 = stock_and_installed(lambda: np.prod(y))
     assert _bits(want) == _bits(got)
     assert w0 == w1
 

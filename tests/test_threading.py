@@ -11,6 +11,7 @@ import pytest
 
 import nclx
 import nclx.hooks as hooks
+from conftest import stock_and_installed
 
 OPS2 = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
         "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -43,17 +44,6 @@ def _data(dtype, n, seed):
         return x
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
-
-
-def _both(fn):
-    """fn() stock, then with nclx installed and threaded; results and warnings."""
-    with warnings.catch_warnings(record=True) as w0, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        want = fn()
-    with nclx.installed(), warnings.catch_warnings(record=True) as w1, np.errstate(all="warn"):
-        warnings.simplefilter("always")
-        got = fn()
-    return want, got, {str(x.message) for x in w0}, {str(x.message) for x in w1}
 
 
 def _rejected(fn):
@@ -136,7 +126,7 @@ def test_threaded_binary_results_match_stock(op, dtype):
              lambda: ufunc(a[::2], b[1::2]),            # strided
              lambda: ufunc(a[:n], b[5])]                # broadcast scalar
     for case in cases:
-        want, got, w0, w1 = _both(case)
+        want, got, w0, w1 = stock_and_installed(case)
         _same_bits(want, got)
         assert w0 == w1
 
@@ -149,7 +139,7 @@ def test_threaded_unary_results_match_stock(op, dtype):
     if _rejected(lambda: ufunc(a[:2])):
         return
     for case in (lambda: ufunc(a), lambda: ufunc(a[1:]), lambda: ufunc(a[::-3])):
-        want, got, w0, w1 = _both(case)
+        want, got, w0, w1 = stock_and_installed(case)
         _same_bits(want, got)
         assert w0 == w1
 
@@ -187,7 +177,7 @@ def test_integer_reductions_across_the_threshold_are_exact(dtype, op, n):
     cases = [lambda: ufunc.reduce(a[:n]), lambda: ufunc.reduce(a[1:]),
              lambda: ufunc.reduce(a[::-1]), lambda: ufunc.reduce(a[:n], dtype=a.dtype)]
     for case in cases:
-        want, got, w0, w1 = _both(case)
+        want, got, w0, w1 = stock_and_installed(case)
         _same_bits(want, got)
 
 
@@ -226,7 +216,7 @@ def test_floating_point_warnings_from_worker_threads_reach_the_caller():
     ia = np.ones(8 * THRESHOLD, dtype=np.int64)
     ib = ia.copy()
     ib[-1] = 0
-    want, got, w0, w1 = _both(lambda: (a / b, ia // ib, np.sqrt(-a)))
+    want, got, w0, w1 = stock_and_installed(lambda: (a / b, ia // ib, np.sqrt(-a)))
     assert w0 == w1 and any("divide by zero" in m for m in w1)
     with nclx.installed(), np.errstate(divide="raise"):
         with pytest.raises(FloatingPointError):

@@ -43,6 +43,37 @@ cdef double _time_loop(ncl_loop_fn loop, void *data, char **args, npy_intp n,
     return <double>best
 
 
+def _measured_slots():
+    """(k, twin, op, chars, loop address, data address) per slot whose loop
+    NumPy has; twin is the earlier slot sharing its kernel and NumPy's twin
+    loop ('l'/'q'), whose measurement slot k copies, or -1."""
+    seen = {}
+    for k in range(NCL_NSLOTS):
+        op, chars, ufunc = entries.slot_info(k)
+        key = kernel_key(op, chars)
+        if key in seen:
+            yield k, seen[key], op, chars, 0, 0
+            continue
+        found = entries.find_loop(ufunc, chars)
+        if found is None:
+            continue
+        seen[key] = k
+        yield k, -1, op, chars, found[1], found[2]
+
+
+cdef void _point(list arrs, int nargs, bint red, char **args, npy_intp *steps):
+    """args/steps over ``arrs``; a reduction's output is its first input, stride 0."""
+    cdef int j
+    for j in range(nargs):
+        args[j] = <char *>cnp.PyArray_DATA(arrs[j])
+        steps[j] = arrs[j].itemsize
+    if red:
+        args[0] = args[2]
+        steps[0] = 0
+        steps[2] = 0
+
+
+
 def calibrate(small=4096, chunk=131072, int reps=7):
     """Time nclx's kernel against NumPy's loop for every signature, for
     elementwise calls and reductions, at a whole-call size (``small``) and a
@@ -59,24 +90,14 @@ def calibrate(small=4096, chunk=131072, int reps=7):
     cdef ncl_call *proto
     cdef ncl_policy *pol
     out = {}
-    seen = {}
     with np.errstate(all="ignore"):
-        for k in range(NCL_NSLOTS):
-            op, chars, ufunc = entries.slot_info(k)
+        for k, twin, op, chars, addr, daddr in _measured_slots():
             proto = ncl_slot_proto(k)
             pol = ncl_slot_policy(k)
-            key = kernel_key(op, chars)
-            if key in seen:            # 'l' and 'q' share a kernel and NumPy's twin loops
-                kk = seen[key]
-                pol.prefer = ncl_slot_policy(kk).prefer
-                o2, c2, _ = entries.slot_info(kk)
-                out[(op, chars)] = out[(o2, c2)]
+            if twin >= 0:
+                pol.prefer = ncl_slot_policy(twin).prefer
+                out[(op, chars)] = out[tuple(entries.slot_info(twin)[:2])]
                 continue
-            seen[key] = k
-            found = entries.find_loop(ufunc, chars)
-            if found is None:
-                continue
-            _i, addr, daddr = found
             nploop = proto.numpy_loop if ncl_slot_installed(k) else <ncl_loop_fn><size_t>addr
             npdata = <void *><size_t>daddr
             ratios = []
@@ -87,13 +108,7 @@ def calibrate(small=4096, chunk=131072, int reps=7):
                 pair = []
                 for ci, n in enumerate((small, chunk)):
                     arrs = [(np.arange(n) % 5 + 1).astype(np.dtype(c)) for c in chars]
-                    for j in range(proto.nargs):
-                        args[j] = <char *>cnp.PyArray_DATA(arrs[j])
-                        steps[j] = arrs[j].itemsize
-                    if red:
-                        args[0] = args[2]
-                        steps[0] = 0
-                        steps[2] = 0
+                    _point(arrs, proto.nargs, red, args, steps)
                     tn = _time_loop(nploop, npdata, args, n, steps, reps)
                     tc = _time_loop(proto.nclx_loop, NULL, args, n, steps, reps)
                     # keep nclx's kernel unless NumPy's is clearly (> 5%) faster
@@ -162,23 +177,13 @@ def calibrate_thresholds(sizes=None, int reps=9, dict ratios=None):
     sizes = sorted(int(n) for n in sizes)
     never = 1 << 62
     out = {}
-    seen = {}
     with np.errstate(all="ignore"):
-        for k in range(NCL_NSLOTS):
-            op, chars, ufunc = entries.slot_info(k)
+        for k, twin, op, chars, addr, daddr in _measured_slots():
             pol = ncl_slot_policy(k)
-            key = kernel_key(op, chars)
-            if key in seen:
-                kk = seen[key]
-                pol.threshold = ncl_slot_policy(kk).threshold
-                o2, c2, _ = entries.slot_info(kk)
-                out[(op, chars)] = out[(o2, c2)]
+            if twin >= 0:
+                pol.threshold = ncl_slot_policy(twin).threshold
+                out[(op, chars)] = out[tuple(entries.slot_info(twin)[:2])]
                 continue
-            found = entries.find_loop(ufunc, chars)
-            if found is None:
-                continue
-            seen[key] = k
-            _i, addr, daddr = found
             call = ncl_slot_proto(k)[0]
             if not ncl_slot_installed(k):
                 call.numpy_loop = <ncl_loop_fn><size_t>addr
@@ -198,13 +203,7 @@ def calibrate_thresholds(sizes=None, int reps=9, dict ratios=None):
                 big = sizes[-1]
                 arrs = [(np.arange(big) % 5 + 1).astype(np.dtype(c)) for c in chars]
                 for n in sizes:
-                    for j in range(call.nargs):
-                        args[j] = <char *>cnp.PyArray_DATA(arrs[j])
-                        steps[j] = arrs[j].itemsize
-                    if red:
-                        args[0] = args[2]
-                        steps[0] = 0
-                        steps[2] = 0
+                    _point(arrs, call.nargs, red, args, steps)
                     dims[0] = n
                     call.args = args
                     call.steps = steps
