@@ -4,7 +4,6 @@ import math
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
@@ -260,7 +259,6 @@ def test_funnel_hooks_see_whole_calls_before_the_threader():
 
 
 def test_preferences_and_calibrate():
-    from nclx._ncl import entries as funnel
     from nclx._ncl import policy
     prefs = policy.preferences()
     assert prefs[("maximum", "ddd")][1] == (True, True)      # NumPy's SIMD max-reduce
