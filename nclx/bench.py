@@ -163,7 +163,9 @@ def main(argv=None):
     if args.quick:
         args.ops, args.dtypes = ["add", "sum", "sqrt"], ["float64"]
     print(f"nclx {nclx.__version__}, NumPy {np.__version__}, {nclx.get_num_threads()} threads, "
-          f"threshold {nclx.get_threshold()} elements")
+          f"split thresholds per op, kind and dtype (e.g. add float64: "
+          f"{nclx.get_threshold('add', 'elementwise', 'float64')} elements; "
+          f"nclx.calibrate(thresholds=True) measures this machine)")
     rows = run(args.ops, args.dtypes, args.sizes, args.repeats, args.budget, args.plot)
     print(table(rows))
     if args.plot:
