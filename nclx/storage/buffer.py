@@ -1,0 +1,90 @@
+"""One allocation (or one wrapped pair of buffers) shared by all its views:
+the host and device spans, the kind of synchronisation, the SyncState, and
+the copies between the two sides."""
+from nclx.storage.devices import SyncState
+
+__all__ = ["Buffer", "KINDS"]
+
+# kind -> storage class name (core.py maps them to classes)
+KINDS = ("cpu", "gpu", "gt4py", "cuda")
+
+
+class Buffer:
+    """Shared state of one storage allocation.
+
+    ``host_root`` / ``dev_root`` are the views as allocated or wrapped (the
+    whole field).  When nclx allocated both sides it passes the padded
+    spans, and a transfer copies a span in one go; wrapped buffers are
+    copied as their root views, element by element where they are not
+    contiguous, so bytes between their elements (someone else's data) are
+    never touched.
+    """
+    __slots__ = ("kind", "backend", "host_root", "dev_root", "host_span", "dev_span",
+                 "sync", "__weakref__")
+
+    def __init__(self, kind, backend=None, host_root=None, dev_root=None,
+                 host_span=None, dev_span=None, sync_state=None):
+        assert kind in KINDS
+        self.kind = kind
+        self.backend = backend
+        self.host_root = host_root
+        self.dev_root = dev_root
+        self.host_span = host_span
+        self.dev_span = dev_span
+        if kind == "gt4py":
+            self.sync = sync_state if sync_state is not None else SyncState()
+        else:
+            self.sync = None
+
+    # -- transfers (callers hold sync.lock) ---------------------------------
+    def copy_h2d(self):
+        if self.host_span is not None:
+            self.backend.copy_h2d(self.dev_span, self.host_span)
+        else:
+            self.backend.copy_h2d(self.dev_root, self.host_root)
+
+    def copy_d2h(self):
+        if self.host_span is not None:
+            self.backend.copy_d2h(self.host_span, self.dev_span)
+        else:
+            self.backend.copy_d2h(self.host_root, self.dev_root)
+
+    # -- the GDP-3 sync methods ---------------------------------------------
+    def device_to_host(self, force=False):
+        if self.kind == "cuda":
+            self.backend.synchronize()
+            return
+        if self.kind != "gt4py":
+            return
+        with self.sync.lock:
+            st = self.sync.state
+            if st == SyncState.SYNC_DEVICE_DIRTY or force:
+                self.copy_d2h()
+                self.sync.state = SyncState.SYNC_CLEAN
+
+    def host_to_device(self, force=False):
+        if self.kind != "gt4py":
+            return
+        with self.sync.lock:
+            st = self.sync.state
+            if st == SyncState.SYNC_HOST_DIRTY or force:
+                self.copy_h2d()
+                self.sync.state = SyncState.SYNC_CLEAN
+
+    def synchronize(self):
+        if self.kind == "cuda":
+            self.backend.synchronize()
+            return
+        if self.kind != "gt4py":
+            return
+        with self.sync.lock:
+            if self.sync.state == SyncState.SYNC_HOST_DIRTY:
+                self.copy_h2d()
+            elif self.sync.state == SyncState.SYNC_DEVICE_DIRTY:
+                self.copy_d2h()
+            self.sync.state = SyncState.SYNC_CLEAN
+
+    def mark(self, state):
+        if self.kind == "gt4py":
+            with self.sync.lock:
+                self.sync.state = state

@@ -1,0 +1,423 @@
+"""The Storage classes: one allocation's views with their dims, halo and
+layout, the array interfaces, indexing and the GDP-3 sync methods.
+
+A Storage holds a host view (an ndarray), a device view (a backend array)
+or both, over one :class:`~nclx.storage.buffer.Buffer` shared by all views
+of that allocation.  It is not an ndarray subclass; ``np.asarray(s)`` is a
+zero-copy view of the host buffer.
+"""
+import bisect
+import operator
+
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from nclx.storage.devices import SyncState
+from nclx.storage.params import (NoSuchBufferError, StorageTypeError, default_dims,
+                                 normalize_halo)
+
+__all__ = ["Storage", "CPUStorage", "GPUStorage", "SoftwareManagedGPUStorage",
+           "CUDAManagedGPUStorage", "make"]
+
+_CLEAN, _HOST_DIRTY, _DEVICE_DIRTY = (SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_DIRTY,
+                                      SyncState.SYNC_DEVICE_DIRTY)
+
+
+def _is_int(k):
+    if isinstance(k, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(k)
+    except TypeError:
+        return False
+    return True
+
+
+def _is_basic(key):
+    return all(k is None or k is Ellipsis or isinstance(k, slice) or _is_int(k) for k in key)
+
+
+def _slice_halo(n, lo, hi, k):
+    """Halo of ``range(n)[k]`` when the domain is ``[lo, n - hi)``."""
+    r = range(n)[k]
+    if r.step > 0:
+        first, end = bisect.bisect_left(r, lo), bisect.bisect_left(r, n - hi)
+    else:
+        neg = operator.neg
+        first = bisect.bisect_right(r, -(n - hi), key=neg)
+        end = bisect.bisect_right(r, -lo, key=neg)
+    end = max(end, first)
+    return first, len(r) - end
+
+
+class Storage(NDArrayOperatorsMixin):
+    """Base class of nclx's GDP-3 storages (use the creation functions)."""
+    __slots__ = ("_buf", "_host", "_dev", "_dims", "_halo", "_layout", "_alignment",
+                 "_aligned_index", "__weakref__")
+
+    # -- basic attributes ---------------------------------------------------
+    @property
+    def _ref(self):
+        return self._host if self._host is not None else self._dev
+
+    shape = property(lambda self: tuple(self._ref.shape), doc="Shape of the field.")
+    strides = property(lambda self: tuple(self._ref.strides), doc="Strides in bytes.")
+    dtype = property(lambda self: np.dtype(self._ref.dtype), doc="The NumPy dtype.")
+    ndim = property(lambda self: self._ref.ndim, doc="Number of dimensions.")
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+    nbytes = property(lambda self: self.size * self.dtype.itemsize,
+                      doc="Bytes of the field's elements (padding excluded).")
+    device = property(lambda self: "gpu" if self._dev is not None else None)
+    layout = property(lambda self: self._layout,
+                      doc="Layout map: the dimension with the largest entry has the smallest stride.")
+    alignment_size = property(lambda self: self._alignment)
+    aligned_index = property(lambda self: self._aligned_index)
+    dims = property(lambda self: self._dims)
+    __gt_dims__ = dims
+
+    @property
+    def sync_state(self):
+        """The SyncState shared by every view of this buffer (None unless managed='gt4py')."""
+        return self._buf.sync
+
+    @property
+    def data(self):
+        """The host buffer as a memoryview (None without one)."""
+        return None if self._host is None else self._host.data
+
+    @property
+    def device_data(self):
+        """The device buffer's pointer object (None without one)."""
+        return None if self._dev is None else self._buf.backend.pointer(self._dev)
+
+    @property
+    def halo(self):
+        return self._halo
+
+    @halo.setter
+    def halo(self, value):
+        # the aligned point stays where it is (that would need a new allocation)
+        self._halo = normalize_halo(value, self.shape)
+
+    @property
+    def __gt_origin__(self):
+        """First domain point, in gt4py's canonical order of dims (I, J, K,
+        then extra dims by number), which is how gt4py reads it."""
+        order = sorted(range(self.ndim), key=lambda d: _canon(self._dims[d]))
+        return tuple(self._halo[d][0] for d in order)
+
+    @property
+    def domain_view(self):
+        """A view without the halo: index 0 is the first domain point."""
+        key = tuple(slice(lo, n - hi) for (lo, hi), n in zip(self._halo, self.shape))
+        return self[key] if key else self[...]
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d storage")
+        return self.shape[0]
+
+    def __repr__(self):
+        return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, "
+                f"dims={''.join(self._dims) if all(len(d) == 1 for d in self._dims) else self._dims}, "
+                f"halo={self._halo}, layout={self._layout})")
+
+    # -- host / device access -------------------------------------------------
+    def _need_host(self):
+        if self._host is None:
+            raise NoSuchBufferError(f"{type(self).__name__} has no host buffer "
+                                    "(device='gpu', managed=None): use to_cupy()")
+        return self._host
+
+    def _need_device(self):
+        if self._dev is None:
+            raise NoSuchBufferError(f"{type(self).__name__} has no device buffer: "
+                                    "create it with device='gpu'")
+        return self._dev
+
+    def _host_read(self):
+        host = self._need_host()
+        self._buf.device_to_host()
+        return host
+
+    def _device_read(self):
+        dev = self._need_device()
+        self._buf.host_to_device()
+        return dev
+
+    def to_numpy(self):
+        """The host buffer as an ndarray view.  With managed='gt4py' the host
+        is brought up to date first and then marked modified (the caller may
+        write through the view); call set_synchronized() after read-only use."""
+        host = self._host_read()
+        self._buf.mark(_HOST_DIRTY)
+        return host
+
+    def to_cupy(self):
+        """The device buffer as a device array view (CuPy's ndarray)."""
+        dev = self._device_read()
+        self._buf.mark(_DEVICE_DIRTY)
+        return dev
+
+    def to_ndarray(self):
+        """The device view when there is a device buffer, else the host view."""
+        return self.to_cupy() if self._dev is not None else self.to_numpy()
+
+    @property
+    def __array_interface__(self):
+        return dict(self.to_numpy().__array_interface__)
+
+    @property
+    def __cuda_array_interface__(self):
+        return self._buf.backend.interface(self.to_cupy())
+
+    def __array__(self, dtype=None, copy=None):
+        host = self.to_numpy()
+        if dtype is not None and np.dtype(dtype) != host.dtype:
+            if copy is False:
+                raise ValueError(f"np.asarray(storage, dtype={dtype!r}, copy=False): "
+                                 f"the storage holds {host.dtype}; a cast needs a copy")
+            return host.astype(dtype)
+        return host.copy() if copy else host
+
+    @property
+    def __gt_data_interface__(self):
+        out = {}
+        common = {"dims": self._dims, "halo": self._halo}
+        if self._host is not None:
+            out[None] = dict(self._host.__array_interface__, acquire=self.device_to_host,
+                             touch=self.set_host_modified, **common)
+        if self._dev is not None:
+            out["gpu"] = dict(self._buf.backend.interface(self._dev), acquire=self.host_to_device,
+                              touch=self.set_device_modified, **common)
+        return out
+
+    # -- sync methods (no-ops where there is nothing to synchronise) --------
+    def device_to_host(self, *, force=False):
+        self._buf.device_to_host(force)
+
+    def host_to_device(self, *, force=False):
+        self._buf.host_to_device(force)
+
+    def synchronize(self):
+        self._buf.synchronize()
+
+    def set_device_modified(self):
+        self._buf.mark(_DEVICE_DIRTY)
+
+    def set_host_modified(self):
+        self._buf.mark(_HOST_DIRTY)
+
+    def set_synchronized(self):
+        self._buf.mark(_CLEAN)
+
+    # -- views ---------------------------------------------------------------
+    def _view(self, host, dev, dims, halo, layout, aligned_index=None):
+        return make(type(self), self._buf, host, dev, dims, halo, layout, self._alignment,
+                    aligned_index)
+
+    def transpose(self, *axes):
+        """A view with the axes permuted (dims, halo and layout follow)."""
+        if len(axes) == 1 and (axes[0] is None or not _is_int(axes[0])):
+            axes = axes[0]
+        nd = self.ndim
+        axes = tuple(range(nd - 1, -1, -1)) if axes in (None, ()) else tuple(axes)
+        try:
+            axes = tuple(operator.index(a) % nd if nd else operator.index(a) for a in axes)
+        except TypeError:
+            raise StorageTypeError(f"transpose axes={axes!r}: expected integers") from None
+        if sorted(axes) != list(range(nd)):
+            raise ValueError(f"transpose axes={axes!r}: not a permutation of 0..{nd - 1}")
+        host = None if self._host is None else self._host.transpose(axes)
+        dev = None if self._dev is None else self._dev.transpose(axes)
+        pick = lambda seq: None if seq is None else tuple(seq[a] for a in axes)  # noqa: E731
+        return self._view(host, dev, pick(self._dims), pick(self._halo), pick(self._layout),
+                          pick(self._aligned_index))
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def _basic_view(self, key):
+        host = None if self._host is None else self._host[key]
+        dev = None if self._dev is None else self._dev[key]
+        real = [k for k in key if k is not None and k is not Ellipsis]
+        fill = self.ndim - len(real)
+        full = []
+        for k in key:
+            full.extend([slice(None)] * fill if k is Ellipsis else [k])
+        if Ellipsis not in key:
+            full.extend([slice(None)] * fill)
+        dims, halo, ranks, d = [], [], [], 0
+        used = set(self._dims)
+        for k in full:
+            if k is None:
+                name = next(str(i) for i in range(len(used) + 1) if str(i) not in used)
+                used.add(name)
+                dims.append(name)
+                halo.append((0, 0))
+                ranks.append(-1)
+                continue
+            if isinstance(k, slice):
+                lo, hi = self._halo[d]
+                dims.append(self._dims[d])
+                halo.append(_slice_halo(self.shape[d], lo, hi, k))
+                ranks.append(self._layout[d])
+            d += 1
+        order = sorted(range(len(ranks)), key=lambda i: (ranks[i], i))
+        layout = [0] * len(ranks)
+        for pos, i in enumerate(order):
+            layout[i] = pos
+        return self._view(host, dev, tuple(dims), tuple(halo), tuple(layout))
+
+    def _plain_key(self, key, device):
+        """Storages inside a key become arrays on the side being indexed."""
+        def conv(k):
+            if isinstance(k, Storage):
+                if device:
+                    return k._dev if k._dev is not None else self._buf.backend.to_device(k._host_read())
+                return k._host_read() if k._host is not None else self._buf.backend.to_host(k._dev)
+            return k
+        return tuple(conv(k) for k in key) if isinstance(key, tuple) else (conv(key),)
+
+    def __getitem__(self, key):
+        on_device = self._host is None
+        key = self._plain_key(key, on_device)
+        if _is_basic(key):
+            if sum(1 for k in key if _is_int(k)) == self.ndim and all(_is_int(k) for k in key):
+                return self._dev[key] if on_device else self._host_read()[key]
+            return self._basic_view(key)
+        return self._dev[key] if on_device else self._host_read()[key]
+
+    def _value_on_device(self, value):
+        if isinstance(value, Storage):
+            if value._buf.kind == "gt4py":
+                return value._buf.sync.state != _HOST_DIRTY
+            return value._dev is not None
+        gdi = getattr(value, "__gt_data_interface__", None)
+        if isinstance(gdi, dict) and "gpu" in gdi:
+            return True
+        return self._buf.backend is not None and self._buf.backend.is_device_array(value)
+
+    def _value_for(self, value, device):
+        backend = self._buf.backend
+        if isinstance(value, Storage):
+            if device:
+                return value._device_read() if value._dev is not None \
+                    else backend.to_device(value._host_read())
+            return value._host_read() if value._host is not None else backend.to_host(value._dev)
+        if device:
+            return value if np.isscalar(value) else backend.to_device(value)
+        if backend is not None and backend.is_device_array(value):
+            return backend.to_host(value)
+        return value
+
+    def __setitem__(self, key, value):
+        buf = self._buf
+        if self._host is None:
+            on_device = True
+        elif self._dev is None:
+            on_device = False
+        else:
+            on_device = self._value_on_device(value)
+        with _locked(buf):
+            key = self._plain_key(key, on_device)
+            if on_device:
+                buf.host_to_device()
+                self._dev[key] = self._value_for(value, True)
+                buf.mark(_DEVICE_DIRTY)
+            else:
+                buf.device_to_host()
+                self._host[key] = self._value_for(value, False)
+                buf.mark(_HOST_DIRTY)
+
+    # -- copies ----------------------------------------------------------------
+    def copy(self):
+        """A new storage with the same parameters and a copy of the data."""
+        from nclx.storage.creation import empty_like
+        new = empty_like(self)
+        with _locked(self._buf):
+            if self._buf.kind == "cuda":
+                self._buf.backend.synchronize()
+            if self._host is not None:
+                np.copyto(new._host, self._host)
+            if self._dev is not None and self._buf.kind != "cuda":
+                new._dev[...] = self._dev
+            if self._buf.kind == "gt4py":
+                new._buf.sync.state = self._buf.sync.state
+        return new
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo=None):
+        return self.copy()
+
+    def __reduce__(self):
+        from nclx.storage.creation import _rebuild
+        snapshot = np.array(self._host_read()) if self._host is not None \
+            else self._buf.backend.to_host(self._dev)
+        managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
+        return _rebuild, (snapshot, self._dims, self._halo, self._layout, self._alignment,
+                          self.device, managed)
+
+    # -- NumPy ufuncs -------------------------------------------------------------
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from nclx.storage.ufunc import storage_ufunc
+        return storage_ufunc(ufunc, method, inputs, kwargs)
+
+
+class CPUStorage(Storage):
+    """A host buffer (NumPy)."""
+    __slots__ = ()
+
+
+class GPUStorage(Storage):
+    """A device buffer only (CuPy); no host buffer."""
+    __slots__ = ()
+
+
+class SoftwareManagedGPUStorage(Storage):
+    """Host and device buffers kept in step by nclx through a SyncState."""
+    __slots__ = ()
+
+
+class CUDAManagedGPUStorage(Storage):
+    """One CUDA managed (unified) allocation seen from host and device."""
+    __slots__ = ()
+
+
+CLASS_OF_KIND = {"cpu": CPUStorage, "gpu": GPUStorage, "gt4py": SoftwareManagedGPUStorage,
+                 "cuda": CUDAManagedGPUStorage}
+
+
+def make(cls, buf, host, dev, dims, halo, layout, alignment, aligned_index):
+    s = object.__new__(cls)
+    s._buf, s._host, s._dev = buf, host, dev
+    nd = (host if host is not None else dev).ndim
+    s._dims = tuple(dims) if dims is not None else default_dims(nd)
+    s._halo = tuple(halo) if halo is not None else ((0, 0),) * nd
+    s._layout = tuple(layout)
+    s._alignment = alignment
+    s._aligned_index = None if aligned_index is None else tuple(aligned_index)
+    return s
+
+
+def _canon(d):
+    return (0, "IJK".index(d)) if d in ("I", "J", "K") else (1, int(d))
+
+
+class _locked:
+    """Hold a buffer's sync lock (when it has one) for a compound operation."""
+    __slots__ = ("lock",)
+
+    def __init__(self, buf):
+        self.lock = buf.sync.lock if buf.sync is not None else None
+
+    def __enter__(self):
+        if self.lock is not None:
+            self.lock.acquire()
+
+    def __exit__(self, *exc):
+        if self.lock is not None:
+            self.lock.release()

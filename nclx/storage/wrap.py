@@ -1,0 +1,210 @@
+"""``as_storage``: wrap existing host and/or device buffers without copying.
+
+The buffers must agree with each other (shape, dtype, strides) and with the
+keywords given (layout, alignment_size, dims, halo, aligned_index); each
+disagreement is a :class:`StorageError` naming it.  A flat buffer (bytes-like,
+1-D uint8) may be given with ``shape=``, ``dtype=``, ``strides=`` and
+``offset=``: the extent those describe is checked against the buffer's
+length before any view is made, so nothing outside it is ever read.
+"""
+import numpy as np
+
+from nclx.storage import devices
+from nclx.storage.buffer import Buffer
+from nclx.storage.core import CLASS_OF_KIND, Storage, make
+from nclx.storage.creation import _check_keys, _extent, _resolve
+from nclx.storage.devices import SyncState
+from nclx.storage.params import (StorageError, StorageTypeError, layout_from_strides,
+                                 normalize_shape)
+
+__all__ = ["as_storage"]
+
+_BUFFER_KEYS = ("shape", "dtype", "strides", "offset")
+
+
+def _host_array(data, kw):
+    """A zero-copy ndarray over ``data`` (checked against shape/strides/offset)."""
+    if isinstance(data, Storage):
+        return data._host_read() if data._host is not None else None
+    flat = {k: kw.get(k) for k in _BUFFER_KEYS if kw.get(k) is not None}
+    if not (isinstance(data, np.ndarray) or hasattr(data, "__array_interface__")
+            or hasattr(data, "__array_struct__") or _has_buffer(data)):
+        raise StorageTypeError(f"as_storage(data=<{type(data).__name__}>): wraps buffers "
+                               "without copying; use storage(data) to copy a "
+                               f"{type(data).__name__}")
+    if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") \
+            or hasattr(data, "__array_struct__"):
+        arr = np.asarray(data)
+    else:   # bytes, bytearray, memoryview, mmap: the raw bytes
+        arr = np.frombuffer(data, np.uint8) if memoryview(data).contiguous else np.asarray(data)
+    if "shape" in flat and tuple(arr.shape) != normalize_shape(flat["shape"]):
+        # a flat buffer described by shape/strides/offset
+        if not arr.flags.c_contiguous:
+            raise StorageError("as_storage: a flat buffer described by shape=/strides= must be "
+                               f"contiguous; got a {arr.ndim}-d non-contiguous array")
+        mem = arr.reshape(-1).view(np.uint8) if arr.size else np.empty(0, np.uint8)
+        return _view_flat(mem, flat, writeable=arr.flags.writeable)
+    for key in ("dtype", "strides"):
+        if key in flat:
+            want = np.dtype(flat[key]) if key == "dtype" else tuple(flat[key])
+            have = arr.dtype if key == "dtype" else arr.strides
+            if want != have:
+                raise StorageError(f"as_storage: {key}={flat[key]!r} disagrees with the "
+                                   f"buffer's {key} {have!r}")
+    if flat.get("offset"):
+        raise StorageError(f"as_storage: offset={flat['offset']!r} needs a flat buffer and shape=")
+    return arr
+
+
+def _has_buffer(obj):
+    try:
+        memoryview(obj)
+    except TypeError:
+        return False
+    return True
+
+
+def _view_flat(mem, flat, writeable):
+    shape = normalize_shape(flat["shape"])
+    dtype = np.dtype(flat.get("dtype", np.float64))
+    if "strides" in flat:
+        strides = tuple(int(s) for s in flat["strides"])
+        if len(strides) != len(shape):
+            raise StorageError(f"as_storage: strides={flat['strides']!r} has {len(strides)} "
+                               f"entries for shape {shape}")
+    else:
+        strides = _c_strides(shape, dtype.itemsize)
+    offset = int(flat.get("offset", 0))
+    lo, hi = _extent(shape, strides, dtype.itemsize)
+    if offset + lo < 0:
+        raise StorageError(f"as_storage: offset={offset} with strides={strides} reaches byte "
+                           f"{offset + lo}, before the buffer's start")
+    if offset + hi > mem.nbytes and hi > lo:
+        raise StorageError(f"as_storage: shape={shape}, strides={strides}, offset={offset} "
+                           f"reach byte {offset + hi}, past the buffer's {mem.nbytes} bytes")
+    out = np.ndarray(shape, dtype, buffer=mem, offset=offset if hi > lo else 0, strides=strides)
+    if not writeable:
+        out.flags.writeable = False
+    return out
+
+
+def _c_strides(shape, itemsize):
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+def _device_array(device_data, backend):
+    if isinstance(device_data, Storage):
+        return device_data._device_read() if device_data._dev is not None else None
+    if not backend.is_device_array(device_data):
+        raise StorageTypeError(f"as_storage(device_data=<{type(device_data).__name__}>): not a "
+                               f"device array of the {backend.name!r} backend")
+    return backend.to_device(device_data)
+
+
+def _agree(host, dev):
+    for name in ("shape", "dtype", "strides"):
+        h, d = getattr(host, name), getattr(dev, name)
+        if (np.dtype(h) != np.dtype(d)) if name == "dtype" else tuple(h) != tuple(d):
+            raise StorageError(f"as_storage: data and device_data disagree on {name}: "
+                               f"{tuple(h) if name != 'dtype' else h} vs "
+                               f"{tuple(d) if name != 'dtype' else d}")
+
+
+def _sibling(arr, make_span):
+    """A buffer on the other side with the same strides as ``arr``."""
+    lo, hi = _extent(arr.shape, arr.strides, arr.itemsize)
+    span = make_span(max(hi - lo, 1))
+    return span, -lo
+
+
+def as_storage(data=None, device_data=None, *, sync_state=None, **kwargs):
+    """Wrap ``data`` (host) and/or ``device_data`` (device) without copying."""
+    _check_keys(kwargs, _BUFFER_KEYS)
+    if data is None and device_data is None:
+        raise StorageTypeError("as_storage(): give data, device_data or both")
+    if sync_state is not None and not isinstance(sync_state, SyncState):
+        raise StorageTypeError(f"sync_state={sync_state!r}: expected a SyncState")
+    want_device = kwargs.get("device", "gpu" if device_data is not None else
+                             ("gpu" if isinstance(data, Storage) and data.device else None))
+    backend = devices.current() if (device_data is not None or want_device == "gpu") else None
+    host = _host_array(data, kwargs) if data is not None else None
+    dev = _device_array(device_data, backend) if device_data is not None else None
+    if isinstance(data, Storage) and dev is None and data._dev is not None:
+        dev = data._dev
+    if isinstance(data, Storage) and host is None and dev is None:
+        dev = data._dev
+    if host is not None and dev is not None:
+        _agree(host, dev)
+    ref = host if host is not None else dev
+    tmpl = data if isinstance(data, Storage) else ref
+    kw = {k: v for k, v in kwargs.items() if k not in _BUFFER_KEYS}
+    kw.setdefault("device", want_device)
+    r = _resolve(ref.shape, ref.dtype, tmpl, kw)
+    if r["device"] is None and dev is not None:
+        raise StorageError("as_storage: device=None but device_data was given")
+    _check_layout(r, ref)
+    _check_alignment(r, ref, backend if host is None else None)
+    kind, host, dev, spans = _pair(r, host, dev, backend, data)
+    if isinstance(data, Storage) and data._buf.kind == kind and (host is data._host or
+                                                               host is None) and \
+            (dev is data._dev or dev is None):
+        buf = data._buf
+    else:
+        state = sync_state
+        if kind == "gt4py" and state is None:
+            state = SyncState(SyncState.SYNC_CLEAN if (data is not None and device_data is not None)
+                              else SyncState.SYNC_HOST_DIRTY if device_data is None
+                              else SyncState.SYNC_DEVICE_DIRTY)
+        buf = Buffer(kind, backend, host, dev, *spans, sync_state=state)
+    return make(CLASS_OF_KIND[kind], buf, host, dev, r["dims"], r["halo"], r["layout"],
+                r["alignment"], r["aligned_index"])
+
+
+def _pair(r, host, dev, backend, data):
+    """(kind, host, dev, spans): add the missing side where the kind needs it."""
+    if r["device"] is None:
+        return "cpu", host, None, (None, None)
+    managed = r["managed"]
+    if managed == "cuda":
+        if host is None or dev is None or \
+                host.__array_interface__["data"][0] != backend.address(dev):
+            raise StorageError("as_storage(managed='cuda'): give data and device_data views of "
+                               "one CUDA managed allocation (the same address)")
+        return "cuda", host, dev, (None, None)
+    if managed is None:
+        if dev is None:
+            raise StorageError("as_storage(device='gpu', managed=None) wraps device_data; "
+                               "data alone would need a copy (use storage(data, device='gpu'))")
+        return "gpu", None, dev, (None, None)
+    if dev is None:
+        span, off = _sibling(host, backend.alloc)
+        dev = backend.view(span, off, host.shape, host.dtype, host.strides)
+    if host is None:
+        span, off = _sibling(dev, lambda n: np.empty(n, np.uint8))
+        host = np.ndarray(dev.shape, dev.dtype, buffer=span, offset=off, strides=dev.strides)
+    return "gt4py", host, dev, (None, None)
+
+
+def _check_layout(r, arr):
+    have = layout_from_strides(arr.strides, arr.shape)
+    want = r["layout"]
+    moving = [d for d in range(arr.ndim) if arr.shape[d] > 1]
+    if sorted(moving, key=lambda d: want[d]) != sorted(moving, key=lambda d: have[d]):
+        raise StorageError(f"as_storage: layout={want} disagrees with the buffer's strides "
+                           f"{tuple(arr.strides)} (their layout is {have})")
+
+
+def _check_alignment(r, arr, backend):
+    a = r["alignment"]
+    if a == 1 or arr.size == 0:
+        return
+    base = backend.address(arr) if backend is not None else arr.__array_interface__["data"][0]
+    addr = base + sum(i * s for i, s in zip(r["aligned_index"], arr.strides))
+    if addr % a:
+        raise StorageError(f"as_storage: alignment_size={a}: the element at aligned_index="
+                           f"{r['aligned_index']} sits at address {addr:#x}, {addr % a} bytes "
+                           "past a boundary")
