@@ -165,7 +165,10 @@ class Storage(NDArrayOperatorsMixin):
 
     @property
     def __array_interface__(self):
-        return dict(self.to_numpy().__array_interface__)
+        host = self.to_numpy()
+        # explicit strides: NumPy's own dict says None when the flags say
+        # contiguous, which would lose the strides of extent-1 axes
+        return dict(host.__array_interface__, strides=host.strides)
 
     @property
     def __cuda_array_interface__(self):

@@ -54,12 +54,12 @@ def _fail(keyword, value, why, cls=StorageError):
     raise cls(f"{keyword}={value!r}: {why}")
 
 
-def _as_int(keyword, value, what):
+def _as_int(keyword, value, what, whole=None):
     try:
         return operator.index(value)
     except TypeError:
-        _fail(keyword, value, f"{what} must be an integer, got {type(value).__name__}",
-              StorageTypeError)
+        _fail(keyword, value if whole is None else whole,
+              f"{what} must be an integer, got {type(value).__name__}", StorageTypeError)
 
 
 def _as_sequence(keyword, value):
@@ -72,7 +72,7 @@ def normalize_shape(shape):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = _as_sequence("shape", shape)
-    out = tuple(_as_int("shape", s, f"extent {i}") for i, s in enumerate(shape))
+    out = tuple(_as_int("shape", s, f"extent {i}", shape) for i, s in enumerate(shape))
     for i, s in enumerate(out):
         if s < 0:
             _fail("shape", shape, f"extent {i} is negative ({s})")
@@ -114,9 +114,9 @@ def normalize_halo(halo, shape):
         if isinstance(h, (tuple, list)):
             if len(h) != 2:
                 _fail("halo", halo, f"entry {d} must be an int or a (lo, hi) pair")
-            lo, hi = (_as_int("halo", x, f"entry {d}") for x in h)
+            lo, hi = (_as_int("halo", x, f"entry {d}", halo) for x in h)
         else:
-            lo = hi = _as_int("halo", h, f"entry {d}")
+            lo = hi = _as_int("halo", h, f"entry {d}", halo)
         if lo < 0 or hi < 0:
             _fail("halo", halo, f"entry {d} is negative")
         if lo + hi > shape[d]:
@@ -127,7 +127,7 @@ def normalize_halo(halo, shape):
 
 def normalize_layout(layout, ndim):
     seq = _as_sequence("layout", layout)
-    vals = tuple(_as_int("layout", x, "entry") for x in seq)
+    vals = tuple(_as_int("layout", x, "entry", layout) for x in seq)
     if len(vals) != ndim:
         _fail("layout", layout, f"has {len(vals)} entries for {ndim} dimensions")
     if sorted(vals) != list(range(ndim)):
@@ -139,7 +139,7 @@ def normalize_aligned_index(aligned_index, shape, halo):
     if aligned_index is None:
         return tuple(lo for lo, _ in halo)
     seq = _as_sequence("aligned_index", aligned_index)
-    vals = tuple(_as_int("aligned_index", x, "entry") for x in seq)
+    vals = tuple(_as_int("aligned_index", x, "entry", aligned_index) for x in seq)
     if len(vals) != len(shape):
         _fail("aligned_index", aligned_index, f"has {len(vals)} entries for {len(shape)} dimensions")
     for d, (i, n) in enumerate(zip(vals, shape)):
