@@ -9,14 +9,14 @@ that the element at ``aligned_index`` can be moved onto an alignment
 boundary.
 :func:`plan` reproduces that arithmetic (tests compare it with a table
 recorded from gt4py); :func:`place` then picks the byte offset in a real
-buffer.  Unlike gt4py, a zero extent gives an empty storage, as NumPy does,
+buffer (nclx/storage/_fastalloc.pyx does both for host memory).  Unlike gt4py, a zero extent gives an empty storage, as NumPy does,
 and the alignment must be a power of two.
 """
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Plan", "plan", "place", "host_alloc"]
+__all__ = ["Plan", "plan", "place"]
 
 
 @dataclass(frozen=True)
@@ -73,9 +73,3 @@ def place(p, address):
     ``inner_offset`` bytes (mod alignment) past a boundary-aligned start.
     """
     return (p.inner_offset - address) % p.alignment
-
-
-def host_alloc(p):
-    """(raw uint8 buffer, byte offset of the field) for a plan, in host memory."""
-    raw = np.empty(max(p.alloc_bytes, 1), dtype=np.uint8)
-    return raw, place(p, raw.ctypes.data)

@@ -8,9 +8,10 @@ Keywords are resolved in GDP-3's order: an explicit keyword, then the
 import numpy as np
 
 from nclx.storage import devices
-from nclx.storage.alloc import host_alloc, place, plan
+from nclx.storage._fastalloc import cache_key, host_field
+from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer
-from nclx.storage.core import CLASS_OF_KIND, Storage, make
+from nclx.storage.core import CLASS_OF_KIND, CPUStorage, Storage, make
 from nclx.storage.devices import SyncState
 from nclx.storage.params import (StorageError, StorageTypeError, layout_from_strides,
                                  normalize_aligned_index, normalize_alignment, normalize_device,
@@ -80,34 +81,72 @@ def _resolve(shape, dtype, tmpl, kwargs):
                 alignment=alignment, aligned_index=ai, device=device, managed=managed)
 
 
-def _allocate(r):
-    """A new storage for resolved keywords ``r`` (contents undefined)."""
+_RECIPES = {}          # (shape, dtype, keywords) -> (resolved keywords, plan)
+_RECIPES_MAX = 512
+
+
+def _recipe(shape, dtype, kwargs):
+    """(resolved keywords, plan, host_field arguments, metadata), cached for
+    hashable arguments (the same storage is usually created many times)."""
+    key = cache_key(shape, dtype, kwargs)
+    try:
+        hit = None if key is None else _RECIPES.get(key)
+    except TypeError:          # an unhashable dtype argument
+        key = hit = None
+    if hit is None:
+        if kwargs:
+            _check_keys(kwargs)
+        r = _resolve(shape, dtype, None, kwargs)
+        p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
+        args = (p.alloc_bytes, p.inner_offset, p.alignment, r["shape"], r["dtype"], p.strides)
+        meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
+        hit = (r, p, args if r["device"] is None else None, meta)
+        if key is not None and len(_RECIPES) < _RECIPES_MAX:
+            _RECIPES[key] = hit
+    return hit
+
+
+def _new(shape, dtype, kwargs, zero):
+    r, p, args, meta = _recipe(shape, dtype, kwargs)
+    if args is None:
+        return _allocate(r, p, zero)
+    host = host_field(*args, zero)[0]
+    return make(CPUStorage, Buffer("cpu", None, host), host, None, *meta)
+
+
+def _allocate(r, p=None, zero=False):
+    """A new storage for resolved keywords ``r`` (contents undefined unless
+    ``zero``: then calloc-backed zeros on the host, zeros on the device)."""
+    if p is None:
+        p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
     shape, dtype = r["shape"], r["dtype"]
-    p = plan(shape, r["layout"], dtype, r["alignment"], r["aligned_index"])
     meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
-    host = dev = host_span = dev_span = None
-    backend = None
     if r["device"] is None:
-        kind = "cpu"
-    else:
-        backend = devices.current()
-        kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
-    if kind in ("cpu", "gt4py"):
-        raw, off = host_alloc(p)
-        host = np.ndarray(shape, dtype, buffer=raw, offset=off, strides=p.strides)
+        host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
+                                    p.strides, zero)
+        return make(CPUStorage, Buffer("cpu", None, host), host, None, *meta)
+    backend = devices.current()
+    kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
+    host = dev = host_span = dev_span = None
+    if kind == "gt4py":
+        host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
+                                    p.strides, zero)
         host_span = raw[off:off + p.span_bytes]
     if kind in ("gpu", "gt4py"):
         draw = backend.alloc(p.alloc_bytes)
         doff = place(p, backend.address(draw))
         dev = backend.view(draw, doff, shape, dtype, p.strides)
         dev_span = backend.view(draw, doff, (p.span_bytes,), np.uint8, (1,))
+        if zero:
+            dev_span.fill(0)
     if kind == "cuda":
         hraw, draw = backend.managed_alloc(p.alloc_bytes)
         off = place(p, backend.address(draw))
         host = np.ndarray(shape, dtype, buffer=hraw, offset=off, strides=p.strides)
         dev = backend.view(draw, off, shape, dtype, p.strides)
-    buf = Buffer(kind, backend, host, dev,
-                 host_span if kind == "gt4py" else None, dev_span if kind == "gt4py" else None)
+        if zero:
+            host[...] = 0
+    buf = Buffer(kind, backend, host, dev, host_span, dev_span)
     return make(CLASS_OF_KIND[kind], buf, host, dev, *meta)
 
 
@@ -122,12 +161,11 @@ def _fill(s, value):
 
 def empty(shape, dtype=np.float64, **kwargs):
     """A storage with undefined contents."""
-    _check_keys(kwargs)
-    return _allocate(_resolve(shape, dtype, None, kwargs))
+    return _new(shape, dtype, kwargs, False)
 
 
 def zeros(shape, dtype=np.float64, **kwargs):
-    return _fill(empty(shape, dtype, **kwargs), 0)
+    return _new(shape, dtype, kwargs, True)
 
 
 def ones(shape, dtype=np.float64, **kwargs):
@@ -153,7 +191,9 @@ def empty_like(data, dtype=None, **kwargs):
 
 
 def zeros_like(data, dtype=None, **kwargs):
-    return _fill(empty_like(data, dtype, **kwargs), 0)
+    _check_keys(kwargs)
+    shape, dt = _like_shape(data)
+    return _allocate(_resolve(shape, dt if dtype is None else dtype, data, kwargs), zero=True)
 
 
 def ones_like(data, dtype=None, **kwargs):
