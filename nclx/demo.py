@@ -106,7 +106,9 @@ def run():
         print(f"with nclx.checked(): OverflowError: {exc}")
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
 
-    return _dap_section()
+    rc = _dap_section()
+    from nclx import demo_storage
+    return demo_storage.run(_section) or rc
 
 
 def _small_program():
