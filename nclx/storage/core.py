@@ -10,6 +10,7 @@ import bisect
 import operator
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from nclx.storage.devices import SyncState
@@ -116,6 +117,29 @@ class Storage(NDArrayOperatorsMixin):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d storage")
         return self.shape[0]
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d storage")
+        return (self[i] for i in range(self.shape[0]))
+
+    # truth and scalar conversion as NumPy's (ambiguous for size > 1)
+    def __bool__(self):
+        return bool(self._value_array())
+
+    def __float__(self):
+        return float(self._value_array())
+
+    def __int__(self):
+        return int(self._value_array())
+
+    def __complex__(self):
+        return complex(self._value_array())
+
+    def _value_array(self):
+        if self._host is not None:
+            return self._host_read()
+        return self._buf.backend.to_host(self._dev)
 
     def __repr__(self):
         return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, "
@@ -224,13 +248,13 @@ class Storage(NDArrayOperatorsMixin):
         if len(axes) == 1 and (axes[0] is None or not _is_int(axes[0])):
             axes = axes[0]
         nd = self.ndim
-        axes = tuple(range(nd - 1, -1, -1)) if axes in (None, ()) else tuple(axes)
+        axes = tuple(range(nd - 1, -1, -1)) if axes is None or len(axes) == 0 else tuple(axes)
         try:
-            axes = tuple(operator.index(a) % nd if nd else operator.index(a) for a in axes)
+            axes = tuple(normalize_axis_index(operator.index(a), nd) for a in axes)
         except TypeError:
             raise StorageTypeError(f"transpose axes={axes!r}: expected integers") from None
         if sorted(axes) != list(range(nd)):
-            raise ValueError(f"transpose axes={axes!r}: not a permutation of 0..{nd - 1}")
+            raise ValueError(f"transpose axes={axes!r}: don't match the {nd} dimensions")
         host = None if self._host is None else self._host.transpose(axes)
         dev = None if self._dev is None else self._dev.transpose(axes)
         pick = lambda seq: None if seq is None else tuple(seq[a] for a in axes)  # noqa: E731
@@ -362,7 +386,7 @@ class Storage(NDArrayOperatorsMixin):
             else self._buf.backend.to_host(self._dev)
         managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
         return _rebuild, (snapshot, self._dims, self._halo, self._layout, self._alignment,
-                          self.device, managed)
+                          self.device, managed, self._aligned_index)
 
     # -- NumPy ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):

@@ -245,9 +245,11 @@ def _extent(shape, strides, itemsize):
 from nclx.storage.wrap import as_storage  # noqa: E402  (wrap.py uses the helpers above)
 
 
-def _rebuild(snapshot, dims, halo, layout, alignment, device, managed):
+def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_index=None):
     """Unpickle: a storage with the same parameters holding ``snapshot``."""
     kw = dict(dims=dims, halo=halo, layout=layout, alignment_size=alignment)
+    if aligned_index is not None:
+        kw["aligned_index"] = aligned_index
     if device is not None:
         kw.update(device=device, managed=managed)
     return storage(snapshot, **kw)

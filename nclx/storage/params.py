@@ -136,8 +136,8 @@ def normalize_layout(layout, ndim):
 
 
 def normalize_aligned_index(aligned_index, shape, halo):
-    if aligned_index is None:
-        return tuple(lo for lo, _ in halo)
+    if aligned_index is None:   # the halo's lower corner (inside the shape)
+        return tuple(min(lo, max(n - 1, 0)) for (lo, _), n in zip(halo, shape))
     seq = _as_sequence("aligned_index", aligned_index)
     vals = tuple(_as_int("aligned_index", x, "entry", aligned_index) for x in seq)
     if len(vals) != len(shape):

@@ -102,18 +102,24 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
         return _device_ufunc(ufunc, method, inputs, kwargs, storages)
     tmpl = None
     if method == "__call__":
-        try:
-            shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
-        except ValueError:
-            shape = None
-        tmpl = _template(inputs, shape)
+        if ufunc.signature is None:      # a gufunc's core dims do not broadcast
+            try:
+                shape = np.broadcast_shapes(*(np.shape(x) for x in inputs))
+            except ValueError:
+                shape = None
+            tmpl = _template(inputs, shape)
+    elif method == "accumulate":
+        tmpl = next((x for x in inputs if isinstance(x, Storage)), None)
     else:
         tmpl = next((x for x in inputs if isinstance(x, Storage)), None)
+    given_outs = _flat_outs(kwargs)
 
     def compute(ufunc, method, inputs, kwargs):
         kwargs = dict(kwargs)
         new_outs = None
-        if method == "__call__" and tmpl is not None and kwargs.get("out") is None:
+        no_out = kwargs.get("out") is None
+        if method == "__call__" and tmpl is not None and no_out \
+                and kwargs.get("where", True) is True:
             dts = _out_dtypes(ufunc, inputs, kwargs)
             if dts is not None:
                 from nclx.storage.creation import empty_like
@@ -125,13 +131,31 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
                 o._buf.mark(_HOST_DIRTY)
         if new_outs is not None:
             return new_outs if ufunc.nout > 1 else new_outs[0]
+        if no_out and tmpl is not None and method in ("__call__", "accumulate"):
+            # NumPy allocated (a dtype=/where=/... call): lay it out like the operand
+            if isinstance(result, tuple):
+                return tuple(_like(r, tmpl) for r in result)
+            return _like(result, tmpl)
         return result
 
     def wrap(r):
+        if any(r is o for o in given_outs):
+            return r
         return _wrap_host(r, tmpl, method, kwargs)
 
     return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_host_operand, wrap=wrap,
                              compute=compute)
+
+
+def _like(r, tmpl):
+    """``r`` copied into a storage allocated like ``tmpl`` when the shapes match."""
+    if np.shape(r) != tmpl.shape or not isinstance(r, (np.ndarray, np.generic)):
+        return r
+    from nclx.storage.creation import empty_like
+    new = empty_like(tmpl, dtype=r.dtype)
+    np.copyto(new._host, r, casting="no")
+    new._buf.mark(_HOST_DIRTY)
+    return new
 
 
 def _host_operand(x):

@@ -190,6 +190,8 @@ def _pair(r, host, dev, backend, data):
 
 
 def _check_layout(r, arr):
+    if arr.size == 0:          # no element: strides say nothing (NumPy may zero them)
+        return
     have = layout_from_strides(arr.strides, arr.shape)
     want = r["layout"]
     moving = [d for d in range(arr.ndim) if arr.shape[d] > 1]
