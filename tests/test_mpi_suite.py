@@ -1,23 +1,39 @@
-"""Runs tests/mpi under ``mpiexec -n 4`` (MPI from the mpich wheel)."""
+"""Runs tests/mpi under ``mpiexec -n 1, 2, 3, 4, 6`` (MPI from the mpich
+wheel; oversubscribed on small machines).  Each rank must report its own
+pytest summary; a hang ends at the timeout instead of blocking the suite."""
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_multi_rank_suite_passes_under_mpiexec_with_4_ranks():
+def _mpiexec():
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
     if not os.path.exists(mpiexec):
         mpiexec = shutil.which("mpiexec")
     assert mpiexec, "mpiexec not found: tools/test installs it (pip install mpich)"
-    proc = subprocess.run(
-        [mpiexec, "-n", "4", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         os.path.join(HERE, "mpi")],
-        capture_output=True, text=True, timeout=600, cwd=HERE)
-    out = proc.stdout + proc.stderr
+    return mpiexec
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 6])
+def test_multi_rank_suite_passes_under_mpiexec(nranks):
+    # a session of its own: on a timeout the whole group (mpiexec, hydra, ranks) is killed
+    proc = subprocess.Popen(
+        [_mpiexec(), "-n", str(nranks), sys.executable, "-m", "pytest", "-q",
+         "-p", "no:cacheprovider", os.path.join(HERE, "mpi")],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=HERE,
+        stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=300)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+        out, _ = proc.communicate()
+        pytest.fail(f"mpiexec -n {nranks} did not finish in 300 s:\n{out[-4000:]}")
     assert proc.returncode == 0, out[-4000:]
     passed = [int(n) for n in re.findall(r"(\d+) passed", out)]
-    assert len(passed) == 4 and min(passed) >= 10, out[-2000:]
+    assert len(passed) == nranks and min(passed) >= 50, out[-2000:]

@@ -32,20 +32,40 @@ class DistArray:
     __array_priority__ = 20
 
     def __init__(self, local, distribution, comm=None):
+        from nclx.storage import Storage, as_storage
         comm = _comm(comm)
         if not isinstance(distribution, Distribution):
             raise DapError(f"distribution must be a Distribution, not {type(distribution).__name__}")
         if distribution.nprocs != comm.Get_size():
             raise DapError(f"the distribution spans {distribution.nprocs} processes, the "
                            f"communicator {comm.Get_size()}")
-        local = np.asarray(local)
+        block = local.to_numpy() if isinstance(local, Storage) else np.asarray(local)
         want = distribution.local_shape(comm.Get_rank())
-        if local.shape != want:
-            raise DapError(f"rank {comm.Get_rank()}: local block has shape {local.shape}, the "
+        if block.shape != want:
+            raise DapError(f"rank {comm.Get_rank()}: local block has shape {block.shape}, the "
                            f"distribution gives {want}")
-        self.local = local
+        halo = tuple(tuple(getattr(m, "padding", (0, 0))) for m in distribution.maps(comm.Get_rank()))
+        # the local block is a storage whose halo is the DAP padding (zero-copy)
+        self.local = as_storage(local if isinstance(local, Storage) else block, halo=halo)
+        self._block = block
         self.distribution = distribution
         self.comm = comm
+
+    def exchange_halos(self):
+        """Fill the communication padding from the owners (:func:`nclx.dap.exchange_halos`)."""
+        from nclx.dap.halo import exchange_halos
+        exchange_halos(self)
+        return self
+
+    def start_halo_exchange(self):
+        """Post the exchange; ``.wait()`` on the result completes it."""
+        from nclx.dap.halo import start_halo_exchange
+        return start_halo_exchange(self)
+
+    def _check_same(self, other):
+        if other.distribution != self.distribution or other.comm is not self.comm:
+            raise DapError(f"operands are not identically distributed "
+                           f"({other.distribution} vs {self.distribution})")
 
     # ------------------------------------------------------------ creation
     @classmethod
@@ -59,16 +79,45 @@ class DistArray:
     @classmethod
     def from_global(cls, array, dist=None, comm=None, **kw):
         """Distribute a global array every rank holds (each keeps its block,
-        padding filled from the global array where the indices exist)."""
+        padding filled from the global array where the indices exist).
+
+        ``dist`` (with ``kw``) goes to :meth:`Distribution.from_shape`, or is
+        a ``Distribution`` of ``array.shape`` (e.g. with 'u' dimensions, whose
+        indices must then lie in ``[0, size)``).  Every rank must pass the
+        same shape and dtype: one collective checks that and any rank's
+        error, and every rank raises the same DapError naming the ranks."""
+        from nclx.dap.collective import agree_same
+        from nclx.dap.maps import check_global_range
         comm = _comm(comm)
-        array = np.asarray(array)
-        d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
-        idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
-        return cls(array[np.ix_(*idx)].copy() if idx else array.copy(), d, comm)
+        shape = dtype = d = block = error = None
+        try:
+            array = np.asarray(array)
+            shape, dtype = array.shape, array.dtype
+            if isinstance(dist, Distribution):
+                if kw:
+                    raise DapError(f"{sorted(kw)} cannot be given with a Distribution as dist")
+                if dist.shape != array.shape:
+                    raise DapError(f"the array has shape {array.shape}, the Distribution "
+                                   f"{dist.shape}")
+                if dist.nprocs != comm.Get_size():
+                    raise DapError(f"the Distribution spans {dist.nprocs} processes, the "
+                                   f"communicator {comm.Get_size()}")
+                d = dist
+            else:
+                d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
+            check_global_range(d)
+            idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
+            block = array[np.ix_(*idx)].copy() if idx else array.copy()
+        except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_same
+            error = exc
+        agree_same(comm, (shape, dtype), error, "DistArray.from_global",
+                   describe=lambda v: "no array" if v[0] is None else
+                   f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
+        return cls(block, d, comm)
 
     # ------------------------------------------------------------ protocol
     def __distarray__(self):
-        return {"__version__": PROTOCOL_VERSION, "buffer": self.local,
+        return {"__version__": PROTOCOL_VERSION, "buffer": self._block,
                 "dim_data": self.distribution.dim_data(self.comm.Get_rank())}
 
     @property
@@ -77,12 +126,12 @@ class DistArray:
 
     @property
     def dtype(self):
-        return self.local.dtype
+        return self._block.dtype
 
     @property
     def owned(self):
         """View of the part of the local block this rank owns (no padding)."""
-        return self.local[self.distribution.owned_slices(self.comm.Get_rank())]
+        return self._block[self.distribution.owned_slices(self.comm.Get_rank())]
 
     def _owned_global_indices(self):
         rank = self.comm.Get_rank()
@@ -90,6 +139,8 @@ class DistArray:
 
     def gather(self, root=0):
         """The global array on ``root`` (None elsewhere)."""
+        from nclx.dap.maps import check_global_range
+        check_global_range(self.distribution)      # every rank: same verdict, no hang
         pieces = self.comm.gather((self._owned_global_indices(), np.ascontiguousarray(self.owned)),
                                   root=root)
         if self.comm.Get_rank() != root:
@@ -133,13 +184,19 @@ class DistArray:
         return self._reduction(np.logical_and, axis, bool, out, keepdims, where=where)
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        """Mean over all ranks' owned elements (``axis=None``)."""
+        """Mean over the cells counted in ``size`` (all ranks)."""
+        from nclx.dap.reduce import _axes
         if dtype is None:
             dtype = np.float64 if self.dtype.kind in "biu" else self.dtype
+        axes = _axes(axis, len(self.shape))
+        count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
-        result = np.true_divide(total, int(np.prod(self.shape)))
+        result = np.true_divide(total, count)
+        if isinstance(result, np.ndarray) and result.ndim == 0:
+            result = result[()]
         if out is not None:
-            out[...] = result
+            target = out._block if isinstance(out, DistArray) else out
+            target[...] = result._block if isinstance(result, DistArray) else result
             return out
         return result
 
@@ -151,10 +208,8 @@ class DistArray:
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
-            if x.distribution != self.distribution or x.comm is not self.comm:
-                raise DapError(f"operands are not identically distributed "
-                               f"({x.distribution} vs {self.distribution})")
-            return x.local
+            self._check_same(x)
+            return x._block
         if np.ndim(x) == 0:
             return x
         raise DapError(f"cannot combine a DistArray with a {type(x).__name__} of shape "
@@ -180,54 +235,17 @@ class DistArray:
                 return tuple(DistArray(r, self.distribution, self.comm) for r in result)
             return DistArray(result, self.distribution, self.comm)
         if method == "reduce":
-            return self._reduce_all(ufunc, inputs, kwargs)
+            from nclx.dap.reduce import reduce_distarray
+            if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
+                raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
+            return reduce_distarray(inputs[0], ufunc, kernels=aware.nclx_ufunc, **kwargs)
         raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
-                       f"calls and full reductions are (axis reductions and scans need "
-                       f"communication along the process grid)")
-
-    def _reduce_all(self, ufunc, inputs, kwargs):
-        """A reduction over every axis: each rank reduces its owned cells with
-        nclx's kernel, then the ranks' values are combined in rank order."""
-        from nclx import aware
-        if len(inputs) != 1 or inputs[0] is not self:
-            raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
-        kw = dict(kwargs)
-        axis = kw.pop("axis", 0)
-        out = kw.pop("out", None)
-        keepdims = kw.pop("keepdims", False)
-        axes = tuple(range(len(self.shape))) if axis is None else \
-            tuple(sorted(a % len(self.shape) for a in (axis if isinstance(axis, tuple) else (axis,))))
-        if axes != tuple(range(len(self.shape))):
-            raise DapError(f"{ufunc.__name__}.reduce over axis {axis} of a {len(self.shape)}-d "
-                           f"DistArray: only reductions over every axis are supported")
-        if kw.get("where") is not None and kw.get("where") is not True:
-            where = kw["where"]
-            kw["where"] = self._unwrap(where)[self.distribution.owned_slices(self.comm.Get_rank())] \
-                if isinstance(where, DistArray) else where
-        fn = aware.nclx_ufunc(ufunc)
-        owned = self.owned
-        has = owned.size > 0
-        local = fn.reduce(owned, axis=None, **kw) if has else None
-        parts = self.comm.allgather((has, local))
-        values = [v for h, v in parts if h]
-        if not values:
-            if ufunc.identity is None and "initial" not in kw:
-                raise ValueError(f"zero-size DistArray: {ufunc.__name__}.reduce has no identity")
-            result = fn.reduce(np.empty(0, dtype=kw.get("dtype", self.dtype)), **kw)
-        else:
-            kw2 = {k: v for k, v in kw.items() if k == "dtype"}
-            result = fn.reduce(np.array(values, dtype=np.result_type(*values)), **kw2)
-        if keepdims:
-            result = np.reshape(result, (1,) * len(self.shape))
-        if out is not None:
-            o = out[0] if isinstance(out, tuple) else out
-            o[...] = result
-            return o
-        return result
+                       f"calls and reductions (over any axes) are; scans need a prefix across "
+                       f"the process grid")
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "
-                f"{self.comm.Get_rank()}/{self.comm.Get_size()} local={self.local.shape}>")
+                f"{self.comm.Get_rank()}/{self.comm.Get_size()} local={self._block.shape}>")
 
 
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
@@ -245,11 +263,22 @@ def from_distarray(obj, comm=None):
     """Import any DAP producer (an object with ``__distarray__`` or its
     export dict) without copying: the DistArray's ``local`` is a view of the
     producer's buffer.  Every rank of ``comm`` must call it (the ranks'
-    dimension dictionaries are exchanged to build the Distribution)."""
+    dimension dictionaries are exchanged to build the Distribution).
+
+    Each rank validates its export; one collective then both agrees on
+    validity and exchanges the dimension dictionaries: if any rank's export
+    is invalid (or ``__distarray__`` raised), every rank raises the same
+    DapError naming each failing rank and its error."""
+    from nclx.dap.collective import allgather_checked
     comm = _comm(comm)
-    export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
-    export = validate(export)
-    everyone = comm.allgather(export["dim_data"])
+    export, error = None, None
+    try:
+        export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
+        export = validate(export)
+    except Exception as exc:  # noqa: BLE001 - every rank raises it after the allgather
+        error = exc
+    everyone = allgather_checked(comm, export["dim_data"] if error is None else None, error,
+                                 "from_distarray")
     dist = Distribution.from_dim_data_per_rank(everyone)
     return DistArray(np.asarray(memoryview(export["buffer"])) if not isinstance(export["buffer"], np.ndarray)
                      else export["buffer"], dist, comm)

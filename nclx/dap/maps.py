@@ -6,7 +6,13 @@ valid.
 """
 import numpy as np
 
-from nclx.dap.validate import DapTypeError, local_length, normalize_dim_dict
+from nclx.dap.validate import (
+    DapError,
+    DapTypeError,
+    check_indices_in_range,
+    local_length,
+    normalize_dim_dict,
+)
 
 
 def _as_index(idx, what):
@@ -42,6 +48,12 @@ class _Map:
     def global_indices(self):
         """Global indices this rank owns, in local order (communication padding excluded)."""
         return self.global_from_local(self._owned_local())
+
+    def check_global_range(self, dim=0, rank=None):
+        """DapError (naming rank, dimension, position and index) unless every
+        local index maps into ``[0, size)``: only a 'u' map can fail (DAP 0.10
+        allows negative and out-of-range indices in an export)."""
+        check_indices_in_range(self.dim_dict, dim, rank)
 
     @property
     def num_owned(self):
@@ -160,6 +172,32 @@ class UnstructuredMap(_Map):
         if not np.all(ok):
             raise IndexError(f"global index {_first_bad(g, ok)} is not in this rank's indices")
         return self._order[np.searchsorted(self._sorted, g)]
+
+
+def check_global_range(distribution):
+    """Check that every rank's indices of a ``Distribution`` lie in the
+    global range ``[0, size)`` of their dimension.
+
+    Call it, on every rank, before an operation places local data in the
+    global array (``DistArray.gather``, ``DistArray.from_global``): it reads
+    only the Distribution, which every rank holds whole, so every rank raises
+    the same DapError (naming dimension, grid coordinate, ranks, position and
+    index) and none is left waiting in a collective.
+    """
+    grid = distribution.grid_shape
+    for d in range(distribution.ndim):
+        for c in range(grid[d]):
+            coords = [0] * len(grid)
+            coords[d] = c
+            dd = distribution.dim_data(distribution.rank_from_coords(coords))[d]
+            try:
+                check_indices_in_range(dd, d)
+            except DapError as exc:
+                ranks = [r for r in range(distribution.nprocs)
+                         if distribution.coords_from_rank(r)[d] == c]
+                shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+                who = f"rank {shown}" if len(ranks) == 1 else f"ranks {shown}"
+                raise DapError(f"dimension {d}, proc_grid_rank {c} ({who}): {exc}") from None
 
 
 def map_from_dim_dict(dd, length=None):

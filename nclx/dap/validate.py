@@ -22,7 +22,11 @@ _KEYS = {
     "c": (_COMMON + ("start",), ("block_size",)),
     "u": (_COMMON + ("indices",), ("one_to_one",)),
 }
-_VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)$")
+# 'major.minor.patch': ASCII decimal numbers without leading zeros (as
+# Semantic Versioning), matched with fullmatch (no trailing newline).
+_NUMBER = r"(0|[1-9][0-9]*)"
+_VERSION = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}")
+_INT64_MAX = np.iinfo(np.int64).max
 
 
 class DapError(ValueError):
@@ -54,6 +58,113 @@ def _bool(value, dim, key):
     return bool(value)
 
 
+def _dtype_of(obj):
+    """The dtype an object would export, for messages."""
+    dt = getattr(obj, "dtype", None)
+    if dt is not None:
+        return str(dt)
+    try:
+        return f"format {memoryview(obj).format!r}"
+    except (TypeError, ValueError, NotImplementedError, BufferError):
+        return type(obj).__name__
+
+
+def _as_buffer(obj, what):
+    """``obj`` as an ndarray through the buffer protocol (no copy)."""
+    try:
+        return np.asarray(memoryview(obj))
+    except TypeError:
+        raise DapTypeError(f"{what} must support the buffer protocol, not "
+                           f"{type(obj).__name__}") from None
+    except (ValueError, NotImplementedError, BufferError) as exc:
+        # NumPy cannot export datetime64/timedelta64 through the buffer protocol
+        raise DapTypeError(f"{what} of dtype {_dtype_of(obj)} cannot be shared through the "
+                           f"buffer protocol ({exc})") from None
+
+
+def _exact_int64(value):
+    """``value`` as a Python int if it is an integer that fits in int64, else None."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, numbers.Integral):
+        value = int(value)
+    elif isinstance(value, numbers.Real):
+        try:
+            f = float(value)
+        except (TypeError, ValueError, OverflowError):
+            return None
+        if not f.is_integer():
+            return None
+        value = int(f)
+    else:
+        return None
+    return value if -_INT64_MAX - 1 <= value <= _INT64_MAX else None
+
+
+def _indices(value, dim):
+    """The 'indices' of a 'u' dimension as a 1-d int64 array: every value must
+    be an integer that fits in int64 (nothing wraps or rounds), locally unique."""
+    where = _where(dim, "indices")
+    raw = _as_buffer(value, where)
+    if raw.ndim != 1:
+        raise DapTypeError(f"{where} must be a 1-d buffer of integers, got {raw.ndim}-d "
+                           f"{raw.dtype}")
+    if raw.dtype.kind == "u" and raw.size and raw.dtype.itemsize >= 8:
+        big = np.flatnonzero(raw > np.uint64(_INT64_MAX))
+        if big.size:
+            p = int(big[0])
+            raise DapError(f"{where}: index {int(raw[p])} at position {p} does not fit in "
+                           f"int64 (indices are int64)")
+    elif raw.dtype.kind not in "iu" and raw.size:
+        # not an integer buffer: name the first value that is not an int64,
+        # else the first value (integral, but stored as another type)
+        values = raw.tolist()
+        p = next((i for i, v in enumerate(values) if _exact_int64(v) is None), None)
+        if p is None:
+            p, why = 0, f"is stored as {raw.dtype}"
+        else:
+            why = "is not an int64 integer"
+        raise DapTypeError(f"{where} must be a 1-d buffer of integers, got 1-d {raw.dtype}: "
+                           f"index {values[p]!r} at position {p} {why}")
+    idx = raw.astype(np.int64, copy=False)
+    if idx.size > 1:
+        order = np.argsort(idx, kind="stable")
+        s = idx[order]
+        same = np.flatnonzero(s[1:] == s[:-1])
+        if same.size:
+            # the duplicate whose second occurrence comes first in local order
+            k = same[np.argmin(order[same + 1])]
+            first, second = sorted((int(order[k]), int(order[k + 1])))
+            raise DapError(f"{where} holds global index {int(s[k])} more than once "
+                           f"(positions {first} and {second}); indices must be locally unique")
+    return idx
+
+
+def check_indices_in_range(dd, dim=0, rank=None):
+    """Check that a normalised dimension dictionary maps every local index
+    into the global range ``[0, size)``.
+
+    An export may give a 'u' dimension any locally unique int64 indices
+    (negative ones included, DAP 0.10); an operation that places them in a
+    global array of ``size`` elements (``DistArray.from_global``,
+    ``DistArray.gather``) calls this first.  Block and cyclic dimensions that
+    passed :func:`normalize_dim_dict` always map into range (periodic padding
+    wraps).  Raises DapError naming the rank (when given), dimension,
+    position and index.
+    """
+    if dd.get("dist_type") != "u":
+        return
+    idx = np.asarray(dd["indices"])
+    size = dd["size"]
+    bad = np.flatnonzero((idx < 0) | (idx >= size))
+    if bad.size:
+        p = int(bad[0])
+        who = "" if rank is None else f"rank {rank}: "
+        raise DapError(f"{who}{_where(dim, 'indices')}[{p}] is {int(idx[p])}, outside the "
+                       f"global range [0, {size}) of the dimension (an export may hold such "
+                       f"indices; they cannot be placed in the global array)")
+
+
 def cyclic_owned_count(size, grid_size, grid_rank, block_size):
     """Indices a grid rank owns under CYCLIC(block_size) (partial last block included)."""
     nblocks = -(-size // block_size) if size else 0
@@ -82,6 +193,9 @@ def normalize_dim_dict(dd, dim=0, length=None):
     if "dist_type" not in dd:
         raise DapError(f"{_where(dim)} has no 'dist_type' key")
     dist = dd["dist_type"]
+    if not isinstance(dist, str):
+        raise DapTypeError(f"{_where(dim, 'dist_type')} must be a string ('b', 'c' or 'u'), not "
+                           f"{type(dist).__name__} {dist!r}")
     if dist not in _KEYS:
         raise DapError(f"{_where(dim, 'dist_type')} must be 'b', 'c' or 'u', not {dist!r}")
     required, optional = _KEYS[dist]
@@ -128,19 +242,7 @@ def normalize_dim_dict(dd, dim=0, length=None):
         if start > size:
             raise DapError(f"{_where(dim, 'start')} is {start}, beyond size {size}")
     else:
-        try:
-            idx = np.asarray(memoryview(dd["indices"]))
-        except TypeError:
-            raise DapTypeError(f"{_where(dim, 'indices')} must support the buffer protocol") from None
-        if idx.ndim != 1 or (idx.size and idx.dtype.kind not in "iu"):
-            raise DapTypeError(f"{_where(dim, 'indices')} must be a 1-d buffer of integers, "
-                               f"got {idx.ndim}-d {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False)
-        uniq, counts = np.unique(idx, return_counts=True)
-        if uniq.size != idx.size:
-            dup = uniq[np.flatnonzero(counts > 1)[0]]
-            raise DapError(f"{_where(dim, 'indices')} holds global index {dup} more than once")
-        out["indices"] = idx
+        out["indices"] = _indices(dd["indices"], dim)
         out["one_to_one"] = _bool(dd.get("one_to_one", False), dim, "one_to_one")
     if length is not None:
         n = local_length(out)
@@ -180,17 +282,16 @@ def validate(distbuffer):
     version = distbuffer["__version__"]
     if not isinstance(version, str):
         raise DapTypeError(f"'__version__' must be a string, not {type(version).__name__}")
-    m = _VERSION.match(version)
+    m = _VERSION.fullmatch(version)
     if not m:
         raise DapError(f"'__version__' must be 'major.minor.patch', not {version!r}")
     if int(m.group(1)) != SUPPORTED_MAJOR:
         raise DapError(f"'__version__' {version!r}: major version {m.group(1)} is not "
                        f"supported (nclx reads {SUPPORTED_MAJOR}.x)")
-    try:
-        buf = np.asarray(memoryview(distbuffer["buffer"]))
-    except TypeError:
-        raise DapTypeError("'buffer' must support the buffer protocol, not "
-                           f"{type(distbuffer['buffer']).__name__}") from None
+    buf = _as_buffer(distbuffer["buffer"], "'buffer'")
+    if buf.dtype.hasobject:
+        raise DapTypeError(f"'buffer' has dtype {buf.dtype}: a buffer of Python object "
+                           f"references holds no array data to share")
     dim_data = distbuffer["dim_data"]
     if not isinstance(dim_data, (tuple, list)):
         raise DapTypeError(f"'dim_data' must be a tuple of dicts, not {type(dim_data).__name__}")

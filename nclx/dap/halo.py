@@ -1,0 +1,215 @@
+"""Halo exchange for block-distributed arrays: fill every communication-
+padding cell of a rank's local block from the rank that owns it.
+
+The local block is cut, per dimension, into three segments: the lower
+communication padding, the rest (boundary padding and owned cells, "mid"),
+and the upper communication padding.  Every combination of segments other
+than all-"mid" is one region, and it is received whole, corners and edges
+included, straight from the rank that owns those cells: the grid neighbour
+one step down (lower segment), up (upper) or at the same coordinate (mid) in
+each dimension, wrapping on periodic dimensions (a rank can be its own
+neighbour).  All regions travel at once (``Isend``/``Irecv``), so
+:func:`start_halo_exchange` returns before any data arrives and computation
+on the interior can overlap.  A cell that is boundary padding in every
+dimension where it is padding lies in no region and is never written.
+
+Plans are checked collectively (every rank agrees before the first
+point-to-point message, and every rank raises the same :class:`DapError`
+otherwise) and cached per DistArray layout, so later exchanges only move
+data.  Regions are packed into contiguous buffers (measured against MPI
+subarray datatypes: docs/dap.md).
+"""
+import itertools
+
+import numpy as np
+
+from nclx.dap.validate import DapError
+
+__all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
+
+_LO, _MID, _HI = 0, 1, 2
+_STEP = {_LO: -1, _MID: 0, _HI: 1}
+
+
+def _segments(m):
+    """Local slices of the lower padding, the mid part and the upper padding."""
+    lo, hi = m.comm_padding
+    n = m.local_size
+    return {_LO: slice(0, lo), _MID: slice(lo, n - hi), _HI: slice(n - hi, n)}
+
+
+def _neighbour(coords, grid, periodic, region):
+    """Grid coordinates of the rank that owns ``region`` of the rank at
+    ``coords`` (None when a step leaves a non-periodic grid)."""
+    out = []
+    for c, g, per, s in zip(coords, grid, periodic, region):
+        c2 = c + _STEP[s]
+        if not 0 <= c2 < g:
+            if not per:
+                return None
+            c2 %= g
+        out.append(c2)
+    return tuple(out)
+
+
+def _source_slices(src_map, dst_map, region):
+    """What the owner sends for one region of the receiver: its last owned
+    cells for a lower segment, its first for an upper one, the same mid part."""
+    out = []
+    for s, sm, dm in zip(region, src_map, dst_map):
+        lo, hi = sm.comm_padding
+        if s == _LO:
+            width = dm.comm_padding[0]
+            out.append(slice(sm.local_size - hi - width, sm.local_size - hi))
+        elif s == _HI:
+            width = dm.comm_padding[1]
+            out.append(slice(lo, lo + width))
+        else:
+            out.append(slice(lo, sm.local_size - hi))
+    return tuple(out)
+
+
+def _tag(region):
+    t = 0
+    for s in region:
+        t = t * 3 + s
+    return t
+
+
+def _size(slices):
+    n = 1
+    for s in slices:
+        n *= max(0, s.stop - s.start)
+    return n
+
+
+def _check_column(dist, d):
+    """The cross-rank rules of dimension ``d`` that an exchange relies on."""
+    col = [dist.maps(dist.rank_from_coords(tuple(c if k == d else 0 for k in range(dist.ndim))))[d]
+           for c in range(dist.grid_shape[d])]
+    if col[0].dist_type != "b":
+        raise DapError(f"halo exchange: dimension {d} has dist_type {col[0].dist_type!r}; only "
+                       "block ('b') dimensions have padding to exchange")
+    g = len(col)
+    for c, m in enumerate(col):
+        mid = m.local_size - sum(m.comm_padding)
+        for side, step in ((0, -1), (1, 1)):
+            width = m.comm_padding[side]
+            if not width:
+                continue
+            nb = col[(c + step) % g]
+            nb_mid = nb.local_size - sum(nb.comm_padding)
+            if width > nb_mid:
+                raise DapError(f"halo exchange: dimension {d}, grid rank {c}: "
+                               f"{'lower' if side == 0 else 'upper'} padding {width} is wider than "
+                               f"the {nb_mid} cells grid rank {(c + step) % g} holds")
+        if mid < 0:
+            raise DapError(f"halo exchange: dimension {d}, grid rank {c}: padding wider than "
+                           "its block")
+
+
+class HaloPlan:
+    """Regions to receive and send for one rank's local block (cached)."""
+
+    def __init__(self, dist, rank, shape, dtype):
+        for d in range(dist.ndim):
+            _check_column(dist, d)
+        coords = dist.coords_from_rank(rank)
+        grid = dist.grid_shape
+        maps = dist.maps(rank)
+        if tuple(m.local_size for m in maps) != tuple(shape):
+            raise DapError(f"halo exchange: rank {rank}'s local block has shape {tuple(shape)}, "
+                           f"its dim_data gives {tuple(m.local_size for m in maps)}")
+        periodic = tuple(bool(getattr(m, "periodic", False)) for m in maps)
+        segs = [_segments(m) for m in maps]
+        self.recvs, self.sends = [], []
+        self.dtype = np.dtype(dtype)
+        for region in itertools.product((_LO, _MID, _HI), repeat=dist.ndim):
+            if all(s == _MID for s in region):
+                continue
+            # what this rank receives for the region
+            mine = tuple(segs[d][s] for d, s in enumerate(region))
+            if _size(mine):
+                src = _neighbour(coords, grid, periodic, region)
+                if src is None:          # only comm padding has a neighbour
+                    raise DapError(f"halo exchange: rank {rank} has padding toward a missing "
+                                   f"neighbour (region {region})")
+                src_rank = dist.rank_from_coords(src)
+                want = _source_slices(dist.maps(src_rank), maps, region)
+                if tuple(s.stop - s.start for s in want) != tuple(s.stop - s.start for s in mine):
+                    raise DapError(f"halo exchange: rank {rank}, region {region}: receives "
+                                   f"{[s.stop - s.start for s in mine]} cells, grid rank {src} "
+                                   f"would send {[s.stop - s.start for s in want]}")
+                shape_r = tuple(s.stop - s.start for s in mine)
+                self.recvs.append((src_rank, _tag(region), mine, np.empty(shape_r, self.dtype)))
+            # what this rank sends to the rank that receives this region from it
+            back = tuple({_LO: _HI, _HI: _LO, _MID: _MID}[s] for s in region)
+            dst = _neighbour(coords, grid, periodic, back)
+            if dst is None:
+                continue
+            dst_rank = dist.rank_from_coords(dst)
+            dst_maps = dist.maps(dst_rank)
+            theirs = tuple(_segments(dst_maps[d])[s] for d, s in enumerate(region))
+            if not _size(theirs):
+                continue
+            out = _source_slices(maps, dst_maps, region)
+            shape_s = tuple(s.stop - s.start for s in out)
+            self.sends.append((dst_rank, _tag(region), out, np.empty(shape_s, self.dtype)))
+
+
+class HaloRequest:
+    """An exchange in flight: :meth:`wait` completes it (idempotent)."""
+
+    def __init__(self, block, plan, reqs, mpi):
+        self._block, self._plan, self._reqs, self._mpi = block, plan, reqs, mpi
+        self.done = False
+
+    def wait(self):
+        if self.done:
+            return
+        self._mpi.Request.Waitall(self._reqs)
+        for _rank, _tag, slices, buf in self._plan.recvs:
+            self._block[slices] = buf
+        self.done = True
+
+    def test(self):
+        """True when every message has arrived (then :meth:`wait` is free)."""
+        if not self.done and self._mpi.Request.Testall(self._reqs):
+            self.wait()
+        return self.done
+
+
+def _plan_for(da):
+    """The cached plan of ``da``'s layout; built and agreed on collectively."""
+    from nclx.dap.collective import agree
+    block = da._block
+    key = (block.shape, block.strides, block.dtype.str)
+    cached = getattr(da, "_halo_plan", None)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    plan, error = None, None
+    try:
+        plan = HaloPlan(da.distribution, da.comm.Get_rank(), block.shape, block.dtype)
+    except DapError as exc:
+        error = exc
+    agree(da.comm, error)       # raises the same DapError on every rank
+    da._halo_plan = (key, plan)
+    return plan
+
+
+def start_halo_exchange(da):
+    """Post the exchange of ``da``'s communication padding; returns a
+    :class:`HaloRequest` whose ``wait()`` completes it."""
+    from mpi4py import MPI
+    plan = _plan_for(da)
+    comm, block = da.comm, da._block
+    reqs = [comm.Irecv(buf, source=src, tag=tag) for src, tag, _s, buf in plan.recvs]
+    for dst, tag, slices, buf in plan.sends:
+        np.copyto(buf, block[slices])
+        reqs.append(comm.Isend(buf, dest=dst, tag=tag))
+    return HaloRequest(block, plan, reqs, MPI)
+
+
+def exchange_halos(da):
+    """Fill every communication-padding cell of ``da``'s local block from its owner."""
+    start_halo_exchange(da).wait()

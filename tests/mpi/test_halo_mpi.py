@@ -1,0 +1,204 @@
+"""Halo exchange on any number of ranks (tests/test_mpi_suite.py runs this
+module under mpiexec -n 1, 2, 3, 4 and 6).
+
+Owned and boundary cells hold a code of their global index, communication
+padding starts at -1; after the exchange every cell of every local block
+must hold the code of the global cell it mirrors (corners and edges
+included, periodic dimensions wrapped), and boundary padding is untouched.
+"""
+import itertools
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx.dap as dap
+from nclx.dap.distribution import Distribution
+from nclx.dap.validate import normalize_dim_dict
+
+comm = MPI.COMM_WORLD
+N = comm.size
+
+
+def grids(ndim):
+    """Every grid of N ranks in ndim dimensions."""
+    out = []
+    for g in itertools.product(range(1, N + 1), repeat=ndim):
+        if int(np.prod(g)) == N:
+            out.append(g)
+    return out
+
+
+def code(global_idx):
+    return sum(float(g) * 1000.0 ** d for d, g in enumerate(global_idx))
+
+
+def expected_block(da):
+    maps = da.distribution.maps(comm.rank)
+    idx = np.meshgrid(*[m.global_from_local(np.arange(m.local_size)) for m in maps],
+                      indexing="ij")
+    return sum(i.astype(np.float64) * 1000.0 ** d for d, i in enumerate(idx))
+
+
+def fill(da):
+    """Counted cells = code, communication padding = -1."""
+    exp = expected_block(da)
+    block = np.asarray(da.local)
+    block[...] = -1.0
+    owned = da.distribution.owned_slices(comm.rank)
+    block[owned] = exp[owned]
+    return exp
+
+
+def collective_assert(ok, message):
+    """Every rank fails together (a rank that stopped alone would leave the
+    others waiting in the next test's collectives)."""
+    everyone = comm.allgather((bool(ok), None if ok else message))
+    failed = [m for good, m in everyone if not good]
+    assert not failed, "\n".join(failed)
+
+
+def check(da, exp):
+    block = np.asarray(da.local)
+    bad = np.argwhere(block != exp)
+    msg = None
+    if bad.size:
+        msg = (f"rank {comm.rank}: {len(bad)} wrong cells, first at local "
+               f"{tuple(bad[0])}: {block[tuple(bad[0])]} != {exp[tuple(bad[0])]}")
+    collective_assert(bad.size == 0, msg)
+
+
+CASES = []
+for ndim in (1, 2, 3):
+    for g in grids(ndim):
+        for w in (0, 1, 2, 3):
+            for periodic in ((False,) * ndim, (True,) * ndim,
+                             tuple(d % 2 == 0 for d in range(ndim))):
+                CASES.append((ndim, g, w, periodic))
+
+
+@pytest.mark.parametrize("ndim,grid,w,periodic", CASES,
+                         ids=[f"{n}d-g{'x'.join(map(str, g))}-w{w}-p{''.join('1' if p else '0' for p in per)}"
+                              for n, g, w, per in CASES])
+def test_exchange_fills_every_padding_cell(ndim, grid, w, periodic):
+    shape = tuple(5 + 2 * d + 3 * grid[d] for d in range(ndim))     # blocks of >= 3 cells
+    da = dap.DistArray.from_shape(shape, comm=comm, grid_shape=grid, padding=[w] * ndim,
+                                  periodic=list(periodic))
+    exp = fill(da)
+    dap.exchange_halos(da)
+    check(da, exp)
+    # the split form, with work on the interior in between, and a second exchange
+    np.asarray(da.local)[...] = -1.0
+    np.asarray(da.local)[da.distribution.owned_slices(comm.rank)] = \
+        exp[da.distribution.owned_slices(comm.rank)]
+    req = da.start_halo_exchange()
+    inner = np.asarray(da.local)[da.distribution.owned_slices(comm.rank)].sum()   # overlap
+    req.wait()
+    req.wait()                                    # idempotent
+    assert np.isfinite(inner)
+    check(da, exp)
+
+
+def _dim_column(sizes, pads, periodic, total):
+    """Normalised dimension dictionaries of one block dimension with the
+    given core sizes and (lo, hi) paddings (outer edges: boundary padding
+    unless periodic, counted in size)."""
+    P = len(sizes)
+    counted = [s + (pads[0][0] if c == 0 and not periodic else 0)
+               + (pads[-1][1] if c == P - 1 and not periodic else 0) for c, s in enumerate(sizes)]
+    assert sum(counted) == total
+    col, lo = [], 0
+    for c in range(P):
+        comm_lo = pads[c][0] if (periodic or c > 0) else 0
+        comm_hi = pads[c][1] if (periodic or c < P - 1) else 0
+        start = lo - comm_lo
+        stop = lo + counted[c] + comm_hi
+        if not periodic and c == 0:
+            start = lo
+            stop = lo + counted[c] + comm_hi
+        col.append(normalize_dim_dict(dict(dist_type="b", size=total, start=start, stop=stop,
+                                           padding=tuple(pads[c]), periodic=periodic,
+                                           proc_grid_size=P, proc_grid_rank=c)))
+        lo += counted[c]
+    return col
+
+
+@pytest.mark.skipif(N != 4, reason="the spec's example padding is for 4 ranks along one dimension")
+@pytest.mark.parametrize("second", [None, False, True])
+def test_the_specs_example_padding(second):
+    """DAP 0.10's example paddings (4, 1) (1, 2) (2, 3) (3, 0), imported from
+    an export: rank 0's lower 4 and rank 3's upper 0 are boundary padding."""
+    pads = [(4, 1), (1, 2), (2, 3), (3, 0)]
+    col = _dim_column([5, 6, 4, 7], pads, False, 5 + 6 + 4 + 7 + 4)
+    columns = [col]
+    if second is not None:         # a second, undistributed dimension (periodic or not)
+        columns.append([normalize_dim_dict(dict(dist_type="b", size=3, start=-1 if second else 0,
+                                                stop=4 if second else 3,
+                                                padding=(1, 1) if second else (0, 0),
+                                                periodic=second, proc_grid_size=1,
+                                                proc_grid_rank=0))])
+    dist = Distribution(columns)
+    export_local = np.zeros(dist.local_shape(comm.rank))
+    producer = {"__version__": "0.10.0", "buffer": export_local,
+                "dim_data": dist.dim_data(comm.rank)}
+    da = dap.from_distarray(producer, comm=comm)
+    assert np.shares_memory(np.asarray(da.local), export_local)      # zero-copy import
+    assert da.local.halo[0] == pads[comm.rank]
+    exp = fill(da)
+    boundary_before = export_local.copy()
+    da.exchange_halos()
+    check(da, exp)
+    # boundary padding (rank 0's lower 4 rows) is never written, except where
+    # a cell there is communication padding of the second (periodic) dimension
+    cols = da.distribution.owned_slices(comm.rank)[1:]
+    same = comm.rank != 0 or np.array_equal(export_local[(slice(0, 4),) + cols],
+                                            boundary_before[(slice(0, 4),) + cols])
+    collective_assert(same, f"rank {comm.rank}: boundary padding was written")
+
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_asymmetric_widths_across_a_2d_grid(periodic):
+    if N == 1 and not periodic:
+        pytest.skip("one rank, not periodic: no communication padding at all")
+    g = max(grids(2), key=lambda t: min(t))
+    cols = []
+    for d in range(2):
+        P = g[d]
+        sizes = [4 + c for c in range(P)]
+        if P == 1:
+            pads = [(2, 1) if periodic else (0, 0)]
+        else:
+            inner = [(1 + (c % 2), 2 - (c % 2)) for c in range(P - 1)]   # (hi of c, lo of c+1)
+            pads = []
+            for c in range(P):
+                lo = inner[c - 1][1] if c > 0 else (1 if periodic else 0)
+                hi = inner[c][0] if c < P - 1 else (2 if periodic else 0)
+                pads.append((lo, hi))
+        total = sum(sizes) + (0 if periodic else pads[0][0] + pads[-1][1])
+        cols.append(_dim_column(sizes, pads, periodic, total))
+    dist = Distribution(cols)
+    da = dap.DistArray(np.zeros(dist.local_shape(comm.rank)), dist, comm)
+    exp = fill(da)
+    dap.exchange_halos(da)
+    check(da, exp)
+
+
+def test_plans_are_cached_and_layout_errors_raise_on_every_rank():
+    da = dap.DistArray.from_shape((12, 10), comm=comm, padding=[1, 1], periodic=[True, False])
+    da.exchange_halos()
+    plan = da._halo_plan
+    da.exchange_halos()
+    assert da._halo_plan is plan
+    c = dap.DistArray.from_shape((12, 10), comm=comm, dist=("c", "b"), padding=[0, 1])
+    with pytest.raises(dap.DapError, match="dist_type"):
+        c.exchange_halos()          # every rank raises (the plan is agreed on first)
+    comm.Barrier()
+
+
+def test_local_block_is_a_storage_with_the_padding_as_halo():
+    from nclx.storage import Storage
+    da = dap.DistArray.from_shape((16, 9), comm=comm, padding=[2, 1], periodic=[True, True])
+    assert isinstance(da.local, Storage)
+    assert da.local.halo == tuple(tuple(m.padding) for m in da.distribution.maps(comm.rank))
+    export = da.__distarray__()
+    assert np.shares_memory(export["buffer"], np.asarray(da.local))
