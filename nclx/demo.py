@@ -152,11 +152,35 @@ def _dap_section():
               f"wheel, which brings mpiexec) to see this part; tools/demo installs it")
         return 0
     print(f"mpiexec -n {DAP_RANKS} python -m nclx demo-dap: a = DistArray.from_global("
-          f"np.arange(12.0), dist='b', padding=[1]); b = a * 2 + 1")
+          f"np.arange(12.0), dist='b', padding=[1], periodic=[True]); b = a * 2 + 1; "
+          f"b's padding set to -1, then b.exchange_halos()")
+    rc, out = _run_mpiexec(mpiexec, ["-m", "nclx", "demo-dap"])
+    print(out.rstrip())
+    ranks = {int(m.group(1)) for m in _RANK_LINE.finditer(out) if int(m.group(2)) == DAP_RANKS}
+    if rc != 0 or ranks != set(range(DAP_RANKS)):
+        print(f"mpiexec exited with {rc}; ranks heard from: {sorted(ranks)}")
+        return 1
+    _section(f"7. Halo exchange at work: the heat example on {DAP_RANKS} MPI ranks")
+    args = ["-m", "nclx.examples.heat", "--n", "400", "--steps", "50", "--quiet"]
+    print(f"mpiexec -n {DAP_RANKS} python {' '.join(args)}   (2-D Jacobi, block-block, "
+          "padding 1 refreshed by exchange_halos each step)")
+    rc, out = _run_mpiexec(mpiexec, args)
+    print(out.rstrip())
+    from nclx.examples.heat import serial
+    if rc != 0 or "checksum " not in out:
+        print(f"mpiexec exited with {rc}")
+        return 1
+    print(f"serial NumPy run of the same definition: checksum {float(serial(400, 50).sum())!r} "
+          "(the same field to 1e-12; the sums add in another order)")
+    return 0
+
+
+def _run_mpiexec(mpiexec, args):
+    """(exit status, stdout) of ``mpiexec -n DAP_RANKS python ARGS`` within DAP_TIMEOUT."""
     # A session of its own, so that on a timeout the whole group (mpiexec,
     # its process manager and the ranks) is killed; stdin from /dev/null, as
     # mpiexec would otherwise forward the terminal to rank 0.
-    proc = subprocess.Popen([mpiexec, "-n", str(DAP_RANKS), sys.executable, "-m", "nclx", "demo-dap"],
+    proc = subprocess.Popen([mpiexec, "-n", str(DAP_RANKS), sys.executable] + list(args),
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -167,15 +191,8 @@ def _dap_section():
         except ProcessLookupError:  # the group ended meanwhile
             pass
         out, _ = proc.communicate()
-        print(out.rstrip())
-        print(f"mpiexec did not finish within {DAP_TIMEOUT} s: killed")
-        return 1
-    print(out.rstrip())
-    ranks = {int(m.group(1)) for m in _RANK_LINE.finditer(out) if int(m.group(2)) == DAP_RANKS}
-    if proc.returncode != 0 or ranks != set(range(DAP_RANKS)):
-        print(f"mpiexec exited with {proc.returncode}; ranks heard from: {sorted(ranks)}")
-        return 1
-    return 0
+        return 1, out + f"\nmpiexec did not finish within {DAP_TIMEOUT} s: killed"
+    return proc.returncode, out
 
 
 def run_dap_rank():
@@ -189,14 +206,26 @@ def run_dap_rank():
     import nclx.dap as dap
 
     comm = MPI.COMM_WORLD
-    a = dap.DistArray.from_global(np.arange(12.0), dist="b", padding=[1], comm=comm)
+    a = dap.DistArray.from_global(np.arange(12.0), dist="b", padding=[1], periodic=[True],
+                                  comm=comm)
     dd = a.__distarray__()["dim_data"][0]
-    mine = (f"rank {comm.rank}/{comm.size}: local block {a.local}, "
-            f"start/stop {dd['start']}/{dd['stop']}, padding {dd['padding']}")
+    mine = (f"rank {comm.rank}/{comm.size}: local block {np.asarray(a.local)} (a storage, halo "
+            f"{a.local.halo[0]}), start/stop {dd['start']}/{dd['stop']}")
     lines = comm.gather(mine, root=0)
     b = a * 2 + 1
+    block = np.asarray(b.local)
+    owned = b.distribution.owned_slices(comm.rank)
+    keep = block[owned].copy()
+    block[...] = -1.0
+    block[owned] = keep
+    before = block.copy()
+    b.exchange_halos()
+    after = comm.gather(f"rank {comm.rank}: b's block {before} -> exchange_halos() -> {block}",
+                        root=0)
     total, full = b.sum(), b.gather(root=0)
     if comm.rank == 0:
         print("\n".join(lines))
-        print(f"rank 0/{comm.size}: b.sum() = {total} (over all ranks); b.gather() = {full}")
+        print("\n".join(after))
+        print(f"rank 0/{comm.size}: b.sum() = {total} (Allreduce over the owned cells); "
+              f"b.gather() = {full}")
     return 0

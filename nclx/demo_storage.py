@@ -6,7 +6,7 @@ def run(section):
     """Print what a storage is and does; return 0."""
     import nclx.storage as st
 
-    section("7. nclx.storage: GDP-3 storages with halos, alignment and layouts")
+    section("8. nclx.storage: GDP-3 storages with halos, alignment and layouts")
     s = st.zeros((6, 5, 4), halo=((1, 1), (1, 1), (0, 0)), alignment_size=64, defaults="gtx86")
     a = np.asarray(s)
     corner = a.__array_interface__["data"][0] + sum(i * k for i, k in zip((1, 1, 0), a.strides))

@@ -62,3 +62,11 @@ def test_python_m_nclx_demo_runs():
     ranks = set(re.findall(r"^rank (\d+)/4: local block ", proc.stdout, flags=re.M))
     assert ranks == {"0", "1", "2", "3"}, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert re.search(r"^rank 0/4: b\.sum\(\) = 144\.0 ", proc.stdout, flags=re.M), proc.stdout[-3000:]
+    # halo exchange restored every padding cell (rank 0 wraps to global 11: 2 * 11 + 1)
+    assert "rank 0: b's block [-1.  1.  3.  5. -1.] -> exchange_halos() -> [23.  1.  3.  5.  7.]" \
+        in proc.stdout, proc.stdout[-3000:]
+    heat = re.search(r"^checksum (\S+)$", proc.stdout, flags=re.M)
+    assert heat and "4 rank(s), 400 x 400, 50 steps" in proc.stdout, proc.stdout[-3000:]
+    from nclx.examples.heat import serial
+    assert abs(float(heat.group(1)) - serial(400, 50).sum()) < 1e-9
+    assert "8. nclx.storage" in proc.stdout and "StorageError: halo=(1, -1)" in proc.stdout

@@ -119,14 +119,15 @@ class Distribution:
                 counts = [n // P + (1 if c < n % P else 0) for c in range(P)]
                 if w < 0:
                     raise DapError(f"padding[{d}] must be >= 0, got {w}")
-                if w and P > 1 and min(counts) < w:
+                if w and (P > 1 or per) and min(counts) < w:
                     raise DapError(f"padding[{d}] = {w} is wider than the smallest block "
                                    f"({min(counts)} elements)")
                 lo = 0
                 for c in range(P):
                     hi = lo + counts[c]
-                    left = w if (c > 0 or (per and P > 1)) else 0
-                    right = w if (c < P - 1 or (per and P > 1)) else 0
+                    # a periodic dimension pads its edges too (one rank wraps onto itself)
+                    left = w if (c > 0 or per) else 0
+                    right = w if (c < P - 1 or per) else 0
                     col.append(normalize_dim_dict(dict(
                         dist_type="b", size=n, start=lo - left, stop=hi + right,
                         padding=(left, right), periodic=bool(per), proc_grid_size=P,
