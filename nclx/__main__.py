@@ -15,6 +15,9 @@ def main(argv=None):
     if argv[:1] == ["demo-dap"]:  # one rank of the demo's MPI section (mpiexec starts it)
         from nclx.demo import run_dap_rank
         return run_dap_rank()
+    if argv[:2] == ["bench", "halo"]:   # halo exchange against hand-written mpi4py (mpiexec)
+        from nclx.dap.bench_halo import launch
+        return launch(argv[2:])
     if argv[:1] == ["bench"]:
         from nclx.bench import main as bench_main
         return bench_main(argv[1:])

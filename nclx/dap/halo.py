@@ -16,10 +16,12 @@ dimension where it is padding lies in no region and is never written.
 Plans are checked collectively (every rank agrees before the first
 point-to-point message, and every rank raises the same :class:`DapError`
 otherwise) and cached per DistArray layout, so later exchanges only move
-data.  Regions are packed into contiguous buffers (measured against MPI
-subarray datatypes: docs/dap.md).
+data.  Regions travel as MPI subarray datatypes over the block (persistent
+requests), or packed into contiguous buffers where the block is not
+C-contiguous; the choice was measured (docs/dap.md).
 """
 import itertools
+import weakref
 
 import numpy as np
 
@@ -157,20 +159,38 @@ class HaloPlan:
             self.sends.append((dst_rank, _tag(region), out, np.empty(shape_s, self.dtype)))
 
 
+def _free_plan(plan):
+    """Free a plan's persistent requests and datatypes (before MPI_Finalize:
+    weakref.finalize hooks run before mpi4py's own at exit)."""
+    from mpi4py import MPI
+    if MPI.Is_finalized():
+        return
+    for req in getattr(plan, "persistent", None) or ():
+        if req != MPI.REQUEST_NULL:
+            req.Free()
+    for group in getattr(plan, "types", None) or ():
+        for t in group:
+            t.Free()
+    plan.persistent = plan.types = None
+
+
 class HaloRequest:
     """An exchange in flight: :meth:`wait` completes it (idempotent)."""
 
-    def __init__(self, block, plan, reqs, mpi):
+    def __init__(self, block, plan, reqs, mpi, unpack=True):
         self._block, self._plan, self._reqs, self._mpi = block, plan, reqs, mpi
+        self._unpack = unpack
         self.done = False
 
     def wait(self):
         if self.done:
             return
         self._mpi.Request.Waitall(self._reqs)
-        for _rank, _tag, slices, buf in self._plan.recvs:
-            self._block[slices] = buf
+        if self._unpack:
+            for _rank, _tag, slices, buf in self._plan.recvs:
+                self._block[slices] = buf
         self.done = True
+        self._plan.in_flight = False
 
     def test(self):
         """True when every message has arrived (then :meth:`wait` is free)."""
@@ -193,23 +213,73 @@ def _plan_for(da):
     except DapError as exc:
         error = exc
     agree(da.comm, error)       # raises the same DapError on every rank
-    da._halo_plan = (key, plan)
+    if cached is not None:
+        cached[2].detach()
+        _free_plan(cached[1])
+    da._halo_plan = (key, plan, weakref.finalize(da, _free_plan, plan))
     return plan
 
 
-def start_halo_exchange(da):
+def _subarray(block, slices, MPI):
+    """An MPI subarray datatype for ``block[slices]`` (C-contiguous blocks)."""
+    base = MPI._typedict[block.dtype.char]
+    dt = base.Create_subarray(list(block.shape), [s.stop - s.start for s in slices],
+                              [s.start for s in slices], order=MPI.ORDER_C)
+    dt.Commit()
+    return dt
+
+
+def _datatypes(plan, block, MPI):
+    """Subarray datatypes of the plan's regions (built once, kept with the plan)."""
+    if getattr(plan, "types", None) is None:
+        plan.types = ([_subarray(block, s, MPI) for _r, _t, s, _b in plan.recvs],
+                      [_subarray(block, s, MPI) for _r, _t, s, _b in plan.sends])
+    return plan.types
+
+
+def start_halo_exchange(da, method=None):
     """Post the exchange of ``da``'s communication padding; returns a
-    :class:`HaloRequest` whose ``wait()`` completes it."""
+    :class:`HaloRequest` whose ``wait()`` completes it.
+
+    ``method``: ``"datatype"`` (MPI subarray datatypes over the block
+    itself, persistent requests made once per plan; the default for
+    C-contiguous blocks of MPI-typed dtypes) or ``"packed"`` (regions copied
+    to and from contiguous buffers; the default otherwise).  The default was
+    picked by measurement (docs/dap.md)."""
     from mpi4py import MPI
     plan = _plan_for(da)
     comm, block = da.comm, da._block
+    if getattr(plan, "in_flight", False):
+        raise DapError("halo exchange: an exchange of this DistArray is in flight; wait() for "
+                       "it before starting another")
+    if method is None:
+        method = "datatype" if (block.flags.c_contiguous and block.dtype.char in MPI._typedict) \
+            else "packed"
+    if method == "datatype":
+        if not block.flags.c_contiguous or block.dtype.char not in MPI._typedict:
+            raise DapError("halo exchange method='datatype' needs a C-contiguous local block "
+                           f"of an MPI type (got strides {block.strides}, dtype {block.dtype})")
+        if getattr(plan, "persistent", None) is None:     # made once, started each time
+            rtypes, stypes = _datatypes(plan, block, MPI)
+            plan.persistent = (
+                [comm.Recv_init([block, 1, t], source=src, tag=tag)
+                 for (src, tag, _s, _b), t in zip(plan.recvs, rtypes)]
+                + [comm.Send_init([block, 1, t], dest=dst, tag=tag)
+                   for (dst, tag, _s, _b), t in zip(plan.sends, stypes)])
+        reqs = plan.persistent
+        MPI.Prequest.Startall(reqs)
+        plan.in_flight = True
+        return HaloRequest(block, plan, reqs, MPI, unpack=False)
+    if method != "packed":
+        raise DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")
     reqs = [comm.Irecv(buf, source=src, tag=tag) for src, tag, _s, buf in plan.recvs]
     for dst, tag, slices, buf in plan.sends:
         np.copyto(buf, block[slices])
         reqs.append(comm.Isend(buf, dest=dst, tag=tag))
+    plan.in_flight = True
     return HaloRequest(block, plan, reqs, MPI)
 
 
-def exchange_halos(da):
+def exchange_halos(da, method=None):
     """Fill every communication-padding cell of ``da``'s local block from its owner."""
-    start_halo_exchange(da).wait()
+    start_halo_exchange(da, method).wait()

@@ -93,10 +93,18 @@ def test_exchange_fills_every_padding_cell(ndim, grid, w, periodic):
         exp[da.distribution.owned_slices(comm.rank)]
     req = da.start_halo_exchange()
     inner = np.asarray(da.local)[da.distribution.owned_slices(comm.rank)].sum()   # overlap
+    with pytest.raises(dap.DapError, match="in flight"):
+        da.start_halo_exchange()           # one exchange of an array at a time
     req.wait()
     req.wait()                                    # idempotent
     assert np.isfinite(inner)
     check(da, exp)
+    for method in ("packed", "datatype"):       # both transports, the same cells
+        np.asarray(da.local)[...] = -1.0
+        np.asarray(da.local)[da.distribution.owned_slices(comm.rank)] = \
+            exp[da.distribution.owned_slices(comm.rank)]
+        dap.exchange_halos(da, method)
+        check(da, exp)
 
 
 def _dim_column(sizes, pads, periodic, total):
