@@ -173,14 +173,18 @@ class Storage(NDArrayOperatorsMixin):
         """The host buffer as an ndarray view.  With managed='gt4py' the host
         is brought up to date first and then marked modified (the caller may
         write through the view); call set_synchronized() after read-only use."""
-        host = self._host_read()
-        self._buf.mark(_HOST_DIRTY)
+        host = self._need_host()
+        with _locked(self._buf):        # the transfer and the marking as one step
+            self._buf.device_to_host()
+            self._buf.mark(_HOST_DIRTY)
         return host
 
     def to_cupy(self):
         """The device buffer as a device array view (CuPy's ndarray)."""
-        dev = self._device_read()
-        self._buf.mark(_DEVICE_DIRTY)
+        dev = self._need_device()
+        with _locked(self._buf):
+            self._buf.host_to_device()
+            self._buf.mark(_DEVICE_DIRTY)
         return dev
 
     def to_ndarray(self):
@@ -350,6 +354,9 @@ class Storage(NDArrayOperatorsMixin):
         with _locked(buf):
             key = self._plain_key(key, on_device)
             if on_device:
+                if self._host is not None and not self._host.flags.writeable:
+                    raise ValueError("assignment destination is read-only (the storage wraps "
+                                     "read-only host data; a device write could not be kept)")
                 buf.host_to_device()
                 self._dev[key] = self._value_for(value, True)
                 buf.mark(_DEVICE_DIRTY)
@@ -387,6 +394,25 @@ class Storage(NDArrayOperatorsMixin):
         managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
         return _rebuild, (snapshot, self._dims, self._halo, self._layout, self._alignment,
                           self.device, managed, self._aligned_index)
+
+    # -- ** with a scalar exponent: ndarray's fast paths ---------------------------
+    # ndarray computes a ** 2, ** 0.5, ** -1 ... as square, sqrt, reciprocal
+    # (other warnings, other results for integers); storages do the same.
+    def __pow__(self, other):
+        if self._host is None or not _scalar(other):
+            return np.power(self, other)
+        from nclx.storage.ufunc import _HostSide, _like
+        return _like(_HostSide, self._host_read() ** other, self)
+
+    def __ipow__(self, other):
+        if self._host is None or not _scalar(other):
+            return np.power(self, other, out=(self,))
+        with _locked(self._buf):
+            self._buf.device_to_host()
+            host = self._host
+            host **= other
+            self._buf.mark(_HOST_DIRTY)
+        return self
 
     # -- NumPy ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
@@ -428,6 +454,10 @@ def make(cls, buf, host, dev, dims, halo, layout, alignment, aligned_index):
     s._alignment = alignment
     s._aligned_index = None if aligned_index is None else tuple(aligned_index)
     return s
+
+
+def _scalar(x):
+    return isinstance(x, (int, float, complex, np.generic)) and not isinstance(x, bool)
 
 
 def _canon(d):

@@ -16,7 +16,8 @@ from nclx.storage.devices import SyncState
 from nclx.storage.params import (StorageError, StorageTypeError, layout_from_strides,
                                  normalize_aligned_index, normalize_alignment, normalize_device,
                                  normalize_dims, normalize_halo, normalize_layout,
-                                 normalize_managed, normalize_shape, preset, preset_layout)
+                                 normalize_dtype, normalize_managed, normalize_shape, preset,
+                                 preset_layout)
 
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
            "full_like", "as_storage", "storage"]
@@ -49,7 +50,7 @@ def _resolve(shape, dtype, tmpl, kwargs):
     """Normalised keywords for an allocation of ``shape``."""
     shape = normalize_shape(shape)
     nd = len(shape)
-    dtype = np.dtype(dtype)
+    dtype = normalize_dtype(dtype)
     pre = preset(kwargs.get("defaults"))
     t = _template(tmpl)
     if t.get("layout") is not None and len(t["layout"]) != nd:
@@ -207,6 +208,8 @@ def full_like(data, fill_value, dtype=None, **kwargs):
 def storage(data=None, device_data=None, *, dtype=None, copy=True, sync_state=None, **kwargs):
     """A storage initialised with a copy of ``data`` (or ``device_data``);
     ``copy=False`` wraps instead (:func:`as_storage`)."""
+    if sync_state is not None and not isinstance(sync_state, SyncState):
+        raise StorageTypeError(f"sync_state={sync_state!r}: expected a SyncState")
     if not copy:
         return as_storage(data, device_data, dtype=dtype, sync_state=sync_state, **kwargs)
     _check_keys(kwargs, ("shape",))

@@ -10,10 +10,10 @@ copies between host and device and counts what it copied.  Two ship:
   with it on machines without a GPU, and the same tests run on CuPy where
   a GPU is present.
 
-``device="gpu"`` uses the current backend: the one set with :func:`use`
-(a context manager, or a plain call), else CuPy when it imports and sees a
-GPU; otherwise :class:`~nclx.storage.DeviceUnavailableError` names what is
-missing.
+``device="gpu"`` uses the current backend: this thread's ``with use(b):``
+block, else the process-wide :func:`set_default`, else CuPy when it
+imports and sees a GPU; otherwise
+:class:`~nclx.storage.DeviceUnavailableError` names what is missing.
 """
 import contextlib
 import threading
@@ -23,7 +23,7 @@ import numpy as np
 from nclx.storage.params import DeviceUnavailableError
 
 __all__ = ["SyncState", "CupyBackend", "EmulatedDevice", "EmulatedDeviceArray",
-           "use", "current"]
+           "use", "set_default", "current"]
 
 
 class SyncState:
@@ -191,36 +191,45 @@ class CupyBackend(_Counters):
 
 
 _lock = threading.Lock()
-_current = None
+_default = None           # set_default(): the process-wide backend
+_local = threading.local()  # use(): a backend for one block of one thread
 _cupy = None
 
 
 def current():
-    """The backend ``device="gpu"`` uses now (CuPy unless :func:`use` set one)."""
+    """The backend ``device="gpu"`` uses in this thread now: the innermost
+    ``with use(...)`` of this thread, else :func:`set_default`'s, else CuPy."""
     global _cupy
-    if _current is not None:
-        return _current
+    stack = getattr(_local, "stack", None)
+    if stack:
+        return stack[-1]
+    if _default is not None:
+        return _default
     with _lock:
         if _cupy is None:
             _cupy = CupyBackend()
         return _cupy
 
 
+def set_default(backend):
+    """The process-wide device backend (``None``: back to CuPy)."""
+    global _default
+    _default = backend
+
+
 class use(contextlib.ContextDecorator):
-    """Make ``backend`` the device backend: ``with use(EmulatedDevice()):``
-    for a block, or ``use(b)`` alone for the rest of the process.
-    ``use(None)`` returns to CuPy."""
+    """``with use(EmulatedDevice()):`` -- this thread's device backend for
+    the block (other threads keep theirs); blocks nest."""
 
     def __init__(self, backend):
-        global _current
-        self._previous = _current
-        _current = backend
         self.backend = backend
 
     def __enter__(self):
+        if not hasattr(_local, "stack"):
+            _local.stack = []
+        _local.stack.append(self.backend)
         return self.backend
 
     def __exit__(self, *exc):
-        global _current
-        _current = self._previous
+        _local.stack.pop()
         return False

@@ -14,7 +14,7 @@ __all__ = ["StorageError", "StorageTypeError", "NoSuchBufferError", "DeviceUnava
            "PRESETS", "normalize_shape", "normalize_dims", "normalize_halo",
            "normalize_layout", "normalize_aligned_index", "normalize_alignment",
            "normalize_device", "normalize_managed", "preset", "layout_from_strides",
-           "default_dims"]
+           "default_dims", "normalize_dtype", "MAX_DIMS", "MAX_ALIGNMENT"]
 
 
 class StorageError(ValueError):
@@ -34,6 +34,9 @@ class NoSuchBufferError(StorageError, AttributeError):
 class DeviceUnavailableError(StorageError, ImportError):
     """``device="gpu"`` without a usable device backend (CuPy and a GPU)."""
 
+
+MAX_DIMS = 64                 # NumPy's limit
+MAX_ALIGNMENT = 1 << 24       # 16 MiB: beyond any page or cache line
 
 # Presets: ``defaults=`` picks the layout (per dims) and the alignment only,
 # never the device.  Layout rank keys: the dimension with the largest key
@@ -56,6 +59,8 @@ def _fail(keyword, value, why, cls=StorageError):
 
 def _as_int(keyword, value, what, whole=None):
     try:
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError
         return operator.index(value)
     except TypeError:
         _fail(keyword, value if whole is None else whole,
@@ -72,6 +77,8 @@ def normalize_shape(shape):
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     shape = _as_sequence("shape", shape)
+    if len(shape) > MAX_DIMS:
+        _fail("shape", shape, f"has {len(shape)} dimensions; NumPy allows at most {MAX_DIMS}")
     out = tuple(_as_int("shape", s, f"extent {i}", shape) for i, s in enumerate(shape))
     for i, s in enumerate(out):
         if s < 0:
@@ -150,12 +157,28 @@ def normalize_aligned_index(aligned_index, shape, halo):
 
 def normalize_alignment(alignment_size, itemsize=None):
     a = _as_int("alignment_size", alignment_size, "it")
-    if a < 1 or a & (a - 1):
-        _fail("alignment_size", alignment_size, "must be a power of two >= 1 (bytes)")
+    if a < 1 or a & (a - 1) or a > MAX_ALIGNMENT:
+        _fail("alignment_size", alignment_size,
+              f"must be a power of two from 1 to {MAX_ALIGNMENT} (bytes)")
     if itemsize is not None and a % itemsize and itemsize % a:
         _fail("alignment_size", alignment_size,
               f"and the item size {itemsize} must divide one another")
     return a
+
+
+def normalize_dtype(dtype, keyword="dtype"):
+    """A NumPy dtype a storage can hold in raw memory (no Python objects,
+    items of at least one byte)."""
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError) as exc:
+        _fail(keyword, dtype, f"is not a NumPy dtype ({exc})", StorageTypeError)
+    if dt.hasobject:
+        _fail(keyword, dtype, "holds Python objects, which raw storage memory cannot",
+              StorageTypeError)
+    if dt.itemsize == 0:
+        _fail(keyword, dtype, "has items of 0 bytes", StorageTypeError)
+    return dt
 
 
 def normalize_device(device):

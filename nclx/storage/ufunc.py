@@ -73,22 +73,82 @@ def _reduce_meta(tmpl, kwargs, ndim_out):
     return tuple(tmpl._dims[d] for d in keep), halo, layout
 
 
-def _wrap_host(result, tmpl, method, kwargs):
-    """An ndarray result as a storage (zero-copy), with the template's metadata where it fits."""
-    from nclx.storage.wrap import as_storage
-    if not isinstance(result, np.ndarray) or isinstance(result, Storage):
-        return result
-    if result.ndim == 0:
-        return result
-    meta = None
+def _meta(result_shape, tmpl, method, kwargs):
+    """(dims, halo) of a result: the template's where the shape is its own,
+    the remaining axes' for reductions, defaults otherwise."""
     if tmpl is not None:
-        if method in ("__call__", "accumulate") and result.shape == tmpl.shape:
-            meta = (tmpl._dims, tmpl._halo)
-        elif method == "reduce":
-            m = _reduce_meta(tmpl, kwargs, result.ndim)
-            meta = m[:2] if m else None
-    dims, halo = meta if meta else (default_dims(result.ndim), None)
-    return as_storage(result, dims=dims, halo=halo, device=None)
+        if method in ("__call__", "accumulate") and tuple(result_shape) == tmpl.shape:
+            return tmpl._dims, tmpl._halo
+        if method == "reduce":
+            m = _reduce_meta(tmpl, kwargs, len(result_shape))
+            if m:
+                return m[:2]
+    return default_dims(len(result_shape)), None
+
+
+class _HostSide:
+    """Compute on host views with NumPy's ufunc (nclx's loops after install())."""
+    state = _HOST_DIRTY
+
+    def __init__(self, ufunc):
+        self.fn = ufunc
+
+    @staticmethod
+    def operand(x):
+        return x._host_read() if isinstance(x, Storage) else x
+
+    @staticmethod
+    def is_array(r):
+        return isinstance(r, (np.ndarray, np.generic)) and not isinstance(r, Storage)
+
+    @staticmethod
+    def store(new, r):
+        np.copyto(new._host, r, casting="no")
+
+    @staticmethod
+    def wrap(r, dims, halo):
+        from nclx.storage.wrap import as_storage
+        return as_storage(r, dims=dims, halo=halo, device=None)
+
+
+class _DeviceSide:
+    """Device-only storages: the device backend's ufunc of the same name."""
+    state = _DEVICE_DIRTY
+
+    def __init__(self, ufunc, backend):
+        self.backend = backend
+        self.fn = getattr(backend.xp, ufunc.__name__, None)
+        self.name = ufunc.__name__
+        if self.fn is None:
+            raise StorageTypeError(f"np.{ufunc.__name__} has no {backend.name} counterpart")
+
+    def operand(self, x):
+        if isinstance(x, Storage):
+            if x._dev is None:
+                raise StorageTypeError(f"np.{self.name}: mixes host-only and device-only "
+                                       "storages; move one side first (storage(..., "
+                                       "device='gpu') or to_cupy().get())")
+            return x._device_read()
+        if isinstance(x, np.ndarray) and not self.backend.is_device_array(x):
+            raise StorageTypeError(f"np.{self.name}: a host ndarray operand with a device-only "
+                                   "storage; move it to the device first")
+        return x
+
+    def is_array(self, r):
+        return self.backend.is_device_array(r) and not isinstance(r, Storage)
+
+    @staticmethod
+    def store(new, r):
+        new._dev[...] = r
+
+    @staticmethod
+    def wrap(r, dims, halo):
+        from nclx.storage.wrap import as_storage
+        return as_storage(device_data=r, device="gpu", managed=None, dims=dims, halo=halo)
+
+
+def _first_storage(inputs):
+    return next((x for x in inputs if isinstance(x, Storage)), None)
 
 
 def storage_ufunc(ufunc, method, inputs, kwargs):
@@ -98,8 +158,8 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
         if other is not None and not isinstance(x, (Storage, np.ndarray)):
             return NotImplemented
     storages = [x for x in inputs + outs if isinstance(x, Storage)]
-    if any(s._host is None for s in storages):
-        return _device_ufunc(ufunc, method, inputs, kwargs, storages)
+    device_only = [s for s in storages if s._host is None]
+    side = _DeviceSide(ufunc, device_only[0]._buf.backend) if device_only else _HostSide(ufunc)
     tmpl = None
     if method == "__call__":
         if ufunc.signature is None:      # a gufunc's core dims do not broadcast
@@ -108,11 +168,9 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
             except ValueError:
                 shape = None
             tmpl = _template(inputs, shape)
-    elif method == "accumulate":
-        tmpl = next((x for x in inputs if isinstance(x, Storage)), None)
     else:
-        tmpl = next((x for x in inputs if isinstance(x, Storage)), None)
-    given_outs = _flat_outs(kwargs)
+        tmpl = _first_storage(inputs)
+    given_outs = outs
 
     def compute(ufunc, method, inputs, kwargs):
         kwargs = dict(kwargs)
@@ -125,75 +183,38 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
                 from nclx.storage.creation import empty_like
                 new_outs = tuple(empty_like(tmpl, dtype=dt) for dt in dts)
                 kwargs["out"] = new_outs
-        result = aware.run_unwrapped(ufunc, method, inputs, kwargs, _host_operand)
-        for o in _flat_outs(kwargs):
+        result = aware.run_unwrapped(side.fn, method, inputs, kwargs, side.operand)
+        touched = list(_flat_outs(kwargs))
+        if method == "at" and inputs and isinstance(inputs[0], Storage):
+            touched.append(inputs[0])                 # ufunc.at works in place
+        for o in touched:
             if isinstance(o, Storage):
-                o._buf.mark(_HOST_DIRTY)
+                o._buf.mark(side.state)
         if new_outs is not None:
             return new_outs if ufunc.nout > 1 else new_outs[0]
         if no_out and tmpl is not None and method in ("__call__", "accumulate"):
-            # NumPy allocated (a dtype=/where=/... call): lay it out like the operand
+            # the ufunc allocated (a dtype=/where=/... call): lay it out like the operand
             if isinstance(result, tuple):
-                return tuple(_like(r, tmpl) for r in result)
-            return _like(result, tmpl)
+                return tuple(_like(side, r, tmpl) for r in result)
+            return _like(side, result, tmpl)
         return result
 
     def wrap(r):
-        if any(r is o for o in given_outs):
+        if any(r is o for o in given_outs) or not side.is_array(r) or np.ndim(r) == 0:
             return r
-        return _wrap_host(r, tmpl, method, kwargs)
+        dims, halo = _meta(np.shape(r), tmpl, method, kwargs)
+        return side.wrap(r, dims, halo)
 
-    return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_host_operand, wrap=wrap,
+    return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=side.operand, wrap=wrap,
                              compute=compute)
 
 
-def _like(r, tmpl):
+def _like(side, r, tmpl):
     """``r`` copied into a storage allocated like ``tmpl`` when the shapes match."""
-    if np.shape(r) != tmpl.shape or not isinstance(r, (np.ndarray, np.generic)):
+    if not side.is_array(r) or tuple(np.shape(r)) != tmpl.shape:
         return r
     from nclx.storage.creation import empty_like
     new = empty_like(tmpl, dtype=r.dtype)
-    np.copyto(new._host, r, casting="no")
-    new._buf.mark(_HOST_DIRTY)
+    side.store(new, r)
+    new._buf.mark(side.state)
     return new
-
-
-def _host_operand(x):
-    return x._host_read() if isinstance(x, Storage) else x
-
-
-def _device_ufunc(ufunc, method, inputs, kwargs, storages):
-    """Device-only storages: the backend's ufunc on device views."""
-    from nclx.storage.wrap import as_storage
-    backend = storages[0]._buf.backend
-    for s in storages:
-        if s._dev is None:
-            raise StorageTypeError(f"np.{ufunc.__name__}: mixes host-only and device-only "
-                                   "storages; move one side first (storage(..., device='gpu') "
-                                   "or to_cupy().get())")
-    fn = getattr(backend.xp, ufunc.__name__, None)
-    if fn is None:
-        raise StorageTypeError(f"np.{ufunc.__name__} has no {backend.name} counterpart")
-
-    def dev(x):
-        if isinstance(x, Storage):
-            return x._device_read()
-        if isinstance(x, np.ndarray):
-            raise StorageTypeError(f"np.{ufunc.__name__}: a host ndarray operand with a "
-                                   "device-only storage; move it to the device first")
-        return x
-
-    def compute(ufunc, method, inputs, kwargs):
-        result = aware.run_unwrapped(fn, method, inputs, kwargs, dev)
-        for o in _flat_outs(kwargs):
-            if isinstance(o, Storage):
-                o._buf.mark(_DEVICE_DIRTY)
-        return result
-
-    def wrap(r):
-        if isinstance(r, Storage) or not backend.is_device_array(r) or r.ndim == 0:
-            return r
-        return as_storage(device_data=r, device="gpu", managed=None)
-
-    return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=dev, wrap=wrap,
-                             compute=compute)

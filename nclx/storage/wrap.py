@@ -15,7 +15,7 @@ from nclx.storage.core import CLASS_OF_KIND, Storage, make
 from nclx.storage.creation import _check_keys, _extent, _resolve
 from nclx.storage.devices import SyncState
 from nclx.storage.params import (StorageError, StorageTypeError, layout_from_strides,
-                                 normalize_shape)
+                                 normalize_dtype, normalize_shape)
 
 __all__ = ["as_storage"]
 
@@ -38,22 +38,47 @@ def _host_array(data, kw):
     else:   # bytes, bytearray, memoryview, mmap: the raw bytes
         arr = np.frombuffer(data, np.uint8) if memoryview(data).contiguous else np.asarray(data)
     if "shape" in flat and tuple(arr.shape) != normalize_shape(flat["shape"]):
-        # a flat buffer described by shape/strides/offset
-        if not arr.flags.c_contiguous:
-            raise StorageError("as_storage: a flat buffer described by shape=/strides= must be "
-                               f"contiguous; got a {arr.ndim}-d non-contiguous array")
-        mem = arr.reshape(-1).view(np.uint8) if arr.size else np.empty(0, np.uint8)
-        return _view_flat(mem, flat, writeable=arr.flags.writeable)
+        # a raw byte buffer described by shape/dtype/strides/offset; a typed
+        # array of another shape is never reinterpreted
+        if not _raw_bytes(arr):
+            raise StorageError(f"as_storage: shape={flat['shape']!r} disagrees with the "
+                               f"{arr.dtype} array's shape {arr.shape} (only raw byte buffers "
+                               "are described by shape=/strides=/offset=)")
+        mem = arr.reshape(-1) if arr.size else np.empty(0, np.uint8)
+        return _view_flat(mem.view(np.uint8), flat, writeable=arr.flags.writeable)
     for key in ("dtype", "strides"):
         if key in flat:
-            want = np.dtype(flat[key]) if key == "dtype" else tuple(flat[key])
+            want = normalize_dtype(flat[key]) if key == "dtype" else _int_tuple("strides",
+                                                                              flat[key])
             have = arr.dtype if key == "dtype" else arr.strides
             if want != have:
                 raise StorageError(f"as_storage: {key}={flat[key]!r} disagrees with the "
                                    f"buffer's {key} {have!r}")
     if flat.get("offset"):
         raise StorageError(f"as_storage: offset={flat['offset']!r} needs a flat buffer and shape=")
+    normalize_dtype(arr.dtype, "data")
     return arr
+
+
+def _raw_bytes(arr):
+    """A contiguous buffer of single bytes (what shape=/strides= describe)."""
+    return arr.ndim <= 1 and arr.itemsize == 1 and arr.dtype.kind in "uiVSb" \
+        and arr.flags.c_contiguous
+
+
+def _int_tuple(keyword, value):
+    try:
+        seq = tuple(value)
+    except TypeError:
+        raise StorageTypeError(f"as_storage: {keyword}={value!r}: expected a sequence of "
+                               "integers") from None
+    out = []
+    for v in seq:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise StorageTypeError(f"as_storage: {keyword}={value!r}: entry {v!r} is not an "
+                                   "integer")
+        out.append(int(v))
+    return tuple(out)
 
 
 def _has_buffer(obj):
@@ -66,15 +91,18 @@ def _has_buffer(obj):
 
 def _view_flat(mem, flat, writeable):
     shape = normalize_shape(flat["shape"])
-    dtype = np.dtype(flat.get("dtype", np.float64))
+    dtype = normalize_dtype(flat.get("dtype", np.float64))
     if "strides" in flat:
-        strides = tuple(int(s) for s in flat["strides"])
+        strides = _int_tuple("strides", flat["strides"])
         if len(strides) != len(shape):
             raise StorageError(f"as_storage: strides={flat['strides']!r} has {len(strides)} "
                                f"entries for shape {shape}")
     else:
         strides = _c_strides(shape, dtype.itemsize)
-    offset = int(flat.get("offset", 0))
+    offset = flat.get("offset", 0)
+    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, (int, np.integer)):
+        raise StorageTypeError(f"as_storage: offset={offset!r}: expected an integer (bytes)")
+    offset = int(offset)
     lo, hi = _extent(shape, strides, dtype.itemsize)
     if offset + lo < 0:
         raise StorageError(f"as_storage: offset={offset} with strides={strides} reaches byte "
