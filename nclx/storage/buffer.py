@@ -3,7 +3,7 @@ the host and device spans, the kind of synchronisation, the SyncState, and
 the copies between the two sides."""
 from nclx.storage.devices import SyncState
 
-__all__ = ["Buffer", "KINDS"]
+__all__ = ["Buffer", "KINDS", "locked"]
 
 # kind -> storage class name (core.py maps them to classes)
 KINDS = ("cpu", "gpu", "gt4py", "cuda")
@@ -88,3 +88,20 @@ class Buffer:
         if self.kind == "gt4py":
             with self.sync.lock:
                 self.sync.state = state
+
+
+class locked:
+    """Hold a buffer's sync lock (when it has one) for a compound operation."""
+    __slots__ = ("lock",)
+
+    def __init__(self, buf):
+        self.lock = buf.sync.lock if buf.sync is not None else None
+
+    def __enter__(self):
+        if self.lock is not None:
+            self.lock.acquire()
+
+    def __exit__(self, *exc):
+        if self.lock is not None:
+            self.lock.release()
+

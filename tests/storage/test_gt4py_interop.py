@@ -36,7 +36,7 @@ def gt(tmp_path_factory):
     @gtscript.stencil(backend="numpy")
     def smooth(inp: gtscript.Field[np.float64], out: gtscript.Field[np.float64]):
         with computation(PARALLEL), interval(...):  # noqa: F821 (gtscript names)
-            out = inp[1, 0, 0] + inp[-1, 0, 0] + inp[0, 1, 0] + inp[0, -1, 0] - 4 * inp[0, 0, 0]
+            out = inp[1, 0, 0] + inp[-1, 0, 0] + inp[0, 1, 0] + inp[0, -1, 0] - 4 * inp[0, 0, 0]  # noqa: F841
 
     return gs, smooth
 
