@@ -271,7 +271,7 @@ class Storage(IndexingMixin, NDArrayOperatorsMixin):
             else self._buf.backend.to_host(self._dev)
         managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
         return _rebuild, (snapshot, self._dims, self._halo, self._layout, self._alignment,
-                          self.device, managed, self._aligned_index)
+                          self.device, managed, self._aligned_index, self._buf.backend)
 
     # -- ** with a scalar exponent: ndarray's fast paths ---------------------------
     # ndarray computes a ** 2, ** 0.5, ** -1 ... as square, sqrt, reciprocal

@@ -78,8 +78,11 @@ def _resolve(shape, dtype, tmpl, kwargs):
         same = "halo" not in kwargs and t.get("halo") == halo
         ai = t.get("aligned_index") if same else None
     ai = normalize_aligned_index(ai, shape, halo)
+    # a storage made like another one lives on that one's device backend
+    backend = tmpl._buf.backend if isinstance(tmpl, Storage) and device is not None else None
     return dict(shape=shape, dtype=dtype, dims=dims, halo=halo, layout=layout,
-                alignment=alignment, aligned_index=ai, device=device, managed=managed)
+                alignment=alignment, aligned_index=ai, device=device, managed=managed,
+                backend=backend)
 
 
 _RECIPES = {}          # (shape, dtype, keywords) -> (resolved keywords, plan)
@@ -126,7 +129,7 @@ def _allocate(r, p=None, zero=False):
         host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
                                     p.strides, zero)
         return make(CPUStorage, Buffer("cpu", None, host), host, None, *meta)
-    backend = devices.current()
+    backend = r.get("backend") or devices.current()
     kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
     host = dev = host_span = dev_span = None
     if kind == "gt4py":
@@ -248,14 +251,19 @@ def _extent(shape, strides, itemsize):
 from nclx.storage.wrap import as_storage  # noqa: E402  (wrap.py uses the helpers above)
 
 
-def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_index=None):
-    """Unpickle: a storage with the same parameters holding ``snapshot``."""
+def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_index=None,
+             backend=None):
+    """Unpickle: a storage with the same parameters holding ``snapshot``, on
+    the device backend it was pickled with (a process without it raises
+    DeviceUnavailableError here)."""
     kw = dict(dims=dims, halo=halo, layout=layout, alignment_size=alignment)
     if aligned_index is not None:
         kw["aligned_index"] = aligned_index
-    if device is not None:
-        kw.update(device=device, managed=managed)
-    return storage(snapshot, **kw)
+    if device is None:
+        return storage(snapshot, **kw)
+    kw.update(device=device, managed=managed)
+    with devices.use(backend if backend is not None else devices.current()):
+        return storage(snapshot, **kw)
 
 
 __all__ += ["SyncState", "StorageError"]

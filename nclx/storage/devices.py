@@ -140,6 +140,9 @@ class CupyBackend(_Counters):
             raise DeviceUnavailableError("device='gpu': CuPy sees no GPU")
         self.cp = self.xp = cupy
 
+    def __reduce__(self):            # pickled storages name their backend
+        return CupyBackend, ()
+
     def alloc(self, nbytes):
         return self.cp.empty(max(nbytes, 1), dtype=self.cp.uint8)
 
