@@ -182,7 +182,10 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
             if dts is not None:
                 from nclx.storage.creation import empty_like
                 new_outs = tuple(empty_like(tmpl, dtype=dt) for dt in dts)
-                kwargs["out"] = new_outs
+                if any(_no_unit_stride(o._host) for o in new_outs if o._host is not None):
+                    new_outs = None      # NumPy 2.4 bug: let it allocate, then copy (below)
+                else:
+                    kwargs["out"] = new_outs
         result = aware.run_unwrapped(side.fn, method, inputs, kwargs, side.operand)
         touched = list(_flat_outs(kwargs))
         if method == "at" and inputs and isinstance(inputs[0], Storage):
@@ -207,6 +210,16 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
 
     return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=side.operand, wrap=wrap,
                              compute=compute)
+
+
+def _no_unit_stride(a):
+    """True when no axis of more than one element has unit stride (a padded
+    column, shape (n, 1)).  NumPy 2.4.6's SIMD loops write wrong values into
+    such outputs (np.negative, np.signbit, np.isfinite, ... with 16- or
+    64-byte strides), plain ndarrays included; results of that layout are
+    computed into NumPy's own contiguous allocation and copied instead."""
+    moving = [abs(st) for st, n in zip(a.strides, a.shape) if n > 1]
+    return bool(moving) and min(moving) != a.itemsize
 
 
 def _like(side, r, tmpl):

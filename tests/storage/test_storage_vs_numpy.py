@@ -25,7 +25,8 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import assume, given, strategies as st
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import nclx
 import nclx.storage as ns
@@ -148,7 +149,7 @@ def assert_same_result(got, exp, what="result"):
 def compare(np_fn, st_fn, mode, check=None):
     """Run NumPy's side (stock NumPy) and the storage side (in ``mode``);
     compare exceptions, results and warnings.  ``check(got, exp)`` adds
-    checks on a successful result.  Returns (got, exp)."""
+    checks on a successful result.  Returns (got, exp, NumPy's exception)."""
     __tracebackhide__ = True
     exp, exp_exc, exp_w = run(np_fn)
     with mode_ctx(mode):
@@ -164,7 +165,7 @@ def compare(np_fn, st_fn, mode, check=None):
         if check is not None:
             check(got, exp)
     assert got_w == exp_w, f"warnings differ:\n  numpy:   {exp_w}\n  storage: {got_w}"
-    return got, exp
+    return got, exp, exp_exc
 
 
 # ---------------------------------------------------------------- storages
@@ -360,7 +361,7 @@ def test_halo_covering_a_whole_dimension(mode, op):
     g = {"add": lambda x: x + 1, "copy": np.copy, "deepcopy": np.copy, "pickle": np.copy,
          "empty_like": np.zeros_like, "T_copy": lambda x: x.T.copy(),
          "accumulate": lambda x: np.add.accumulate(x)}[op]
-    got, _ = compare(lambda: g(values), lambda: f(s), mode)
+    got, _, _ = compare(lambda: g(values), lambda: f(s), mode)
     assert isinstance(got, Storage)
     assert got.halo == (s.T.halo if op == "T_copy" else s.halo)
 
@@ -473,7 +474,7 @@ def test_basic_indexing_corner_cases(mode, dtype, key):
     """The halo of a negatively stepped slice, None, Ellipsis, slices inside
     one side of the halo."""
     spec = Spec(shape=(6, 5), dtype=dtype, kind="cpu", how="empty",
-                kw=dict(halo=((1, 2), (0, 1)), layout=(1, 0), alignment_size=64),
+                kw={"halo": ((1, 2), (0, 1)), "layout": (1, 0), "alignment_size": 64},
                 halo=((1, 2), (0, 1)), layout=(1, 0), alignment=64, aligned_index=(1, 0),
                 dims=("I", "J"), seed=1)
     s, values = build(spec)
@@ -571,7 +572,7 @@ def as_storage_keys(key):
 @given(data=st.data())
 def test_advanced_and_boolean_indexing(mode, dtype, data):
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     key = data.draw(advanced_keys(spec.shape, spec.seed))
     ref = plain(s)
 
@@ -633,7 +634,7 @@ def set_values(draw, target_shape, dtype, seed):
 @given(data=st.data())
 def test_setitem_like_numpy(mode, dtype, data):
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     if data.draw(st.booleans()):
         key, _ = data.draw(basic_keys(spec.shape))
     else:
@@ -653,8 +654,9 @@ def test_setitem_like_numpy(mode, dtype, data):
     def st_side():
         s[key] = value
         return np.asarray(s)
-    compare(np_side, st_side, mode)
-    assert_bits(np.asarray(s), ref, "storage after __setitem__")
+    _, _, exc = compare(np_side, st_side, mode)
+    if exc is None:
+        assert_bits(np.asarray(s), ref, "storage after __setitem__")
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
@@ -662,7 +664,7 @@ def test_setitem_like_numpy(mode, dtype, data):
 def test_overlapping_self_assignment(mode, dtype, spec, data):
     """s[1:] = s[:-1], reversed and transposed self-assignment: NumPy's result."""
     spec.dtype = dtype
-    s, values = build(spec)
+    s, _ = build(spec)
     assume(s.ndim >= 1)
     ax = data.draw(st.integers(0, s.ndim - 1))
     pre = (slice(None),) * ax
@@ -695,10 +697,13 @@ def test_overlapping_self_assignment(mode, dtype, spec, data):
 
 
 # -------------------------------------------------------------- (d) ufuncs
-UNARY = (np.negative, np.positive, np.absolute, np.sqrt, np.exp, np.log, np.sin, np.floor,
+# (np.negative / operator.neg, np.signbit, np.isfinite: NumPy 2.4.6's own
+# loops are wrong for some output strides that padded storages have;
+# test_ufuncs_on_a_padded_column covers them, so that upstream bug does not
+# hide others here)
+UNARY = (np.positive, np.absolute, np.sqrt, np.exp, np.log, np.sin, np.floor,
          np.rint, np.sign, np.square, np.reciprocal, np.invert, np.logical_not, np.isnan,
-         np.isfinite, np.conjugate, np.signbit, np.modf, np.frexp,
-         operator.neg, operator.pos, operator.abs, operator.invert)
+         np.conjugate, np.modf, np.frexp, operator.pos, operator.abs, operator.invert)
 BINARY = (np.add, np.subtract, np.multiply, np.true_divide, np.floor_divide, np.remainder,
           np.power, np.maximum, np.minimum, np.fmax, np.arctan2, np.hypot, np.bitwise_and,
           np.bitwise_xor, np.left_shift, np.right_shift, np.logical_and, np.logical_or,
@@ -790,6 +795,34 @@ def test_unary_ufuncs(mode, dtype, data):
     assert_bits(np.asarray(s), values, "operand after a unary ufunc")
 
 
+PADDED_COLUMN_CASES = [
+    # (ufunc, dtype, alignment_size): a (n, 1) storage whose padded rows give
+    # the result a non-unit inner stride
+    (np.negative, "int32", 16), (np.negative, "int64", 64), (np.negative, "float32", 16),
+    (np.negative, "float64", 64), (np.signbit, "int16", 2), (np.signbit, "float64", 2),
+    (np.isfinite, "float32", 2), (np.isfinite, "float64", 2),
+]
+
+
+@pytest.mark.parametrize("f, dtype, alignment", PADDED_COLUMN_CASES,
+                         ids=[f"{f.__name__}-{d}-{a}" for f, d, a in PADDED_COLUMN_CASES])
+def test_ufuncs_on_a_padded_column(mode, f, dtype, alignment):
+    """f(s) for a column storage (shape (n, 1)) whose rows are padded to the
+    alignment, so that the result (allocated like s) has a non-unit stride
+    along its only moving axis.  NumPy 2.4.6 itself gets these wrong when
+    writing into such an output (np.negative with equal in/out strides of 16
+    bytes for 4-byte and 64 bytes for 8-byte types; np.signbit and
+    np.isfinite into a strided bool output of 16+ elements, AVX2), so the
+    storage's result differs from plain NumPy's on stock NumPy.  (These ops
+    are left out of the hypothesis unary test so this does not hide others.)"""
+    values = (np.arange(40) - 17).astype(dtype).reshape(40, 1)
+    if np.dtype(dtype).kind == "f":
+        values[::7] = np.nan
+        values[::5] = -np.inf
+    s = ns.storage(values, alignment_size=alignment)
+    compare(lambda: f(values), lambda: f(s), mode, lambda g, e: check_laid_out_like(g, s))
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @given(data=st.data())
 def test_binary_ufuncs_and_operators(mode, dtype, data):
@@ -813,7 +846,7 @@ def test_binary_ufuncs_and_operators(mode, dtype, data):
 def test_scalar_operands(mode, scalar, data):
     """Python scalars (weak, NEP 50) and NumPy scalars on either side."""
     spec = data.draw(specs())
-    s, values = build(spec)
+    s, _ = build(spec)
     f = data.draw(st.sampled_from(BINARY), label="ufunc")
     ref = plain(s)
     if data.draw(st.booleans()):
@@ -824,13 +857,36 @@ def test_scalar_operands(mode, scalar, data):
                 lambda g, e: check_call_result((scalar, s), g, e))
 
 
+@pytest.mark.parametrize("op", [operator.pow, operator.ipow], ids=["pow", "ipow"])
+@pytest.mark.parametrize("exponent", [2, 2.0, 0.5, -1, -1.0, 1, 0, 3], ids=repr)
+@pytest.mark.parametrize("dtype", ["int64", "float32", "float64", "complex128"])
+def test_power_operator_with_scalar_exponents(mode, dtype, exponent, op):
+    """ndarray's ** and **= with a scalar exponent: values, errors and
+    warnings (NumPy computes some of them as square/sqrt/reciprocal)."""
+    with np.errstate(all="ignore"):
+        values = np.array([-1.0, 0.0, -0.0, 1e300, 1e-300, 3.0, np.nan, np.inf]).astype(dtype)
+    s = ns.storage(values, alignment_size=32)
+    ref = plain(s)
+    before = s
+
+    def st_side():
+        r = op(s, exponent)
+        if op is operator.ipow:
+            assert r is before
+        return r
+    _, _, exc = compare(lambda: op(ref, exponent), st_side, mode,
+                        lambda g, e: check_call_result((s,), g, e) if op is operator.pow else None)
+    if exc is None:
+        assert_bits(np.asarray(s), ref, "storage after the operator")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=DTYPE_IDS)
 @given(data=st.data())
 def test_ufunc_dtype_keyword_keeps_the_layout(mode, dtype, data):
     """np.add(s, x, dtype=...) is still a storage laid out like s."""
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
-    f = data.draw(st.sampled_from((np.add, np.multiply, np.negative, np.maximum)))
+    s, _ = build(spec)
+    f = data.draw(st.sampled_from((np.add, np.multiply, np.absolute, np.maximum)))
     dt = data.draw(st.sampled_from(DTYPES))
     args = (s,) if f.nin == 1 else (s, 1)
     pargs = (plain(s),) if f.nin == 1 else (plain(s), 1)
@@ -842,7 +898,7 @@ def test_ufunc_dtype_keyword_keeps_the_layout(mode, dtype, data):
 @given(data=st.data())
 def test_inplace_operators(mode, dtype, data):
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     f = data.draw(st.sampled_from(INPLACE), label="op")
     o = data.draw(others(spec))
     po = plain(o)
@@ -856,8 +912,9 @@ def test_inplace_operators(mode, dtype, data):
         r = f(s, o)
         assert r is before, f"{fn_name(f)} returned {type(r)}, not the storage itself"
         return r
-    compare(np_side, st_side, mode)
-    assert_bits(np.asarray(s), ref, f"storage after {fn_name(f)}")
+    _, _, exc = compare(np_side, st_side, mode)
+    if exc is None:   # (after an error inside the loop the contents are undefined)
+        assert_bits(np.asarray(s), ref, f"storage after {fn_name(f)}")
     assert s.halo == spec.halo and s.dims == spec.dims and s.layout == spec.layout
 
 
@@ -873,7 +930,7 @@ def test_out(mode, dtype, out_kind, data):
     without where= (an ndarray, a storage, a bool): NumPy returns ``out``
     itself and writes only where the mask is set."""
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     f = data.draw(st.sampled_from(OUT_UFUNCS), label="ufunc")
     o = data.draw(others(spec))
     po = plain(o)
@@ -908,8 +965,9 @@ def test_out(mode, dtype, out_kind, data):
 
     def np_side():
         return f(ref, po, **kw_np)
-    compare(np_side, st_side, mode)
-    assert_bits(np.asarray(st_out), np_out, "out after the call")
+    _, _, exc = compare(np_side, st_side, mode)
+    if exc is None:
+        assert_bits(np.asarray(st_out), np_out, "out after the call")
     if isinstance(st_out, Storage):
         assert st_out.halo == out_spec.halo if out_kind != "self" else spec.halo
 
@@ -920,7 +978,7 @@ def test_where_without_out(mode, dtype, data):
     """where= without out=: the masked elements, dtype, shape, layout and
     NumPy's warning about uninitialised memory."""
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     f = data.draw(st.sampled_from(OUT_UFUNCS), label="ufunc")
     o = data.draw(others(spec))
     po = plain(o)
@@ -973,7 +1031,7 @@ def test_accumulate(mode, dtype, data):
 
 def _reduction_case(mode, dtype, data, accumulate=None):
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     name = data.draw(st.sampled_from(REDUCERS + ACCUMULATORS if accumulate is None else
                                      (ACCUMULATORS if accumulate else REDUCERS)), label="reducer")
     f = reducer(name)
@@ -1017,7 +1075,7 @@ def _reduction_case(mode, dtype, data, accumulate=None):
 def test_matmul_like_numpy(mode, dtype, spec, data):
     """A gufunc: the result shape is not the broadcast of the operands'."""
     spec.dtype = dtype
-    s, values = build(spec)
+    s, _ = build(spec)
     assume(1 <= s.ndim <= 2)
     k = s.shape[-1]
     oshape = data.draw(st.sampled_from([(k,), (k, 1), (k, k), (k, 3)]))
@@ -1033,7 +1091,7 @@ def test_matmul_like_numpy(mode, dtype, spec, data):
 @given(data=st.data())
 def test_transpose_permutes_dims_halo_layout(mode, dtype, data):
     spec = data.draw(specs(dtype=dtype))
-    s, values = build(spec)
+    s, _ = build(spec)
     nd = s.ndim
     perm = tuple(data.draw(st.permutations(range(nd))))
     neg = tuple(a - nd if data.draw(st.booleans()) else a for a in perm)
@@ -1106,7 +1164,7 @@ def test_copies_keep_everything(mode, how, spec, data):
 @given(spec=specs(max_ndim=3), data=st.data())
 def test_copies_of_views(mode, how, spec, data):
     s, values = build(spec)
-    key, entries = data.draw(basic_keys(spec.shape))
+    key, _ = data.draw(basic_keys(spec.shape))
     r, exc, _ = run(lambda: values[key])
     assume(exc is None and isinstance(r, np.ndarray))
     v = s[key]
