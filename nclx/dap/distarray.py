@@ -195,16 +195,35 @@ class DistArray:
         if isinstance(result, np.ndarray) and result.ndim == 0:
             result = result[()]
         if out is not None:
-            target = out._block if isinstance(out, DistArray) else out
-            target[...] = result._block if isinstance(result, DistArray) else result
+            if isinstance(result, DistArray):
+                if not isinstance(out, DistArray) or out.distribution != result.distribution:
+                    raise DapError(f"mean: out= must be a DistArray distributed like the result "
+                                   f"({result.distribution})")
+                out._block[...] = result._block
+                return out
+            out[...] = result
             return out
         return result
 
     # -------------------------------------------------------------- ufuncs
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         from nclx import aware
-        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
-                                 wrap=lambda r: r, compute=self._compute)
+        if method != "reduce":
+            return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
+                                     wrap=lambda r: r, compute=self._compute)
+        # a reduction is collective: an error on one rank (a hook, a floating-point
+        # error, bad arguments) is raised on every rank instead of leaving them waiting
+        from nclx.dap.collective import agree
+        try:
+            return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
+                                     wrap=lambda r: r, compute=self._compute)
+        except Exception as exc:
+            if not getattr(exc, "_nclx_agreed", False):
+                try:        # the others wait in the reduction's agreement: meet them there
+                    agree(self.comm, exc, f"{ufunc.__name__}.reduce")
+                except DapError:
+                    pass
+            raise
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
@@ -225,8 +244,15 @@ class DistArray:
                         raise DapError(f"{ufunc.__name__}: out= must be an identically "
                                        f"distributed DistArray, not {type(o).__name__}")
             try:
-                result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap,
-                                             aware.nclx_ufunc)
+                from nclx import _install
+                # installed: NumPy's ufunc reaches nclx's loops and every hook chain
+                # (nclx.checked() included); otherwise nclx's own ufuncs
+                kernels = None if _install.is_installed() else aware.nclx_ufunc
+                try:
+                    result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap,
+                                                 kernels)
+                except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
+                    result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap)
             except DapError as exc:
                 raise DapError(f"{ufunc.__name__}: {exc}") from None
             if out is not None:
@@ -277,8 +303,21 @@ def from_distarray(obj, comm=None):
         export = validate(export)
     except Exception as exc:  # noqa: BLE001 - every rank raises it after the allgather
         error = exc
-    everyone = allgather_checked(comm, export["dim_data"] if error is None else None, error,
+    buf = None
+    if error is None:
+        buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
+            np.asarray(memoryview(export["buffer"]))
+    everyone = allgather_checked(comm, None if error is not None else
+                                 (export["dim_data"], buf.dtype.str, buf.shape), error,
                                  "from_distarray")
-    dist = Distribution.from_dim_data_per_rank(everyone)
-    return DistArray(np.asarray(memoryview(export["buffer"])) if not isinstance(export["buffer"], np.ndarray)
-                     else export["buffer"], dist, comm)
+    dist = Distribution.from_dim_data_per_rank([dd for dd, _, _ in everyone])
+    # every rank sees every rank's dtype and shape: the same verdict everywhere
+    dtypes = {dt for _, dt, _ in everyone}
+    if len(dtypes) > 1:
+        raise DapError("from_distarray: ranks export different dtypes: " + ", ".join(
+            f"rank {r}: {dt}" for r, (_, dt, _) in enumerate(everyone)))
+    for r, (_, _, shape) in enumerate(everyone):
+        if tuple(shape) != dist.local_shape(r):
+            raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
+                           f"dim_data gives {dist.local_shape(r)}")
+    return DistArray(buf, dist, comm)

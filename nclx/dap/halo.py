@@ -171,16 +171,27 @@ def _free_plan(plan):
     for group in getattr(plan, "types", None) or ():
         for t in group:
             t.Free()
-    plan.persistent = plan.types = None
+    if getattr(plan, "comm", None) is not None:
+        plan.comm.Free()
+    plan.persistent = plan.types = plan.comm = None
 
 
 class HaloRequest:
     """An exchange in flight: :meth:`wait` completes it (idempotent)."""
 
-    def __init__(self, block, plan, reqs, mpi, unpack=True):
-        self._block, self._plan, self._reqs, self._mpi = block, plan, reqs, mpi
+    def __init__(self, da, plan, reqs, mpi, unpack=True):
+        # the request keeps its DistArray (and so the plan's requests) alive
+        self._da, self._block, self._plan, self._reqs, self._mpi = da, da._block, plan, reqs, mpi
         self._unpack = unpack
         self.done = False
+
+    def __del__(self):
+        # a dropped request still completes (the array must not stay locked)
+        try:
+            if not self.done and not self._mpi.Is_finalized():
+                self.wait()
+        except Exception:  # noqa: BLE001 - nothing can be raised from __del__
+            pass
 
     def wait(self):
         if self.done:
@@ -199,20 +210,38 @@ class HaloRequest:
         return self.done
 
 
+def _typed(dtype, MPI):
+    """True when MPI has a native type for ``dtype`` (numeric, native byte order)."""
+    return dtype.kind in "biufc" and dtype.isnative and dtype.char in MPI._typedict
+
+
 def _plan_for(da):
-    """The cached plan of ``da``'s layout; built and agreed on collectively."""
+    """The cached plan of ``da``'s layout; built and agreed on collectively.
+
+    Everything that could fail on one rank only (the layout, a read-only
+    block) is checked here, before the agreement, and the plan gets its own
+    communicator (``comm.Dup()``) so that its messages never meet the user's."""
+    from mpi4py import MPI
+
     from nclx.dap.collective import agree
     block = da._block
-    key = (block.shape, block.strides, block.dtype.str)
+    key = (block.shape, block.strides, block.dtype.str, block.__array_interface__["data"][0])
     cached = getattr(da, "_halo_plan", None)
     if cached is not None and cached[0] == key:
         return cached[1]
     plan, error = None, None
     try:
         plan = HaloPlan(da.distribution, da.comm.Get_rank(), block.shape, block.dtype)
+        if plan.recvs and not block.flags.writeable:
+            raise DapError(f"halo exchange: rank {da.comm.Get_rank()}'s local block is "
+                           "read-only and has padding to fill")
+        # subarray datatypes where MPI types the elements and the block is
+        # C-contiguous; raw bytes through packed buffers otherwise
+        plan.datatype_ok = block.flags.c_contiguous and _typed(block.dtype, MPI)
     except DapError as exc:
         error = exc
     agree(da.comm, error)       # raises the same DapError on every rank
+    plan.comm = da.comm.Dup()
     if cached is not None:
         cached[2].detach()
         _free_plan(cached[1])
@@ -248,17 +277,15 @@ def start_halo_exchange(da, method=None):
     picked by measurement (docs/dap.md)."""
     from mpi4py import MPI
     plan = _plan_for(da)
-    comm, block = da.comm, da._block
+    comm, block = plan.comm, da._block
+    if method not in (None, "packed", "datatype"):
+        raise DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")
     if getattr(plan, "in_flight", False):
         raise DapError("halo exchange: an exchange of this DistArray is in flight; wait() for "
                        "it before starting another")
-    if method is None:
-        method = "datatype" if (block.flags.c_contiguous and block.dtype.char in MPI._typedict) \
-            else "packed"
-    if method == "datatype":
-        if not block.flags.c_contiguous or block.dtype.char not in MPI._typedict:
-            raise DapError("halo exchange method='datatype' needs a C-contiguous local block "
-                           f"of an MPI type (got strides {block.strides}, dtype {block.dtype})")
+    # 'datatype' falls back to packed bytes on a rank whose block cannot use
+    # it (the two transports carry the same bytes, so ranks may differ)
+    if method != "packed" and plan.datatype_ok:
         if getattr(plan, "persistent", None) is None:     # made once, started each time
             rtypes, stypes = _datatypes(plan, block, MPI)
             plan.persistent = (
@@ -269,15 +296,19 @@ def start_halo_exchange(da, method=None):
         reqs = plan.persistent
         MPI.Prequest.Startall(reqs)
         plan.in_flight = True
-        return HaloRequest(block, plan, reqs, MPI, unpack=False)
-    if method != "packed":
-        raise DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")
-    reqs = [comm.Irecv(buf, source=src, tag=tag) for src, tag, _s, buf in plan.recvs]
+        return HaloRequest(da, plan, reqs, MPI, unpack=False)
+    reqs = [comm.Irecv(_raw(buf, MPI), source=src, tag=tag) for src, tag, _s, buf in plan.recvs]
     for dst, tag, slices, buf in plan.sends:
         np.copyto(buf, block[slices])
-        reqs.append(comm.Isend(buf, dest=dst, tag=tag))
+        reqs.append(comm.Isend(_raw(buf, MPI), dest=dst, tag=tag))
     plan.in_flight = True
-    return HaloRequest(block, plan, reqs, MPI)
+    return HaloRequest(da, plan, reqs, MPI)
+
+
+def _raw(buf, MPI):
+    """A packed buffer as MPI sees it: typed where MPI types the elements,
+    raw bytes otherwise (strings, records, big-endian, datetimes)."""
+    return buf if _typed(buf.dtype, MPI) else [buf.view(np.uint8).reshape(-1), MPI.BYTE]
 
 
 def exchange_halos(da, method=None):

@@ -59,6 +59,14 @@ def run(n, steps, periodic=False, comm=None, report=print):
         comm = MPI.COMM_WORLD
     if n < 3:
         raise ValueError(f"--n {n}: the field needs at least 3 x 3 cells")
+    if steps < 0:
+        raise ValueError(f"--steps {steps}: the number of steps cannot be negative")
+    from nclx.dap import dims_create
+    grid = dims_create(comm.Get_size(), 2)
+    if min(n // g for g in grid) < 1:
+        raise ValueError(f"--n {n}: {comm.Get_size()} ranks form a {grid[0]} x {grid[1]} grid, "
+                         f"which leaves some rank without a row or column; use --n >= "
+                         f"{max(grid)} or fewer ranks")
     u = DistArray.from_shape((n, n), comm=comm, padding=[1, 1], periodic=[periodic] * 2)
     v = DistArray.from_shape((n, n), comm=comm, padding=[1, 1], periodic=[periodic] * 2)
     maps = u.distribution.maps(comm.Get_rank())
@@ -94,7 +102,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
-    u, times = run(args.n, args.steps, args.periodic, comm, report=None if args.quiet else print)
+    try:
+        u, times = run(args.n, args.steps, args.periodic, comm,
+                       report=None if args.quiet else print)
+    except ValueError as exc:          # the same verdict on every rank
+        if comm.Get_rank() == 0:
+            ap.error(str(exc))
+        return 2
     total = u.sum()
     if comm.Get_rank() == 0:
         if times:
