@@ -918,6 +918,26 @@ def test_inplace_operators(mode, dtype, data):
     assert s.halo == spec.halo and s.dims == spec.dims and s.layout == spec.layout
 
 
+def _probe_bigint_where_crash():
+    """True when this NumPy crashes on np.equal(int64, 2**63, out=, where=)."""
+    import subprocess
+    import sys
+    code = ("import numpy as np; a = np.zeros(2, np.int64); "
+            "np.equal(a, 2**63, out=np.zeros(2, bool), where=np.ones(2, bool))")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True,
+                          timeout=60).returncode != 0
+
+
+NUMPY_BIGINT_WHERE_CRASH = _probe_bigint_where_crash()
+
+
+def _out_of_range_int(x, dtype):
+    if not isinstance(x, int) or isinstance(x, bool) or dtype.kind not in "iu":
+        return False
+    info = np.iinfo(dtype)
+    return not info.min <= x <= info.max
+
+
 OUT_DTYPES = DTYPES[::2]
 OUT_UFUNCS = tuple(b for b in BINARY if isinstance(b, np.ufunc) and b.nout == 1)
 
@@ -937,9 +957,14 @@ def test_out(mode, dtype, out_kind, data):
     ref = plain(s)
     exp, exc, _ = run(lambda: f(ref, po))
     assume(exc is None and isinstance(exp, np.ndarray))
+    use_where = data.draw(st.sampled_from(["none", "ndarray", "storage", "bool"]))
+    if NUMPY_BIGINT_WHERE_CRASH and use_where != "none" and _out_of_range_int(po, ref.dtype):
+        # NumPy 2.5.2 segfaults on a comparison with a Python int outside the
+        # array's range when where= is given, plain ndarrays included (probed
+        # below): not a case a test of nclx can run
+        assume(False)
     if out_kind == "self":
         assume(exp.shape == s.shape and np.can_cast(exp.dtype, s.dtype, "same_kind"))
-    use_where = data.draw(st.sampled_from(["none", "ndarray", "storage", "bool"]))
     mask = make_values(np.bool_, exp.shape, spec.seed + 5)
     where = {"none": None, "ndarray": mask, "storage": ns.storage(mask),
              "bool": data.draw(st.booleans())}[use_where]
