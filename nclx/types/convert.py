@@ -1,0 +1,285 @@
+"""Ragged <-> pyarrow and awkward, sharing buffers.
+
+Zero copy (the new object reads the same memory): offsets, numeric values,
+string bytes, and validity bitmaps that start on a byte boundary.  Copied,
+because the layouts differ: bool values (Arrow packs them in bits),
+structured values (NumPy interleaves fields, Arrow and awkward keep one
+buffer per field) into Arrow, masked-array masks (NumPy keeps a byte per
+value, Arrow a bit), validity bits of a slice starting mid-byte (n / 8
+bytes), and non-contiguous values.
+"""
+import numpy as np
+
+from nclx.types import _bits
+from nclx.types.ragged import Ragged
+
+__all__ = ["to_arrow", "from_arrow", "to_awkward", "from_awkward"]
+
+
+# ----------------------------------------------------------------- to Arrow
+def _arrow_values(values):
+    import pyarrow as pa
+    if isinstance(values, Ragged):
+        return to_arrow(values)
+    mask = None
+    if isinstance(values, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(values)
+        values = values.data
+    if values.dtype.names is not None:
+        if values.ndim != 1:
+            raise TypeError("structured values with fixed inner dimensions do not go to Arrow")
+        children = [_arrow_values(np.ascontiguousarray(values[n])) for n in values.dtype.names]
+        arr = pa.StructArray.from_arrays(children, names=list(values.dtype.names))
+    elif values.ndim > 1:
+        flat = _arrow_values(np.ascontiguousarray(values).reshape(-1))
+        arr = _nest_fixed(flat, values.shape[1:])
+    elif values.dtype == np.bool_:
+        arr = pa.array(values)
+    else:
+        values = np.ascontiguousarray(values)
+        arr = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
+                                    [None, pa.py_buffer(values)])
+    if mask is not None and mask.any():
+        validity = pa.py_buffer(_bits.pack(~mask))
+        arr = pa.Array.from_buffers(arr.type, len(arr), [validity] + arr.buffers()[1:],
+                                    children=_children(arr))
+    return arr
+
+
+def _children(arr):
+    import pyarrow as pa
+    t = arr.type
+    if pa.types.is_struct(t):
+        return [arr.field(i) for i in range(t.num_fields)]
+    if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [arr.values]
+    return None
+
+
+def _nest_fixed(flat, shape):
+    import pyarrow as pa
+    arr = flat
+    for k in reversed(shape):
+        arr = pa.FixedSizeListArray.from_arrays(arr, int(k))
+    return arr
+
+
+def to_arrow(r, type=None):
+    """A pyarrow ListArray (int32 offsets) / LargeListArray (int64), or
+    StringArray / LargeStringArray / (Large)BinaryArray for string Raggeds."""
+    import pyarrow as pa
+    n = len(r)
+    validity = None
+    if r.validity is not None:
+        validity = pa.py_buffer(_bits.realign(r.validity, r.validity_offset, n))
+    offsets = pa.py_buffer(np.ascontiguousarray(r.offsets))
+    large = r.offsets.dtype == np.int64
+    if r.encoding is not None:
+        if r.encoding == "utf-8":
+            t = pa.large_string() if large else pa.string()
+        else:
+            t = pa.large_binary() if large else pa.binary()
+        data = pa.py_buffer(np.ascontiguousarray(r.values))
+        arr = pa.Array.from_buffers(t, n, [validity, offsets, data])
+    else:
+        child = _arrow_values(r.values)
+        t = (pa.large_list if large else pa.list_)(child.type)
+        arr = pa.Array.from_buffers(t, n, [validity, offsets], children=[child])
+    if type is not None and arr.type != type:
+        arr = arr.cast(type)
+    return arr
+
+
+# --------------------------------------------------------------- from Arrow
+def _np_of_primitive(arr):
+    import pyarrow as pa
+    t = arr.type
+    if pa.types.is_boolean(t):
+        data = arr.to_numpy(zero_copy_only=False)
+    else:
+        dtype = t.to_pandas_dtype()
+        if pa.types.is_timestamp(t) or pa.types.is_duration(t):
+            dtype = np.dtype(f"{'M' if pa.types.is_timestamp(t) else 'm'}8[{t.unit}]")
+        buf = arr.buffers()[1]
+        data = np.frombuffer(buf, dtype=dtype)[arr.offset:arr.offset + len(arr)]
+    if arr.null_count:
+        mask = ~_bits.valid_mask(np.frombuffer(arr.buffers()[0], np.uint8), arr.offset, len(arr))
+        return np.ma.masked_array(data, mask=mask)
+    return data
+
+
+def _from_arrow_values(arr):
+    import pyarrow as pa
+    t = arr.type
+    if isinstance(t, pa.ExtensionType):
+        arr = arr.storage
+        t = arr.type
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_string(t) \
+            or pa.types.is_large_string(t) or pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return from_arrow(arr)
+    if pa.types.is_fixed_size_list(t):
+        if arr.null_count:
+            raise TypeError("missing fixed-size lists inside a Ragged are not supported")
+        k = t.list_size
+        inner = _from_arrow_values(arr.values.slice(arr.offset * k, len(arr) * k))
+        if isinstance(inner, Ragged):
+            raise TypeError("var dimensions inside fixed-size lists are not supported")
+        return inner.reshape((len(arr), k) + inner.shape[1:])
+    if pa.types.is_struct(t):
+        if arr.null_count:
+            raise TypeError("missing records inside a Ragged are not supported")
+        fields = [_from_arrow_values(arr.field(i)) for i in range(t.num_fields)]
+        if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
+            raise TypeError("record fields that are lists or hold nulls are not supported")
+        dtype = np.dtype([(t.field(i).name, f.dtype, f.shape[1:]) for i, f in enumerate(fields)])
+        out = np.empty(len(arr), dtype=dtype)
+        for i, f in enumerate(fields):
+            out[t.field(i).name] = f
+        return out
+    if pa.types.is_dictionary(t) or pa.types.is_union(t) or pa.types.is_null(t):
+        raise TypeError(f"Arrow {t} values have no Ragged equivalent")
+    return _np_of_primitive(arr)
+
+
+def from_arrow(array):
+    """A Ragged over a pyarrow list/large_list/string/binary array's buffers."""
+    import pyarrow as pa
+    if isinstance(array, pa.ChunkedArray):
+        array = array.chunk(0) if array.num_chunks == 1 else pa.concat_arrays(array.chunks) \
+            if array.num_chunks else pa.array([], type=array.type)
+    if not isinstance(array, pa.Array):
+        raise TypeError(f"from_arrow takes a pyarrow Array or ChunkedArray, not {type(array).__name__}")
+    t = array.type
+    if isinstance(t, pa.ExtensionType):
+        array, t = array.storage, array.type.storage_type
+    bufs = array.buffers()
+    off = array.offset
+    n = len(array)
+    validity = None
+    if bufs[0] is not None:
+        validity = np.frombuffer(bufs[0], dtype=np.uint8)
+    strings = {pa.string(): "utf-8", pa.large_string(): "utf-8",
+               pa.binary(): "bytes", pa.large_binary(): "bytes"}
+    if t in strings:
+        odt = np.int64 if t in (pa.large_string(), pa.large_binary()) else np.int32
+        offsets = np.frombuffer(bufs[1], dtype=odt)[off:off + n + 1]
+        values = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None \
+            else np.zeros(0, np.uint8)
+        return Ragged(offsets, values, validity, validity_offset=off if validity is not None else 0,
+                      encoding=strings[t])
+    if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
+        raise TypeError(f"from_arrow needs a list, large_list, string or binary array, not {t}")
+    odt = np.int64 if pa.types.is_large_list(t) else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=odt)[off:off + n + 1] if n or bufs[1] is not None \
+        else np.zeros(1, odt)
+    values = _from_arrow_values(array.values)
+    return Ragged(offsets, values, validity, validity_offset=off if validity is not None else 0)
+
+
+# ----------------------------------------------------------------- awkward
+def _ak_content(values):
+    import awkward as ak
+    if isinstance(values, Ragged):
+        return to_awkward(values, highlevel=False)
+    if isinstance(values, np.ma.MaskedArray):
+        mask = np.ma.getmaskarray(values)
+        return ak.contents.ByteMaskedArray(ak.index.Index8(mask.view(np.int8)),
+                                           _ak_content(values.data), valid_when=False)
+    if values.dtype.names is not None:
+        fields = [_ak_content(values[n]) for n in values.dtype.names]
+        return ak.contents.RecordArray(fields, list(values.dtype.names), length=len(values))
+    return ak.contents.NumpyArray(values)
+
+
+def to_awkward(r, highlevel=True):
+    """An awkward ListOffsetArray over the same offsets and values."""
+    import awkward as ak
+    index = (ak.index.Index64 if r.offsets.dtype == np.int64 else ak.index.Index32)(r.offsets)
+    if r.encoding is not None:
+        kind = ("string", "char") if r.encoding == "utf-8" else ("bytestring", "byte")
+        content = ak.contents.NumpyArray(r.values, parameters={"__array__": kind[1]})
+        layout = ak.contents.ListOffsetArray(index, content, parameters={"__array__": kind[0]})
+    else:
+        layout = ak.contents.ListOffsetArray(index, _ak_content(r.values))
+    if r.validity is not None:
+        bits = _bits.realign(r.validity, r.validity_offset, len(r))
+        layout = ak.contents.BitMaskedArray(ak.index.IndexU8(bits), layout, valid_when=True,
+                                            length=len(r), lsb_order=True)
+    return ak.Array(layout) if highlevel else layout
+
+
+def _np_of_content(layout):
+    import awkward as ak
+    if isinstance(layout, ak.contents.NumpyArray):
+        return np.asarray(layout.data)
+    if isinstance(layout, (ak.contents.ListOffsetArray, ak.contents.ListArray)) or \
+            (layout.is_option and layout.content.is_list):
+        return from_awkward(layout)
+    if isinstance(layout, ak.contents.RegularArray):
+        inner = _np_of_content(layout.content)
+        if isinstance(inner, Ragged):
+            raise TypeError("var dimensions inside fixed dimensions are not supported")
+        return inner[:layout.length * layout.size].reshape((layout.length, layout.size) + inner.shape[1:])
+    if layout.is_option:
+        mask = np.asarray(layout.mask_as_bool(valid_when=False))
+        inner = _np_of_content(layout.content)
+        if isinstance(layout, ak.contents.IndexedOptionArray):
+            index = np.asarray(layout.index.data)
+            inner = inner[np.where(index < 0, 0, index)] if len(inner) else \
+                np.zeros(len(index), inner.dtype)
+        return np.ma.masked_array(inner[:len(mask)], mask=mask)
+    if isinstance(layout, ak.contents.IndexedArray):
+        return _np_of_content(layout.project())
+    if isinstance(layout, ak.contents.RecordArray) and not layout.is_tuple:
+        fields = [_np_of_content(c) for c in layout.contents]
+        if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
+            raise TypeError("record fields that are lists or hold missing values are not supported")
+        dtype = np.dtype([(k, f.dtype, f.shape[1:]) for k, f in zip(layout.fields, fields)])
+        out = np.empty(layout.length, dtype=dtype)
+        for k, f in zip(layout.fields, fields):
+            out[k] = f[:layout.length]
+        return out
+    if isinstance(layout, ak.contents.EmptyArray):
+        return np.zeros(0, dtype=np.float64)
+    raise TypeError(f"awkward's {type(layout).__name__} has no Ragged equivalent")
+
+
+def from_awkward(array):
+    """A Ragged over an awkward array's list offsets and content."""
+    import awkward as ak
+    layout = array.layout if isinstance(array, ak.Array) else array
+    validity = None
+    if layout.is_option:
+        if isinstance(layout, ak.contents.BitMaskedArray) and layout.lsb_order and layout.valid_when:
+            validity = np.asarray(layout.mask.data)
+            layout = layout.content
+        else:
+            valid = np.asarray(layout.mask_as_bool(valid_when=True))
+            layout = layout.project() if not isinstance(layout, ak.contents.UnmaskedArray) \
+                else layout.content
+            if not isinstance(layout, (ak.contents.ListOffsetArray, ak.contents.ListArray)):
+                raise TypeError(f"from_awkward needs lists, not {type(layout).__name__}")
+            # project() dropped the missing lists: put empty lists back in their place
+            lens = np.zeros(len(valid), np.int64)
+            lay64 = layout.to_ListOffsetArray64(True)
+            lens[valid] = np.diff(np.asarray(lay64.offsets.data))
+            offsets = np.zeros(len(valid) + 1, np.int64)
+            np.cumsum(lens, out=offsets[1:])
+            offsets += np.asarray(lay64.offsets.data)[0]
+            inner = from_awkward(lay64)
+            validity = _bits.pack(valid)
+            return Ragged(offsets, inner.values, validity, encoding=inner.encoding)
+    if isinstance(layout, ak.contents.ListArray):
+        layout = layout.to_ListOffsetArray64(True)
+    if not isinstance(layout, ak.contents.ListOffsetArray):
+        raise TypeError(f"from_awkward needs a var dimension (ListOffsetArray/ListArray), "
+                        f"not {type(layout).__name__}")
+    offsets = np.asarray(layout.offsets.data)
+    if offsets.dtype == np.uint32:
+        offsets = offsets.astype(np.int64)
+    kind = layout.parameter("__array__")
+    encoding = {"string": "utf-8", "bytestring": "bytes"}.get(kind)
+    values = _np_of_content(layout.content)
+    if encoding is not None:
+        values = np.asarray(values).view(np.uint8)
+    return Ragged(offsets, values, validity, encoding=encoding)

@@ -1,0 +1,199 @@
+"""Type objects of nclx.types: DyND's datashape, spelled as awkward spells it.
+
+A type is a tree of immutable nodes:
+
+- :class:`Dim` -- one dimension in front of an element type: ``fixed``
+  (``3 * T``), ``var`` (``var * T``, a ragged dimension) or ``strided``
+  (DyND's ``strided * T``, a fixed dimension whose size lives in the arrmeta);
+- :class:`Scalar` -- a fixed-width value: ``int32``, ``float64``, ``bool``,
+  ``datetime64[s]``, ``unknown`` (the element of an empty list, awkward's);
+- :class:`String` -- ``string`` (utf-8) or ``bytes``, variable length, or
+  ``bytes[k]`` / ``string[k]`` of a fixed width;
+- :class:`Record` -- ``{x: int32, y: float64}``, or a tuple ``(int32, float64)``;
+- :class:`Option` -- a value that may be missing: ``?int64``,
+  ``option[var * int64]`` (awkward's two spellings: ``option[...]`` around a
+  dimension, ``?`` before anything else);
+- :class:`Categorical` -- ``categorical[type=string]`` (dictionary-encoded);
+- :class:`Union` -- ``union[int64, string]``;
+- :class:`Pointer` -- DyND's ``pointer[int32]``.
+
+``str(t)`` is the canonical spelling and :func:`nclx.types.parse` reads it
+back: ``str(parse(s)) == s`` for every canonical ``s``.
+"""
+import json
+import re
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+__all__ = ["Type", "Dim", "Scalar", "String", "Record", "Option", "Categorical", "Union",
+           "Pointer", "SCALAR_NAMES", "scalar_of_dtype", "dtype_of_scalar"]
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
+
+#: Scalar names (awkward's primitives, plus ``unknown``); datetime64 and
+#: timedelta64 also take a unit: ``datetime64[ms]``.
+SCALAR_NAMES = ("bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                "uint64", "float16", "float32", "float64", "float128", "complex64",
+                "complex128", "complex256", "datetime64", "timedelta64", "unknown")
+
+
+class Type:
+    """Base of every type node."""
+    __slots__ = ()
+
+    @property
+    def dims(self):
+        """The dimensions in front of the element type, outermost first."""
+        out, t = [], self
+        while isinstance(t, Dim):
+            out.append(t)
+            t = t.element
+        return out
+
+    @property
+    def measure(self):
+        """The element type below the leading dimensions (DyND's dtype)."""
+        t = self
+        while isinstance(t, Dim):
+            t = t.element
+        return t
+
+    def __repr__(self):
+        return f"nclx.types.parse({str(self)!r})"
+
+
+@dataclass(frozen=True, repr=False)
+class Dim(Type):
+    kind: str            # 'fixed', 'var' or 'strided'
+    element: Type
+    size: Optional[int] = None   # fixed dims only
+
+    def __post_init__(self):
+        if self.kind not in ("fixed", "var", "strided"):
+            raise ValueError(f"dimension kind must be 'fixed', 'var' or 'strided', not {self.kind!r}")
+        if (self.kind == "fixed") != (self.size is not None):
+            raise ValueError("a fixed dimension needs a size; var and strided ones take none")
+        if self.size is not None and self.size < 0:
+            raise ValueError(f"dimension size must be >= 0, not {self.size}")
+
+    def __str__(self):
+        head = str(self.size) if self.kind == "fixed" else self.kind
+        return f"{head} * {self.element}"
+
+
+@dataclass(frozen=True, repr=False)
+class Scalar(Type):
+    name: str            # e.g. 'int32', 'datetime64[ms]', 'unknown'
+
+    def __str__(self):
+        return self.name
+
+
+@dataclass(frozen=True, repr=False)
+class String(Type):
+    kind: str = "string"          # 'string' (utf-8) or 'bytes'
+    size: Optional[int] = None    # fixed width in bytes: bytes[k] / string[k]
+
+    def __str__(self):
+        return self.kind if self.size is None else f"{self.kind}[{self.size}]"
+
+
+@dataclass(frozen=True, repr=False)
+class Record(Type):
+    fields: Tuple[Type, ...]
+    names: Optional[Tuple[str, ...]] = None   # None: a tuple type
+
+    @property
+    def is_tuple(self):
+        return self.names is None
+
+    def __str__(self):
+        if self.names is None:
+            return "(" + ", ".join(str(f) for f in self.fields) + ")"
+        return "{" + ", ".join(f"{_key(n)}: {f}" for n, f in zip(self.names, self.fields)) + "}"
+
+
+@dataclass(frozen=True, repr=False)
+class Option(Type):
+    content: Type
+
+    def __str__(self):
+        inner = self.content.content if isinstance(self.content, Categorical) else self.content
+        if isinstance(inner, Dim):
+            return f"option[{self.content}]"
+        return f"?{self.content}"
+
+
+@dataclass(frozen=True, repr=False)
+class Categorical(Type):
+    content: Type
+
+    def __str__(self):
+        return f"categorical[type={self.content}]"
+
+
+@dataclass(frozen=True, repr=False)
+class Union(Type):
+    contents: Tuple[Type, ...]
+
+    def __str__(self):
+        return "union[" + ", ".join(str(c) for c in self.contents) + "]"
+
+
+@dataclass(frozen=True, repr=False)
+class Pointer(Type):
+    target: Type
+
+    def __str__(self):
+        return f"pointer[{self.target}]"
+
+
+def _key(name):
+    # awkward's rule: identifiers bare, anything else as a JSON string
+    return name if _IDENTIFIER.match(name) else json.dumps(name)
+
+
+# ------------------------------------------------------------ dtype mapping
+
+def scalar_of_dtype(dtype):
+    """The scalar or string type of a NumPy dtype without fields or subarray."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return Scalar("bool")
+    if dtype.kind in "iuf" or dtype.kind == "c":
+        name = dtype.name
+        if dtype.kind == "f" and dtype.itemsize > 8:
+            name = "float128"
+        if dtype.kind == "c" and dtype.itemsize > 16:
+            name = "complex256"
+        return Scalar(name)
+    if dtype.kind in "mM":
+        unit, count = np.datetime_data(dtype)
+        base = "datetime64" if dtype.kind == "M" else "timedelta64"
+        if unit == "generic":
+            return Scalar(base)
+        return Scalar(f"{base}[{unit if count == 1 else f'{count}{unit}'}]")
+    if dtype.kind == "S":
+        return String("bytes")
+    if dtype.kind == "U":
+        return String("string")
+    raise TypeError(f"dtype {dtype} has no nclx.types equivalent "
+                    "(fixed-width numbers, bool, datetime64/timedelta64, bytes and str only)")
+
+
+def dtype_of_scalar(t, *, where="type"):
+    """The NumPy dtype of a :class:`Scalar` (TypeError naming ``where`` if none)."""
+    if not isinstance(t, Scalar) or t.name == "unknown":
+        raise TypeError(f"{where}: {t} is not a fixed-width scalar type")
+    name = t.name
+    if name == "float128":
+        name = "longdouble"
+    elif name == "complex256":
+        name = "clongdouble"
+    try:
+        dt = np.dtype(name)
+    except TypeError as exc:
+        raise TypeError(f"{where}: NumPy has no dtype for {t}") from exc
+    return dt

@@ -1,0 +1,222 @@
+"""``nclx.types.parse``: a type string -> a type object.
+
+Grammar (whitespace is free between tokens; ``str(parse(s))`` writes the
+canonical spelling: ``" * "``, ``", "``, ``": "``)::
+
+    type     := dim "*" type | option | measure
+    dim      := INT | "var" | "strided"
+    option   := "?" measure | "option" "[" type "]"
+    measure  := SCALAR | "datetime64" "[" UNIT "]" | "timedelta64" "[" UNIT "]"
+              | "string" | "bytes" | ("string" | "bytes") "[" INT "]"
+              | "{" [field ("," field)*] "}" | "(" [type ("," type)*] ")"
+              | "categorical" "[" "type" "=" type "]"
+              | "union" "[" type ("," type)* "]" | "pointer" "[" type "]"
+    field    := (IDENT | JSON-STRING) ":" type
+
+An error names the 1-based column of the first character that does not fit.
+"""
+import json
+import re
+
+from nclx.types.datashape import (SCALAR_NAMES, Categorical, Dim, Option, Pointer, Record,
+                                  Scalar, String, Union)
+
+__all__ = ["parse", "TypeStringError"]
+
+
+class TypeStringError(ValueError):
+    """A type string that does not parse; ``.column`` is 1-based."""
+
+    def __init__(self, text, column, message):
+        self.text, self.column = text, column
+        caret = " " * (column - 1) + "^"
+        super().__init__(f"column {column}: {message}\n  {text}\n  {caret}")
+
+
+_TOKEN = re.compile(r"""
+    (?P<ws>\s+)
+  | (?P<int>[0-9]+)
+  | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
+  | (?P<str>"(?:[^"\\]|\\.)*")
+  | (?P<punct>[*?\[\](){}:,=])
+""", re.VERBOSE)
+
+_MAX_DEPTH = 200
+
+
+class _Parser:
+    def __init__(self, text):
+        if not isinstance(text, str):
+            raise TypeError(f"a type string must be str, not {type(text).__name__}")
+        self.text = text
+        self.tokens = []      # (kind, value, column)
+        pos = 0
+        while pos < len(text):
+            m = _TOKEN.match(text, pos)
+            if m is None:
+                self.fail(pos + 1, f"unexpected character {text[pos]!r}")
+            if m.lastgroup != "ws":
+                self.tokens.append((m.lastgroup, m.group(), pos + 1))
+            pos = m.end()
+        self.tokens.append(("end", "", len(text) + 1))
+        self.i = 0
+        self.depth = 0
+
+    def fail(self, column, message):
+        raise TypeStringError(self.text, column, message)
+
+    @property
+    def tok(self):
+        return self.tokens[self.i]
+
+    def peek(self, k=1):
+        return self.tokens[min(self.i + k, len(self.tokens) - 1)]
+
+    def take(self, value=None, kind=None, what=None):
+        t = self.tok
+        if (value is not None and t[1] != value) or (kind is not None and t[0] != kind):
+            want = what or (repr(value) if value is not None else kind)
+            got = "the end of the string" if t[0] == "end" else repr(t[1])
+            self.fail(t[2], f"expected {want}, found {got}")
+        self.i += 1
+        return t
+
+    # ---------------------------------------------------------- grammar
+    def parse(self):
+        if self.tok[0] == "end":
+            self.fail(1, "empty type string")
+        t = self.type()
+        if self.tok[0] != "end":
+            self.fail(self.tok[2], f"unexpected {self.tok[1]!r} after a complete type")
+        return t
+
+    def type(self):
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            self.fail(self.tok[2], f"type nested deeper than {_MAX_DEPTH} levels")
+        try:
+            kind, value, col = self.tok
+            if kind == "int" or (kind == "name" and value in ("var", "strided")
+                                 and self.peek()[1] == "*"):
+                self.i += 1
+                self.take("*", what="'*' after a dimension")
+                element = self.type()
+                if kind == "int":
+                    return Dim("fixed", element, int(value))
+                return Dim(value, element)
+            if value == "?":
+                self.i += 1
+                content = self.measure(after_question=True)
+                return Option(content)
+            if kind == "name" and value == "option" and self.peek()[1] == "[":
+                self.i += 2
+                content = self.type()
+                self.take("]", what="']' closing option[")
+                return Option(content)
+            return self.measure()
+        finally:
+            self.depth -= 1
+
+    def measure(self, after_question=False):
+        kind, value, col = self.tok
+        if kind == "punct" and value == "{":
+            return self.record()
+        if kind == "punct" and value == "(":
+            return self.tuple()
+        if kind != "name":
+            what = "a type after '?'" if after_question else "a type"
+            got = "the end of the string" if kind == "end" else repr(value)
+            self.fail(col, f"expected {what}, found {got}")
+        if after_question and value in ("var", "strided"):
+            self.fail(col, "an optional dimension is written option[...], not ?" + value)
+        self.i += 1
+        if value in ("datetime64", "timedelta64"):
+            if self.tok[1] == "[":
+                self.i += 1
+                unit = self.take(what="a time unit such as s or ms")
+                if unit[0] not in ("name", "int"):
+                    self.fail(unit[2], f"expected a time unit, found {unit[1]!r}")
+                text = unit[1]
+                if unit[0] == "int":      # e.g. 10s: an int then a name
+                    text += self.take(kind="name", what="a time unit after the count")[1]
+                if not re.fullmatch(r"[0-9]*(Y|M|W|D|h|m|s|ms|us|ns|ps|fs|as)", text):
+                    self.fail(unit[2], f"unknown time unit {text!r}")
+                self.take("]", what=f"']' closing {value}[")
+                return Scalar(f"{value}[{text}]")
+            return Scalar(value)
+        if value in SCALAR_NAMES:
+            return Scalar(value)
+        if value in ("string", "bytes"):
+            if self.tok[1] == "[":
+                self.i += 1
+                size = self.take(kind="int", what=f"a width in bytes inside {value}[")
+                self.take("]", what=f"']' closing {value}[")
+                return String(value, int(size[1]))
+            return String(value)
+        if value in ("categorical", "union", "pointer"):
+            self.take("[", what=f"'[' after {value}")
+            if value == "categorical":
+                self.take("type", what="'type=' inside categorical[")
+                self.take("=", what="'=' after categorical[type")
+                content = self.type()
+                self.take("]", what="']' closing categorical[")
+                return Categorical(content)
+            if value == "pointer":
+                target = self.type()
+                self.take("]", what="']' closing pointer[")
+                return Pointer(target)
+            contents = [self.type()]
+            while self.tok[1] == ",":
+                self.i += 1
+                contents.append(self.type())
+            self.take("]", what="',' or ']' in union[")
+            return Union(tuple(contents))
+        self.fail(col, f"unknown type name {value!r}")
+
+    def record(self):
+        self.take("{")
+        names, fields = [], []
+        if self.tok[1] != "}":
+            while True:
+                kind, value, col = self.tok
+                if kind == "name":
+                    name = value
+                elif kind == "str":
+                    name = json.loads(value)
+                else:
+                    got = "the end of the string" if kind == "end" else repr(value)
+                    self.fail(col, f"expected a field name, found {got}")
+                if name in names:
+                    self.fail(col, f"duplicate field name {name!r}")
+                self.i += 1
+                self.take(":", what=f"':' after field name {name!r}")
+                names.append(name)
+                fields.append(self.type())
+                if self.tok[1] != ",":
+                    break
+                self.i += 1
+        self.take("}", what="',' or '}' in a record")
+        return Record(tuple(fields), tuple(names))
+
+    def tuple(self):
+        self.take("(")
+        fields = []
+        if self.tok[1] != ")":
+            fields.append(self.type())
+            while self.tok[1] == ",":
+                self.i += 1
+                fields.append(self.type())
+        self.take(")", what="',' or ')' in a tuple")
+        return Record(tuple(fields), None)
+
+
+def parse(s):
+    """Parse a datashape type string into a type object.
+
+    >>> str(parse("3 * var * int64"))
+    '3 * var * int64'
+
+    Raises :class:`TypeStringError` (a ValueError) naming the 1-based
+    column of the first character that does not fit.
+    """
+    return _Parser(s).parse()

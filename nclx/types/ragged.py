@@ -1,0 +1,415 @@
+"""``Ragged``: DyND's var dimension over NumPy buffers, laid out as Arrow's lists.
+
+A Ragged of ``n`` lists is an offsets buffer (int32 or int64, ``n + 1``
+entries, list ``i`` is ``values[offsets[i]:offsets[i + 1]]``), a values
+buffer (an ndarray -- its trailing dimensions are fixed dimensions of every
+list --, a masked array for missing values, or another Ragged for a second
+var dimension) and, optionally, an Arrow validity bitmap (one bit per list,
+LSB first, 1 = present).  Nothing is copied on construction.
+"""
+import numpy as np
+from numpy.lib.mixins import NDArrayOperatorsMixin
+
+from nclx.types import _bits
+
+__all__ = ["Ragged"]
+
+_ENCODINGS = (None, "utf-8", "bytes")
+
+
+def _as_offsets(offsets):
+    if isinstance(offsets, np.ndarray):
+        arr = offsets
+    elif isinstance(offsets, (list, tuple, range)):
+        arr = np.asarray(offsets, dtype=np.int64)
+    else:
+        try:
+            arr = np.asarray(memoryview(offsets))
+        except TypeError:
+            raise TypeError("offsets must be an int32 or int64 ndarray, "
+                            f"not {type(offsets).__name__}") from None
+    if arr.dtype not in (np.int32, np.int64):
+        raise TypeError(f"offsets must be int32 or int64, not {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"offsets must be 1-dimensional, not {arr.ndim}-dimensional")
+    if len(arr) == 0:
+        raise ValueError("offsets must hold at least one entry (n lists need n + 1 offsets)")
+    return arr
+
+
+def _as_values(values):
+    if isinstance(values, (Ragged, np.ndarray)):
+        if isinstance(values, np.ndarray) and values.ndim == 0:
+            raise ValueError("values must have at least one dimension, not a 0-d array")
+        if isinstance(values, np.ndarray) and values.dtype.kind == "O":
+            raise TypeError("values of dtype object are not supported: "
+                            "use Ragged.from_list for Python objects")
+        return values
+    if isinstance(values, (list, tuple)):
+        raise TypeError("values must be an ndarray or a Ragged: use Ragged.from_list "
+                        "to build one from Python lists")
+    try:
+        arr = np.asarray(memoryview(values))
+    except TypeError:
+        raise TypeError(f"values must be an ndarray or a Ragged, not {type(values).__name__}") from None
+    return _as_values(arr)
+
+
+def validate_offsets(offsets, nvalues):
+    """Raise ValueError naming the first bad entry; one vectorized pass."""
+    first = int(offsets[0])
+    if first < 0:
+        raise ValueError(f"offsets[0] = {first} is negative")
+    if len(offsets) > 1:
+        dec = offsets[1:] < offsets[:-1]
+        if dec.any():
+            i = int(np.argmax(dec)) + 1
+            raise ValueError(f"offsets[{i}] = {int(offsets[i])} is less than offsets[{i - 1}] = "
+                             f"{int(offsets[i - 1])}: offsets must not decrease")
+    last = int(offsets[-1])
+    if last > nvalues:
+        raise ValueError(f"offsets[{len(offsets) - 1}] = {last} points past the end of values "
+                         f"(length {nvalues})")
+
+
+class Ragged(NDArrayOperatorsMixin):
+    """Lists of varying length over NumPy buffers (a ``var`` dimension).
+
+    Parameters
+    ----------
+    offsets : int32 or int64 array, 1-D, length n + 1
+    values : ndarray, masked array or Ragged
+    validity : uint8 bitmap (Arrow's), optional; at least ``ceil(n / 8)`` bytes
+    validate : bool
+        True (default): check the offsets in one vectorized pass (never
+        decreasing, first >= 0, last <= len(values)).  False: O(1), for
+        buffers the caller trusts; indexing still never reads outside
+        ``values`` (NumPy slicing clips).
+    encoding : None, "utf-8" or "bytes"
+        "utf-8": uint8 values holding strings (type ``string``); "bytes":
+        byte strings (type ``bytes``).
+    """
+    __slots__ = ("_offsets", "_values", "_validity", "_vbit", "_encoding", "__weakref__")
+    __array_priority__ = 20
+
+    def __init__(self, offsets, values, validity=None, *, validate=True, encoding=None,
+                 validity_offset=0):
+        offsets = _as_offsets(offsets)
+        values = _as_values(values)
+        if encoding not in _ENCODINGS:
+            raise ValueError(f"encoding must be None, 'utf-8' or 'bytes', not {encoding!r}")
+        if encoding is not None and not (isinstance(values, np.ndarray) and values.ndim == 1
+                                         and values.dtype == np.uint8
+                                         and not isinstance(values, np.ma.MaskedArray)):
+            raise TypeError(f"encoding={encoding!r} needs 1-D uint8 values, not "
+                            f"{getattr(values, 'dtype', type(values).__name__)}")
+        n = len(offsets) - 1
+        if validity is not None:
+            validity = _bits.as_bitmap(validity)
+            if validity_offset < 0:
+                raise ValueError(f"validity_offset = {validity_offset} is negative")
+            need = _bits.nbytes_for(validity_offset + n)
+            if len(validity) < need:
+                raise ValueError(f"validity has {len(validity)} bytes; {n} lists "
+                                 f"(from bit {validity_offset}) need {need}")
+        elif validity_offset:
+            raise ValueError("validity_offset given without a validity bitmap")
+        if validate:
+            validate_offsets(offsets, len(values))
+        self._offsets = offsets
+        self._values = values
+        self._validity = validity
+        self._vbit = int(validity_offset)
+        self._encoding = encoding
+
+    @classmethod
+    def _trusted(cls, offsets, values, validity=None, vbit=0, encoding=None):
+        self = cls.__new__(cls)
+        self._offsets, self._values, self._validity = offsets, values, validity
+        self._vbit, self._encoding = vbit, encoding
+        return self
+
+    # ---------------------------------------------------------------- basics
+    @property
+    def offsets(self):
+        return self._offsets
+
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def validity(self):
+        """The validity bitmap (uint8) or None; bit ``validity_offset + i`` is list i."""
+        return self._validity
+
+    @property
+    def validity_offset(self):
+        return self._vbit
+
+    @property
+    def encoding(self):
+        return self._encoding
+
+    @property
+    def starts(self):
+        return self._offsets[:-1]
+
+    @property
+    def stops(self):
+        return self._offsets[1:]
+
+    @property
+    def lengths(self):
+        """Length of every list (int64)."""
+        return np.diff(self._offsets).astype(np.int64, copy=False)
+
+    @property
+    def dtype(self):
+        """The dtype of the innermost values."""
+        return self._values.dtype
+
+    @property
+    def type(self):
+        from nclx.types.typeof import type_of
+        return type_of(self)
+
+    def __len__(self):
+        return len(self._offsets) - 1
+
+    def valid(self):
+        """bool[n]: True where the list is present."""
+        if self._validity is None:
+            return np.ones(len(self), dtype=bool)
+        return _bits.valid_mask(self._validity, self._vbit, len(self))
+
+    def window(self):
+        """``(values[offsets[0]:offsets[-1]], offsets - offsets[0])``: the
+        values the lists reach; views (offsets shifted only when offsets[0] != 0)."""
+        o0, on = int(self._offsets[0]), int(self._offsets[-1])
+        if o0 == 0:
+            vals = self._values if on == len(self._values) else self._values[:on]
+            return vals, self._offsets
+        return self._values[o0:on], self._offsets - self._offsets.dtype.type(o0)
+
+    def __repr__(self):
+        from nclx.types.typeof import typeof
+        body = self.to_list() if len(self) <= 6 else self[:3].to_list() + ["..."]
+        text = repr(body) if len(self) <= 6 else repr(body).replace("'...'", "...")
+        return f"Ragged({text}, type={typeof(self)!r})"
+
+    # -------------------------------------------------------------- indexing
+    def _element(self, i):
+        if self._validity is not None:
+            b = self._vbit + i
+            if not (self._validity[b >> 3] >> (b & 7)) & 1:
+                return None
+        a, b = int(self._offsets[i]), int(self._offsets[i + 1])
+        item = self._values[a:b]
+        if self._encoding == "utf-8":
+            return item.tobytes().decode("utf-8")
+        if self._encoding == "bytes":
+            return item.tobytes()
+        return item
+
+    def _index(self, i):
+        n = len(self)
+        try:
+            i = int(i)
+        except TypeError:
+            raise TypeError(f"index must be an int, a slice or a tuple, not {type(i).__name__}") from None
+        if not -n <= i < n:
+            raise IndexError(f"index {i} is out of bounds for a Ragged of {n} lists")
+        return i + n if i < 0 else i
+
+    def __getitem__(self, key):
+        if isinstance(key, tuple):
+            if len(key) == 0:
+                return self
+            head, rest = key[0], key[1:]
+            if not rest:
+                return self[head]
+            if isinstance(head, (int, np.integer)):
+                item = self[head]
+                if item is None:
+                    raise IndexError(f"list {head} is missing (None); it has no element {rest[0]}")
+                if isinstance(item, (str, bytes)):
+                    raise IndexError("too many indices: the elements of a string Ragged are strings")
+                return item[rest if len(rest) > 1 else rest[0]]
+            if isinstance(head, slice) and len(rest) == 1 and isinstance(rest[0], (int, np.integer)):
+                return self[head]._column(int(rest[0]))
+            raise TypeError("Ragged supports r[i], r[a:b], r[i, ...] and r[a:b, j]; "
+                            f"not {key!r}")
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if step == 1:
+                stop = max(stop, start)
+                if self._validity is None:
+                    return Ragged._trusted(self._offsets[start:stop + 1], self._values,
+                                           None, 0, self._encoding)
+                bit = self._vbit + start
+                validity = self._validity[bit // 8:]
+                return Ragged._trusted(self._offsets[start:stop + 1], self._values, validity,
+                                       bit % 8, self._encoding)
+            return self.take(np.arange(start, stop, step))
+        if isinstance(key, np.ndarray) and key.ndim == 1 and key.dtype.kind in "biu":
+            if key.dtype.kind == "b":
+                if len(key) != len(self):
+                    raise IndexError(f"boolean index has {len(key)} entries; the Ragged has "
+                                     f"{len(self)} lists")
+                key = np.flatnonzero(key)
+            return self.take(key)
+        if isinstance(key, (list, Ragged)):
+            raise TypeError("index with an ndarray of ints or bools, not a "
+                            f"{type(key).__name__}")
+        return self._element(self._index(key))
+
+    def _column(self, j):
+        """Element j of every list (``r[:, j]``)."""
+        lengths = self.lengths
+        valid = self.valid()
+        jj = np.where(lengths > 0, j, 0) if j >= 0 else j + lengths
+        bad = valid & ((jj < 0) | (jj >= lengths))
+        if bad.any():
+            k = int(np.argmax(bad))
+            raise IndexError(f"index {j} is out of bounds for list {k} of length {int(lengths[k])}")
+        if self._encoding is not None:
+            raise TypeError("r[:, j] of a string Ragged: index the strings one by one")
+        pos = self.starts.astype(np.int64) + jj
+        out = self._values[pos[valid]] if self._validity is not None else self._values[pos]
+        if self._validity is None:
+            return out
+        full = np.zeros((len(self),) + np.shape(out)[1:], dtype=out.dtype)
+        full[valid] = out
+        return np.ma.masked_array(full, mask=~valid)
+
+    def take(self, indices):
+        """The lists at ``indices`` (ints, negative from the end): new buffers."""
+        idx = np.asarray(indices)
+        if idx.dtype.kind not in "iu":
+            raise TypeError(f"take needs integer indices, not {idx.dtype}")
+        n = len(self)
+        idx = idx.astype(np.int64, copy=False)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            bad = idx[(idx < -n) | (idx >= n)][0]
+            raise IndexError(f"index {int(bad)} is out of bounds for a Ragged of {n} lists")
+        idx = np.where(idx < 0, idx + n, idx)
+        starts = self.starts.astype(np.int64)[idx]
+        lens = self.lengths[idx]
+        offsets = np.zeros(len(idx) + 1, dtype=self._offsets.dtype)
+        np.cumsum(lens, out=offsets[1:])
+        total = int(offsets[-1])
+        gather = np.arange(total, dtype=np.int64) - np.repeat(offsets[:-1] - starts, lens)
+        values = self._values.take(gather) if isinstance(self._values, Ragged) \
+            else self._values[gather]
+        validity = None
+        if self._validity is not None:
+            validity = _bits.pack(self.valid()[idx])
+        return Ragged._trusted(offsets, values, validity, 0, self._encoding)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self._element(i)
+
+    # --------------------------------------------------------------- to/from
+    def to_list(self):
+        """Nested Python lists (None for missing lists and values)."""
+        n = len(self)
+        if n == 0:
+            return []
+        o0, on = int(self._offsets[0]), int(self._offsets[-1])
+        bounds = (self._offsets - self._offsets.dtype.type(o0)).tolist()
+        window = self._values[o0:on]
+        if self._encoding is not None:
+            raw = window.tobytes()
+            items = [raw[bounds[i]:bounds[i + 1]] for i in range(n)]
+            if self._encoding == "utf-8":
+                items = [b.decode("utf-8") for b in items]
+        else:
+            flat = window.to_list() if isinstance(window, Ragged) else window.tolist()
+            items = [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+        if self._validity is not None:
+            valid = self.valid()
+            items = [x if v else None for x, v in zip(items, valid.tolist())]
+        return items
+
+    tolist = to_list
+
+    @classmethod
+    def from_list(cls, data, dtype=None, *, offsets_dtype=np.int64):
+        """Build from nested Python lists (None for missing), buffers built once."""
+        from nclx.types.build import from_list
+        return from_list(data, dtype=dtype, offsets_dtype=offsets_dtype)
+
+    @classmethod
+    def from_strings(cls, strings, *, offsets_dtype=np.int64):
+        """Strings (or bytes; None for missing) as ragged uint8 tagged utf-8 / bytes."""
+        from nclx.types.build import from_strings
+        return from_strings(strings, offsets_dtype=offsets_dtype)
+
+    def to_strings(self):
+        """A list of str (bytes for a bytes Ragged; None for missing)."""
+        if self._encoding is None:
+            raise TypeError("to_strings needs a Ragged of strings (encoding 'utf-8' or 'bytes')")
+        return self.to_list()
+
+    def __arrow_array__(self, type=None):
+        from nclx.types.convert import to_arrow
+        return to_arrow(self, type)
+
+    def to_arrow(self):
+        from nclx.types.convert import to_arrow
+        return to_arrow(self)
+
+    def to_awkward(self):
+        from nclx.types.convert import to_awkward
+        return to_awkward(self)
+
+    @classmethod
+    def from_arrow(cls, array):
+        from nclx.types.convert import from_arrow
+        return from_arrow(array)
+
+    @classmethod
+    def from_awkward(cls, array):
+        from nclx.types.convert import from_awkward
+        return from_awkward(array)
+
+    # ------------------------------------------------------------ comparison
+    def equals(self, other):
+        """Structural equality: same type, same lists, same missing entries
+        (NaN equal to NaN)."""
+        from nclx.types.compute import ragged_equals
+        return ragged_equals(self, other)
+
+    __hash__ = None
+
+    # --------------------------------------------------------------- compute
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from nclx.types.compute import ragged_ufunc
+        return ragged_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
+                        ".to_list() or pad it yourself")
+
+    def sum(self, axis=-1, dtype=None):
+        from nclx.types.compute import reduce_lists
+        return reduce_lists(self, "sum", axis, dtype)
+
+    def prod(self, axis=-1, dtype=None):
+        from nclx.types.compute import reduce_lists
+        return reduce_lists(self, "prod", axis, dtype)
+
+    def max(self, axis=-1):
+        from nclx.types.compute import reduce_lists
+        return reduce_lists(self, "max", axis, None)
+
+    def min(self, axis=-1):
+        from nclx.types.compute import reduce_lists
+        return reduce_lists(self, "min", axis, None)
+
+    def count(self, axis=-1):
+        """Number of values (not missing) in every list."""
+        from nclx.types.compute import reduce_lists
+        return reduce_lists(self, "count", axis, None)

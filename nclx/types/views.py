@@ -1,0 +1,198 @@
+"""``from_string(type, *buffers)``: a zero-copy view of buffers laid out as
+the type says, in Arrow's buffer order.
+
+For each node of the type, outermost first:
+
+- ``option`` around a var dimension, a string or a value: a validity bitmap
+  (Arrow's: one bit per element, LSB first);
+- ``var`` dimension and ``string``/``bytes``: an offsets buffer (n + 1
+  entries; int32 or int64 as the buffer's dtype says, int64 for raw bytes
+  unless ``offsets_dtype=`` says otherwise); a string's bytes follow;
+- fixed dimensions: no buffer of their own (they multiply the count below);
+- a scalar or record: one values buffer (records packed, NumPy's
+  ``align=False`` layout).
+
+The outermost dimension may be ``strided``: its size then comes from the
+first buffer's length.  Every buffer is checked against what the type needs
+before anything is read.
+"""
+import numpy as np
+
+from nclx.types import _bits
+from nclx.types.datashape import Dim, Option, Record, Scalar, String, dtype_of_scalar
+from nclx.types.parser import parse
+from nclx.types.ragged import Ragged, validate_offsets
+
+__all__ = ["from_string"]
+
+
+class _Buffers:
+    def __init__(self, buffers, offsets_dtype):
+        self.items = list(buffers)
+        self.i = 0
+        self.offsets_dtype = np.dtype(offsets_dtype) if offsets_dtype is not None else None
+
+    def _next(self, role):
+        if self.i >= len(self.items):
+            raise ValueError(f"{len(self.items)} buffer(s) given; the type needs another "
+                             f"one for {role} (buffer {self.i})")
+        buf, k = self.items[self.i], self.i
+        self.i += 1
+        if isinstance(buf, np.ndarray):
+            if not buf.flags.c_contiguous:
+                raise ValueError(f"buffer {k} ({role}) is not C-contiguous")
+            arr = buf
+        else:
+            try:
+                arr = np.frombuffer(buf, dtype=np.uint8)
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"buffer {k} ({role}) is a {type(buf).__name__}, not an "
+                                "ndarray or a bytes-like object") from exc
+        return arr, k
+
+    def raw(self, role, count, dtype):
+        arr, k = self._next(role)
+        need = count * dtype.itemsize
+        if arr.nbytes < need:
+            raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; {count} x {dtype} "
+                             f"need {need}")
+        return arr.reshape(-1).view(np.uint8)[:need].view(dtype), k
+
+    def offsets(self, role, count):
+        arr, k = self._next(role)
+        if arr.dtype in (np.int32, np.int64) and self.offsets_dtype is None:
+            dtype = arr.dtype
+        else:
+            dtype = self.offsets_dtype or np.dtype(np.int64)
+        if dtype not in (np.int32, np.int64):
+            raise TypeError(f"offsets_dtype must be int32 or int64, not {dtype}")
+        need = (count + 1) * dtype.itemsize
+        if arr.nbytes < need:
+            raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; {count + 1} offsets "
+                             f"of {dtype} need {need}")
+        return arr.reshape(-1).view(np.uint8)[:need].view(dtype), k
+
+    def validity(self, role, count):
+        arr, k = self._next(role)
+        need = _bits.nbytes_for(count)
+        if arr.nbytes < need:
+            raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; a bitmap of "
+                             f"{count} entries needs {need}")
+        return arr.reshape(-1).view(np.uint8)[:need]
+
+    def peek_count(self, itemsize):
+        if self.i >= len(self.items):
+            raise ValueError("no buffer given to size the strided dimension from")
+        buf = self.items[self.i]
+        nbytes = buf.nbytes if isinstance(buf, np.ndarray) else memoryview(buf).nbytes
+        return nbytes // itemsize if itemsize else 0
+
+
+def _record_dtype(t, where):
+    fields = []
+    for name, f in zip(t.names or [f"f{i}" for i in range(len(t.fields))], t.fields):
+        shape = []
+        while isinstance(f, Dim) and f.kind == "fixed":
+            shape.append(f.size)
+            f = f.element
+        if isinstance(f, Record):
+            base = _record_dtype(f, where)
+        elif isinstance(f, Scalar):
+            base = dtype_of_scalar(f, where=f"{where}: field {name!r}")
+        else:
+            raise TypeError(f"{where}: field {name!r} of type {f} has no fixed-width layout "
+                            "(fields of a viewed record are scalars, records or fixed dims)")
+        fields.append((name, base, tuple(shape)) if shape else (name, base))
+    return np.dtype(fields)
+
+
+def _fixed_dtype(t, where):
+    """dtype and inner shape of a type made of fixed dims over a scalar/record."""
+    shape = []
+    while isinstance(t, Dim) and t.kind == "fixed":
+        shape.append(t.size)
+        t = t.element
+    if isinstance(t, Record):
+        return _record_dtype(t, where), tuple(shape)
+    if isinstance(t, Scalar):
+        return dtype_of_scalar(t, where=where), tuple(shape)
+    return None, None
+
+
+def _build(t, count, bufs, where):
+    """``count`` consecutive elements of type ``t`` from the buffers."""
+    if isinstance(t, Option):
+        content = t.content
+        if isinstance(content, (String,)) or (isinstance(content, Dim) and content.kind == "var"):
+            validity = bufs.validity(f"validity of {where}", count)
+            r = _build(content, count, bufs, where)
+            return Ragged(r.offsets, r.values, validity, encoding=r.encoding, validate=False)
+        dtype, shape = _fixed_dtype(content, where)
+        if dtype is None or shape:
+            raise TypeError(f"{where}: from_string views options of scalars, records, strings "
+                            f"and var dimensions, not ?{content}")
+        validity = bufs.validity(f"validity of {where}", count)
+        values, _ = bufs.raw(f"values of {where}", count, dtype)
+        return np.ma.masked_array(values, mask=~_bits.valid_mask(validity, 0, count))
+    if isinstance(t, Dim) and t.kind == "var":
+        offsets, k = bufs.offsets(f"offsets of {where}", count)
+        total = int(offsets[-1]) if count else 0
+        if count and int(offsets[0]) < 0:
+            raise ValueError(f"buffer {k}: offsets[0] = {int(offsets[0])} is negative")
+        if count:
+            validate_offsets(offsets, np.iinfo(np.int64).max)
+        values = _build(t.element, total, bufs, f"var dimension below {where}")
+        try:
+            return Ragged(offsets, values)
+        except ValueError as exc:
+            raise ValueError(f"buffer {k}: {exc}") from None
+    if isinstance(t, String):
+        if t.size is not None:
+            raise TypeError(f"{where}: fixed-width {t} is not viewed by from_string")
+        offsets, k = bufs.offsets(f"offsets of {where}", count)
+        if count:
+            validate_offsets(offsets, np.iinfo(np.int64).max)
+        total = int(offsets[-1]) if count else 0
+        data, _ = bufs.raw(f"bytes of {where}", total, np.dtype(np.uint8))
+        try:
+            return Ragged(offsets, data, encoding="utf-8" if t.kind == "string" else "bytes")
+        except ValueError as exc:
+            raise ValueError(f"buffer {k}: {exc}") from None
+    if isinstance(t, Dim) and t.kind == "strided":
+        raise TypeError(f"{where}: a strided dimension is only allowed outermost")
+    if isinstance(t, Dim) and t.kind == "fixed":
+        inner = _build(t.element, count * t.size, bufs, where)
+        if isinstance(inner, Ragged):
+            raise TypeError(f"{where}: var dimensions or strings inside a fixed dimension are "
+                            "not viewed by from_string (put the fixed dimension inside)")
+        return inner.reshape((count, t.size) + inner.shape[1:])
+    dtype, shape = _fixed_dtype(t, where)
+    if dtype is None:
+        raise TypeError(f"{where}: from_string cannot view {t} (pointer, union, categorical "
+                        "and unknown types describe no buffer layout nclx owns)")
+    values, _ = bufs.raw(f"values of {where}", count, dtype)
+    return values
+
+
+def from_string(s, *buffers, offsets_dtype=None):
+    """The type object of ``s`` when no buffers are given; otherwise a view
+    of ``buffers`` with that type (ndarray, masked array or Ragged)."""
+    t = parse(s) if isinstance(s, str) else s
+    if not buffers:
+        return t
+    bufs = _Buffers(buffers, offsets_dtype)
+    if isinstance(t, Dim) and t.kind == "strided":
+        dtype, shape = _fixed_dtype(t.element, "the strided dimension")
+        if dtype is None:
+            raise TypeError("a strided outer dimension needs fixed-width elements to be sized "
+                            "from its buffer")
+        count = bufs.peek_count(dtype.itemsize * int(np.prod(shape, dtype=np.int64)))
+        out = _build(t.element, count, bufs, "dimension 1")
+    elif isinstance(t, Dim) and t.kind == "fixed":
+        out = _build(t.element, t.size, bufs, "dimension 1")
+    else:
+        out = _build(t, 1, bufs, "the value")
+        out = out[0] if isinstance(out, Ragged) else out.reshape(out.shape[1:])
+    if bufs.i != len(bufs.items):
+        raise ValueError(f"{len(bufs.items)} buffers given; the type {t} uses {bufs.i}")
+    return out
