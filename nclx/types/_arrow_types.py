@@ -5,7 +5,8 @@
 - inside lists, fixed-size lists and structs, and for the columns of a
   Table or RecordBatch, a value is an option type when its *field* is
   nullable (pyarrow's default), nulls or not;
-- extension types are their storage type; dictionary arrays are
+- extension types are their storage type, except Arrow's fixed-shape
+  tensor (which awkward cannot read): ``n * 3 * 4 * float32``, its shape; dictionary arrays are
   ``categorical``; ``null`` arrays are ``?unknown``.
 """
 import pyarrow as pa
@@ -40,7 +41,7 @@ def arrow_type_of(x):
 
 def _always_option(t):
     # awkward reads null arrays and dictionary indices as IndexedOptionArrays
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         t = t.storage_type
     return pa.types.is_null(t) or pa.types.is_dictionary(t)
 
@@ -60,7 +61,13 @@ def _field_type(field):
 
 def arrow_element_type(t):
     """The type of one value of Arrow type ``t`` (no option at its own level)."""
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.FixedShapeTensorType):
+        # awkward cannot read these; nclx spells the tensor's logical shape
+        out = arrow_element_type(t.value_type)
+        for n in reversed(t.shape):
+            out = Dim("fixed", out, n)
+        return out
+    if isinstance(t, pa.BaseExtensionType):
         return arrow_element_type(t.storage_type)
     if pa.types.is_dictionary(t):
         return Categorical(_strip(arrow_element_type(t.value_type)))

@@ -21,13 +21,17 @@ def _is_list(x):
 
 
 def _depth(data):
-    """How many list levels the first non-None leaf sits under, below ``data``'s own."""
+    """How many list levels sit below ``data``'s own, and the first leaf (None if none)."""
     depth, level = 0, data
     while True:
-        item = next((x for x in level if x is not None), None)
-        if item is None or not _is_list(item):
-            return depth, item
-        depth, level = depth + 1, item
+        present = [x for x in level if x is not None]
+        if not present:
+            return depth, None
+        leaf = next((x for x in present if not _is_list(x)), None)
+        if leaf is not None:
+            return depth, leaf
+        depth += 1
+        level = list(itertools.chain.from_iterable(present))
 
 
 def from_strings(strings, *, offsets_dtype=np.int64):

@@ -111,7 +111,7 @@ def _np_of_primitive(arr):
 def _from_arrow_values(arr):
     import pyarrow as pa
     t = arr.type
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         arr = arr.storage
         t = arr.type
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_string(t) \
@@ -150,7 +150,7 @@ def from_arrow(array):
     if not isinstance(array, pa.Array):
         raise TypeError(f"from_arrow takes a pyarrow Array or ChunkedArray, not {type(array).__name__}")
     t = array.type
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         array, t = array.storage, array.type.storage_type
     bufs = array.buffers()
     off = array.offset
