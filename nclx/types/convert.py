@@ -136,7 +136,9 @@ def _from_arrow_values(arr):
         for i, f in enumerate(fields):
             out[t.field(i).name] = f
         return out
-    if pa.types.is_dictionary(t) or pa.types.is_union(t) or pa.types.is_null(t):
+    if pa.types.is_null(t):     # all missing; NumPy's default dtype under the mask
+        return np.ma.masked_all(len(arr), dtype=np.float64)
+    if pa.types.is_dictionary(t) or pa.types.is_union(t):
         raise TypeError(f"Arrow {t} values have no Ragged equivalent")
     return _np_of_primitive(arr)
 
@@ -257,6 +259,8 @@ def from_awkward(array):
             valid = np.asarray(layout.mask_as_bool(valid_when=True))
             layout = layout.project() if not isinstance(layout, ak.contents.UnmaskedArray) \
                 else layout.content
+            if isinstance(layout, ak.contents.EmptyArray):     # every list missing
+                return Ragged(np.zeros(len(valid) + 1, np.int64), np.zeros(0), _bits.pack(valid))
             if not isinstance(layout, (ak.contents.ListOffsetArray, ak.contents.ListArray)):
                 raise TypeError(f"from_awkward needs lists, not {type(layout).__name__}")
             # project() dropped the missing lists: put empty lists back in their place

@@ -214,6 +214,8 @@ class Ragged(NDArrayOperatorsMixin):
 
     def _index(self, i):
         n = len(self)
+        if isinstance(i, (str, bytes, float)):
+            raise TypeError(f"index must be an int, a slice or a tuple, not {type(i).__name__}")
         try:
             i = int(i)
         except TypeError:

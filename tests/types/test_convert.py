@@ -1,0 +1,158 @@
+"""Ragged <-> pyarrow and awkward: same values, shared buffers."""
+import awkward as ak
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, strategies as st
+
+from nclx.types import Ragged, typeof
+from conftest import nested_lists
+
+
+def addr(a):
+    return a.__array_interface__["data"][0]
+
+
+def in_buffer(view, buf):
+    """view's bytes lie inside the pyarrow buffer / ndarray buf."""
+    start = buf.address if isinstance(buf, pa.Buffer) else addr(buf)
+    size = buf.size if isinstance(buf, pa.Buffer) else buf.nbytes
+    return start <= addr(view) and addr(view) + view.nbytes <= start + size
+
+
+@pytest.mark.parametrize("odt, arrow_type", [(np.int32, pa.ListType), (np.int64, pa.LargeListType)])
+def test_to_arrow_zero_copy(odt, arrow_type):
+    offsets = np.array([0, 2, 2, 5], dtype=odt)
+    values = np.arange(5, dtype=np.float32)
+    r = Ragged(offsets, values)
+    arr = pa.array(r)
+    assert isinstance(arr.type, arrow_type)
+    assert arr.to_pylist() == r.to_list()
+    assert arr.buffers()[1].address == addr(offsets)
+    assert arr.values.buffers()[1].address == addr(values)
+    back = Ragged.from_arrow(arr)
+    assert np.shares_memory(back.offsets, offsets) and np.shares_memory(back.values, values)
+    assert back.equals(r)
+
+
+def test_to_awkward_zero_copy():
+    offsets = np.array([0, 2, 2, 5], dtype=np.int64)
+    values = np.arange(5, dtype=np.int16)
+    r = Ragged(offsets, values, validity=np.array([0b101], np.uint8))
+    a = r.to_awkward()
+    assert a.to_list() == r.to_list() == [[0, 1], None, [2, 3, 4]]
+    content = a.layout.content
+    assert np.shares_memory(np.asarray(content.offsets.data), offsets)
+    assert np.shares_memory(np.asarray(content.content.data), values)
+    assert np.shares_memory(np.asarray(a.layout.mask.data), r.validity)
+    back = Ragged.from_awkward(a)
+    assert back.equals(r)
+    assert np.shares_memory(back.offsets, offsets) and np.shares_memory(back.values, values)
+    assert np.shares_memory(back.validity, r.validity)
+
+
+def test_strings_zero_copy():
+    s = Ragged.from_strings(["ab", None, "cde"])
+    arr = pa.array(s)
+    assert arr.type == pa.large_string() and arr.to_pylist() == ["ab", None, "cde"]
+    assert arr.buffers()[2].address == addr(s.values)
+    back = Ragged.from_arrow(arr)
+    assert back.to_strings() == ["ab", None, "cde"] and np.shares_memory(back.values, s.values)
+    a = s.to_awkward()
+    assert a.to_list() == ["ab", None, "cde"] and str(ak.type(a)) == "3 * ?string"
+    assert Ragged.from_awkward(a).to_strings() == ["ab", None, "cde"]
+    s32 = Ragged.from_strings([b"x", b"yz"], offsets_dtype=np.int32)
+    assert pa.array(s32).type == pa.binary()
+    small = pa.array(["q", "rs"])
+    r = Ragged.from_arrow(small)
+    assert r.offsets.dtype == np.int32 and in_buffer(r.values, small.buffers()[2])
+
+
+@given(nested_lists(depth=2))
+def test_arrow_round_trip(data):
+    r = Ragged.from_list(data)
+    arr = pa.array(r)
+    assert arr.to_pylist() == data
+    assert Ragged.from_arrow(arr).to_list() == data
+    inferred = pa.array(data)
+    if pa.types.is_list(inferred.type):      # not when only None or [] give no type
+        assert Ragged.from_arrow(inferred).to_list() == data
+
+
+@given(nested_lists(depth=2))
+def test_awkward_round_trip(data):
+    r = Ragged.from_list(data)
+    a = r.to_awkward()
+    assert a.to_list() == data
+    assert Ragged.from_awkward(a).to_list() == data
+    if data:
+        assert Ragged.from_awkward(ak.Array(data)).to_list() == data
+
+
+@given(nested_lists(depth=1), st.data())
+def test_sliced_arrow_arrays(data, draw):
+    arr = pa.array(data, type=pa.list_(pa.int64()))
+    n = len(arr)
+    a = draw.draw(st.integers(0, n))
+    b = draw.draw(st.integers(a, n))
+    sl = arr.slice(a, b - a)
+    r = Ragged.from_arrow(sl)
+    assert r.to_list() == data[a:b]
+    assert pa.array(r).to_pylist() == data[a:b]
+    assert r.to_awkward().to_list() == data[a:b]
+    # a Ragged's type describes its buffers: a nullable Arrow field without
+    # a null among the sliced values has no mask, so no option
+    has_null = sl.values.null_count > 0    # .values: the whole child, not just the slice
+    expected = typeof(sl) if has_null else typeof(sl).replace("var * ?int64", "var * int64")
+    assert typeof(r) == expected
+
+
+def test_chunked_and_nested_arrow():
+    ch = pa.chunked_array([pa.array([[1], [2, 3]]), pa.array([[4]])])
+    assert Ragged.from_arrow(ch).to_list() == [[1], [2, 3], [4]]
+    one = pa.chunked_array([pa.array([[1.5]])])
+    assert Ragged.from_arrow(one).to_list() == [[1.5]]
+    nested = pa.array([[[1, 2], []], [[3]]], type=pa.list_(pa.large_list(pa.int8())))
+    r = Ragged.from_arrow(nested)
+    assert r.to_list() == [[[1, 2], []], [[3]]] and typeof(r.values) == "3 * var * int8"
+    fixed = pa.array([[[1, 2], [3, 4]]], type=pa.list_(pa.list_(pa.int32(), 2)))
+    rf = Ragged.from_arrow(fixed)
+    assert rf.values.shape == (2, 2) and rf.to_list() == [[[1, 2], [3, 4]]]
+    assert pa.array(rf).to_pylist() == [[[1, 2], [3, 4]]]
+    rec = pa.array([[{"x": 1, "y": 2.0}]])
+    rr = Ragged.from_arrow(rec)
+    assert rr.values.dtype.names == ("x", "y") and rr.to_list() == [[(1, 2.0)]]
+    assert pa.array(rr).to_pylist() == [[{"x": 1, "y": 2.0}]]
+    withnull = pa.array([[1, None]])
+    assert Ragged.from_arrow(withnull).to_list() == [[1, None]]
+    boolean = Ragged.from_list([[True, False]])
+    assert pa.array(boolean).to_pylist() == [[True, False]]
+    assert Ragged.from_arrow(pa.array([[True, False]])).to_list() == [[True, False]]
+
+
+def test_from_arrow_errors():
+    with pytest.raises(TypeError, match="list, large_list, string or binary"):
+        Ragged.from_arrow(pa.array([1, 2]))
+    with pytest.raises(TypeError, match="pyarrow Array"):
+        Ragged.from_arrow([[1]])
+    with pytest.raises(TypeError, match="no Ragged equivalent"):
+        Ragged.from_arrow(pa.array([[1, "a"]], type=pa.list_(pa.dictionary(pa.int8(), pa.string())))
+                          if False else pa.array([["a"]]).cast(pa.list_(pa.dictionary(pa.int8(), pa.string()))))
+
+
+def test_from_awkward_layouts():
+    a = ak.Array([[1, 2], [], [3]])
+    listarray = ak.contents.ListArray(ak.index.Index64(np.array([0, 2, 2])),
+                                      ak.index.Index64(np.array([2, 2, 3])),
+                                      a.layout.content)
+    assert Ragged.from_awkward(ak.Array(listarray)).to_list() == [[1, 2], [], [3]]
+    opt = ak.Array([[1], None, [2, 3]])      # IndexedOptionArray: validity computed
+    assert Ragged.from_awkward(opt).to_list() == [[1], None, [2, 3]]
+    inner_opt = ak.Array([[1, None], [2]])
+    assert Ragged.from_awkward(inner_opt).to_list() == [[1, None], [2]]
+    rec = ak.Array([[{"x": 1, "y": 2.5}], []])
+    assert Ragged.from_awkward(rec).to_list() == [[(1, 2.5)], []]
+    with pytest.raises(TypeError, match="var dimension"):
+        Ragged.from_awkward(ak.Array([1, 2]))
+    regular = ak.to_regular(ak.Array([[[1, 2], [3, 4]]]), axis=2)
+    assert Ragged.from_awkward(regular).values.shape == (2, 2)
