@@ -117,8 +117,9 @@ def _sum_dtype(dtype):
 
 def _segment_reduce(name, values, offsets, dtype):
     """``name`` over ``values[offsets[i]:offsets[i+1]]`` for every i; values
-    is 1-D or has fixed inner dims (reduced per position), offsets start at 0."""
-    from nclx.aware import array_ufunc, nclx_ufunc
+    is 1-D or has fixed inner dims (reduced per position), offsets start at 0.
+    max/min return a masked array (an empty list has none, as in awkward)."""
+    from nclx.aware import array_ufunc
 
     n = len(offsets) - 1
     mask = None
@@ -126,35 +127,100 @@ def _segment_reduce(name, values, offsets, dtype):
         mask = np.ma.getmaskarray(values)
         values = values.data
     if name == "count":
-        counts = np.diff(offsets).astype(np.int64)
-        if mask is not None:
-            counts = _segment_reduce("sum", ~mask, offsets, np.dtype(np.int64))
-        return counts
+        if mask is None:
+            return np.diff(offsets).astype(np.int64)
+        return _segment_reduce("sum", ~mask, offsets, np.dtype(np.int64))
     ufunc = getattr(np, _UFUNC[name])
     if dtype is None:
         dtype = _sum_dtype(values.dtype) if name in ("sum", "prod") else values.dtype
     dtype = np.dtype(dtype)
     if mask is not None:
         values = np.where(mask, _identity(name, values.dtype), values)
-    lens = np.diff(offsets)
-    nonempty = lens > 0
-    out = np.empty((n,) + values.shape[1:], dtype=dtype)
-    starts = offsets[:-1][nonempty]
-    if len(starts):
-        window = values[:int(offsets[-1])]
-        out[nonempty] = array_ufunc(ufunc, "reduceat", (window, starts), {"axis": 0, "dtype": dtype},
-                                    unwrap=lambda x: x, wrap=lambda x: x, kernels=nclx_ufunc)
+    window = values[:int(offsets[-1])]
+    kw = {"axis": 0, "dtype": dtype}
+    empty = np.zeros(n, dtype=np.uint8)
+
+    def compute(ufunc, method, inputs, kwargs):
+        if method == "reduceat" and inputs[0] is window and kwargs == kw:
+            return _reduce_segments(ufunc, window, offsets, dtype, name, empty)
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    # hooks of the python level see ufunc.reduceat(values, starts): one
+    # segment per list; the empty lists are fixed up below
+    out = array_ufunc(ufunc, "reduceat", (window, offsets[:-1]), kw, unwrap=lambda x: x,
+                      wrap=lambda x: x, compute=compute)
     if name in ("sum", "prod"):
-        out[~nonempty] = _identity(name, dtype)
         return out
-    empty = ~nonempty
+    empty = empty.view(bool)
     if mask is not None:   # lists whose values are all missing have no max/min either
         present = _segment_reduce("count", np.ma.masked_array(values, mask=mask), offsets, None)
         empty = present == 0
-    out[empty] = 0
-    # max/min are option types, as in awkward: an empty list has none
+        out[empty] = 0
     m = np.broadcast_to(empty.reshape((n,) + (1,) * (out.ndim - 1)), out.shape)
     return np.ma.masked_array(out, mask=m.copy())
+
+
+#: below this many values a reduction over lists stays on the calling thread
+PARALLEL_MIN_VALUES = 1 << 17
+
+
+def _reduce_segments(ufunc, values, offsets, dtype, name, empty):
+    """One result per list, empty lists given the identity (sum/prod) and
+    flagged in ``empty``.  1-D native values: nclx's segment kernels
+    (nclx.types._segments: short lists folded in order, long ones through
+    nclx's reduction kernel), the lists split across nclx's threads -- each
+    list is reduced whole by one thread, so the split changes no bit.
+    Otherwise nclx's ufunc's reduceat over the non-empty lists."""
+    from nclx.aware import nclx_ufunc
+    from nclx.types import _segments
+    n = len(offsets) - 1
+    identity = _identity(name, dtype) if name in ("sum", "prod") else dtype.type(0)
+    if values.ndim == 1 and values.dtype.isnative and dtype.kind != "b":
+        vals = values if values.dtype == dtype else values.astype(dtype)
+        out = np.full(n, identity, dtype=dtype)
+        if _segments.kernel_for(ufunc.__name__, dtype):
+            _split(lambda lo, hi: _segments.segment_reduce(
+                ufunc.__name__, vals, offsets[lo:hi + 1], out[lo:hi], empty[lo:hi]),
+                n, len(vals))
+            return out
+    lens = np.diff(offsets)
+    nonempty = lens > 0
+    empty[:] = ~nonempty
+    out = np.empty((n,) + values.shape[1:], dtype=dtype)
+    out[~nonempty] = identity
+    starts = offsets[:-1][nonempty]
+    if len(starts):
+        out[nonempty] = nclx_ufunc(ufunc).reduceat(values, starts, axis=0, dtype=dtype)
+    return out
+
+
+def _split(run, nlists, nvalues):
+    import threading
+
+    import nclx
+    threads = nclx.get_num_threads()
+    if threads <= 1 or nvalues < PARALLEL_MIN_VALUES or nlists < 2:
+        run(0, nlists)
+        return
+    k = min(threads, nlists)
+    bounds = [nlists * i // k for i in range(k + 1)]
+    errors = []
+
+    def job(lo, hi):
+        try:
+            run(lo, hi)
+        except BaseException as exc:   # re-raised on the calling thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=job, args=(bounds[i], bounds[i + 1]), daemon=True)
+               for i in range(1, k)]
+    for w in workers:
+        w.start()
+    job(bounds[0], bounds[1])
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
 
 
 def reduce_lists(r, name, axis, dtype):

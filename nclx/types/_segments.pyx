@@ -1,0 +1,249 @@
+# Per-list reductions over offsets with nclx's own kernels (the C API's
+# kernel table): each non-empty list is one reduction call of the kernel,
+# NumPy's reduction convention (accumulator in and out, stride 0).
+from cpython.pycapsule cimport PyCapsule_Import
+from libc.math cimport NAN
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+import numpy as np
+
+cdef extern from *:
+    """
+    #define NCLX_NO_IMPORT 1
+    """
+
+cdef extern from "nclx.h":
+    ctypedef Py_ssize_t ncl_intp
+    ctypedef void (*ncl_loop_fn)(char **args, const ncl_intp *dimensions,
+                                 const ncl_intp *steps, void *data) noexcept nogil
+    ctypedef struct nclx_api:
+        unsigned int version
+        unsigned int size
+        ncl_loop_fn (*kernel)(int op, const int *dtypes, int ndtypes) noexcept
+        int (*op_index)(const char *name) noexcept
+        int (*dtype_of_typenum)(int typenum) noexcept
+
+cdef const nclx_api *_API = NULL
+
+
+cdef const nclx_api *_api() except NULL:
+    global _API
+    if _API == NULL:
+        _API = <const nclx_api *>PyCapsule_Import(b"nclx._C_API", 0)
+    return _API
+
+
+def kernel_for(str op, dtype):
+    """True when nclx has a kernel for the reduction ``op`` over ``dtype``."""
+    return _loop(op, np.dtype(dtype)) != NULL
+
+
+cdef ncl_loop_fn _loop(str op, dtype) except? NULL:
+    cdef const nclx_api *api = _api()
+    cdef int d = api.dtype_of_typenum(dtype.num)
+    cdef int dts[3]
+    if d < 0:
+        return NULL
+    opb = op.encode()
+    cdef int o = api.op_index(opb)
+    if o < 0:
+        return NULL
+    dts[0] = d
+    dts[1] = d
+    dts[2] = d
+    return api.kernel(o, dts, 3)
+
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+ctypedef fused num_t:
+    int8_t
+    int16_t
+    int32_t
+    int64_t
+    uint8_t
+    uint16_t
+    uint32_t
+    uint64_t
+    float
+    double
+
+# Lists longer than this go to nclx's kernel (its unrolled / pairwise
+# reduction); shorter ones are folded here, in order, where a kernel call
+# would cost more than the list.
+DEF LONG = 48
+
+cdef enum:
+    OP_ADD = 0
+    OP_MUL = 1
+    OP_MAX = 2
+    OP_MIN = 3
+
+
+cdef inline num_t _fold_list(const num_t *vp, ncl_intp s, int64_t a, int64_t b,
+                            int op) noexcept nogil:
+    """op over vp[a*s], ..., vp[(b-1)*s] (b > a): one loop per op, so the
+    inner loop carries no branch on op."""
+    cdef num_t acc = vp[a * s], x, p0, p1, p2, p3
+    cdef bint nan
+    cdef int64_t j = a + 1
+    if op == OP_ADD:
+        if b - a >= 8:
+            # four running sums (the latency of one add hides behind three)
+            p0 = acc
+            p1 = vp[(a + 1) * s]
+            p2 = vp[(a + 2) * s]
+            p3 = vp[(a + 3) * s]
+            j = a + 4
+            while j + 4 <= b:
+                p0 = p0 + vp[j * s]
+                p1 = p1 + vp[(j + 1) * s]
+                p2 = p2 + vp[(j + 2) * s]
+                p3 = p3 + vp[(j + 3) * s]
+                j += 4
+            acc = (p0 + p1) + (p2 + p3)
+        while j < b:
+            acc = acc + vp[j * s]
+            j += 1
+    elif op == OP_MUL:
+        while j < b:
+            acc = acc * vp[j * s]
+            j += 1
+    elif op == OP_MAX:
+        # NumPy's maximum: a NaN anywhere gives NaN (tracked apart, so the
+        # comparison stays a branch-free max)
+        nan = acc != acc
+        while j < b:
+            x = vp[j * s]
+            nan |= x != x
+            acc = x if x > acc else acc
+            j += 1
+        if nan:
+            acc = _nan(acc)
+    else:
+        nan = acc != acc
+        while j < b:
+            x = vp[j * s]
+            nan |= x != x
+            acc = x if x < acc else acc
+            j += 1
+        if nan:
+            acc = _nan(acc)
+    return acc
+
+
+cdef inline num_t _nan(num_t like) noexcept nogil:
+    if num_t is float or num_t is double:
+        return <num_t>NAN
+    return like
+
+
+cdef void _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *vp,
+               ncl_intp vstride, num_t *outp, uint8_t *empty) noexcept nogil:
+    cdef Py_ssize_t i, n = offs.shape[0] - 1
+    cdef int64_t a, b
+    cdef char *args[3]
+    cdef ncl_intp dims[1]
+    cdef ncl_intp steps[3]
+    cdef ncl_intp s = vstride // sizeof(num_t)
+    steps[0] = 0
+    steps[1] = vstride
+    steps[2] = 0
+    for i in range(n):
+        a = offs[i]
+        b = offs[i + 1]
+        if empty != NULL:
+            empty[i] = b <= a
+        if b <= a:
+            continue
+        if b - a > LONG:
+            outp[i] = vp[a * s]
+            args[0] = <char *>(outp + i)
+            args[1] = <char *>(vp + (a + 1) * s)
+            args[2] = args[0]
+            dims[0] = b - a - 1
+            loop(args, dims, steps, NULL)
+        else:
+            outp[i] = _fold_list(vp, s, a, b, op)
+
+
+_OPS = {"add": OP_ADD, "multiply": OP_MUL, "maximum": OP_MAX, "minimum": OP_MIN}
+
+
+cdef void _typed(ncl_loop_fn loop, int op, offs, char *vp, ncl_intp vstride, char *outp,
+                 str code, uint8_t *empty):
+    cdef const int32_t[::1] o32
+    cdef const int64_t[::1] o64
+    if offs.dtype == np.int32:
+        o32 = offs
+        _typed_offs(loop, op, o32, vp, vstride, outp, code, empty)
+    else:
+        o64 = offs
+        _typed_offs(loop, op, o64, vp, vstride, outp, code, empty)
+
+
+cdef void _typed_offs(ncl_loop_fn loop, int op, const offset_t[::1] o, char *vp,
+                      ncl_intp vstride, char *outp, str code, uint8_t *empty):
+    if code == "b":
+        with nogil: _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty)
+    elif code == "h":
+        with nogil: _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty)
+    elif code == "i":
+        with nogil: _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty)
+    elif code == "l":
+        with nogil: _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty)
+    elif code == "B":
+        with nogil: _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty)
+    elif code == "H":
+        with nogil: _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty)
+    elif code == "I":
+        with nogil: _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty)
+    elif code == "L":
+        with nogil: _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty)
+    elif code == "f":
+        with nogil: _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty)
+    else:
+        with nogil: _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty)
+
+
+_CODES = {np.dtype(np.int8): "b", np.dtype(np.int16): "h", np.dtype(np.int32): "i",
+          np.dtype(np.int64): "l", np.dtype(np.uint8): "B", np.dtype(np.uint16): "H",
+          np.dtype(np.uint32): "I", np.dtype(np.uint64): "L", np.dtype(np.float32): "f",
+          np.dtype(np.float64): "d"}
+
+
+def segment_reduce(str op, values, offsets, out, empty=None):
+    """``out[i] = op.reduce(values[offsets[i]:offsets[i + 1]])`` for every
+    non-empty list; an empty list leaves ``out[i]`` untouched and, when
+    ``empty`` (uint8, one per list) is given, sets ``empty[i] = 1``.  ``values``
+    1-D, of ``out``'s dtype, native byte order, its stride a multiple of
+    the item size; ``offsets`` validated (non-decreasing, within
+    ``values``).  Returns False when nclx has no kernel for (op, dtype):
+    the caller falls back to NumPy."""
+    if op not in _OPS:
+        return False
+    code = _CODES.get(values.dtype)
+    if code is None:
+        return False
+    cdef ncl_loop_fn loop = _loop(op, values.dtype)
+    if loop == NULL:
+        return False
+    if values.ndim != 1 or out.ndim != 1 or values.dtype != out.dtype \
+            or not out.flags.c_contiguous or len(out) != len(offsets) - 1 \
+            or values.strides[0] % values.dtype.itemsize:
+        raise ValueError("segment_reduce: 1-D values and a contiguous out of the same dtype")
+    if offsets.ndim != 1 or not offsets.flags.c_contiguous:
+        offsets = np.ascontiguousarray(offsets)
+    if len(offsets) > 1 and (offsets[0] < 0 or offsets[len(offsets) - 1] > len(values)):
+        raise ValueError("segment_reduce: offsets outside values")
+    cdef uint8_t *ep = NULL
+    if empty is not None:
+        if empty.dtype != np.uint8 or len(empty) != len(out) or not empty.flags.c_contiguous:
+            raise ValueError("segment_reduce: empty must be contiguous uint8, one per list")
+        ep = <uint8_t *><size_t>empty.__array_interface__["data"][0]
+    cdef char *vp = <char *><size_t>values.__array_interface__["data"][0]
+    cdef char *outp = <char *><size_t>out.__array_interface__["data"][0]
+    _typed(loop, _OPS[op], offsets, vp, values.strides[0], outp, code, ep)
+    return True
