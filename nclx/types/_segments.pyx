@@ -140,8 +140,11 @@ cdef inline num_t _nan(num_t like) noexcept nogil:
     return like
 
 
-cdef void _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *vp,
-               ncl_intp vstride, num_t *outp, uint8_t *empty) noexcept nogil:
+cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *vp,
+                     ncl_intp vstride, num_t *outp, uint8_t *empty,
+                     int64_t nvalues) noexcept nogil:
+    # returns -1, or the first list whose offsets leave [0, nvalues] (trusted
+    # offsets built with validate=False are checked here, list by list)
     cdef Py_ssize_t i, n = offs.shape[0] - 1
     cdef int64_t a, b
     cdef char *args[3]
@@ -158,6 +161,8 @@ cdef void _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *
             empty[i] = b <= a
         if b <= a:
             continue
+        if a < 0 or b > nvalues:
+            return i
         if b - a > LONG:
             outp[i] = vp[a * s]
             args[0] = <char *>(outp + i)
@@ -167,45 +172,49 @@ cdef void _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *
             loop(args, dims, steps, NULL)
         else:
             outp[i] = _fold_list(vp, s, a, b, op)
+    return -1
 
 
 _OPS = {"add": OP_ADD, "multiply": OP_MUL, "maximum": OP_MAX, "minimum": OP_MIN}
 
 
-cdef void _typed(ncl_loop_fn loop, int op, offs, char *vp, ncl_intp vstride, char *outp,
-                 str code, uint8_t *empty):
+cdef Py_ssize_t _typed(ncl_loop_fn loop, int op, offs, char *vp, ncl_intp vstride, char *outp,
+                 str code, uint8_t *empty, int64_t nvalues):
     cdef const int32_t[::1] o32
     cdef const int64_t[::1] o64
     if offs.dtype == np.int32:
         o32 = offs
-        _typed_offs(loop, op, o32, vp, vstride, outp, code, empty)
+        return _typed_offs(loop, op, o32, vp, vstride, outp, code, empty, nvalues)
     else:
         o64 = offs
-        _typed_offs(loop, op, o64, vp, vstride, outp, code, empty)
+        return _typed_offs(loop, op, o64, vp, vstride, outp, code, empty, nvalues)
 
 
-cdef void _typed_offs(ncl_loop_fn loop, int op, const offset_t[::1] o, char *vp,
-                      ncl_intp vstride, char *outp, str code, uint8_t *empty):
+cdef Py_ssize_t _typed_offs(ncl_loop_fn loop, int op, const offset_t[::1] o, char *vp,
+                            ncl_intp vstride, char *outp, str code, uint8_t *empty,
+                            int64_t nvalues):
+    cdef Py_ssize_t bad = -1
     if code == "b":
-        with nogil: _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty, nvalues)
     elif code == "h":
-        with nogil: _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty, nvalues)
     elif code == "i":
-        with nogil: _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty, nvalues)
     elif code == "l":
-        with nogil: _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty, nvalues)
     elif code == "B":
-        with nogil: _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty, nvalues)
     elif code == "H":
-        with nogil: _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty, nvalues)
     elif code == "I":
-        with nogil: _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty, nvalues)
     elif code == "L":
-        with nogil: _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty, nvalues)
     elif code == "f":
-        with nogil: _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty, nvalues)
     else:
-        with nogil: _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty)
+        with nogil: bad = _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty, nvalues)
+    return bad
 
 
 _CODES = {np.dtype(np.int8): "b", np.dtype(np.int16): "h", np.dtype(np.int32): "i",
@@ -236,8 +245,6 @@ def segment_reduce(str op, values, offsets, out, empty=None):
         raise ValueError("segment_reduce: 1-D values and a contiguous out of the same dtype")
     if offsets.ndim != 1 or not offsets.flags.c_contiguous:
         offsets = np.ascontiguousarray(offsets)
-    if len(offsets) > 1 and (offsets[0] < 0 or offsets[len(offsets) - 1] > len(values)):
-        raise ValueError("segment_reduce: offsets outside values")
     cdef uint8_t *ep = NULL
     if empty is not None:
         if empty.dtype != np.uint8 or len(empty) != len(out) or not empty.flags.c_contiguous:
@@ -245,5 +252,10 @@ def segment_reduce(str op, values, offsets, out, empty=None):
         ep = <uint8_t *><size_t>empty.__array_interface__["data"][0]
     cdef char *vp = <char *><size_t>values.__array_interface__["data"][0]
     cdef char *outp = <char *><size_t>out.__array_interface__["data"][0]
-    _typed(loop, _OPS[op], offsets, vp, values.strides[0], outp, code, ep)
+    cdef Py_ssize_t bad = _typed(loop, _OPS[op], offsets, vp, values.strides[0], outp, code, ep,
+                                 len(values))
+    if bad >= 0:
+        raise ValueError(f"list {bad}: offsets {int(offsets[bad])}..{int(offsets[bad + 1])} "
+                         f"leave the values (length {len(values)}); were they built with "
+                         "validate=False?")
     return True

@@ -64,10 +64,20 @@ def _nest_fixed(flat, shape):
     return arr
 
 
+def _check_trusted(r):
+    """Arrow and awkward trust offsets: check them (one vectorized pass) so
+    a Ragged built with validate=False never makes them read outside."""
+    from nclx.types.ragged import validate_offsets
+    validate_offsets(r.offsets, len(r.values))
+    if isinstance(r.values, Ragged):
+        _check_trusted(r.values)
+
+
 def to_arrow(r, type=None):
     """A pyarrow ListArray (int32 offsets) / LargeListArray (int64), or
     StringArray / LargeStringArray / (Large)BinaryArray for string Raggeds."""
     import pyarrow as pa
+    _check_trusted(r)
     n = len(r)
     validity = None
     if r.validity is not None:
@@ -196,6 +206,7 @@ def _ak_content(values):
 def to_awkward(r, highlevel=True):
     """An awkward ListOffsetArray over the same offsets and values."""
     import awkward as ak
+    _check_trusted(r)
     index = (ak.index.Index64 if r.offsets.dtype == np.int64 else ak.index.Index32)(r.offsets)
     if r.encoding is not None:
         kind = ("string", "char") if r.encoding == "utf-8" else ("bytestring", "byte")
