@@ -40,7 +40,8 @@ def test_trusted_garbage_never_reads_outside():
     dec = Ragged(np.array([0, 4, 1]), values, validate=False)
     with pytest.raises(ValueError, match="must not decrease"):
         pa.array(dec)
-    assert dec.sum().tolist() == [6.0, 0.0]  # a decreasing list reads nothing
+    with pytest.raises(ValueError, match="list 0: offsets 0..4 leave the values"):
+        dec.sum()                            # the lists reach past offsets[-1]
 
 
 def test_long_lists_use_the_kernel_path():
