@@ -140,9 +140,33 @@ cdef inline num_t _nan(num_t like) noexcept nogil:
     return like
 
 
+cdef Py_ssize_t _sum_stream(const offset_t[::1] offs, const num_t *vp, ncl_intp s,
+                            num_t *outp, int64_t nvalues, num_t zero) noexcept nogil:
+    """Sums of consecutive lists in one stream over the values, each list
+    from ``zero`` in order -- awkward's order, so its floats too come out
+    bit for bit -- with one unpredictable branch per list, at its end.
+    (The C API's add kernel folds a reduction in the same order; calling it
+    per list only costs more.)"""
+    cdef Py_ssize_t i, n = offs.shape[0] - 1
+    cdef int64_t j = offs[0], b
+    cdef num_t acc
+    if j < 0:
+        return 0
+    for i in range(n):
+        b = offs[i + 1]
+        if b < j or b > nvalues or offs[i] != j:
+            return i
+        acc = zero
+        while j < b:
+            acc = acc + vp[j * s]
+            j += 1
+        outp[i] = acc
+    return -1
+
+
 cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *vp,
                      ncl_intp vstride, num_t *outp, uint8_t *empty,
-                     int64_t nvalues) noexcept nogil:
+                     int64_t nvalues, const num_t *ident) noexcept nogil:
     # returns -1, or the first list whose offsets leave [0, nvalues] (trusted
     # offsets built with validate=False are checked here, list by list)
     cdef Py_ssize_t i, n = offs.shape[0] - 1
@@ -154,12 +178,16 @@ cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const n
     steps[0] = 0
     steps[1] = vstride
     steps[2] = 0
+    if op == OP_ADD and empty == NULL and ident != NULL and n > 0:
+        return _sum_stream(offs, vp, s, outp, nvalues, ident[0])
     for i in range(n):
         a = offs[i]
         b = offs[i + 1]
         if empty != NULL:
             empty[i] = b <= a
         if b <= a:
+            if ident != NULL:
+                outp[i] = ident[0]
             continue
         if a < 0 or b > nvalues:
             return i
@@ -179,41 +207,42 @@ _OPS = {"add": OP_ADD, "multiply": OP_MUL, "maximum": OP_MAX, "minimum": OP_MIN}
 
 
 cdef Py_ssize_t _typed(ncl_loop_fn loop, int op, offs, char *vp, ncl_intp vstride, char *outp,
-                 str code, uint8_t *empty, int64_t nvalues):
+                 str code, uint8_t *empty, int64_t nvalues,
+                            char *identp):
     cdef const int32_t[::1] o32
     cdef const int64_t[::1] o64
     if offs.dtype == np.int32:
         o32 = offs
-        return _typed_offs(loop, op, o32, vp, vstride, outp, code, empty, nvalues)
+        return _typed_offs(loop, op, o32, vp, vstride, outp, code, empty, nvalues, identp)
     else:
         o64 = offs
-        return _typed_offs(loop, op, o64, vp, vstride, outp, code, empty, nvalues)
+        return _typed_offs(loop, op, o64, vp, vstride, outp, code, empty, nvalues, identp)
 
 
 cdef Py_ssize_t _typed_offs(ncl_loop_fn loop, int op, const offset_t[::1] o, char *vp,
                             ncl_intp vstride, char *outp, str code, uint8_t *empty,
-                            int64_t nvalues):
+                            int64_t nvalues, char *identp):
     cdef Py_ssize_t bad = -1
     if code == "b":
-        with nogil: bad = _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty, nvalues, <const int8_t *>identp)
     elif code == "h":
-        with nogil: bad = _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty, nvalues, <const int16_t *>identp)
     elif code == "i":
-        with nogil: bad = _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty, nvalues, <const int32_t *>identp)
     elif code == "l":
-        with nogil: bad = _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty, nvalues, <const int64_t *>identp)
     elif code == "B":
-        with nogil: bad = _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty, nvalues, <const uint8_t *>identp)
     elif code == "H":
-        with nogil: bad = _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty, nvalues, <const uint16_t *>identp)
     elif code == "I":
-        with nogil: bad = _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty, nvalues, <const uint32_t *>identp)
     elif code == "L":
-        with nogil: bad = _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty, nvalues, <const uint64_t *>identp)
     elif code == "f":
-        with nogil: bad = _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty, nvalues, <const float *>identp)
     else:
-        with nogil: bad = _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty, nvalues)
+        with nogil: bad = _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty, nvalues, <const double *>identp)
     return bad
 
 
@@ -223,10 +252,10 @@ _CODES = {np.dtype(np.int8): "b", np.dtype(np.int16): "h", np.dtype(np.int32): "
           np.dtype(np.float64): "d"}
 
 
-def segment_reduce(str op, values, offsets, out, empty=None):
+def segment_reduce(str op, values, offsets, out, empty=None, identity=None):
     """``out[i] = op.reduce(values[offsets[i]:offsets[i + 1]])`` for every
-    non-empty list; an empty list leaves ``out[i]`` untouched and, when
-    ``empty`` (uint8, one per list) is given, sets ``empty[i] = 1``.  ``values``
+    non-empty list; an empty list gets ``identity`` (left untouched when
+    None) and, when ``empty`` (uint8, one per list) is given, ``empty[i] = 1``.  ``values``
     1-D, of ``out``'s dtype, native byte order, its stride a multiple of
     the item size; ``offsets`` validated (non-decreasing, within
     ``values``).  Returns False when nclx has no kernel for (op, dtype):
@@ -250,10 +279,15 @@ def segment_reduce(str op, values, offsets, out, empty=None):
         if empty.dtype != np.uint8 or len(empty) != len(out) or not empty.flags.c_contiguous:
             raise ValueError("segment_reduce: empty must be contiguous uint8, one per list")
         ep = <uint8_t *><size_t>empty.__array_interface__["data"][0]
+    cdef char *identp = NULL
+    ident = None
+    if identity is not None:
+        ident = np.array(identity, dtype=values.dtype)
+        identp = <char *><size_t>ident.__array_interface__["data"][0]
     cdef char *vp = <char *><size_t>values.__array_interface__["data"][0]
     cdef char *outp = <char *><size_t>out.__array_interface__["data"][0]
     cdef Py_ssize_t bad = _typed(loop, _OPS[op], offsets, vp, values.strides[0], outp, code, ep,
-                                 len(values))
+                                 len(values), identp)
     if bad >= 0:
         raise ValueError(f"list {bad}: offsets {int(offsets[bad])}..{int(offsets[bad + 1])} "
                          f"leave the values (length {len(values)}); were they built with "

@@ -138,7 +138,7 @@ def _segment_reduce(name, values, offsets, dtype):
         values = np.where(mask, _identity(name, values.dtype), values)
     window = values[:int(offsets[-1])]
     kw = {"axis": 0, "dtype": dtype}
-    empty = np.zeros(n, dtype=np.uint8)
+    empty = None if name in ("sum", "prod") else np.zeros(n, dtype=np.uint8)
 
     def compute(ufunc, method, inputs, kwargs):
         if method == "reduceat" and inputs[0] is window and kwargs == kw:
@@ -177,15 +177,17 @@ def _reduce_segments(ufunc, values, offsets, dtype, name, empty):
     identity = _identity(name, dtype) if name in ("sum", "prod") else dtype.type(0)
     if values.ndim == 1 and values.dtype.isnative and dtype.kind != "b":
         vals = values if values.dtype == dtype else values.astype(dtype)
-        out = np.full(n, identity, dtype=dtype)
+        out = np.empty(n, dtype=dtype)
         if _segments.kernel_for(ufunc.__name__, dtype):
             _split(lambda lo, hi: _segments.segment_reduce(
-                ufunc.__name__, vals, offsets[lo:hi + 1], out[lo:hi], empty[lo:hi]),
+                ufunc.__name__, vals, offsets[lo:hi + 1], out[lo:hi],
+                None if empty is None else empty[lo:hi], identity),
                 n, len(vals))
             return out
     lens = np.diff(offsets)
     nonempty = lens > 0
-    empty[:] = ~nonempty
+    if empty is not None:
+        empty[:] = ~nonempty
     out = np.empty((n,) + values.shape[1:], dtype=dtype)
     out[~nonempty] = identity
     starts = offsets[:-1][nonempty]
