@@ -107,8 +107,9 @@ def run():
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
 
     rc = _dap_section()
-    from nclx import demo_storage
-    return demo_storage.run(_section) or rc
+    from nclx import demo_storage, demo_types
+    rc = demo_storage.run(_section) or rc
+    return demo_types.run(_section) or rc
 
 
 def _small_program():
