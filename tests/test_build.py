@@ -70,3 +70,6 @@ def test_python_m_nclx_demo_runs():
     from nclx.examples.heat import serial
     assert abs(float(heat.group(1)) - serial(400, 50).sum()) < 1e-9
     assert "8. nclx.storage" in proc.stdout and "StorageError: halo=(1, -1)" in proc.stdout
+    assert "9. nclx.types" in proc.stdout and "(same offsets: True)" in proc.stdout
+    assert "the values buffer shared: True" in proc.stdout and "var_dim arrmeta" in proc.stdout
+    assert "offsets[2] = 2 is less than offsets[1] = 3" in proc.stdout
