@@ -18,6 +18,9 @@ def main(argv=None):
     if argv[:2] == ["bench", "halo"]:   # halo exchange against hand-written mpi4py (mpiexec)
         from nclx.dap.bench_halo import launch
         return launch(argv[2:])
+    if argv[:2] == ["bench", "ipc"]:    # nclx.ipc against Arrow Flight and a plain socket
+        from nclx.ipc.bench import main as ipc_bench
+        return ipc_bench(argv[2:])
     if argv[:1] == ["bench"]:
         from nclx.bench import main as bench_main
         return bench_main(argv[1:])

@@ -107,9 +107,10 @@ def run():
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
 
     rc = _dap_section()
-    from nclx import demo_storage, demo_types
+    from nclx import demo_ipc, demo_storage, demo_types
     rc = demo_storage.run(_section) or rc
-    return demo_types.run(_section) or rc
+    rc = demo_types.run(_section) or rc
+    return demo_ipc.run(_section) or rc
 
 
 def _small_program():

@@ -73,3 +73,6 @@ def test_python_m_nclx_demo_runs():
     assert "9. nclx.types" in proc.stdout and "(same offsets: True)" in proc.stdout
     assert "the values buffer shared: True" in proc.stdout and "var_dim arrmeta" in proc.stdout
     assert "offsets[2] = 2 is less than offsets[1] = 3" in proc.stdout
+    assert "10. nclx.ipc" in proc.stdout and "equal to the original: True" in proc.stdout
+    assert "mapped read-only): True -> zero copy" in proc.stdout
+    assert "after `del got`: 0 (free_data sent)" in proc.stdout

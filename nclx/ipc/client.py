@@ -1,0 +1,429 @@
+"""The client: ``want_data``, frames in, record batches out.
+
+Frames are matched by sequence number (reassembly.Reassembler) and handed,
+as an encapsulated IPC stream, to pyarrow's stream reader through a
+file-like ``_Source`` whose ``read_buffer`` returns the received body, or a
+view of the shared segment, as is: pyarrow slices it without copying.
+
+Shared memory: each body of type 1 becomes one read-only view of the mapped
+segment, wrapped in a pyarrow Buffer; ``weakref.finalize`` on that view
+sends ``free_data`` with the message's offsets once pyarrow drops the last
+array using it.  ``Client.close()`` (and leaving its ``with`` block)
+releases every offset still held at once: views kept beyond that stay
+mapped (no crash) but the server may reuse their bytes.  After ``os.fork``
+a child never sends ``free_data`` for its parent's leases.
+"""
+import functools
+import os
+import socket
+import threading
+import weakref
+from collections import deque
+
+import pyarrow as pa
+
+from nclx.ipc import tensor
+from nclx.ipc.decode import (
+    _Source,
+    check_schema,
+    encapsulate,
+    gather_body,
+    handle_frame,
+)
+from nclx.ipc.errors import ConnectionLostError, ProtocolError, RemoteError
+from nclx.ipc.reassembly import Reassembler
+from nclx.ipc.segment import Mapping
+from nclx.ipc.transport import FrameSocket, tune
+from nclx.ipc.uri import parse_uri
+from nclx.ipc.wire import BODY_SHM, DEFAULT_MAX_FRAME, KIND_TAGGED, encode_free_data
+
+
+class Client:
+    """One connection to a server.
+
+    Parameters
+    ----------
+    uri : str
+        The server's URI (``Server.uri``).
+    timeout : float
+        Seconds to wait for the server before TimeoutError.
+    max_frame : int
+        Largest frame accepted (default 1 GiB); a larger declared length is a
+        ProtocolError before anything is allocated.
+    copy : bool
+        Shared memory: copy bodies out of the segment and free them at once
+        (the result then owns its memory).
+    validate : bool
+        Run ``RecordBatch.validate(full=True)`` on every received batch.
+    """
+
+    def __init__(self, uri, *, timeout=30.0, max_frame=DEFAULT_MAX_FRAME, copy=False,
+                 validate=True, _first_seq=0):
+        self.endpoint = ep = parse_uri(uri)
+        self.uri = uri
+        self.timeout = timeout
+        self.copy = copy
+        self.validate = validate
+        self._first_seq = _first_seq
+        self.segment = Mapping(ep.segment) if ep.segment is not None else None
+        sock = socket.create_connection((ep.host, ep.port), timeout=timeout)
+        tune(sock)
+        self.fs = FrameSocket(sock, max_frame=max_frame, timeout=timeout,
+                              peer=f"server {ep.host}:{ep.port}")
+        self._pid = os.getpid()
+        self._wlock = threading.Lock()
+        self._owner = None
+        self._pending = deque()           # offsets waiting for a free_data frame
+        self._leases = {}                 # id -> offsets, held views
+        self._next_lease = 0
+        self._active = None               # the BatchStream being read
+        self._closed = False
+        self._broken = None
+        self._auto_close = False
+
+    # -------------------------------------------------------------- public
+    def stream(self, ticket):
+        """A :class:`BatchStream` of the dataset under ``ticket`` (bytes or str)."""
+        return BatchStream(self, _ticket(ticket))
+
+    def fetch(self, ticket):
+        """The whole dataset under ``ticket`` as a pyarrow Table."""
+        with self.stream(ticket) as s:
+            return s.read_all()
+
+    def fetch_array(self, name):
+        """The NumPy array served under ``name`` (zero-copy view on shared memory)."""
+        return tensor.table_to_array(self.fetch(name))
+
+    @property
+    def held(self):
+        """Offsets this client holds (shared memory, not yet freed)."""
+        return sum(len(offsets) for offsets, _ in list(self._leases.values()))
+
+    def release(self):
+        """Send ``free_data`` for every offset still held (their views may
+        then be overwritten by the server)."""
+        leases, self._leases = self._leases, {}
+        for offsets, fin in list(leases.values()):
+            fin.detach()
+            self._pending.extend(offsets)
+        self._flush()
+
+    def close(self):
+        """Release everything and close the connection."""
+        if self._closed:
+            return
+        if os.getpid() == self._pid and self._broken is None:
+            try:
+                self.release()
+            except (OSError, TimeoutError, ProtocolError):
+                pass
+        else:
+            for _, fin in list(self._leases.values()):
+                fin.detach()
+            self._leases = {}
+        self._closed = True
+        if os.getpid() != self._pid:
+            self.fs.sock.close()     # a forked child: no shutdown, the parent's socket
+        else:
+            self.fs.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------ sending
+    def _send(self, frames):
+        with self._wlock:
+            self._owner = threading.get_ident()
+            try:
+                self.fs.send(frames + self._free_frames())
+                while self._pending:      # a finalizer ran during the send
+                    self.fs.send(self._free_frames())
+            finally:
+                self._owner = None
+
+    def _free_frames(self):
+        offsets = []
+        while self._pending:
+            offsets.append(self._pending.popleft())
+        if not offsets:
+            return []
+        return [(KIND_TAGGED, self.endpoint.free_data, [encode_free_data(offsets)])]
+
+    def _flush(self):
+        if self._owner == threading.get_ident() or self._closed or self._broken:
+            return
+        if self._pending:
+            self._send([])
+
+    def _lease(self, view, offsets):
+        lease_id = self._next_lease
+        self._next_lease += 1
+        fin = weakref.finalize(view, self._released, lease_id)
+        fin.atexit = False
+        self._leases[lease_id] = (offsets, fin)
+
+    def _released(self, lease_id):
+        """A view died (any thread, maybe inside the GC)."""
+        if os.getpid() != self._pid:
+            return                      # a forked child: the leases are the parent's
+        entry = self._leases.pop(lease_id, None)
+        if entry is None or self._closed or self._broken:
+            return
+        self._pending.extend(entry[0])
+        try:
+            self._flush()
+        except (OSError, TimeoutError, ProtocolError):
+            pass                        # the server frees on disconnect
+        if self._auto_close and not self._leases and self._active is None:
+            self.close()
+
+    def _free_now(self, offsets):
+        if offsets:
+            self._pending.extend(offsets)
+            self._flush()
+
+    # ----------------------------------------------------------- receiving
+    def _check_usable(self):
+        if os.getpid() != self._pid:
+            raise RuntimeError("this Client was opened in process "
+                               f"{self._pid}; open a new one after fork")
+        if self._closed:
+            raise ValueError("the Client is closed")
+        if self._broken is not None:
+            raise ProtocolError(f"the connection is unusable after an earlier error: "
+                                f"{self._broken}")
+
+    def _fail(self, exc):
+        """A protocol error: the connection has lost sync; close it."""
+        self._broken = exc
+        for _, fin in list(self._leases.values()):
+            fin.detach()
+        self._leases = {}
+        self.fs.close()
+
+    def _next_entry(self, reasm):
+        while True:
+            entry = reasm.pop()
+            if entry is not None:
+                return entry
+            if reasm.finished:
+                if self.fs.buffered():
+                    raise ProtocolError(f"{self.fs.buffered()} bytes arrived after the end of "
+                                        f"stream (seq {reasm.eos_seq})")
+                return None
+            frame = self.fs.recv_frame()
+            if frame is None:
+                missing = reasm.missing_bodies
+                raise ConnectionLostError(
+                    f"the server closed the connection mid-stream (next seq "
+                    f"{reasm.next_seq}" + (f", bodies missing for seq {missing}" if missing
+                                           else "") + ")")
+            handle_frame(frame, reasm, self.segment)
+
+    def _body_piece(self, entry):
+        """The body of a complete message as one pyarrow Buffer."""
+        info = entry.info
+        if entry.body_type != BODY_SHM:
+            body = entry.body
+            return body if isinstance(body, pa.Buffer) else pa.py_buffer(body)
+        _, pairs = entry.body
+        offsets = [off for off, _ in pairs]
+        shifts = {off - moff for (off, length), (moff, _)
+                  in zip(pairs, info.buffers, strict=True) if length}
+        if len(shifts) == 1 and not self.copy:
+            base = shifts.pop()
+            if 0 <= base and base + info.body_length <= self.segment.size:
+                view = self.segment.view(base, info.body_length)
+                self._lease(view, offsets)
+                return pa.py_buffer(view)
+        # scattered buffers (another server's layout) or copy=True: gather a packed body
+        out = gather_body(info, pairs, self.segment)
+        self._free_now(offsets)
+        return out
+
+    def _pieces(self, entry):
+        return encapsulate(entry, self._body_piece(entry) if entry.needs_body else None)
+
+
+def _ticket(ticket):
+    if isinstance(ticket, str):
+        return ticket.encode()
+    if isinstance(ticket, (bytes, bytearray, memoryview)):
+        return bytes(ticket)
+    raise TypeError(f"ticket must be bytes or str, not {type(ticket).__name__}")
+
+
+class BatchStream:
+    """The record batches of one dataset, as they arrive.
+
+    Iterate it, or ``read_all()``; ``schema`` is available once the first
+    message has arrived.  As a context manager (the ``with`` block of
+    :func:`stream`), leaving it ends the stream and, if the stream opened its
+    own connection, releases its shared-memory views (see Client.close).
+    """
+
+    def __init__(self, client, ticket, owns_client=False):
+        client._check_usable()
+        if client._active is not None:
+            raise RuntimeError("this Client is already reading a stream; finish it first")
+        self.client = client
+        self.ticket = ticket
+        self.owns_client = owns_client
+        self._reasm = reasm = Reassembler(client._first_seq)
+        # no reference back to self: pyarrow's reader holds the source from C++,
+        # where the garbage collector cannot see a cycle
+        self._source = _Source(functools.partial(client._next_entry, reasm), client._pieces)
+        self._reader = None
+        self._schema = None
+        self._done = False
+        self.num_batches = 0
+        self.nbytes = 0
+        client._active = self
+        try:
+            if client.fs.pending():
+                raise ProtocolError("the server sent data after the end of the last stream")
+            client._send([(KIND_TAGGED, client.endpoint.want_data, [ticket])])
+        except BaseException as exc:
+            client._active = None
+            client._fail(exc)
+            raise
+
+    def _guard(self, fn):
+        try:
+            return fn()
+        except StopIteration:
+            raise
+        except (RemoteError, ConnectionLostError, TimeoutError) as exc:
+            self._finish(exc)
+            raise
+        except ProtocolError as exc:
+            self._finish(exc)
+            raise
+        except (pa.ArrowException, OSError) as exc:   # pyarrow: bad flatbuffers are OSError
+            err = ProtocolError(f"ticket {self.ticket!r}: pyarrow rejects the stream after "
+                                f"{self._source.messages} message(s): {exc}")
+            self._finish(err)
+            raise err from exc
+
+    def _finish(self, exc=None):
+        client = self.client
+        self._done = True
+        self._reader = None          # drops the dictionaries it holds (and their views)
+        client._active = None
+        if exc is not None and not (isinstance(exc, RemoteError) and exc.code != "protocol"):
+            client._fail(exc)
+
+    def _open(self):
+        if self._reader is None:
+            if self._done:
+                raise ValueError(f"the stream of {self.ticket!r} has ended")
+            source = pa.PythonFile(self._source, mode="r")
+            self._reader = self._guard(lambda: pa.ipc.open_stream(source))
+            self._schema = self._guard(lambda: check_schema(self._reader.schema))
+        return self._reader
+
+    @property
+    def schema(self):
+        """The stream's schema (waits for its first message)."""
+        if self._schema is None:
+            self._open()
+        return self._schema
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._done:
+            raise StopIteration
+        reader = self._open()
+        if reader is None:
+            raise StopIteration
+        try:
+            batch = self._guard(reader.read_next_batch)
+        except StopIteration:
+            self._finish()
+            raise
+        if self.client.validate:
+            self._guard(lambda: batch.validate(full=True))
+        self.num_batches += 1
+        self.nbytes += batch.nbytes
+        return batch
+
+    def read_all(self):
+        """Every remaining batch as a Table."""
+        schema = self.schema
+        return pa.Table.from_batches(list(self), schema=schema)
+
+    def close(self):
+        """End the stream: read and drop what is left (freeing its offsets)."""
+        client = self.client
+        if not self._done and client._broken is None and not client._closed:
+            try:
+                while True:
+                    entry = client._next_entry(self._reasm)
+                    if entry is None:
+                        break
+                    if entry.body_type == BODY_SHM:
+                        client._free_now([off for off, _ in entry.body[1]])
+            except Exception as exc:
+                client._fail(exc)
+            self._finish()
+        self._done = True
+        if client._active is self:
+            client._active = None
+        if self.owns_client:
+            client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def fetch(uri, ticket, **kw):
+    """The dataset under ``ticket`` as a pyarrow Table.
+
+    On shared memory the table's buffers are views of the server's segment:
+    its ``free_data`` goes when the last of them is released (the connection
+    closes then).  ``kw`` go to :class:`Client` (timeout, max_frame, copy).
+    """
+    client = Client(uri, **kw)
+    try:
+        table = client.fetch(ticket)
+    except BaseException:
+        client.close()
+        raise
+    _close_when_released(client)
+    return table
+
+
+def fetch_array(uri, name, **kw):
+    """The NumPy array served under ``name`` (see :func:`serve_arrays`)."""
+    return tensor.table_to_array(fetch(uri, name, **kw))
+
+
+def stream(uri, ticket, **kw):
+    """A :class:`BatchStream` on its own connection; use it in a ``with``
+    block, or iterate it to the end (the connection then closes once the
+    last shared-memory view is released)."""
+    client = Client(uri, **kw)
+    try:
+        s = BatchStream(client, _ticket(ticket), owns_client=True)
+    except BaseException:
+        client.close()
+        raise
+    weakref.finalize(s, _close_when_released, client)
+    return s
+
+
+def _close_when_released(client):
+    if client._closed:
+        return
+    client._auto_close = True
+    if not client._leases and client._active is None:
+        client.close()

@@ -1,0 +1,195 @@
+"""Matching bodies to metadata by sequence number (sans-IO state machine).
+
+Metadata messages must arrive in order (each sequence number one more than
+the last, modulo 2**32: the number wraps around after UINT32_MAX).  A body
+may arrive before or after its metadata and is matched on ``tag &
+0xFFFFFFFF``.  Gaps, duplicates, a body whose message has none (a schema),
+a body with no metadata at the end of the stream, and bodies that disagree
+with their metadata (length, ``nbuf``, buffer lengths) raise ProtocolError.
+
+    r = Reassembler()
+    r.metadata(seq, info, flatbuffer)   # info: flatbuf.parse_message(flatbuffer)
+    r.body(seq, body_type, payload)     # payload: bytes-like (type 0) or
+                                        # (total_size, pairs) (type 1)
+    r.eos(seq)
+    entry = r.pop()                     # the next complete message, in order, or None
+"""
+from collections import OrderedDict, deque
+
+from nclx.ipc.errors import ProtocolError
+from nclx.ipc.flatbuf import HEADER_NAMES, SCHEMA, WITH_BODY
+from nclx.ipc.wire import BODY_PACKED, SEQ_MOD
+
+_HALF = SEQ_MOD // 2
+_RECENT = 4096
+
+
+class Entry:
+    """One message: ``seq``, ``info`` (MessageInfo), ``metadata`` (flatbuffer
+    bytes), ``body_type`` and ``body`` (None until matched; None for messages
+    without body)."""
+    __slots__ = ("seq", "info", "metadata", "body_type", "body")
+
+    def __init__(self, seq, info, metadata):
+        self.seq, self.info, self.metadata = seq, info, metadata
+        self.body_type = self.body = None
+
+    @property
+    def needs_body(self):
+        return self.info.header_type in WITH_BODY
+
+    @property
+    def complete(self):
+        return not self.needs_body or self.body is not None
+
+    def __repr__(self):
+        return (f"Entry(seq={self.seq}, {HEADER_NAMES[self.info.header_type]}, "
+                f"body_type={self.body_type})")
+
+
+def check_body(seq, info, body_type, payload):
+    """Raise ProtocolError if a body disagrees with its metadata."""
+    name = HEADER_NAMES[info.header_type]
+    if body_type == BODY_PACKED:
+        if len(payload) != info.body_length:
+            raise ProtocolError(f"seq {seq}: packed body of {len(payload)} bytes, the "
+                                f"{name} metadata says bodyLength {info.body_length}")
+        return
+    total, pairs = payload
+    if len(pairs) != len(info.buffers):
+        raise ProtocolError(f"seq {seq}: shared-memory body has nbuf {len(pairs)}, the "
+                            f"{name} metadata has {len(info.buffers)} buffers")
+    for i, ((off, length), (_, want)) in enumerate(zip(pairs, info.buffers, strict=True)):
+        if length != want:
+            raise ProtocolError(f"seq {seq}: buffer {i} (offset {off}) has length {length}, "
+                                f"the metadata says {want}")
+    want_total = sum(length for _, length in info.buffers)
+    if total != want_total:
+        raise ProtocolError(f"seq {seq}: total_size {total} does not match the metadata's "
+                            f"{want_total}")
+    slack = 64 * (len(pairs) + 1)      # alignment padding between and after buffers
+    if info.body_length > total + slack:
+        raise ProtocolError(f"seq {seq}: bodyLength {info.body_length} exceeds the buffers' "
+                            f"total_size {total} plus {slack} bytes of padding")
+
+
+class Reassembler:
+    """Orders one stream's messages (see the module docstring)."""
+
+    def __init__(self, first_seq=0, max_pending=64):
+        if not 0 <= first_seq < SEQ_MOD:
+            raise ValueError(f"first_seq {first_seq!r} is not a uint32")
+        self.first_seq = first_seq
+        self.next_seq = first_seq      # next metadata / end-of-stream sequence number
+        self.count = 0                 # metadata messages received
+        self.eos_seq = None
+        self.max_pending = max_pending
+        self._queue = deque()          # received, not yet popped, in order
+        self._waiting = {}             # seq -> Entry awaiting its body
+        self._early = {}               # seq -> (body_type, payload): body before metadata
+        self._recent = OrderedDict()   # seq -> whether its message had a body (popped ones)
+
+    # ------------------------------------------------------------- helpers
+    def _ahead(self, seq):
+        """Distance of ``seq`` ahead of the next expected metadata (None if behind)."""
+        d = (seq - self.next_seq) % SEQ_MOD
+        return d if d < _HALF else None
+
+    def _order_error(self, what, seq):
+        if self._ahead(seq) is None:
+            return ProtocolError(f"{what} seq {seq} is out of order: expected seq "
+                                 f"{self.next_seq} (a duplicate or an old message)")
+        missing = self._ahead(seq)
+        return ProtocolError(f"{what} seq {seq} leaves a gap: expected seq {self.next_seq} "
+                             f"({missing} message(s) missing)")
+
+    @property
+    def finished(self):
+        """End of stream seen and every message popped."""
+        return self.eos_seq is not None and not self._queue
+
+    @property
+    def missing_bodies(self):
+        return sorted(self._waiting)
+
+    # -------------------------------------------------------------- events
+    def metadata(self, seq, info, flatbuffer):
+        if self.eos_seq is not None:
+            raise ProtocolError(f"metadata seq {seq} after the end of stream "
+                                f"(end of stream at seq {self.eos_seq})")
+        if seq != self.next_seq:
+            raise self._order_error("metadata", seq)
+        if self.count == 0 and info.header_type != SCHEMA:
+            raise ProtocolError(f"first message (seq {seq}) is a "
+                                f"{HEADER_NAMES[info.header_type]}, it must be the Schema")
+        if self.count and info.header_type == SCHEMA:
+            raise ProtocolError(f"a second Schema message at seq {seq}")
+        entry = Entry(seq, info, flatbuffer)
+        early = self._early.pop(seq, None)
+        if entry.needs_body:
+            if early is not None:
+                check_body(seq, info, *early)
+                entry.body_type, entry.body = early
+            else:
+                self._waiting[seq] = entry
+        elif early is not None:
+            raise ProtocolError(f"body for seq {seq}, whose message "
+                                f"({HEADER_NAMES[info.header_type]}) has no body")
+        self._queue.append(entry)
+        self.count += 1
+        self.next_seq = (seq + 1) % SEQ_MOD
+
+    def body(self, seq, body_type, payload):
+        ahead = self._ahead(seq)
+        if ahead is not None:                        # its metadata has not come yet
+            if self.eos_seq is not None:
+                raise ProtocolError(f"body for seq {seq} with no metadata: the stream ended "
+                                    f"at seq {self.eos_seq}")
+            if seq in self._early:
+                raise ProtocolError(f"duplicate body for seq {seq}")
+            if len(self._early) >= self.max_pending:
+                raise ProtocolError(f"body for seq {seq}: {len(self._early)} bodies already "
+                                    f"wait for their metadata (limit {self.max_pending})")
+            self._early[seq] = (body_type, payload)
+            return
+        entry = self._waiting.get(seq)
+        if entry is not None:
+            check_body(seq, entry.info, body_type, payload)
+            del self._waiting[seq]
+            entry.body_type, entry.body = body_type, payload
+            return
+        behind = (self.next_seq - seq) % SEQ_MOD
+        if behind > self.count:
+            raise ProtocolError(f"body for seq {seq} with no metadata: the stream started "
+                                f"at seq {self.first_seq}")
+        had_body = self._recent.get(seq)
+        if had_body is None:
+            had_body = any(e.seq == seq and e.needs_body for e in self._queue)
+            if not had_body and not any(e.seq == seq for e in self._queue):
+                raise ProtocolError(f"body for seq {seq}: no message awaits a body there")
+        if had_body:
+            raise ProtocolError(f"duplicate body for seq {seq}")
+        raise ProtocolError(f"body for seq {seq}, whose message has no body")
+
+    def eos(self, seq):
+        if self.eos_seq is not None:
+            raise ProtocolError(f"second end of stream (seq {seq}; the first was seq "
+                                f"{self.eos_seq})")
+        if seq != self.next_seq:
+            raise self._order_error("end of stream", seq)
+        if self.count == 0:
+            raise ProtocolError(f"end of stream (seq {seq}) before the Schema message")
+        if self._early:
+            raise ProtocolError(f"bodies for seq {sorted(self._early)} with no metadata: "
+                                f"the stream ends at seq {seq}")
+        self.eos_seq = seq
+
+    def pop(self):
+        """The next message in order if it is complete, else None."""
+        if not self._queue or not self._queue[0].complete:
+            return None
+        entry = self._queue.popleft()
+        self._recent[entry.seq] = entry.needs_body
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+        return entry

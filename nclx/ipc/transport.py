@@ -1,0 +1,221 @@
+"""Frames over a TCP socket: buffered header reads, large payloads received
+straight into their own (64-byte aligned) pyarrow buffer, scatter/gather
+sends without joining payloads, and bounded waits.
+
+The socket's own timeout is a poll interval; a deadline per operation
+(``timeout``) decides when waiting becomes an error, and ``stop()`` (an
+event) makes a waiting reader or writer give up at the next poll.
+"""
+import select
+import socket
+import threading
+import time
+
+import pyarrow as pa
+
+from nclx.ipc.errors import ConnectionLostError, ProtocolError
+from nclx.ipc.wire import KINDS, Frame, decode_frame_header, encode_frame_header
+
+SMALL = 64 * 1024          # payloads up to this size are copied out of the read buffer
+_BUFSIZE = 256 * 1024
+_IOV_MAX = 512
+
+
+def tune(sock, bufsize=None):
+    """TCP_NODELAY, and socket buffers of ``bufsize`` if given."""
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    if bufsize:
+        for opt in (socket.SO_SNDBUF, socket.SO_RCVBUF):
+            try:
+                sock.setsockopt(socket.SOL_SOCKET, opt, bufsize)
+            except OSError:
+                pass
+
+
+class FrameSocket:
+    """One connection's frames.
+
+    ``recv_frame(idle=...)`` returns a Frame (payload: bytes, or a pyarrow
+    Buffer above 64 KiB) or None at a clean end of file between frames;
+    ``send(frames)`` sends ``[(kind, tag, [parts...]), ...]`` under a lock.
+    ``timeout`` bounds any wait inside a frame (and, unless ``idle`` is
+    True, the wait for the next one); ``poll`` is the socket's own timeout.
+    """
+
+    def __init__(self, sock, *, max_frame, allowed_kinds=KINDS, timeout=60.0, poll=None,
+                 peer="peer"):
+        self.sock = sock
+        self.max_frame = max_frame
+        self.allowed_kinds = tuple(allowed_kinds)
+        self.timeout = timeout
+        self.peer = peer
+        self.stopping = threading.Event()
+        self.send_lock = threading.Lock()
+        self._buf = bytearray(_BUFSIZE)
+        self._view = memoryview(self._buf)
+        self._start = self._end = 0
+        self.bytes_received = 0
+        sock.settimeout(poll if poll is not None else timeout)
+
+    # ---------------------------------------------------------------- recv
+    def _recv_into(self, view, deadline, what):
+        """One recv into ``view``; returns the count (0 = end of file)."""
+        while True:
+            if self.stopping.is_set():
+                raise ConnectionLostError(f"connection to {self.peer} closed locally "
+                                          f"while waiting for {what}")
+            try:
+                n = self.sock.recv_into(view)
+            except TimeoutError:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"no data from {self.peer} for {self.timeout} s "
+                                       f"while waiting for {what}") from None
+                continue
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionLostError(f"connection to {self.peer} lost while waiting "
+                                          f"for {what}: {exc}") from None
+            except OSError:
+                if self.stopping.is_set():
+                    raise ConnectionLostError(f"connection to {self.peer} closed locally "
+                                              f"while waiting for {what}") from None
+                raise
+            self.bytes_received += n
+            return n
+
+    def _fill(self, need, deadline, what, at_boundary):
+        """Make ``need`` bytes available in the read buffer."""
+        if self._end - self._start >= need:
+            return True
+        if self._start and (len(self._buf) - self._start < need):
+            avail = self._end - self._start
+            self._buf[:avail] = self._buf[self._start:self._end]
+            self._start, self._end = 0, avail
+        if need > len(self._buf):
+            raise ValueError(f"read buffer too small for {need} bytes")
+        while self._end - self._start < need:
+            n = self._recv_into(self._view[self._end:], deadline, what)
+            if n == 0:
+                got = self._end - self._start
+                if at_boundary and got == 0:
+                    return False
+                raise ConnectionLostError(f"truncated frame: {self.peer} closed the "
+                                          f"connection after {got} of {need} bytes of "
+                                          f"{what}")
+            self._end += n
+            deadline = None if deadline is None else time.monotonic() + self.timeout
+        return True
+
+    def _deadline(self):
+        return time.monotonic() + self.timeout if self.timeout is not None else None
+
+    def recv_frame(self, idle=False):
+        """The next frame, or None at end of file between frames."""
+        deadline = None if idle else self._deadline()
+        if not self._fill(1, deadline, "a frame header", at_boundary=True):
+            return None
+        deadline = self._deadline()
+        while True:
+            head = decode_frame_header(self._view[self._start:self._end], self.max_frame,
+                                       self.allowed_kinds)
+            if head is not None:
+                break
+            self._fill(self._end - self._start + 1, deadline, "a frame header", False)
+        kind, tag, length, hsize = head
+        self._start += hsize
+        what = f"a {length}-byte frame payload"
+        if length <= SMALL:
+            self._fill(length, deadline, what, False)
+            payload = bytes(self._view[self._start:self._start + length])
+            self._start += length
+            return Frame(kind, tag, payload)
+        out = pa.allocate_buffer(length, resizable=False)
+        dst = memoryview(out).cast("B")
+        have = min(self._end - self._start, length)
+        dst[:have] = self._view[self._start:self._start + have]
+        self._start += have
+        pos = have
+        while pos < length:
+            n = self._recv_into(dst[pos:], deadline, what)
+            if n == 0:
+                raise ConnectionLostError(f"truncated frame: {self.peer} closed the "
+                                          f"connection after {pos} of {length} payload bytes")
+            pos += n
+            deadline = self._deadline()
+        dst.release()
+        return Frame(kind, tag, out)
+
+    def buffered(self):
+        """Bytes received and not yet parsed into a frame."""
+        return self._end - self._start
+
+    def pending(self):
+        """Whether anything has arrived that no frame read has taken yet
+        (the read buffer, or the socket, without waiting)."""
+        if self.buffered():
+            return True
+        try:
+            if not select.select([self.sock], [], [], 0)[0]:
+                return False
+            return bool(self.sock.recv(1, socket.MSG_PEEK))     # b"": end of file
+        except (OSError, ValueError):
+            return False
+
+    # ---------------------------------------------------------------- send
+    def send(self, frames):
+        """Send ``[(kind, tag, [parts])]``: headers and parts gathered, in order."""
+        iov = []
+        for kind, tag, parts in frames:
+            parts = [p if isinstance(p, memoryview) else memoryview(p) for p in parts]
+            parts = [p.cast("B") if p.format != "B" or p.ndim != 1 else p for p in parts]
+            iov.append(memoryview(encode_frame_header(kind, tag, sum(p.nbytes for p in parts))))
+            iov.extend(p for p in parts if p.nbytes)
+        with self.send_lock:
+            self._sendv(iov)
+
+    def _sendv(self, iov):
+        deadline = self._deadline()
+        i = 0
+        while i < len(iov):
+            if self.stopping.is_set():
+                raise ConnectionLostError(f"connection to {self.peer} closed locally "
+                                          f"while sending")
+            chunk = iov[i:i + _IOV_MAX]
+            try:
+                if len(chunk) == 1:
+                    n = self.sock.send(chunk[0])
+                else:
+                    n = self.sock.sendmsg(chunk)
+            except TimeoutError:
+                if deadline is not None and time.monotonic() > deadline:
+                    raise TimeoutError(f"{self.peer} accepted no data for {self.timeout} s "
+                                       f"while sending") from None
+                continue
+            except (ConnectionResetError, BrokenPipeError) as exc:
+                raise ConnectionLostError(f"connection to {self.peer} lost while "
+                                          f"sending: {exc}") from None
+            if n:
+                deadline = self._deadline()
+            while n:
+                first = iov[i]
+                if n >= first.nbytes:
+                    n -= first.nbytes
+                    i += 1
+                else:
+                    iov[i] = first[n:]
+                    n = 0
+
+    def close(self):
+        self.stopping.set()
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.sock.close()
+
+
+def check_payload_kind(frame, expected, context):
+    if frame.kind != expected:
+        raise ProtocolError(f"{context}: unexpected frame kind {frame.kind}")

@@ -1,0 +1,106 @@
+"""The URI a server hands to its clients.
+
+``tcp://HOST:PORT?want_data=N&free_data=M&remote_handle=BASE64``: the tags
+of the two client messages (uint64) and, when bodies travel in shared
+memory, the segment's name as ``SharedMemory(name=...)`` opens it, in
+URL-safe base64 (RFC 4648 section 5; padding optional on input).
+"""
+import base64
+import binascii
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+from nclx.ipc.wire import U64_MAX
+
+DEFAULT_WANT_DATA = 1
+DEFAULT_FREE_DATA = 2
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A parsed URI."""
+    host: str
+    port: int
+    want_data: int = DEFAULT_WANT_DATA
+    free_data: int | None = None
+    segment: str | None = None      # the decoded remote_handle
+
+    def uri(self):
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        q = f"want_data={self.want_data}"
+        if self.free_data is not None:
+            q += f"&free_data={self.free_data}"
+        if self.segment is not None:
+            handle = base64.urlsafe_b64encode(self.segment.encode()).decode().rstrip("=")
+            q += f"&remote_handle={handle}"
+        return f"tcp://{host}:{self.port}?{q}"
+
+    __str__ = uri
+
+
+def _u64(name, text):
+    if not re.fullmatch(r"[0-9]{1,20}", text):
+        raise ValueError(f"URI parameter {name}={text!r} is not a uint64")
+    value = int(text)
+    if value > U64_MAX:
+        raise ValueError(f"URI parameter {name}={text!r} is not a uint64")
+    return value
+
+
+def decode_handle(text):
+    """The segment name in a ``remote_handle`` (URL-safe base64)."""
+    try:
+        if not re.fullmatch(r"[A-Za-z0-9_\-]+={0,2}", text):
+            raise ValueError("characters outside the URL-safe alphabet")
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        name = raw.decode("ascii")
+    except (binascii.Error, ValueError, UnicodeError) as exc:
+        raise ValueError(f"remote_handle={text!r} is not URL-safe base64 of an ASCII "
+                         f"name ({exc})") from None
+    if not _NAME_RE.match(name):
+        raise ValueError(f"remote_handle names {name!r}: not a shared-memory segment name "
+                         f"(letters, digits, '_', '.', '-')")
+    return name
+
+
+def parse_uri(uri, *, server=False):
+    """Parse ``uri`` into an :class:`Endpoint`; ValueError names the bad part.
+
+    A client's URI must have a port and ``want_data``; a server's may leave
+    both out (port 0: any free port; the default tags).
+    """
+    if not isinstance(uri, str):
+        raise TypeError(f"uri must be a str, not {type(uri).__name__}")
+    parts = urlsplit(uri)
+    if parts.scheme != "tcp":
+        raise ValueError(f"URI {uri!r}: scheme must be 'tcp', not {parts.scheme!r}")
+    if parts.path not in ("", "/") or parts.fragment:
+        raise ValueError(f"URI {uri!r}: unexpected path or fragment")
+    host = parts.hostname
+    if not host:
+        raise ValueError(f"URI {uri!r} has no host")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"URI {uri!r}: port is not a number in 0-65535") from None
+    if port is None:
+        if not server:
+            raise ValueError(f"URI {uri!r} has no port")
+        port = 0
+    query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=False)
+    for key, values in query.items():
+        if len(values) != 1:
+            raise ValueError(f"URI {uri!r}: parameter {key!r} is given {len(values)} times")
+    q = {k: v[0] for k, v in query.items()}
+    if "want_data" not in q and not server:
+        raise ValueError(f"URI {uri!r} has no want_data parameter (required)")
+    want = _u64("want_data", q["want_data"]) if "want_data" in q else DEFAULT_WANT_DATA
+    free = _u64("free_data", q["free_data"]) if "free_data" in q else None
+    if free is not None and free == want:
+        raise ValueError(f"URI {uri!r}: want_data and free_data are both {want}")
+    segment = decode_handle(q["remote_handle"]) if "remote_handle" in q else None
+    if segment is not None and free is None:
+        raise ValueError(f"URI {uri!r}: remote_handle without free_data")
+    return Endpoint(host, port, want, free, segment)
