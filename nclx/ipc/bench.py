@@ -191,6 +191,8 @@ def main(argv=None):
     parser.add_argument("--only", nargs="+", default=["memcpy", "shm", "tcp", "flight",
                                                       "socket"],
                         choices=["memcpy", "shm", "tcp", "flight", "socket"])
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also draw the GB/s of each method (needs matplotlib)")
     parser.add_argument("--flight-server", metavar="FILE", help=argparse.SUPPRESS)
     parser.add_argument("--socket-server", metavar="FILE", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -200,8 +202,32 @@ def main(argv=None):
         return _socket_server(args.socket_server)
     if args.mb <= 0 or args.repeat < 1:
         parser.error("--mb must be positive and --repeat at least 1")
-    run(args.mb, args.repeat, tuple(args.only))
+    results = run(args.mb, args.repeat, tuple(args.only))
+    if args.plot:
+        _plot(results, args.mb, args.plot)
     return 0
+
+
+def _plot(results, mb, path):
+    """A bar chart of GB/s per method (log scale), with the ratio to Flight."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = list(results)
+    gbs = [results[n]["gbps"] for n in names]
+    fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.2))
+    bars = ax.barh(names[::-1], gbs[::-1], color="tab:blue")
+    ax.set_xscale("log")
+    ax.set_xlim(min(gbs) / 2, max(gbs) * 12)     # room for the labels
+    ax.set_xlabel(f"GB/s, fetching a {mb:g} MB table over loopback (median)")
+    for bar, n in zip(bars, names[::-1], strict=True):
+        ratio = results[n]["x_flight"]
+        label = f" {results[n]['gbps']:.2f}" + ("" if ratio is None else f"  ({ratio:.1f}x Flight)")
+        ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, label, va="center",
+                fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {path}")
 
 
 if __name__ == "__main__":
