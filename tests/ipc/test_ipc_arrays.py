@@ -4,7 +4,7 @@ shared memory, and the fixed-shape tensor schema on the wire."""
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import RawClient, collect, wait_for
+from ipc_helpers import RawClient, collect, wait_for
 
 import nclx.ipc as ipc
 from nclx.ipc import wire

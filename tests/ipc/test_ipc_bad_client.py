@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import TIMEOUT, RawClient, collect, le64, sample_table, wait_for
+from ipc_helpers import TIMEOUT, RawClient, collect, le64, sample_table, wait_for
 
 import nclx.ipc as ipc
 from nclx.ipc import wire

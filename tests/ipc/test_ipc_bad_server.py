@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import (
+from ipc_helpers import (
     FakeServer,
     body_frame,
     eos_frame,

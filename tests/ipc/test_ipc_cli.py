@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import TIMEOUT, sample_table
+from ipc_helpers import TIMEOUT, sample_table
 
 import nclx.ipc as ipc
 

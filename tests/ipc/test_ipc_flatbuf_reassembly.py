@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import sample_table, stream_messages
+from ipc_helpers import sample_table, stream_messages
 
 from nclx.ipc import ProtocolError
 from nclx.ipc.flatbuf import DICTIONARY_BATCH, RECORD_BATCH, SCHEMA, parse_message

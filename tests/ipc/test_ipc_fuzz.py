@@ -15,7 +15,7 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import SLOW, eos_frame, meta_frame, packed_stream, stream_messages
+from ipc_helpers import SLOW, eos_frame, meta_frame, packed_stream, stream_messages
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -3,7 +3,7 @@ import base64
 import json
 
 import pytest
-from conftest import le64
+from ipc_helpers import le64
 
 from nclx.ipc import ProtocolError, wire
 from nclx.ipc.uri import Endpoint, parse_uri

@@ -6,7 +6,7 @@ from hypothesis import given, strategies as st
 
 import nclx.hooks as hooks
 from nclx.types import Ragged, typeof
-from conftest import nested_lists
+from types_strategies import nested_lists
 
 INTS = st.integers(-2 ** 31, 2 ** 31)
 FLOATS = st.floats(-1e6, 1e6, allow_nan=False)

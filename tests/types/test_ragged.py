@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from nclx.types import Ragged
-from conftest import nested_lists
+from types_strategies import nested_lists
 
 
 def model_valid(offsets, n_values):

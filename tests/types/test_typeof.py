@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
 from nclx.types import Ragged, parse, typeof
-from conftest import ak_type, arrow_arrays, arrow_types, nested_lists, values_of
+from types_strategies import ak_type, arrow_arrays, arrow_types, nested_lists, values_of
 
 NUMERIC = st.one_of(hnp.integer_dtypes(endianness="="), hnp.unsigned_integer_dtypes(endianness="="),
                     hnp.floating_dtypes(endianness="="), hnp.complex_number_dtypes(endianness="="),

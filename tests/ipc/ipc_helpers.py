@@ -10,7 +10,6 @@ import time
 
 import numpy as np
 import pyarrow as pa
-import pytest
 
 from nclx.ipc import wire
 from nclx.ipc.flatbuf import parse_message
@@ -203,11 +202,6 @@ def wait_for(pred, timeout=5.0):
             return True
         time.sleep(0.02)
     return pred()
-
-
-@pytest.fixture
-def table():
-    return sample_table()
 
 
 def le64(*values):
