@@ -65,7 +65,9 @@ def _socket_server(path):
 
 
 def _start(cmd, timeout=60):
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    # started outside any source tree, so the child imports the installed nclx
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            cwd=tempfile.gettempdir())
     ready, _, _ = select.select([proc.stdout], [], [], timeout)
     line = proc.stdout.readline().strip() if ready else ""
     if not line:

@@ -20,10 +20,15 @@ def _env():
     return env
 
 
+#: subprocesses run outside the source tree, so they import the installed nclx
+#: (the checkout's nclx/ has no compiled modules)
+RUN_DIR = os.path.dirname(os.path.abspath(os.__file__))
+
+
 def _serve(paths, *flags):
     proc = subprocess.Popen([sys.executable, "-m", "nclx.ipc", "serve", *paths, *flags],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=_env())
+                            env=_env(), cwd=RUN_DIR)
     ready, _, _ = select.select([proc.stdout], [], [], 60)
     uri = proc.stdout.readline().strip() if ready else ""
     if not uri:
@@ -60,13 +65,13 @@ def test_serve_and_fetch_subprocesses(tmp_path, shm):
         out = tmp_path / "out.arrow"
         r = subprocess.run([sys.executable, "-m", "nclx.ipc", "fetch", uri, "first", "-o",
                             str(out), "--no-progress"], capture_output=True, text=True,
-                           timeout=60, env=_env())
+                           timeout=60, env=_env(), cwd=RUN_DIR)
         assert r.returncode == 0, r.stderr
         assert "wrote" in r.stdout and "batches" in r.stderr
         assert pa.ipc.open_file(str(out)).read_all().equals(t1)
         bad = subprocess.run([sys.executable, "-m", "nclx.ipc", "fetch", uri, "nope", "-o",
                               str(tmp_path / "x.arrow"), "--no-progress"],
-                             capture_output=True, text=True, timeout=60, env=_env())
+                             capture_output=True, text=True, timeout=60, env=_env(), cwd=RUN_DIR)
         assert bad.returncode == 1 and "UnknownTicketError" in bad.stderr and "nope" in bad.stderr
     finally:
         rc, err = _stop(proc)
@@ -88,7 +93,7 @@ def test_sigint_stops_the_server(tmp_path):
 
 def test_serve_usage_errors(tmp_path):
     r = subprocess.run([sys.executable, "-m", "nclx.ipc", "serve", str(tmp_path / "none.arrow")],
-                       capture_output=True, text=True, timeout=60, env=_env())
+                       capture_output=True, text=True, timeout=60, env=_env(), cwd=RUN_DIR)
     assert r.returncode == 1 and "cannot read" in r.stderr
 
 
@@ -98,7 +103,7 @@ def test_fetch_progress_with_rich(tmp_path):
     with ipc.Server({"t": t}) as srv:
         out = tmp_path / "o.arrow"
         r = subprocess.run([sys.executable, "-m", "nclx.ipc", "fetch", srv.uri, "t", "-o",
-                            str(out)], capture_output=True, text=True, timeout=60, env=_env())
+                            str(out)], capture_output=True, text=True, timeout=60, env=_env(), cwd=RUN_DIR)
         assert r.returncode == 0, r.stderr
         assert pa.ipc.open_file(str(out)).read_all().equals(t)
 
