@@ -1,27 +1,16 @@
-# Per-list reductions over offsets with nclx's own kernels (the C API's
-# kernel table): each non-empty list is one reduction call of the kernel,
-# NumPy's reduction convention (accumulator in and out, stride 0).
+# Per-list reductions over offsets, one pass, no GIL: sums stream over the
+# values in order; prod/max/min fold short lists here and hand long ones to
+# nclx's kernel from the C API table (NumPy's reduction convention:
+# accumulator in and out, stride 0).  The C API's declarations come from
+# nclx._ncl.ncl (one definition with nclx.h).
 from cpython.pycapsule cimport PyCapsule_Import
 from libc.math cimport NAN
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 import numpy as np
 
-cdef extern from *:
-    """
-    #define NCLX_NO_IMPORT 1
-    """
-
-cdef extern from "nclx.h":
-    ctypedef Py_ssize_t ncl_intp
-    ctypedef void (*ncl_loop_fn)(char **args, const ncl_intp *dimensions,
-                                 const ncl_intp *steps, void *data) noexcept nogil
-    ctypedef struct nclx_api:
-        unsigned int version
-        unsigned int size
-        ncl_loop_fn (*kernel)(int op, const int *dtypes, int ndtypes) noexcept
-        int (*op_index)(const char *name) noexcept
-        int (*dtype_of_typenum)(int typenum) noexcept
+from nclx._ncl.ncl cimport nclx_api, ncl_loop_fn
+from nclx._ncl.ncl cimport npy_intp as ncl_intp
 
 cdef const nclx_api *_API = NULL
 
