@@ -22,7 +22,7 @@ import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Optional, Tuple
+from typing import Any, Tuple
 
 import numpy as np
 
