@@ -1,10 +1,24 @@
-"""The hot path of storage creation: one call allocates the raw host buffer
-(``calloc``-backed when zeroed, so large zeros cost what ``np.zeros``
-costs), places the field so that its aligned element lands on a boundary,
-and makes the strided view, without Python-level NumPy calls."""
+# cython: binding=True
+"""The hot path of storage creation.
+
+``StorageBase`` holds a storage's fields as C slots, so a storage is made
+without Python-level attribute stores; ``create`` serves ``empty`` /
+``zeros`` from a cache of resolved keywords (the same storage is usually
+created many times) and allocates the raw host buffer (``calloc``-backed
+when zeroed, so large zeros cost what ``np.zeros`` costs), places the field
+so that its aligned element lands on a boundary, and makes the strided
+view, without Python-level NumPy calls.  A cache miss, a device storage or
+an argument that is not plain (see :func:`cache_key`) takes the validating
+path in nclx/storage/creation.py.
+"""
+cimport cython
 cimport numpy as cnp
 from cpython.object cimport PyTypeObject
 from cpython.ref cimport Py_INCREF
+
+import numpy as np
+
+from nclx.storage.params import StorageTypeError
 
 cnp.import_array()
 
@@ -14,19 +28,80 @@ cdef extern from "numpy/arrayobject.h":
     object PyArray_NewFromDescr(PyTypeObject *subtype, cnp.dtype descr, int nd,
                                 cnp.npy_intp *dims, cnp.npy_intp *strides, void *data,
                                 int flags, object obj)
+    # both steal a reference to descr
+    object PyArray_Empty(int nd, cnp.npy_intp *dims, cnp.dtype descr, int is_f_order)
+    object PyArray_Zeros(int nd, cnp.npy_intp *dims, cnp.dtype descr, int is_f_order)
+
+cdef extern from "Python.h":
+    int PyTraceMalloc_Track(unsigned int domain, size_t ptr, size_t size)
+    int PyTraceMalloc_Untrack(unsigned int domain, size_t ptr)
+
+from libc.stdlib cimport calloc, free, malloc
+
+# NumPy's tracemalloc domain: host blocks show up where NumPy's buffers do
+cdef unsigned int NPY_TRACE_DOMAIN = np.lib.tracemalloc_domain
 
 cdef enum:
     MAX_DIMS = 64
 
 
-def host_field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t alignment,
-               tuple shape, cnp.dtype dtype, tuple strides, bint zero):
-    """(field view, raw uint8 buffer, byte offset of the field in it).
+@cython.final
+@cython.auto_pickle(False)
+cdef class HostBlock:
+    """Raw host memory owned by one storage allocation (the ``base`` of its
+    views): one C allocation instead of an ndarray, which halves the cost of
+    a small storage."""
+    cdef char *ptr
+    cdef readonly Py_ssize_t nbytes
 
-    ``alignment`` is a power of two, so the offset computed with unsigned
-    wrap-around is the true residue."""
+    def __dealloc__(self):
+        if self.ptr != NULL:
+            PyTraceMalloc_Untrack(NPY_TRACE_DOMAIN, <size_t> self.ptr)
+            free(self.ptr)
+            self.ptr = NULL
+
+    @property
+    def address(self):
+        return <size_t> self.ptr
+
+
+cdef HostBlock _block(Py_ssize_t nbytes, bint zero):
+    cdef HostBlock b = HostBlock.__new__(HostBlock)
+    cdef size_t n = <size_t> nbytes if nbytes > 0 else 1
+    b.ptr = <char *> (calloc(n, 1) if zero else malloc(n))
+    if b.ptr == NULL:
+        raise MemoryError(f"cannot allocate a storage of {nbytes} bytes")
+    b.nbytes = nbytes
+    PyTraceMalloc_Track(NPY_TRACE_DOMAIN, <size_t> b.ptr, n)
+    return b
+
+
+@cython.auto_pickle(False)
+cdef class StorageBase:
+    """The fields of a storage (nclx.storage.core.Storage adds the methods)."""
+    cdef public object _buf, _host, _dev, _dims, _halo, _layout, _alignment, _aligned_index
+    cdef object __weakref__
+
+
+cpdef StorageBase new_storage(type cls, buf, host, dev, tuple dims, tuple halo, tuple layout,
+                              alignment, aligned_index):
+    """A ``cls`` instance over ``buf`` with normalised metadata."""
+    cdef StorageBase s = StorageBase.__new__(cls)
+    s._buf = buf
+    s._host = host
+    s._dev = dev
+    s._dims = dims
+    s._halo = halo
+    s._layout = layout
+    s._alignment = alignment
+    s._aligned_index = aligned_index
+    return s
+
+
+cdef object _view(HostBlock block, Py_ssize_t offset, tuple shape, cnp.dtype dtype,
+                  tuple strides):
+    """An ndarray over ``block`` (its base) at ``offset`` bytes."""
     cdef int nd = len(shape)
-    cdef cnp.npy_intp n = alloc_bytes if alloc_bytes > 0 else 1
     cdef cnp.npy_intp dims[MAX_DIMS]
     cdef cnp.npy_intp steps[MAX_DIMS]
     cdef int i
@@ -35,17 +110,57 @@ def host_field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t align
     for i in range(nd):
         dims[i] = shape[i]
         steps[i] = strides[i]
-    if zero:
-        raw = cnp.PyArray_ZEROS(1, &n, cnp.NPY_UINT8, 0)
-    else:
-        raw = cnp.PyArray_EMPTY(1, &n, cnp.NPY_UINT8, 0)
-    cdef char *base = <char *> cnp.PyArray_DATA(raw)
-    cdef Py_ssize_t off = <Py_ssize_t> ((<size_t> inner_offset - <size_t> base) % <size_t> alignment)
     Py_INCREF(dtype)                  # PyArray_NewFromDescr steals the descriptor
-    arr = PyArray_NewFromDescr(<PyTypeObject *> cnp.ndarray, dtype, nd, dims, steps, base + off,
-                               cnp.NPY_ARRAY_WRITEABLE, None)
-    cnp.set_array_base(arr, raw)
+    arr = PyArray_NewFromDescr(<PyTypeObject *> cnp.ndarray, dtype, nd, dims, steps,
+                               block.ptr + offset, cnp.NPY_ARRAY_WRITEABLE, None)
+    cnp.set_array_base(arr, block)
     cnp.PyArray_UpdateFlags(arr, cnp.NPY_ARRAY_UPDATE_ALL)
+    return arr
+
+
+cdef object _field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t alignment,
+                   tuple shape, cnp.dtype dtype, tuple strides, bint zero, int order,
+                   Py_ssize_t *offset):
+    """The field view over a new block, and the block; ``offset[0]`` gets
+    the field's byte offset in the block.
+
+    ``order`` 1 (C) or 2 (F) says the field is a contiguous array without
+    padding: NumPy allocates it then, as ``np.empty`` / ``np.zeros`` would
+    (one object, NumPy's allocator), and it is kept when its start meets
+    the alignment (always, for an alignment of 1); the block is None."""
+    cdef int nd = len(shape)
+    cdef cnp.npy_intp dims[MAX_DIMS]
+    cdef int i
+    if order and nd <= MAX_DIMS:
+        for i in range(nd):
+            dims[i] = shape[i]
+        Py_INCREF(dtype)              # PyArray_Empty / PyArray_Zeros steal the descriptor
+        if zero:
+            arr = PyArray_Zeros(nd, dims, dtype, order == 2)
+        else:
+            arr = PyArray_Empty(nd, dims, dtype, order == 2)
+        if alignment == 1 or (<size_t> inner_offset - <size_t> cnp.PyArray_DATA(arr)) \
+                % <size_t> alignment == 0:
+            offset[0] = 0
+            return arr, None
+    cdef HostBlock block = _block(alloc_bytes, zero)
+    cdef Py_ssize_t off = <Py_ssize_t> ((<size_t> inner_offset - <size_t> block.ptr)
+                                        % <size_t> alignment)
+    offset[0] = off
+    return _view(block, off, shape, dtype, strides), block
+
+
+def host_field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t alignment,
+               tuple shape, cnp.dtype dtype, tuple strides, bint zero):
+    """(field view, raw uint8 buffer, byte offset of the field in it).
+
+    ``alignment`` is a power of two, so the offset computed with unsigned
+    wrap-around is the true residue."""
+    cdef Py_ssize_t off = 0
+    arr, block = _field(alloc_bytes, inner_offset, alignment, shape, dtype, strides, zero, 0,
+                        &off)
+    cdef HostBlock b = block
+    raw = _view(b, 0, (max(b.nbytes, 0),), np.dtype(np.uint8), (1,))
     return arr, raw, off
 
 
@@ -60,13 +175,150 @@ cdef bint _plain_value(object v):
     return False
 
 
-def cache_key(shape, dtype, dict kwargs):
+cpdef object cache_key(shape, dtype, dict kwargs):
     """A key for the creation cache, or None when an argument is not made of
     exact ints, strings, None and tuples (a float, a bool or a list that
     compares equal to a valid value must take the validating path)."""
     if not _plain_value(shape):
         return None
+    if not kwargs:
+        return (shape, dtype)
     for v in kwargs.values():
         if not _plain_value(v):
             return None
     return (shape, dtype, tuple(kwargs.items()))
+
+
+# -- the cached path of empty() / zeros() -------------------------------------
+# cache_key -> (host_field arguments + order, or None; metadata; resolved keywords; plan)
+cdef dict _RECIPES = {}
+cdef object _SLOW = None    # creation._recipe: resolve, validate, fill the cache
+cdef object _ALLOCATE = None  # creation._allocate: device storages
+cdef type _CPU_CLASS = None
+cdef object _CPU_BUFFER = None
+
+
+def configure(dict recipes, slow, allocate, type cpu_class, cpu_buffer):
+    """Wire the cache to creation.py's validating path (called once at import)."""
+    global _RECIPES, _SLOW, _ALLOCATE, _CPU_CLASS, _CPU_BUFFER
+    _RECIPES, _SLOW, _ALLOCATE = recipes, slow, allocate
+    _CPU_CLASS, _CPU_BUFFER = cpu_class, cpu_buffer
+
+
+# the last few plain argument sets and their recipes, matched without hashing
+cdef enum:
+    N_RECENT = 8
+cdef list _recent = [None] * N_RECENT    # (shape, dtype, kwargs, recipe)
+cdef Py_ssize_t _next_recent = 0
+
+
+cdef inline bint _same(object a, object b):
+    """``a`` means what the cached plain value ``b`` means."""
+    return a is b or (_plain_value(a) and a == b)
+
+
+cdef object _recent_hit(shape, dtype, dict kwargs):
+    cdef object e
+    cdef dict kw
+    for e in _recent:
+        if e is None:
+            return None
+        if (<tuple> e)[1] is not dtype or not _same(shape, (<tuple> e)[0]):
+            continue
+        kw = (<tuple> e)[2]
+        if len(kw) != len(kwargs):
+            continue
+        for k, v in kwargs.items():
+            if not _same(v, kw.get(k, _recent)):
+                break
+        else:
+            return (<tuple> e)[3]
+    return None
+
+
+cdef void _remember(shape, dtype, dict kwargs, hit):
+    global _next_recent
+    _recent[_next_recent] = (shape, dtype, kwargs, hit)
+    _next_recent = (_next_recent + 1) % N_RECENT
+
+
+cpdef object create(shape, dtype, dict kwargs, bint zero):
+    """A new storage: ``zero`` fills it with zeros, else contents are undefined."""
+    cdef object hit = _recent_hit(shape, dtype, kwargs)
+    cdef object key
+    cdef Py_ssize_t off = 0
+    if hit is None:
+        key = cache_key(shape, dtype, kwargs)
+        if key is not None:
+            try:
+                hit = _RECIPES.get(key)
+            except TypeError:          # an unhashable dtype argument
+                key = None
+        if hit is None:
+            hit = _SLOW(shape, dtype, kwargs)
+        if key is not None:
+            _remember(shape, dtype, kwargs, hit)
+    args, meta, r, p = <tuple> hit
+    if args is None:
+        return _ALLOCATE(r, p, zero)
+    a = <tuple> args
+    host, block = _field(a[0], a[1], a[2], a[3], a[4], a[5], zero, a[6], &off)
+    m = <tuple> meta
+    return new_storage(_CPU_CLASS, _CPU_BUFFER, host, None, m[0], m[1], m[2], m[3], m[4])
+
+
+@cython.final
+cdef class _NotGiven:
+    def __repr__(self):
+        return "<not given>"
+
+
+cdef object _NO = _NotGiven()       # a keyword not given
+cdef dict _NO_KEYWORDS = {}         # never mutated
+
+
+cdef dict _keywords(aligned_index, alignment_size, defaults, device, dims, halo, layout,
+                    managed, dict unknown):
+    """The keywords given, as the dict creation.py's validating path takes."""
+    if unknown:
+        raise StorageTypeError(f"unexpected keyword argument {next(iter(unknown))!r}")
+    if (aligned_index is _NO and alignment_size is _NO and defaults is _NO and device is _NO
+            and dims is _NO and halo is _NO and layout is _NO and managed is _NO):
+        return _NO_KEYWORDS
+    cdef dict kw = {}
+    if aligned_index is not _NO:
+        kw["aligned_index"] = aligned_index
+    if alignment_size is not _NO:
+        kw["alignment_size"] = alignment_size
+    if defaults is not _NO:
+        kw["defaults"] = defaults
+    if device is not _NO:
+        kw["device"] = device
+    if dims is not _NO:
+        kw["dims"] = dims
+    if halo is not _NO:
+        kw["halo"] = halo
+    if layout is not _NO:
+        kw["layout"] = layout
+    if managed is not _NO:
+        kw["managed"] = managed
+    return kw
+
+
+def empty(shape, dtype=np.float64, *, aligned_index=_NO, alignment_size=_NO, defaults=_NO,
+          device=_NO, dims=_NO, halo=_NO, layout=_NO, managed=_NO, **unknown):
+    """A storage with undefined contents.
+
+    Keywords (GDP-3; each optional): ``aligned_index``, ``alignment_size``
+    (bytes), ``defaults`` ("F", "C", "gtx86", "gtcuda"), ``device`` (None or
+    "gpu"), ``dims``, ``halo`` (int or (lo, hi) per dimension), ``layout``,
+    ``managed`` (None, "gt4py" or "cuda")."""
+    return create(shape, dtype, _keywords(aligned_index, alignment_size, defaults, device, dims,
+                                          halo, layout, managed, unknown), False)
+
+
+def zeros(shape, dtype=np.float64, *, aligned_index=_NO, alignment_size=_NO, defaults=_NO,
+          device=_NO, dims=_NO, halo=_NO, layout=_NO, managed=_NO, **unknown):
+    """A storage filled with zeros (keywords as :func:`empty`)."""
+    return create(shape, dtype, _keywords(aligned_index, alignment_size, defaults, device, dims,
+                                          halo, layout, managed, unknown), True)

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
+from nclx.storage._fastalloc import StorageBase, new_storage
 from nclx.storage.buffer import locked
 from nclx.storage.devices import SyncState
 from nclx.storage.indexing import IndexingMixin, _is_int
@@ -25,10 +26,9 @@ _CLEAN, _HOST_DIRTY, _DEVICE_DIRTY = (SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_
                                       SyncState.SYNC_DEVICE_DIRTY)
 
 
-class Storage(IndexingMixin, NDArrayOperatorsMixin):
+class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
     """Base class of nclx's GDP-3 storages (use the creation functions)."""
-    __slots__ = ("_buf", "_host", "_dev", "_dims", "_halo", "_layout", "_alignment",
-                 "_aligned_index", "__weakref__")
+    __slots__ = ()      # the fields live in StorageBase's C slots
 
     # -- basic attributes ---------------------------------------------------
     @property
@@ -323,15 +323,12 @@ CLASS_OF_KIND = {"cpu": CPUStorage, "gpu": GPUStorage, "gt4py": SoftwareManagedG
 
 
 def make(cls, buf, host, dev, dims, halo, layout, alignment, aligned_index):
-    s = object.__new__(cls)
-    s._buf, s._host, s._dev = buf, host, dev
     nd = (host if host is not None else dev).ndim
-    s._dims = tuple(dims) if dims is not None else default_dims(nd)
-    s._halo = tuple(halo) if halo is not None else ((0, 0),) * nd
-    s._layout = tuple(layout)
-    s._alignment = alignment
-    s._aligned_index = None if aligned_index is None else tuple(aligned_index)
-    return s
+    return new_storage(cls, buf, host, dev,
+                       tuple(dims) if dims is not None else default_dims(nd),
+                       tuple(halo) if halo is not None else ((0, 0),) * nd,
+                       tuple(layout), alignment,
+                       None if aligned_index is None else tuple(aligned_index))
 
 
 def _scalar(x):

@@ -8,7 +8,8 @@ Keywords are resolved in GDP-3's order: an explicit keyword, then the
 import numpy as np
 
 from nclx.storage import devices
-from nclx.storage._fastalloc import cache_key, host_field
+from nclx.storage import _fastalloc
+from nclx.storage._fastalloc import cache_key, empty, host_field, zeros
 from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, CPUStorage, Storage, make
@@ -85,37 +86,45 @@ def _resolve(shape, dtype, tmpl, kwargs):
                 backend=backend)
 
 
-_RECIPES = {}          # (shape, dtype, keywords) -> (resolved keywords, plan)
+_RECIPES = {}          # cache_key -> (host_field arguments or None, metadata, resolved, plan)
 _RECIPES_MAX = 512
+# CPU storages share no state (no sync, no device), so they share one Buffer
+_CPU_BUFFER = Buffer("cpu")
+
+
+def _contiguous_order(p):
+    """1 (C) or 2 (F) when the plan is a contiguous field without padding
+    (NumPy can allocate it as np.empty would), else 0."""
+    if p.padded_shape != p.shape or 0 in p.shape:
+        return 0
+    for code, dims in ((1, reversed(range(len(p.shape)))), (2, range(len(p.shape)))):
+        step, ok = p.itemsize, True
+        for d in dims:
+            ok = ok and p.strides[d] == step
+            step *= p.shape[d]
+        if ok:
+            return code
+    return 0
 
 
 def _recipe(shape, dtype, kwargs):
-    """(resolved keywords, plan, host_field arguments, metadata), cached for
-    hashable arguments (the same storage is usually created many times)."""
+    """Resolve and validate the keywords of ``empty`` / ``zeros`` (the cache
+    miss of ``_fastalloc.create``), and cache the result for plain arguments."""
+    if kwargs:
+        _check_keys(kwargs)
+    r = _resolve(shape, dtype, None, kwargs)
+    p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
+    args = (p.alloc_bytes, p.inner_offset, p.alignment, r["shape"], r["dtype"], p.strides,
+            _contiguous_order(p))
+    meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
+    hit = (args if r["device"] is None else None, meta, r, p)
     key = cache_key(shape, dtype, kwargs)
-    try:
-        hit = None if key is None else _RECIPES.get(key)
-    except TypeError:          # an unhashable dtype argument
-        key = hit = None
-    if hit is None:
-        if kwargs:
-            _check_keys(kwargs)
-        r = _resolve(shape, dtype, None, kwargs)
-        p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
-        args = (p.alloc_bytes, p.inner_offset, p.alignment, r["shape"], r["dtype"], p.strides)
-        meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
-        hit = (r, p, args if r["device"] is None else None, meta)
-        if key is not None and len(_RECIPES) < _RECIPES_MAX:
+    if key is not None and len(_RECIPES) < _RECIPES_MAX:
+        try:
             _RECIPES[key] = hit
+        except TypeError:      # an unhashable dtype argument
+            pass
     return hit
-
-
-def _new(shape, dtype, kwargs, zero):
-    r, p, args, meta = _recipe(shape, dtype, kwargs)
-    if args is None:
-        return _allocate(r, p, zero)
-    host = host_field(*args, zero)[0]
-    return make(CPUStorage, Buffer("cpu", None, host), host, None, *meta)
 
 
 def _allocate(r, p=None, zero=False):
@@ -128,7 +137,7 @@ def _allocate(r, p=None, zero=False):
     if r["device"] is None:
         host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
                                     p.strides, zero)
-        return make(CPUStorage, Buffer("cpu", None, host), host, None, *meta)
+        return make(CPUStorage, _CPU_BUFFER, host, None, *meta)
     backend = r.get("backend") or devices.current()
     kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
     host = dev = host_span = dev_span = None
@@ -161,15 +170,6 @@ def _fill(s, value):
     if s._dev is not None and s._buf.kind != "cuda":
         s._dev.fill(value)
     return s
-
-
-def empty(shape, dtype=np.float64, **kwargs):
-    """A storage with undefined contents."""
-    return _new(shape, dtype, kwargs, False)
-
-
-def zeros(shape, dtype=np.float64, **kwargs):
-    return _new(shape, dtype, kwargs, True)
 
 
 def ones(shape, dtype=np.float64, **kwargs):
@@ -249,6 +249,8 @@ def _extent(shape, strides, itemsize):
 
 
 from nclx.storage.wrap import as_storage  # noqa: E402  (wrap.py uses the helpers above)
+
+_fastalloc.configure(_RECIPES, _recipe, _allocate, CPUStorage, _CPU_BUFFER)
 
 
 def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_index=None,
