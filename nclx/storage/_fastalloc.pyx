@@ -14,7 +14,8 @@ path in nclx/storage/creation.py.
 cimport cython
 cimport numpy as cnp
 from cpython.object cimport PyTypeObject
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF
+from cpython.type cimport PyType_IsSubtype
 
 import numpy as np
 
@@ -76,6 +77,9 @@ cdef HostBlock _block(Py_ssize_t nbytes, bint zero):
     return b
 
 
+cdef tuple _EMPTY_ARGS = ()
+
+
 @cython.auto_pickle(False)
 cdef class StorageBase:
     """The fields of a storage (nclx.storage.core.Storage adds the methods)."""
@@ -86,7 +90,11 @@ cdef class StorageBase:
 cpdef StorageBase new_storage(type cls, buf, host, dev, tuple dims, tuple halo, tuple layout,
                               alignment, aligned_index):
     """A ``cls`` instance over ``buf`` with normalised metadata."""
-    cdef StorageBase s = StorageBase.__new__(cls)
+    if not PyType_IsSubtype(cls, StorageBase):
+        raise TypeError(f"new_storage: {cls!r} is not a StorageBase subclass")
+    # the type's own tp_new, called directly (``StorageBase.__new__(cls)``
+    # would go through a Python-level method call)
+    cdef StorageBase s = <StorageBase> (<PyTypeObject *> cls).tp_new(cls, <PyObject *> _EMPTY_ARGS, NULL)
     s._buf = buf
     s._host = host
     s._dev = dev
@@ -98,69 +106,98 @@ cpdef StorageBase new_storage(type cls, buf, host, dev, tuple dims, tuple halo, 
     return s
 
 
-cdef object _view(HostBlock block, Py_ssize_t offset, tuple shape, cnp.dtype dtype,
-                  tuple strides):
-    """An ndarray over ``block`` (its base) at ``offset`` bytes."""
-    cdef int nd = len(shape)
+@cython.final
+@cython.auto_pickle(False)
+cdef class Recipe:
+    """What ``empty`` / ``zeros`` need for one resolved argument set, in C:
+    the raw length, the aligned element's offset, shape and strides, and
+    the storage's metadata (see :func:`make_recipe`)."""
+    cdef Py_ssize_t alloc_bytes, inner_offset, alignment
+    cdef int nd, order
     cdef cnp.npy_intp dims[MAX_DIMS]
-    cdef cnp.npy_intp steps[MAX_DIMS]
+    cdef cnp.npy_intp strides[MAX_DIMS]
+    cdef cnp.dtype dtype
+    cdef bint host_only
+    cdef tuple meta_dims, meta_halo, meta_layout
+    cdef object meta_alignment, meta_aligned_index
+    cdef readonly object resolved, plan
+
+
+def make_recipe(dict resolved, plan, int order):
+    """A Recipe from creation.py's resolved keywords and gt4py-rule plan;
+    ``order`` 1 (C) or 2 (F) marks a contiguous field without padding."""
+    cdef Recipe rc = Recipe.__new__(Recipe)
+    cdef tuple shape = resolved["shape"], strides = plan.strides
     cdef int i
-    if nd > MAX_DIMS or len(strides) != nd:
-        raise ValueError(f"host_field: {nd} dimensions (at most {MAX_DIMS}), {len(strides)} strides")
-    for i in range(nd):
-        dims[i] = shape[i]
-        steps[i] = strides[i]
+    if len(shape) > MAX_DIMS or len(strides) != len(shape):
+        raise ValueError(f"make_recipe: {len(shape)} dimensions (at most {MAX_DIMS}), "
+                         f"{len(strides)} strides")
+    rc.alloc_bytes, rc.inner_offset, rc.alignment = (plan.alloc_bytes, plan.inner_offset,
+                                                     plan.alignment)
+    rc.nd, rc.order = len(shape), order
+    for i in range(rc.nd):
+        rc.dims[i] = shape[i]
+        rc.strides[i] = strides[i]
+    rc.dtype = resolved["dtype"]
+    rc.host_only = resolved["device"] is None
+    rc.meta_dims, rc.meta_halo, rc.meta_layout = (resolved["dims"], resolved["halo"],
+                                                  resolved["layout"])
+    rc.meta_alignment, rc.meta_aligned_index = resolved["alignment"], resolved["aligned_index"]
+    rc.resolved, rc.plan = resolved, plan
+    return rc
+
+
+cdef object _view(HostBlock block, Py_ssize_t offset, int nd, cnp.npy_intp *dims,
+                  cnp.npy_intp *strides, cnp.dtype dtype):
+    """An ndarray over ``block`` (its base) at ``offset`` bytes."""
     Py_INCREF(dtype)                  # PyArray_NewFromDescr steals the descriptor
-    arr = PyArray_NewFromDescr(<PyTypeObject *> cnp.ndarray, dtype, nd, dims, steps,
+    arr = PyArray_NewFromDescr(<PyTypeObject *> cnp.ndarray, dtype, nd, dims, strides,
                                block.ptr + offset, cnp.NPY_ARRAY_WRITEABLE, None)
     cnp.set_array_base(arr, block)
-    cnp.PyArray_UpdateFlags(arr, cnp.NPY_ARRAY_UPDATE_ALL)
     return arr
 
 
-cdef object _field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t alignment,
-                   tuple shape, cnp.dtype dtype, tuple strides, bint zero, int order,
-                   Py_ssize_t *offset):
-    """The field view over a new block, and the block; ``offset[0]`` gets
-    the field's byte offset in the block.
+cdef object _field(Recipe rc, bint zero, bint in_block, Py_ssize_t *offset):
+    """The field view of a new allocation for ``rc`` (``in_block``: always
+    over a HostBlock, its base); ``offset[0]`` gets the field's byte offset
+    in the block.
 
-    ``order`` 1 (C) or 2 (F) says the field is a contiguous array without
-    padding: NumPy allocates it then, as ``np.empty`` / ``np.zeros`` would
-    (one object, NumPy's allocator), and it is kept when its start meets
-    the alignment (always, for an alignment of 1); the block is None."""
-    cdef int nd = len(shape)
-    cdef cnp.npy_intp dims[MAX_DIMS]
-    cdef int i
-    if order and nd <= MAX_DIMS:
-        for i in range(nd):
-            dims[i] = shape[i]
-        Py_INCREF(dtype)              # PyArray_Empty / PyArray_Zeros steal the descriptor
+    A recipe of order 1 (C) or 2 (F) is a contiguous field without padding:
+    NumPy allocates it then, as ``np.empty`` / ``np.zeros`` would (one
+    object, NumPy's allocator), and it is kept when its start meets the
+    alignment (always, for an alignment of 1).  Alignments above malloc's
+    16 bytes, which such a start would meet only by chance, go to a block
+    at once."""
+    if rc.order and rc.alignment <= 16 and not in_block:
+        Py_INCREF(rc.dtype)           # PyArray_Empty / PyArray_Zeros steal the descriptor
         if zero:
-            arr = PyArray_Zeros(nd, dims, dtype, order == 2)
+            arr = PyArray_Zeros(rc.nd, rc.dims, rc.dtype, rc.order == 2)
         else:
-            arr = PyArray_Empty(nd, dims, dtype, order == 2)
-        if alignment == 1 or (<size_t> inner_offset - <size_t> cnp.PyArray_DATA(arr)) \
-                % <size_t> alignment == 0:
+            arr = PyArray_Empty(rc.nd, rc.dims, rc.dtype, rc.order == 2)
+        if rc.alignment == 1 or (<size_t> rc.inner_offset - <size_t> cnp.PyArray_DATA(arr)) \
+                % <size_t> rc.alignment == 0:
             offset[0] = 0
-            return arr, None
-    cdef HostBlock block = _block(alloc_bytes, zero)
-    cdef Py_ssize_t off = <Py_ssize_t> ((<size_t> inner_offset - <size_t> block.ptr)
-                                        % <size_t> alignment)
+            return arr
+    cdef HostBlock block = _block(rc.alloc_bytes, zero)
+    cdef Py_ssize_t off = <Py_ssize_t> ((<size_t> rc.inner_offset - <size_t> block.ptr)
+                                        % <size_t> rc.alignment)
     offset[0] = off
-    return _view(block, off, shape, dtype, strides), block
+    return _view(block, off, rc.nd, rc.dims, rc.strides, rc.dtype)
 
 
-def host_field(Py_ssize_t alloc_bytes, Py_ssize_t inner_offset, Py_ssize_t alignment,
-               tuple shape, cnp.dtype dtype, tuple strides, bint zero):
-    """(field view, raw uint8 buffer, byte offset of the field in it).
+def host_field(Recipe rc, bint zero):
+    """(field view, raw uint8 view of the whole allocation, byte offset of
+    the field in it) for ``rc``, always in a HostBlock (the raw view is the
+    span a device copy moves).
 
     ``alignment`` is a power of two, so the offset computed with unsigned
     wrap-around is the true residue."""
     cdef Py_ssize_t off = 0
-    arr, block = _field(alloc_bytes, inner_offset, alignment, shape, dtype, strides, zero, 0,
-                        &off)
-    cdef HostBlock b = block
-    raw = _view(b, 0, (max(b.nbytes, 0),), np.dtype(np.uint8), (1,))
+    arr = _field(rc, zero, True, &off)
+    cdef HostBlock block = <HostBlock> cnp.PyArray_BASE(arr)
+    cdef cnp.npy_intp n = max(block.nbytes, 0)
+    cdef cnp.npy_intp one = 1
+    raw = _view(block, 0, 1, &n, &one, np.dtype(np.uint8))
     return arr, raw, off
 
 
@@ -190,8 +227,7 @@ cpdef object cache_key(shape, dtype, dict kwargs):
 
 
 # -- the cached path of empty() / zeros() -------------------------------------
-# cache_key -> (host_field arguments + order, or None; metadata; resolved keywords; plan)
-cdef dict _RECIPES = {}
+cdef dict _RECIPES = {}     # cache_key -> Recipe
 cdef object _SLOW = None    # creation._recipe: resolve, validate, fill the cache
 cdef object _ALLOCATE = None  # creation._allocate: device storages
 cdef type _CPU_CLASS = None
@@ -208,7 +244,7 @@ def configure(dict recipes, slow, allocate, type cpu_class, cpu_buffer):
 # the last few plain argument sets and their recipes, matched without hashing
 cdef enum:
     N_RECENT = 8
-cdef list _recent = [None] * N_RECENT    # (shape, dtype, kwargs, recipe)
+cdef list _recent = [None] * N_RECENT    # (shape, dtype, kwargs, Recipe)
 cdef Py_ssize_t _next_recent = 0
 
 
@@ -247,6 +283,7 @@ cpdef object create(shape, dtype, dict kwargs, bint zero):
     cdef object hit = _recent_hit(shape, dtype, kwargs)
     cdef object key
     cdef Py_ssize_t off = 0
+    cdef Recipe rc
     if hit is None:
         key = cache_key(shape, dtype, kwargs)
         if key is not None:
@@ -258,13 +295,12 @@ cpdef object create(shape, dtype, dict kwargs, bint zero):
             hit = _SLOW(shape, dtype, kwargs)
         if key is not None:
             _remember(shape, dtype, kwargs, hit)
-    args, meta, r, p = <tuple> hit
-    if args is None:
-        return _ALLOCATE(r, p, zero)
-    a = <tuple> args
-    host, block = _field(a[0], a[1], a[2], a[3], a[4], a[5], zero, a[6], &off)
-    m = <tuple> meta
-    return new_storage(_CPU_CLASS, _CPU_BUFFER, host, None, m[0], m[1], m[2], m[3], m[4])
+    rc = <Recipe> hit
+    if not rc.host_only:
+        return _ALLOCATE(rc.resolved, rc.plan, zero)
+    host = _field(rc, zero, False, &off)
+    return new_storage(_CPU_CLASS, _CPU_BUFFER, host, None, rc.meta_dims, rc.meta_halo,
+                       rc.meta_layout, rc.meta_alignment, rc.meta_aligned_index)
 
 
 @cython.final

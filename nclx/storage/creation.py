@@ -9,7 +9,7 @@ import numpy as np
 
 from nclx.storage import devices
 from nclx.storage import _fastalloc
-from nclx.storage._fastalloc import cache_key, empty, host_field, zeros
+from nclx.storage._fastalloc import cache_key, empty, host_field, make_recipe, zeros
 from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, CPUStorage, Storage, make
@@ -86,7 +86,7 @@ def _resolve(shape, dtype, tmpl, kwargs):
                 backend=backend)
 
 
-_RECIPES = {}          # cache_key -> (host_field arguments or None, metadata, resolved, plan)
+_RECIPES = {}          # cache_key -> _fastalloc.Recipe
 _RECIPES_MAX = 512
 # CPU storages share no state (no sync, no device), so they share one Buffer
 _CPU_BUFFER = Buffer("cpu")
@@ -114,10 +114,7 @@ def _recipe(shape, dtype, kwargs):
         _check_keys(kwargs)
     r = _resolve(shape, dtype, None, kwargs)
     p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
-    args = (p.alloc_bytes, p.inner_offset, p.alignment, r["shape"], r["dtype"], p.strides,
-            _contiguous_order(p))
-    meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
-    hit = (args if r["device"] is None else None, meta, r, p)
+    hit = make_recipe(r, p, _contiguous_order(p))
     key = cache_key(shape, dtype, kwargs)
     if key is not None and len(_RECIPES) < _RECIPES_MAX:
         try:
@@ -135,15 +132,13 @@ def _allocate(r, p=None, zero=False):
     shape, dtype = r["shape"], r["dtype"]
     meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
     if r["device"] is None:
-        host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
-                                    p.strides, zero)
+        host = host_field(make_recipe(r, p, 0), zero)[0]
         return make(CPUStorage, _CPU_BUFFER, host, None, *meta)
     backend = r.get("backend") or devices.current()
     kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
     host = dev = host_span = dev_span = None
     if kind == "gt4py":
-        host, raw, off = host_field(p.alloc_bytes, p.inner_offset, p.alignment, shape, dtype,
-                                    p.strides, zero)
+        host, raw, off = host_field(make_recipe(r, p, 0), zero)
         host_span = raw[off:off + p.span_bytes]
     if kind in ("gpu", "gt4py"):
         draw = backend.alloc(p.alloc_bytes)

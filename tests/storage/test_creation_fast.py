@@ -131,3 +131,21 @@ def test_threads_creating_storages_at_once():
         th.join(60)
     assert not any(th.is_alive() for th in threads)
     assert not errors, errors[:3]
+
+
+def test_new_storage_refuses_a_class_that_is_not_a_storage():
+    from nclx.storage._fastalloc import new_storage
+    for cls in (dict, np.ndarray, type("NotAStorage", (), {})):
+        with pytest.raises(TypeError, match="StorageBase"):
+            new_storage(cls, None, np.zeros(3), None, ("I",), ((0, 0),), (0,), 1, None)
+
+
+def test_recipes_are_opaque_and_host_field_always_gives_a_block():
+    from nclx.storage import _fastalloc
+    from nclx.storage.creation import _RECIPES
+    st.empty((7, 3), np.int32)
+    rc = next(iter(_RECIPES.values()))
+    field, raw, off = _fastalloc.host_field(rc, True)
+    assert type(raw.base).__name__ == "HostBlock" and raw.base is field.base
+    assert 0 <= off < max(rc.plan.alignment, 1) and not field.any()
+    assert np.shares_memory(field, raw)
