@@ -19,8 +19,6 @@ from cpython.type cimport PyType_IsSubtype
 
 import numpy as np
 
-from nclx.storage.params import StorageTypeError
-
 cnp.import_array()
 
 
@@ -274,7 +272,7 @@ cdef object _recent_hit(shape, dtype, dict kwargs):
 
 cdef void _remember(shape, dtype, dict kwargs, hit):
     global _next_recent
-    _recent[_next_recent] = (shape, dtype, kwargs, hit)
+    _recent[_next_recent] = (shape, dtype, dict(kwargs), hit)   # a copy: callers' dicts may change
     _next_recent = (_next_recent + 1) % N_RECENT
 
 
@@ -303,58 +301,17 @@ cpdef object create(shape, dtype, dict kwargs, bint zero):
                        rc.meta_layout, rc.meta_alignment, rc.meta_aligned_index)
 
 
-@cython.final
-cdef class _NotGiven:
-    def __repr__(self):
-        return "<not given>"
-
-
-cdef object _NO = _NotGiven()       # a keyword not given
-cdef dict _NO_KEYWORDS = {}         # never mutated
-
-
-cdef dict _keywords(aligned_index, alignment_size, defaults, device, dims, halo, layout,
-                    managed, dict unknown):
-    """The keywords given, as the dict creation.py's validating path takes."""
-    if unknown:
-        raise StorageTypeError(f"unexpected keyword argument {next(iter(unknown))!r}")
-    if (aligned_index is _NO and alignment_size is _NO and defaults is _NO and device is _NO
-            and dims is _NO and halo is _NO and layout is _NO and managed is _NO):
-        return _NO_KEYWORDS
-    cdef dict kw = {}
-    if aligned_index is not _NO:
-        kw["aligned_index"] = aligned_index
-    if alignment_size is not _NO:
-        kw["alignment_size"] = alignment_size
-    if defaults is not _NO:
-        kw["defaults"] = defaults
-    if device is not _NO:
-        kw["device"] = device
-    if dims is not _NO:
-        kw["dims"] = dims
-    if halo is not _NO:
-        kw["halo"] = halo
-    if layout is not _NO:
-        kw["layout"] = layout
-    if managed is not _NO:
-        kw["managed"] = managed
-    return kw
-
-
-def empty(shape, dtype=np.float64, *, aligned_index=_NO, alignment_size=_NO, defaults=_NO,
-          device=_NO, dims=_NO, halo=_NO, layout=_NO, managed=_NO, **unknown):
+def empty(shape, dtype=np.float64, **kwargs):
     """A storage with undefined contents.
 
     Keywords (GDP-3; each optional): ``aligned_index``, ``alignment_size``
     (bytes), ``defaults`` ("F", "C", "gtx86", "gtcuda"), ``device`` (None or
     "gpu"), ``dims``, ``halo`` (int or (lo, hi) per dimension), ``layout``,
-    ``managed`` (None, "gt4py" or "cuda")."""
-    return create(shape, dtype, _keywords(aligned_index, alignment_size, defaults, device, dims,
-                                          halo, layout, managed, unknown), False)
+    ``managed`` (None, "gt4py" or "cuda").  Any other keyword raises
+    StorageTypeError naming it."""
+    return create(shape, dtype, kwargs, False)
 
 
-def zeros(shape, dtype=np.float64, *, aligned_index=_NO, alignment_size=_NO, defaults=_NO,
-          device=_NO, dims=_NO, halo=_NO, layout=_NO, managed=_NO, **unknown):
+def zeros(shape, dtype=np.float64, **kwargs):
     """A storage filled with zeros (keywords as :func:`empty`)."""
-    return create(shape, dtype, _keywords(aligned_index, alignment_size, defaults, device, dims,
-                                          halo, layout, managed, unknown), True)
+    return create(shape, dtype, kwargs, True)

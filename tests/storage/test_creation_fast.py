@@ -18,14 +18,17 @@ def _expected_strides(shape, dtype, layout, alignment, aligned_index):
     return plan(shape, layout, np.dtype(dtype), alignment, aligned_index).strides
 
 
-def test_signature_lists_the_gdp3_keywords_and_unknown_ones_are_refused():
-    params = inspect.signature(st.empty).parameters
+def test_docstring_lists_the_gdp3_keywords_and_unknown_ones_are_refused():
     for k in ("aligned_index", "alignment_size", "defaults", "device", "dims", "halo",
               "layout", "managed"):
-        assert params[k].kind is inspect.Parameter.KEYWORD_ONLY
-        assert repr(params[k].default) == "<not given>"
+        assert f"``{k}``" in st.empty.__doc__
+    assert list(inspect.signature(st.zeros).parameters) == ["shape", "dtype", "kwargs"]
+    for _ in range(2):            # not cached after the first refusal
+        with pytest.raises(st.StorageTypeError, match="'origin'"):
+            st.zeros((3, 4), origin=(1, 1))
+    st.zeros((3, 4), halo=1)
     with pytest.raises(st.StorageTypeError, match="'origin'"):
-        st.zeros((3, 4), origin=(1, 1))
+        st.zeros((3, 4), halo=1, origin=(1, 1))
 
 
 @pytest.mark.parametrize("good,bad,keyword", [
@@ -149,3 +152,12 @@ def test_recipes_are_opaque_and_host_field_always_gives_a_block():
     assert type(raw.base).__name__ == "HostBlock" and raw.base is field.base
     assert 0 <= off < max(rc.plan.alignment, 1) and not field.any()
     assert np.shares_memory(field, raw)
+
+
+def test_a_kwargs_dict_changed_after_the_call_does_not_change_the_cache():
+    from nclx.storage._fastalloc import create
+    kw = {"halo": 1}
+    assert create((6, 6), np.float64, kw, False).halo == ((1, 1), (1, 1))
+    kw["halo"] = 2
+    assert create((6, 6), np.float64, kw, False).halo == ((2, 2), (2, 2))
+    assert st.empty((6, 6), halo=1).halo == ((1, 1), (1, 1))
