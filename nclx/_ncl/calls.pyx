@@ -14,7 +14,7 @@ cimport numpy as cnp
 import numpy as np
 
 from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_dtype_name, NCL_SUB_REDUCE
-from nclx._ncl.registry cimport ncl_call_next
+from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl.registry import SUBSYSTEMS
 
 cnp.import_array()

@@ -10,7 +10,8 @@ from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook
                             ncl_destroy_fn, nclx_api, NCLX_API_VERSION, NCL_NOPS,
                             NCL_NSUBSYSTEMS, ncl_op_names, ncl_dtype_from_typenum)
 from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
-                                 ncl_unlink, ncl_discard, ncl_call_next, ncl_status_add)
+                                 ncl_unlink, ncl_discard)
+from nclx._ncl.walk cimport ncl_call_next, ncl_status_add
 from nclx._ncl import registry as _registry
 from nclx._ncl import spec
 from nclx._ncl.ufuncs import kernel_module

@@ -3,7 +3,7 @@
 # Structures and enums come from nclx.h / ncl_spec.h (via ncl.pxd).
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_status, ncl_hook_fn,
                             NCL_SUB_COMPARE, NCL_SUB_BINARY, NCL_SUB_UNARY, NCL_SUB_REDUCE)
-from nclx._ncl.registry cimport ncl_call_next, ncl_status_add
+from nclx._ncl.walk cimport ncl_call_next, ncl_status_add
 
 
 cdef class Kernel:

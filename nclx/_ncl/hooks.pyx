@@ -14,10 +14,10 @@ import sys
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn,
                             NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_NODE_DEFAULT)
-from nclx._ncl.registry cimport (ncl_call_next, ncl_chain_is_default, ncl_python_chain,
-                                 ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
-                                 ncl_unlink, ncl_discard, ncl_chain_names, ncl_hook_depth_add,
-                                 ncl_readers_enter, ncl_readers_leave)
+from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
+                                 ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
+from nclx._ncl.walk cimport (ncl_call_next, ncl_chain_is_default, ncl_hook_depth_add,
+                             ncl_readers_enter, ncl_readers_leave)
 from nclx._ncl.calls cimport Call
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset

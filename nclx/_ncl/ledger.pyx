@@ -6,7 +6,7 @@ from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free
 
 from nclx._ncl.ncl cimport ncl_node, ncl_call, NCL_NSLOTS, NCL_SUB_REDUCE
-from nclx._ncl.registry cimport ncl_call_next
+from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl import entries
 
 cdef extern from *:

@@ -13,7 +13,8 @@ from cpython.exc cimport PyErr_SetObject
 import numpy as np
 
 from nclx._ncl.ncl cimport ncl_chain, NCL_NOPS
-from nclx._ncl.registry cimport ncl_python_chain, ncl_chain_is_default
+from nclx._ncl.registry cimport ncl_python_chain
+from nclx._ncl.walk cimport ncl_chain_is_default
 from nclx._ncl import spec
 
 cdef extern from "numpy/ufuncobject.h":

@@ -1,17 +1,6 @@
 # The hook registry's C side: chains of ncl_node (structures in nclx.h).
 from nclx._ncl.ncl cimport ncl_node, ncl_chain, ncl_call, ncl_hook_fn, ncl_destroy_fn
 
-# walking (nogil, safe against concurrent registration)
-cdef int ncl_call_next(ncl_node *node, ncl_call *call) noexcept nogil
-cdef int ncl_call_chain(ncl_chain *chain, ncl_call *call) noexcept nogil
-cdef int ncl_dispatch(ncl_chain *funnel, ncl_call *call) noexcept nogil
-cdef bint ncl_chain_is_default(ncl_chain *chain) noexcept nogil
-cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil
-cdef void ncl_readers_enter() noexcept nogil
-cdef void ncl_readers_leave() noexcept nogil
-cdef int ncl_hook_depth() noexcept nogil
-cdef void ncl_hook_depth_add(int d) noexcept nogil
-
 # chains
 cdef ncl_chain *ncl_funnel_chain(int subsystem) noexcept nogil
 cdef ncl_chain *ncl_python_chain(int subsystem) noexcept nogil

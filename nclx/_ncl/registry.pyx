@@ -19,44 +19,24 @@ hook that removes itself while it runs can still punt.  Each chain counts its
 user nodes (``nuser``): the loop entries' fast path is "no user node in the
 funnel chain nor in the kernel chain", wherever in the chain a node sits.
 
-This module has no Python-facing hook objects (nclx._ncl.hooks) and knows
-nothing of loop entries or threads (nclx._ncl.entries, nclx._ncl.threader).
+This module is the writer side (chains, nodes, linking, freeing); walking
+is nclx._ncl.walk.  It has no Python-facing hook objects (nclx._ncl.hooks)
+and knows nothing of loop entries or threads (nclx._ncl.entries,
+nclx._ncl.threader).
 """
 from cpython.ref cimport PyObject, Py_XINCREF, Py_XDECREF
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memcpy, strcmp
 
+from nclx._ncl.walk cimport (ncl_readers_now, ncl_chain_is_default, ncl_funnel_terminal_fn,
+                             ncl_nclx_kernel_fn, ncl_numpy_loop_fn, ncl_python_terminal_fn)
 from nclx._ncl.ncl cimport (NCL_NSUBSYSTEMS, NCL_LEVEL_PYTHON, NCL_LEVEL_FUNNEL,
                             NCL_LEVEL_KERNEL, NCL_NODE_DEFAULT, NCL_NODE_LINKED, NCL_FRONT,
                             NCL_BACK, NCL_BEFORE, NCL_AFTER, ncl_subsystem_names)
 
-cdef extern from *:
-    """
-    static inline void *ncl_load_ptr(void *const *p) { return __atomic_load_n((void **)p, __ATOMIC_ACQUIRE); }
-    static inline void ncl_store_ptr(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    static inline int ncl_load_int(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void ncl_add_int(int *p, int v) { __atomic_add_fetch(p, v, __ATOMIC_ACQ_REL); }
-    static long ncl_readers_count = 0;
-    static inline void ncl_readers_in(void) { __atomic_add_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
-    static inline void ncl_readers_out(void) { __atomic_sub_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
-    static inline long ncl_readers_now(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); return __atomic_load_n(&ncl_readers_count, __ATOMIC_SEQ_CST); }
-    static __thread int ncl_depth_tls = 0;
-    static inline int ncl_depth_get(void) { return ncl_depth_tls; }
-    static inline void ncl_depth_add(int d) { ncl_depth_tls += d; }
-    static inline void ncl_or_int(int *p, int v) { __atomic_or_fetch(p, v, __ATOMIC_RELAXED); }
-    static inline void ncl_add_long(long *p, long v) { __atomic_add_fetch(p, v, __ATOMIC_RELAXED); }
-    """
-    void *ncl_load_ptr(void **p) nogil
+cdef extern from "ncl_atomic.h":
     void ncl_store_ptr(void **p, void *v) nogil
-    int ncl_load_int(const int *p) nogil
     void ncl_add_int(int *p, int v) nogil
-    void ncl_readers_in() nogil
-    void ncl_readers_out() nogil
-    long ncl_readers_now() nogil
-    int ncl_depth_get() nogil
-    void ncl_depth_add(int d) nogil
-    void ncl_or_int(int *p, int v) nogil
-    void ncl_add_long(long *p, long v) nogil
 
 LEVELS = ("python", "funnel", "kernel")
 SUBSYSTEMS = tuple(ncl_subsystem_names[s].decode() for s in range(NCL_NSUBSYSTEMS))
@@ -65,98 +45,6 @@ POSITIONS = {"front": NCL_FRONT, "back": NCL_BACK, "before": NCL_BEFORE, "after"
 
 class HookError(ValueError):
     """A hook cannot be registered or removed as asked (names the chain and node)."""
-
-
-# ----------------------------------------------------------------- walking
-
-cdef inline ncl_node *_next_of(ncl_node *node) noexcept nogil:
-    return <ncl_node *>ncl_load_ptr(<void **>&node.next)
-
-
-cdef inline ncl_node *_head_of(ncl_chain *chain) noexcept nogil:
-    return <ncl_node *>ncl_load_ptr(<void **>&chain.head)
-
-
-cdef int ncl_call_next(ncl_node *node, ncl_call *call) noexcept nogil:
-    """Pass the call on to the node after ``node`` ("punt")."""
-    cdef ncl_node *nxt = _next_of(node)
-    if nxt == NULL:
-        return 0
-    return nxt.fn(nxt, call)
-
-
-cdef int ncl_call_chain(ncl_chain *chain, ncl_call *call) noexcept nogil:
-    cdef ncl_node *head = _head_of(chain)
-    return head.fn(head, call)
-
-
-cdef bint ncl_chain_is_default(ncl_chain *chain) noexcept nogil:
-    """No user node anywhere in the chain (front, middle or back)."""
-    return ncl_load_int(&chain.nuser) == 0
-
-
-cdef void ncl_readers_enter() noexcept nogil:
-    ncl_readers_in()
-
-
-cdef void ncl_readers_leave() noexcept nogil:
-    ncl_readers_out()
-
-
-cdef int ncl_hook_depth() noexcept nogil:
-    return ncl_depth_get()
-
-
-cdef void ncl_hook_depth_add(int d) noexcept nogil:
-    ncl_depth_add(d)
-
-
-cdef int ncl_dispatch(ncl_chain *funnel, ncl_call *call) noexcept nogil:
-    """Walk a funnel chain (and the kernel chain it ends in) for one loop call."""
-    cdef int rc
-    if ncl_depth_get() > 0:
-        # NumPy called from inside a Python hook: run the kernel unhooked,
-        # or the hook would see its own calls (and recurse).
-        if call.prefer_numpy:
-            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-        else:
-            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-        return 0
-    ncl_readers_in()
-    rc = ncl_call_chain(funnel, call)
-    ncl_readers_out()
-    return rc
-
-
-cdef void ncl_status_add(ncl_call *call, int flag, long count) noexcept nogil:
-    """Report a condition to the calling thread (atomic: chunks may run in parallel)."""
-    if call.status != NULL:
-        ncl_or_int(&call.status.flags, flag)
-        ncl_add_long(&call.status.count, count)
-
-
-# ----------------------------------------------------- default node bodies
-
-cdef int _funnel_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    return ncl_call_chain(call.kernel_chain, call)
-
-
-cdef int _nclx_kernel_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    # nclx's choice: its own kernel, or NumPy's loop where that measured faster
-    if call.prefer_numpy:
-        call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-    else:
-        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
-    return 0
-
-
-cdef int _numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-    return 0
-
-
-cdef int _python_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    return 0   # never called: Python chains are walked from Python
 
 
 # ------------------------------------------------------------- the registry
@@ -211,9 +99,9 @@ cdef void _init_chain(ncl_chain *chain, int level, int index, str name, ncl_node
 cdef _init_registry():
     cdef int s
     for s in range(NCL_NSUBSYSTEMS):
-        _init_default_node(&_funnel_terminals[s], &_funnel_chains[s], "kernel", _funnel_terminal_fn)
+        _init_default_node(&_funnel_terminals[s], &_funnel_chains[s], "kernel", ncl_funnel_terminal_fn)
         _init_chain(&_funnel_chains[s], NCL_LEVEL_FUNNEL, s, SUBSYSTEMS[s], &_funnel_terminals[s])
-        _init_default_node(&_python_terminals[s], &_python_chains[s], "ufunc", _python_terminal_fn)
+        _init_default_node(&_python_terminals[s], &_python_chains[s], "ufunc", ncl_python_terminal_fn)
         _init_chain(&_python_chains[s], NCL_LEVEL_PYTHON, s, SUBSYSTEMS[s], &_python_terminals[s])
 
 _init_registry()
@@ -240,8 +128,8 @@ cdef ncl_chain *ncl_kernel_chain(str name) except NULL:
         free(chain)
         free(nodes)
         raise MemoryError()
-    _init_default_node(&nodes[0], chain, "nclx", _nclx_kernel_fn)
-    _init_default_node(&nodes[1], chain, "numpy", _numpy_loop_fn)
+    _init_default_node(&nodes[0], chain, "nclx", ncl_nclx_kernel_fn)
+    _init_default_node(&nodes[1], chain, "numpy", ncl_numpy_loop_fn)
     nodes[0].next = &nodes[1]
     nodes[1].prev = &nodes[0]
     _init_chain(chain, NCL_LEVEL_KERNEL, len(_kernel_chains), name, &nodes[0])

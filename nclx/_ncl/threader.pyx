@@ -30,7 +30,8 @@ from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_NSUBSYSTEMS,
                             NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED)
-from nclx._ncl.registry cimport ncl_call_next, ncl_funnel_chain, ncl_set_default_front
+from nclx._ncl.registry cimport ncl_funnel_chain, ncl_set_default_front
+from nclx._ncl.walk cimport ncl_call_next
 
 cnp.import_array()
 
