@@ -13,6 +13,7 @@ import warnings
 
 from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
+from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
 from nclx._ncl.entries import NclxInstallError
 
@@ -39,7 +40,7 @@ def _run_python_funnel(subsystem, ufunc, inputs, kwargs):
         return _pyfunnel.call_original(ufunc, inputs, kwargs)
     _local.depth = getattr(_local, "depth", 0) + 1
     try:
-        return _hooks.run_python_chain(subsystem, ufunc, "__call__", inputs, kwargs, _final)
+        return _pychain.run_python_chain(subsystem, ufunc, "__call__", inputs, kwargs, _final)
     finally:
         _local.depth -= 1
 

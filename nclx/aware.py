@@ -17,7 +17,7 @@ methods or, for ndarray subclasses, through NumPy's own reductions.
 import numpy as np
 
 from nclx._ncl import spec as _spec
-from nclx._ncl.hooks import run_python_chain
+from nclx._ncl.pychain import run_python_chain
 from nclx._ncl.registry import SUBSYSTEMS
 
 __all__ = ["array_ufunc", "subsystem_of", "nclx_ufunc"]

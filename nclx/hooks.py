@@ -31,16 +31,8 @@ import numpy as np
 
 from nclx import aware as _aware
 from nclx._ncl.calls import Call
-from nclx._ncl.hooks import (
-    Handle,
-    Kernel,
-    PyCall,
-    chain,
-    chains,
-    register,
-    register_c,
-    run_python_chain,
-)
+from nclx._ncl.hooks import Handle, Kernel, chain, chains, register, register_c
+from nclx._ncl.pychain import PyCall, run_python_chain
 from nclx._ncl.registry import LEVELS, SUBSYSTEMS, HookError, collect, reset
 from nclx.aware import subsystem_of
 

@@ -1,8 +1,10 @@
 # cython: wraparound=True, boundscheck=True
 """Python faces of the hook registry: registering hooks, the Call a hook
-sees, Kernel, Handle and the python-level chain walker.
+sees, Kernel and Handle.
 
-The C side (chains, nodes, walking without the GIL) is nclx._ncl.registry.
+The C side is nclx._ncl.registry (chains, nodes) and nclx._ncl.walk
+(walking without the GIL); python-level chains are walked by
+nclx._ncl.pychain.
 
 Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
 private mirrors of the loop's operands (nclx._ncl.calls).
@@ -12,23 +14,18 @@ cimport numpy as cnp
 import numpy as np
 import sys
 
-from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn,
-                            NCL_SUB_REDUCE, NCL_NSUBSYSTEMS, NCL_NODE_DEFAULT)
+from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE
 from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
-from nclx._ncl.walk cimport (ncl_call_next, ncl_chain_is_default, ncl_hook_depth_add,
-                             ncl_readers_enter, ncl_readers_leave)
+from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
 from nclx._ncl.calls cimport Call
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 
 cnp.import_array()
 
-cdef extern from *:
-    """
-    static inline void *ncl_h_load_ptr(void *const *p) { return __atomic_load_n((void **)p, __ATOMIC_ACQUIRE); }
-    """
-    void *ncl_h_load_ptr(void **p) nogil
+cdef extern from "ncl_atomic.h":
+    void *ncl_load_ptr(void **p) nogil
 
 
 # ------------------------------------------------------------ error records
@@ -165,11 +162,11 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
 
 cdef ncl_node *_current_node_of(Kernel k, ncl_call *call):
     """The node of ``call``'s kernel chain holding ``k`` (for error records)."""
-    cdef ncl_node *node = <ncl_node *>ncl_h_load_ptr(<void **>&call.kernel_chain.head)
+    cdef ncl_node *node = <ncl_node *>ncl_load_ptr(<void **>&call.kernel_chain.head)
     while node != NULL:
         if node.obj == <void *>k:
             return node
-        node = <ncl_node *>ncl_h_load_ptr(<void **>&node.next)
+        node = <ncl_node *>ncl_load_ptr(<void **>&node.next)
     return NULL
 
 
@@ -406,66 +403,3 @@ def register_c(level, target, size_t fn_address, size_t data_address=0, *, name,
         raise HookError("fn_address is NULL")
     return _attach(level, target, chain, name, <ncl_hook_fn>fn_address, <void *>data_address,
                    keepalive, position, before, after)
-
-
-# ------------------------------------------------------ the Python funnel
-
-cdef class PyCall:
-    """A ufunc call on its way down a Python-level chain.
-
-    ``ufunc``, ``method`` ("__call__", "reduce", ...), ``inputs`` and
-    ``kwargs`` may be changed before ``next()``; ``next()`` returns the
-    result of the rest of the chain, which a hook returns in turn.
-    """
-    cdef ncl_node *node
-    cdef object final
-    cdef readonly str subsystem
-    cdef public object ufunc
-    cdef public str method
-    cdef public tuple inputs
-    cdef public dict kwargs
-
-    def next(self):
-        cdef ncl_node *nxt
-        if self.node == NULL:
-            raise RuntimeError("this call has ended")
-        nxt = <ncl_node *>ncl_h_load_ptr(<void **>&self.node.next)
-        return _walk_python(nxt, self)
-
-    def __repr__(self):
-        return f"<nclx PyCall {getattr(self.ufunc, '__name__', self.ufunc)}.{self.method} ({self.subsystem})>"
-
-
-cdef object _walk_python(ncl_node *node, PyCall c):
-    cdef ncl_node *saved = c.node
-    if node == NULL or (node.flags & NCL_NODE_DEFAULT):     # the chain's end
-        return c.final(c.ufunc, c.method, c.inputs, c.kwargs)
-    c.node = node
-    try:
-        return (<object>node.obj)(c)
-    finally:
-        c.node = saved
-
-
-def run_python_chain(int subsystem, ufunc, str method, tuple inputs, dict kwargs, final):
-    """Walk the Python chain of ``subsystem``; ``final(ufunc, method, inputs,
-    kwargs)`` performs the call at its end."""
-    cdef ncl_chain *ch
-    cdef PyCall c
-    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
-        raise HookError(f"no subsystem number {subsystem}")
-    ch = ncl_python_chain(subsystem)
-    if ncl_chain_is_default(ch):
-        return final(ufunc, method, inputs, kwargs)
-    c = PyCall.__new__(PyCall)
-    c.final = final
-    c.subsystem = SUBSYSTEMS[subsystem]
-    c.ufunc = ufunc
-    c.method = method
-    c.inputs = inputs
-    c.kwargs = kwargs
-    ncl_readers_enter()
-    try:
-        return _walk_python(<ncl_node *>ncl_h_load_ptr(<void **>&ch.head), c)
-    finally:
-        ncl_readers_leave()
