@@ -6,7 +6,7 @@ import numpy as np
 
 from nclx import _build_info
 from nclx._ncl import _openmp
-from nclx._ncl import threader as _threader
+from nclx._ncl import team as _team
 from nclx._ncl import ufuncs as _ufuncs
 from nclx import _settings
 
@@ -54,7 +54,7 @@ def config(**settings):
         "isa_available": list(_ufuncs.available_isas()),
         "isa_selected": selected,
         "simd_flags": isa_flags.get(selected) or "(compiler default: baseline)",
-        "num_threads": _threader.get_num_threads(),
+        "num_threads": _team.get_num_threads(),
         "settings": _settings.current(),
     }
 

@@ -11,7 +11,7 @@ and run whole.
 """
 from nclx._ncl import calibrate as _calibrate
 from nclx._ncl import policy as _policy
-from nclx._ncl import threader as _threader
+from nclx._ncl import team as _team
 
 __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold",
            "reset_thresholds", "calibrate"]
@@ -26,13 +26,13 @@ def set_num_threads(n):
     ``NCLX_NUM_THREADS`` or the number of cores available to the process
     decides.
     """
-    _threader.set_num_threads(int(n))
+    _team.set_num_threads(int(n))
 
 
 def get_num_threads():
     """Threads a large loop call uses now (capped by threadpoolctl's limit;
     1 in a forked child of a threaded parent)."""
-    return _threader.get_num_threads()
+    return _team.get_num_threads()
 
 
 def set_threshold(n, op=None, kind=None, dtype=None):

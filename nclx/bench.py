@@ -12,7 +12,7 @@ import time
 import numpy as np
 
 import nclx
-from nclx._ncl import threader as _threader
+from nclx._ncl import team as _team
 
 OPS = ["add", "subtract", "multiply", "true_divide", "greater", "equal", "maximum",
        "sum", "sqrt"]
@@ -55,7 +55,7 @@ def _copy_time(nbytes, budget):
     half = max(nbytes // 2, 8)
     src = np.ones(half, dtype=np.uint8)
     dst = np.empty_like(src)
-    return _time(lambda: _threader.threaded_copy(dst, src), budget)
+    return _time(lambda: _team.threaded_copy(dst, src), budget)
 
 
 def _progress(total):

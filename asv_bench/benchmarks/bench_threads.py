@@ -71,8 +71,8 @@ class BandwidthReference:
     param_names = ["n"]
 
     def setup(self, n):
-        from nclx._ncl import threader as funnel
-        self.copy = funnel.threaded_copy
+        from nclx._ncl import team
+        self.copy = team.threaded_copy
         self.src = np.ones(n)
         self.dst = np.empty(n)
 

@@ -9,8 +9,8 @@ import numpy as np
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_call, NCL_NSLOTS
 from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_slot_installed, ncl_slot_reducible
-from nclx._ncl.threader cimport (ncl_policy, ncl_run_split, ncl_threads_now, NCL_SPLIT_NONE,
-                                 NCL_SPLIT_REASSOC)
+from nclx._ncl.threader cimport (ncl_policy, ncl_run_split, NCL_SPLIT_NONE, NCL_SPLIT_REASSOC)
+from nclx._ncl.team cimport ncl_threads_now
 from nclx._ncl import entries, spec
 from nclx._ncl.ufuncs import kernel_key
 

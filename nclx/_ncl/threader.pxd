@@ -1,4 +1,4 @@
-# The threader: how a loop call may be split, and the team that runs it.
+# The threader: how a loop call may be split (the team that runs it: team.pxd).
 from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node
 
 cdef enum:
@@ -16,4 +16,3 @@ cdef struct ncl_policy:
 
 cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil
 cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil
-cdef int ncl_threads_now() noexcept nogil

@@ -1,5 +1,5 @@
 # cython: wraparound=True, boundscheck=True
-"""The threader: which loop calls are split, how, and the OpenMP team.
+"""The threader: which loop calls are split, and how.
 
 Exact splits only (DESIGN.md):
 
@@ -19,11 +19,7 @@ Exact splits only (DESIGN.md):
 - under ``nclx.checked()`` reductions stay whole (overflow is detected in
   NumPy's sequential order).
 
-The team is OpenMP's (visible to threadpoolctl, limited by
-``threadpool_limits``); nclx's thread count is its own setting and never
-changes OpenMP's process-wide count.  After ``os.fork()`` a child whose
-parent had started the team runs single-threaded (libgomp's team does not
-survive fork).
+The pieces run on nclx._ncl.team (OpenMP's team, nclx's thread count, fork).
 """
 cimport numpy as cnp
 from libc.string cimport memcpy
@@ -32,92 +28,20 @@ from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_N
                             NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED)
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_set_default_front
 from nclx._ncl.walk cimport ncl_call_next
+from nclx._ncl.team cimport MAX_THREADS, ncl_threads_now, ncl_team_run
 
 cnp.import_array()
 
 cdef extern from *:
     """
-    #include <fenv.h>
-    #include <pthread.h>
     #include <Python.h>
-    #ifdef _OPENMP
-    #include <omp.h>
-    #endif
-    typedef void (*ncl_team_fn)(void *ctx, int tid, int nthreads);
-    static int ncl_setting = 1;          /* nclx's own thread count */
-    static int ncl_omp_default = 1;      /* omp_get_max_threads() at import */
-    static int ncl_team_started = 0;     /* a parallel region ran in this process */
-    static int ncl_team_lost = 0;        /* forked after that: stay on one thread */
     static int ncl_reassoc = 0;
-    static void ncl_after_fork_child(void) { if (ncl_team_started) ncl_team_lost = 1; }
-    static int ncl_threader_init(void)
-    {
-    #ifdef _OPENMP
-        ncl_omp_default = omp_get_max_threads();
-    #endif
-        return pthread_atfork(NULL, NULL, ncl_after_fork_child);
-    }
-    /* Run fn on a team of `want` threads (the caller is thread 0).  FP flags
-     * raised on the other threads are raised again on the caller, where
-     * NumPy looks for them. */
-    static void ncl_run_team(int want, ncl_team_fn fn, void *ctx)
-    {
-        int flags = 0;
-        if (want <= 1 || ncl_team_lost) {
-            fn(ctx, 0, 1);      /* one thread runs every piece, in order */
-            return;
-        }
-    #ifdef _OPENMP
-        ncl_team_started = 1;
-        #pragma omp parallel num_threads(want)
-        {
-            int tid = omp_get_thread_num();
-            int nth = omp_get_num_threads();
-            if (tid != 0) feclearexcept(FE_ALL_EXCEPT);
-            fn(ctx, tid, nth);
-            if (tid != 0) {
-                int mine = fetestexcept(FE_ALL_EXCEPT);
-                if (mine) __atomic_or_fetch(&flags, mine, __ATOMIC_RELAXED);
-            }
-        }
-    #else
-        fn(ctx, 0, 1);
-    #endif
-        if (flags) feraiseexcept(flags & (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID));
-    }
-    /* Threads a split call uses now: nclx's setting, unless threadpoolctl
-     * (omp_set_num_threads in this thread) lowered OpenMP's limit below the
-     * default, which then caps it. */
-    static int ncl_threads_now_c(void)
-    {
-        if (ncl_team_lost) return 1;
-    #ifdef _OPENMP
-        {
-            int cap = omp_get_max_threads();
-            if (cap < ncl_omp_default && cap < ncl_setting) return cap;
-        }
-        return ncl_setting;
-    #else
-        return 1;
-    #endif
-    }
     static int ncl_gil_held(void) { return PyGILState_Check(); }
     """
-    ctypedef void (*ncl_team_fn)(void *ctx, int tid, int nthreads) noexcept nogil
-    int ncl_setting
-    int ncl_omp_default
-    int ncl_team_lost
     int ncl_reassoc
-    int ncl_threader_init() nogil
-    void ncl_run_team(int want, ncl_team_fn fn, void *ctx) nogil
-    int ncl_threads_now_c() nogil
     int ncl_gil_held() nogil
 
-if ncl_threader_init() != 0:
-    raise RuntimeError("pthread_atfork failed: nclx cannot protect forked children")
-
 cdef enum:
-    MAX_THREADS = 64
     CHUNK_ALIGN = 64          # chunk starts are multiples of this many elements
     PW_BLOCK = 128            # NumPy's pairwise sum does not split at or below this
 
@@ -132,10 +56,6 @@ cdef struct team_job:
     npy_intp lo[MAX_THREADS]
     npy_intp n[MAX_THREADS]
     char partial[MAX_THREADS][16]
-
-
-cdef int ncl_threads_now() noexcept nogil:
-    return ncl_threads_now_c()
 
 
 cdef inline void _run_piece(team_job *job, char **args, npy_intp *dims, npy_intp *steps,
@@ -236,7 +156,7 @@ cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
     cdef int t, i, out, mode
     if n < pol.threshold[reduce != 0] or n < 2:
         return 1
-    t = ncl_threads_now_c()
+    t = ncl_threads_now()
     if t <= 1:
         return 1
     out = call.nargs - 1
@@ -323,7 +243,7 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
             job.lo[t] = min(<npy_intp>t * per, n)
             job.n[t] = min(<npy_intp>(t + 1) * per, n) - job.lo[t]
         job.pieces = nthreads
-    ncl_run_team(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
+    ncl_team_run(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
     if job.reduce == NCL_SPLIT_PAIRWISE:
         # NumPy: acc += pairwise(values); the pieces added in the tree's order
         if call.dtypes[2] == NCL_FLOAT32:
@@ -381,36 +301,6 @@ _install_threader()
 
 # ------------------------------------------------------------- settings
 
-def _default_threads():
-    import os
-    env = os.environ.get("NCLX_NUM_THREADS", "").strip()
-    if env:
-        try:
-            n = int(env)
-        except ValueError:
-            raise ValueError(f"NCLX_NUM_THREADS must be a positive integer, not {env!r}") from None
-        if n < 1:
-            raise ValueError(f"NCLX_NUM_THREADS must be a positive integer, not {env!r}")
-        return n
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:   # not Linux
-        return os.cpu_count() or 1
-
-
-def set_num_threads(int n):
-    """nclx's thread count (OpenMP's process-wide count is left alone)."""
-    global ncl_setting
-    if n < 1:
-        raise ValueError(f"number of threads must be >= 1, not {n}")
-    ncl_setting = min(n, MAX_THREADS)
-
-
-def get_num_threads():
-    """Threads a split call uses now (1 in a forked child of a threaded parent)."""
-    return ncl_threads_now_c()
-
-
 def set_reassociate(bint on):
     global ncl_reassoc
     ncl_reassoc = on
@@ -418,46 +308,3 @@ def set_reassociate(bint on):
 
 def get_reassociate():
     return bool(ncl_reassoc)
-
-
-def team_lost():
-    """True in a forked child whose parent had started the OpenMP team."""
-    return bool(ncl_team_lost)
-
-
-ncl_setting = min(_default_threads(), MAX_THREADS)
-
-
-# ------------------------------------------------- the bandwidth reference
-
-cdef struct copy_job:
-    char *dst
-    const char *src
-    npy_intp nbytes
-
-
-cdef void _copy_body(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef copy_job *job = <copy_job *>ctx
-    cdef npy_intp per = (job.nbytes + nthreads - 1) // nthreads
-    cdef npy_intp lo, hi
-    per = ((per + 4095) // 4096) * 4096
-    lo = min(<npy_intp>tid * per, job.nbytes)
-    hi = min(lo + per, job.nbytes)
-    if hi > lo:
-        memcpy(job.dst + lo, job.src + lo, hi - lo)
-
-
-def threaded_copy(cnp.ndarray dst, cnp.ndarray src):
-    """memcpy ``src`` into ``dst`` (contiguous, same size) on nclx's threads:
-    the memory-bandwidth reference of ``python -m nclx bench``."""
-    cdef copy_job job
-    cdef int t = ncl_threads_now_c()
-    if not (dst.flags.c_contiguous and src.flags.c_contiguous) or dst.nbytes != src.nbytes:
-        raise ValueError("threaded_copy needs contiguous arrays of the same size in bytes")
-    if not dst.flags.writeable:
-        raise ValueError("threaded_copy: dst is read-only")
-    job.dst = <char *>cnp.PyArray_DATA(dst)
-    job.src = <const char *>cnp.PyArray_DATA(src)
-    job.nbytes = dst.nbytes
-    with nogil:
-        ncl_run_team(t, _copy_body, &job)
