@@ -13,9 +13,10 @@ import warnings
 
 from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
+from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
-from nclx._ncl.entries import NclxInstallError
+from nclx._ncl.looptable import NclxInstallError
 
 _lock = threading.RLock()
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
@@ -51,7 +52,7 @@ def _apply():
     swapped = 0
     if s["explicit"] or s["holds"] > 0:
         if not _entries.installed_count():
-            _entries.check_numpy_layout()
+            _looptable.check_numpy_layout()
         swapped = _entries.swap_in()
     else:
         _restore()

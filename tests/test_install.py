@@ -6,6 +6,7 @@ import pytest
 
 import nclx
 from nclx._ncl import entries as funnel
+from nclx._ncl import looptable
 from nclx._ncl import policy
 
 
@@ -13,7 +14,7 @@ def _snapshot():
     snap = {}
     for op, chars in funnel.signatures():
         try:
-            snap[(op, chars)] = funnel.current_loop(getattr(np, op), chars)
+            snap[(op, chars)] = looptable.current_loop(getattr(np, op), chars)
         except KeyError:
             pass
     return snap
@@ -46,13 +47,13 @@ def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
 def test_both_int64_signatures_are_swapped_each_with_its_own_original():
     sigs = funnel.signatures()
     kl, kq = sigs.index(("add", "lll")), sigs.index(("add", "qqq"))
-    before_l = funnel.current_loop(np.add, "lll")
-    before_q = funnel.current_loop(np.add, "qqq")
+    before_l = looptable.current_loop(np.add, "lll")
+    before_q = looptable.current_loop(np.add, "qqq")
     nclx.install()
     assert funnel.original_address(kl) == before_l
     assert funnel.original_address(kq) == before_q
-    assert funnel.current_loop(np.add, "lll") == funnel.entry_address(kl)
-    assert funnel.current_loop(np.add, "qqq") == funnel.entry_address(kq)
+    assert looptable.current_loop(np.add, "lll") == funnel.entry_address(kl)
+    assert looptable.current_loop(np.add, "qqq") == funnel.entry_address(kq)
     a = np.arange(10, dtype=np.longlong)
     assert a.dtype.char == "q"
     with nclx.ledger.recording() as led:

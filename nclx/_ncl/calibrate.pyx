@@ -11,7 +11,7 @@ from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn, ncl_call, NCL_NSLOTS
 from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_slot_installed, ncl_slot_reducible
 from nclx._ncl.threader cimport (ncl_policy, ncl_run_split, NCL_SPLIT_NONE, NCL_SPLIT_REASSOC)
 from nclx._ncl.team cimport ncl_threads_now
-from nclx._ncl import entries, spec
+from nclx._ncl import entries, looptable, spec
 from nclx._ncl.ufuncs import kernel_key
 
 cnp.import_array()
@@ -54,7 +54,7 @@ def _measured_slots():
         if key in seen:
             yield k, seen[key], op, chars, 0, 0
             continue
-        found = entries.find_loop(ufunc, chars)
+        found = looptable.find_loop(ufunc, chars)
         if found is None:
             continue
         seen[key] = k

@@ -4,6 +4,7 @@ import numpy as np
 
 import nclx
 from nclx._ncl import entries as funnel
+from nclx._ncl import looptable
 from nclx._ncl import policy
 
 _before = {}
@@ -12,7 +13,7 @@ _before = {}
 def pytest_configure(config):
     for op, chars in funnel.signatures():
         try:
-            _before[(op, chars)] = funnel.current_loop(getattr(np, op), chars)
+            _before[(op, chars)] = looptable.current_loop(getattr(np, op), chars)
         except KeyError:
             pass
     # the strictest setting: nclx's own kernels for every call, none of
@@ -28,7 +29,7 @@ def pytest_unconfigure(config):
     nclx.uninstall()
     policy.reset_preferences()
     changed = [k for k, addr in _before.items()
-               if funnel.current_loop(getattr(np, k[0]), k[1]) != addr]
+               if looptable.current_loop(getattr(np, k[0]), k[1]) != addr]
     if changed:
         raise RuntimeError(f"uninstall() left {len(changed)} loops changed: {changed[:5]}")
     print("[nclx] uninstalled: every NumPy loop restored")

@@ -1,0 +1,103 @@
+# cython: wraparound=True, boundscheck=True
+"""NumPy's ufunc loop tables as nclx reads them: finding a loop by type
+signature, and checking at install time that the running NumPy's ufunc
+objects have the layout nclx was compiled for (an unknown layout refuses
+to install with :class:`NclxInstallError` instead of corrupting state).
+
+The entries that replace loops are nclx._ncl.entries.
+"""
+cimport numpy as cnp
+import numpy as np
+
+from nclx._ncl import spec
+
+cnp.import_array()
+cnp.import_ufunc()
+
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include <numpy/ufuncobject.h>
+    static Py_ssize_t ncl_ufunc_vectorcall_offset(void) { return offsetof(PyUFuncObject, vectorcall); }
+    static Py_ssize_t ncl_type_vectorcall_offset(PyObject *o) { return Py_TYPE(o)->tp_vectorcall_offset; }
+    """
+    Py_ssize_t ncl_ufunc_vectorcall_offset()
+    Py_ssize_t ncl_type_vectorcall_offset(object o)
+
+
+class NclxInstallError(RuntimeError):
+    """NumPy's ufunc internals are not what nclx was built for: install() refuses."""
+
+
+cdef int ncl_find_loop(PyUFuncObject *uf, const int *sig, int nargs) noexcept:
+    """Index of the first loop of ``uf`` with exactly this signature, or -1."""
+    cdef int i, j
+    for i in range(uf.ntypes):
+        for j in range(nargs):
+            if <int>uf.types[i * nargs + j] != sig[j]:
+                break
+        else:
+            return i
+    return -1
+
+
+def check_numpy_layout():
+    """Check that the running NumPy's ufunc objects have the layout nclx was
+    compiled for (the fields install() reads and writes); raise
+    NclxInstallError naming the first difference."""
+    cdef PyUFuncObject *uf
+    cdef int i, j
+    off = ncl_ufunc_vectorcall_offset()
+    for op in spec.OPS:
+        ufunc = getattr(np, op)
+        if not isinstance(ufunc, np.ufunc):
+            raise NclxInstallError(f"numpy.{op} is not a numpy.ufunc ({type(ufunc).__name__})")
+        uf = <PyUFuncObject *>ufunc
+        if (uf.nin, uf.nout, uf.nargs, uf.ntypes) != (ufunc.nin, ufunc.nout, ufunc.nargs,
+                                                     ufunc.ntypes):
+            raise NclxInstallError(
+                f"NumPy {np.__version__}: numpy.{op}'s C layout differs from the one nclx was "
+                f"built against (nin/nout/nargs/ntypes read as {(uf.nin, uf.nout, uf.nargs, uf.ntypes)}, "
+                f"Python says {(ufunc.nin, ufunc.nout, ufunc.nargs, ufunc.ntypes)}); rebuild nclx "
+                f"against this NumPy")
+        for i in range(uf.ntypes):
+            chars = "".join([cnp.PyArray_DescrFromType(<int>uf.types[i * uf.nargs + j]).char
+                             for j in range(uf.nargs)])
+            want = ufunc.types[i].replace("->", "")
+            if chars != want:
+                raise NclxInstallError(
+                    f"NumPy {np.__version__}: numpy.{op}'s loop table {i} reads {chars!r}, "
+                    f"Python says {want!r}; rebuild nclx against this NumPy")
+        if ncl_type_vectorcall_offset(ufunc) != off or uf.vectorcall == NULL:
+            raise NclxInstallError(
+                f"NumPy {np.__version__}: numpy.ufunc's vectorcall slot is not where nclx "
+                f"expects it; rebuild nclx against this NumPy")
+    return True
+
+
+def current_loop(ufunc, chars):
+    """Address of the loop function NumPy's ``ufunc`` now has for ``chars``."""
+    cdef int sig[8]
+    cdef PyUFuncObject *uf = <PyUFuncObject *>ufunc
+    cdef int j, i
+    if len(chars) != uf.nargs:
+        raise ValueError(f"{ufunc.__name__} takes {uf.nargs} types, got {chars!r}")
+    for j in range(uf.nargs):
+        sig[j] = np.dtype(chars[j]).num
+    i = ncl_find_loop(uf, sig, uf.nargs)
+    if i < 0:
+        raise KeyError(f"{ufunc.__name__} has no loop {chars!r}")
+    return <size_t>uf.functions[i]
+
+
+def find_loop(ufunc, chars):
+    """(index, address, data address) of NumPy's loop ``chars`` in ``ufunc``, or None."""
+    cdef int sig[8]
+    cdef PyUFuncObject *uf = <PyUFuncObject *>ufunc
+    cdef int j, i
+    for j in range(uf.nargs):
+        sig[j] = np.dtype(chars[j]).num
+    i = ncl_find_loop(uf, sig, uf.nargs)
+    if i < 0:
+        return None
+    return i, <size_t>uf.functions[i], <size_t>uf.data[i]
