@@ -11,7 +11,6 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 """
 
 cimport numpy as cnp
-import numpy as np
 import sys
 
 from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE
@@ -21,6 +20,7 @@ from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
 from nclx._ncl.calls cimport Call
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
+from nclx._ncl.targets import kernel_chain_name
 
 cnp.import_array()
 
@@ -272,55 +272,6 @@ cdef Handle _attach(str level, object target, ncl_chain *chain, str name, ncl_ho
     h.name = name
     h.hook = obj
     return h
-
-
-def kernel_chain_name(target):
-    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
-    from nclx._ncl import spec
-    if isinstance(target, str):
-        names = {name for *_, name in spec.all_kernels()}
-        if target not in names:
-            raise HookError(f"no nclx kernel named {target!r}")
-        return target
-    if not (isinstance(target, tuple) and len(target) == 2):
-        raise TypeError(f"a kernel target is (op, dtype) or a kernel name such as 'add_int64', "
-                        f"not {target!r}")
-    op, dt = target
-    if not isinstance(op, str):
-        raise TypeError(f"the op of a kernel target must be a str, not {type(op).__name__}")
-    if op not in spec.OPS:
-        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.OPS)}")
-    nin = spec.OPS[op][1]
-    if dt is None or isinstance(dt, (bool, int, float)):
-        raise TypeError(f"the dtype of kernel target {target!r} must be a dtype name, "
-                        f"numpy.dtype or a tuple of them, not {dt!r}")
-    try:
-        if isinstance(dt, (tuple, list)):
-            ins = tuple(spec_name(d) for d in dt)
-        else:
-            ins = (spec_name(dt),) * nin
-    except TypeError as exc:
-        raise TypeError(f"kernel target {target!r}: {exc}") from None
-    for lins, lout in spec.OPS[op][3]:
-        if tuple(lins) == ins:
-            return spec.kernel_name(op, lins, lout)
-    raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
-
-
-def spec_name(dt):
-    """Fixed-width name of a dtype-like (``'l'`` -> ``'int64'``)."""
-    from nclx._ncl.dtypes import fixed_width
-    if dt is None or isinstance(dt, (bool, int, float)):
-        raise TypeError(f"not a dtype: {dt!r}")
-    if dt == "bool":
-        return "bool"
-    try:
-        name = fixed_width(np.dtype(dt))
-    except TypeError:
-        raise TypeError(f"not a dtype: {dt!r}") from None
-    if name is None:
-        raise HookError(f"nclx has no kernels for dtype {np.dtype(dt)}")
-    return name
 
 
 cdef ncl_chain *_resolve_chain(object level, object target) except NULL:

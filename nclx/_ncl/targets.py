@@ -1,0 +1,56 @@
+"""Naming hook targets: a kernel chain from ``(op, dtype)`` or a kernel
+name, a dtype-like to its fixed-width name.  Errors name the target."""
+import numpy as np
+
+from nclx._ncl import spec
+from nclx._ncl.dtypes import fixed_width
+from nclx._ncl.registry import HookError
+
+__all__ = ["kernel_chain_name", "spec_name"]
+
+
+def kernel_chain_name(target):
+    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
+    if isinstance(target, str):
+        names = {name for *_, name in spec.all_kernels()}
+        if target not in names:
+            raise HookError(f"no nclx kernel named {target!r}")
+        return target
+    if not (isinstance(target, tuple) and len(target) == 2):
+        raise TypeError(f"a kernel target is (op, dtype) or a kernel name such as 'add_int64', "
+                        f"not {target!r}")
+    op, dt = target
+    if not isinstance(op, str):
+        raise TypeError(f"the op of a kernel target must be a str, not {type(op).__name__}")
+    if op not in spec.OPS:
+        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.OPS)}")
+    nin = spec.OPS[op][1]
+    if dt is None or isinstance(dt, (bool, int, float)):
+        raise TypeError(f"the dtype of kernel target {target!r} must be a dtype name, "
+                        f"numpy.dtype or a tuple of them, not {dt!r}")
+    try:
+        if isinstance(dt, (tuple, list)):
+            ins = tuple(spec_name(d) for d in dt)
+        else:
+            ins = (spec_name(dt),) * nin
+    except TypeError as exc:
+        raise TypeError(f"kernel target {target!r}: {exc}") from None
+    for lins, lout in spec.OPS[op][3]:
+        if tuple(lins) == ins:
+            return spec.kernel_name(op, lins, lout)
+    raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
+
+
+def spec_name(dt):
+    """Fixed-width name of a dtype-like (``'l'`` -> ``'int64'``)."""
+    if dt is None or isinstance(dt, (bool, int, float)):
+        raise TypeError(f"not a dtype: {dt!r}")
+    if dt == "bool":
+        return "bool"
+    try:
+        name = fixed_width(np.dtype(dt))
+    except TypeError:
+        raise TypeError(f"not a dtype: {dt!r}") from None
+    if name is None:
+        raise HookError(f"nclx has no kernels for dtype {np.dtype(dt)}")
+    return name
