@@ -67,7 +67,7 @@ def _nest_fixed(flat, shape):
 def _check_trusted(r):
     """Arrow and awkward trust offsets: check them (one vectorized pass) so
     a Ragged built with validate=False never makes them read outside."""
-    from nclx.types.ragged import validate_offsets
+    from nclx.types._offsets import validate_offsets
     validate_offsets(r.offsets, len(r.values))
     if isinstance(r.values, Ragged):
         _check_trusted(r.values)

@@ -11,30 +11,11 @@ import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from nclx.types import _bits
+from nclx.types._offsets import as_offsets as _as_offsets, validate_offsets
 
 __all__ = ["Ragged"]
 
 _ENCODINGS = (None, "utf-8", "bytes")
-
-
-def _as_offsets(offsets):
-    if isinstance(offsets, np.ndarray):
-        arr = offsets
-    elif isinstance(offsets, (list, tuple, range)):
-        arr = np.asarray(offsets, dtype=np.int64)
-    else:
-        try:
-            arr = np.asarray(memoryview(offsets))
-        except TypeError:
-            raise TypeError("offsets must be an int32 or int64 ndarray, "
-                            f"not {type(offsets).__name__}") from None
-    if arr.dtype not in (np.int32, np.int64):
-        raise TypeError(f"offsets must be int32 or int64, not {arr.dtype}")
-    if arr.ndim != 1:
-        raise ValueError(f"offsets must be 1-dimensional, not {arr.ndim}-dimensional")
-    if len(arr) == 0:
-        raise ValueError("offsets must hold at least one entry (n lists need n + 1 offsets)")
-    return arr
 
 
 def _as_values(values):
@@ -53,23 +34,6 @@ def _as_values(values):
     except TypeError:
         raise TypeError(f"values must be an ndarray or a Ragged, not {type(values).__name__}") from None
     return _as_values(arr)
-
-
-def validate_offsets(offsets, nvalues):
-    """Raise ValueError naming the first bad entry; one vectorized pass."""
-    first = int(offsets[0])
-    if first < 0:
-        raise ValueError(f"offsets[0] = {first} is negative")
-    if len(offsets) > 1:
-        dec = offsets[1:] < offsets[:-1]
-        if dec.any():
-            i = int(np.argmax(dec)) + 1
-            raise ValueError(f"offsets[{i}] = {int(offsets[i])} is less than offsets[{i - 1}] = "
-                             f"{int(offsets[i - 1])}: offsets must not decrease")
-    last = int(offsets[-1])
-    if last > nvalues:
-        raise ValueError(f"offsets[{len(offsets) - 1}] = {last} points past the end of values "
-                         f"(length {nvalues})")
 
 
 class Ragged(NDArrayOperatorsMixin):

@@ -21,7 +21,8 @@ import numpy as np
 from nclx.types import _bits
 from nclx.types.datashape import Dim, Option, Record, Scalar, String, dtype_of_scalar
 from nclx.types.parser import parse
-from nclx.types.ragged import Ragged, validate_offsets
+from nclx.types._offsets import validate_offsets
+from nclx.types.ragged import Ragged
 
 __all__ = ["from_string"]
 
