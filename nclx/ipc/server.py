@@ -1,10 +1,11 @@
 """The data server: one TCP port, one thread pair per client, optional
 shared-memory bodies.
 
-Each connection has a reader (the connection's thread: ``want_data`` and
-``free_data`` frames, never blocked by sending) and a writer (streams the
-requested datasets in order).  A client that breaks the protocol gets an
-error frame and its connection closed; other clients are not affected.
+Each connection (nclx.ipc.connection) has a reader (the connection's
+thread: ``want_data`` and ``free_data`` frames, never blocked by sending)
+and a writer (streams the requested datasets in order).  A client that
+breaks the protocol gets an error frame and its connection closed; other
+clients are not affected.
 
 Datasets (docs/ipc.md): a pyarrow Table or RecordBatch, or a NumPy array
 (or DistArray / storage; sent as a fixed-shape tensor), is *static*: it is
@@ -20,31 +21,16 @@ import logging
 import os
 import socket
 import threading
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Mapping
 
 import pyarrow as pa
 
+from nclx.ipc.connection import _Connection
 from nclx.ipc.datasets import _NO_ROOM, _as_table, _Dataset, _encode, _split
-from nclx.ipc.errors import ConnectionLostError, ProtocolError
 from nclx.ipc.segment import Segment
-from nclx.ipc.transport import FrameSocket, tune
 from nclx.ipc.uri import DEFAULT_FREE_DATA, Endpoint, parse_uri
-from nclx.ipc.wire import (
-    BODY_PACKED,
-    BODY_SHM,
-    DEFAULT_MAX_REQUEST,
-    KIND_ERROR,
-    KIND_TAGGED,
-    KIND_UNTAGGED,
-    SEQ_MOD,
-    decode_free_data,
-    encode_eos,
-    encode_error,
-    encode_metadata_prefix,
-    encode_shm_body,
-    make_tag,
-)
+from nclx.ipc.wire import DEFAULT_MAX_REQUEST, SEQ_MOD
 
 log = logging.getLogger("nclx.ipc")
 
@@ -271,155 +257,3 @@ class Server:
     def _maybe_free(self, region):
         if region.sealed and not region.pinned and region.refs <= 0:
             self.segment.free(region)
-
-
-class _Connection:
-    def __init__(self, server, sock, peer):
-        tune(sock, server.sockbuf)
-        self.server = server
-        self.peer = peer
-        self.fs = FrameSocket(sock, max_frame=server.max_request, allowed_kinds=(KIND_TAGGED,),
-                              timeout=server.timeout, poll=0.25, peer=peer)
-        self.held = Counter()            # offset -> count leased to this client
-        self.lock = threading.Lock()
-        self.requests = deque()
-        self.wake = threading.Condition(self.lock)
-        self.reader = threading.Thread(target=self._read_loop, daemon=True,
-                                       name=f"nclx.ipc reader {peer}")
-        self.writer = threading.Thread(target=self._write_loop, daemon=True,
-                                       name=f"nclx.ipc writer {peer}")
-        self.done = False
-
-    def start(self):
-        self.writer.start()
-        self.reader.start()
-
-    def join(self, timeout):
-        self.reader.join(timeout)
-        self.writer.join(timeout)
-
-    # --------------------------------------------------------------- reader
-    def _read_loop(self):
-        ep = self.server.endpoint
-        try:
-            while not self.fs.stopping.is_set():
-                frame = self.fs.recv_frame(idle=True)
-                if frame is None:
-                    break
-                if frame.tag == ep.want_data:
-                    with self.wake:
-                        self.requests.append(bytes(frame.payload))
-                        self.wake.notify()
-                elif ep.free_data is not None and frame.tag == ep.free_data:
-                    self._free(decode_free_data(frame.payload))
-                else:
-                    raise ProtocolError(f"tagged message with unknown tag {frame.tag:#x} "
-                                        f"(want_data={ep.want_data}, "
-                                        f"free_data={ep.free_data})")
-        except ProtocolError as exc:
-            if not self.fs.stopping.is_set():
-                self.server._record(self, exc)
-                self._send_error("protocol", str(exc))
-        except (OSError, TimeoutError) as exc:
-            if not self.fs.stopping.is_set():
-                self.server._record(self, exc)
-        finally:
-            self._shutdown()
-
-    def _free(self, offsets):
-        with self.lock:
-            want = Counter(offsets)
-            for off, count in want.items():
-                if self.held[off] < count:
-                    raise ProtocolError(f"free_data for offset {off}, which this client "
-                                        f"does not hold (held {self.held[off]} time(s), "
-                                        f"freed {count})")
-            for off, count in want.items():
-                self.held[off] -= count
-                if not self.held[off]:
-                    del self.held[off]
-        self.server._unref(want.items())
-
-    def _lease(self, msg, offsets):
-        with self.lock:
-            for off in offsets:
-                self.held[off] += 1
-        with self.server._refs:
-            msg.region.refs += len(offsets)
-
-    def _release_all(self):
-        with self.lock:
-            held, self.held = self.held, Counter()
-        self.server._unref(held.items())
-
-    def _shutdown(self):
-        with self.wake:
-            self.done = True
-            self.wake.notify()
-        self.fs.stopping.set()
-        if self.writer is not threading.current_thread():
-            self.writer.join(self.server.timeout or None)
-        self._release_all()
-        self.fs.close()
-        self.server._forget(self)
-
-    def _send_error(self, code, message, ticket=None):
-        try:
-            self.fs.send([(KIND_ERROR, None, [encode_error(code, message, ticket)])])
-        except (OSError, TimeoutError):
-            pass
-
-    # --------------------------------------------------------------- writer
-    def _write_loop(self):
-        while True:
-            with self.wake:
-                while not self.requests and not self.done:
-                    self.wake.wait()
-                if self.done:
-                    return
-                ticket = self.requests.popleft()
-            try:
-                self._serve(ticket)
-            except (ConnectionLostError, OSError, TimeoutError) as exc:
-                if not self.fs.stopping.is_set():
-                    self.server._record(self, exc)
-                    self.fs.close()        # wakes the reader, which cleans up
-                return
-
-    def _serve(self, ticket):
-        ds = self.server._datasets.get(ticket)
-        if ds is None:
-            self._send_error("unknown_ticket", f"unknown ticket {ticket!r} (the server has "
-                             f"{len(self.server._datasets)} datasets)", ticket)
-            return
-        seq = self.server._first_seq
-        pending = []
-        try:
-            for msg in self.server._messages(ds):
-                pending.extend(self._frames(msg, seq))
-                seq = (seq + 1) % SEQ_MOD
-                if ds.factory is not None or msg.seg_offset is None or len(pending) > 256:
-                    self.fs.send(pending)     # offsets of a static dataset batch up
-                    pending = []
-        except (ConnectionLostError, OSError, TimeoutError):
-            raise
-        except Exception as exc:
-            log.warning("nclx.ipc: dataset %r failed: %s", ticket, exc)
-            self.fs.send(pending)
-            self._send_error("dataset", f"dataset {ticket!r} failed: "
-                             f"{type(exc).__name__}: {exc}", ticket)
-            return
-        pending.append((KIND_UNTAGGED, None, [encode_eos(seq)]))
-        self.fs.send(pending)
-
-    def _frames(self, msg, seq):
-        frames = [(KIND_UNTAGGED, None, [encode_metadata_prefix(seq), msg.meta])]
-        if msg.body is None:
-            return frames
-        if msg.seg_offset is None:
-            frames.append((KIND_TAGGED, make_tag(seq, BODY_PACKED), [msg.body]))
-            return frames
-        pairs = [(msg.seg_offset + off, length) for off, length in msg.info.buffers]
-        self._lease(msg, [off for off, _ in pairs])
-        frames.append((KIND_TAGGED, make_tag(seq, BODY_SHM), [encode_shm_body(pairs)]))
-        return frames
