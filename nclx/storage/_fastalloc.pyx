@@ -19,6 +19,8 @@ from cpython.type cimport PyType_IsSubtype
 
 import numpy as np
 
+from nclx.storage.params import StorageError
+
 cnp.import_array()
 
 
@@ -36,6 +38,7 @@ cdef extern from "Python.h":
     int PyTraceMalloc_Untrack(unsigned int domain, size_t ptr)
 
 from libc.stdlib cimport calloc, free, malloc
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 # NumPy's tracemalloc domain: host blocks show up where NumPy's buffers do
 cdef unsigned int NPY_TRACE_DOMAIN = np.lib.tracemalloc_domain
@@ -130,6 +133,9 @@ def make_recipe(dict resolved, plan, int order):
     if len(shape) > MAX_DIMS or len(strides) != len(shape):
         raise ValueError(f"make_recipe: {len(shape)} dimensions (at most {MAX_DIMS}), "
                          f"{len(strides)} strides")
+    if plan.alloc_bytes > PY_SSIZE_T_MAX:
+        raise StorageError(f"shape={shape}: the field needs {plan.alloc_bytes} bytes, more "
+                           f"than this machine can address ({PY_SSIZE_T_MAX})")
     rc.alloc_bytes, rc.inner_offset, rc.alignment = (plan.alloc_bytes, plan.inner_offset,
                                                      plan.alignment)
     rc.nd, rc.order = len(shape), order

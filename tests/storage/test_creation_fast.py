@@ -161,3 +161,11 @@ def test_a_kwargs_dict_changed_after_the_call_does_not_change_the_cache():
     kw["halo"] = 2
     assert create((6, 6), np.float64, kw, False).halo == ((2, 2), (2, 2))
     assert st.empty((6, 6), halo=1).halo == ((1, 1), (1, 1))
+
+
+@pytest.mark.parametrize("shape,kw", [((2 ** 62, 4), {}), ((2 ** 62, 4), dict(alignment_size=64)),
+                                      ((2 ** 31, 2 ** 31, 4), dict(halo=1))])
+def test_a_field_too_big_to_address_names_the_shape(shape, kw):
+    for make in (st.empty, st.zeros):
+        with pytest.raises(st.StorageError, match=r"shape=\(.*more than this machine"):
+            make(shape, **kw)
