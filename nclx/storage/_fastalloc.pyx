@@ -232,6 +232,7 @@ cpdef object cache_key(shape, dtype, dict kwargs):
 
 # -- the cached path of empty() / zeros() -------------------------------------
 cdef dict _RECIPES = {}     # cache_key -> Recipe
+cdef Py_ssize_t RECIPES_MAX = 512
 cdef object _SLOW = None    # creation._recipe: resolve, validate, fill the cache
 cdef object _ALLOCATE = None  # creation._allocate: device storages
 cdef type _CPU_CLASS = None
@@ -297,6 +298,8 @@ cpdef object create(shape, dtype, dict kwargs, bint zero):
                 key = None
         if hit is None:
             hit = _SLOW(shape, dtype, kwargs)
+            if key is not None and len(_RECIPES) < RECIPES_MAX:
+                _RECIPES[key] = hit
         if key is not None:
             _remember(shape, dtype, kwargs, hit)
     rc = <Recipe> hit

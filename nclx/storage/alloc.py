@@ -37,6 +37,21 @@ class Plan:
         return n * self.itemsize
 
     @property
+    def contiguous_order(self):
+        """1 (C) or 2 (F) when the field is contiguous without padding (NumPy
+        can allocate it as np.empty would), else 0."""
+        if self.padded_shape != self.shape or 0 in self.shape:
+            return 0
+        for code, dims in ((1, reversed(range(len(self.shape)))), (2, range(len(self.shape)))):
+            step, ok = self.itemsize, True
+            for d in dims:
+                ok = ok and self.strides[d] == step
+                step *= self.shape[d]
+            if ok:
+                return code
+        return 0
+
+    @property
     def alloc_bytes(self):
         """gt4py's raw buffer length: the span plus room to move it onto a boundary."""
         return self.span_bytes + self.alignment - 1

@@ -9,7 +9,7 @@ import numpy as np
 
 from nclx.storage import devices
 from nclx.storage import _fastalloc
-from nclx.storage._fastalloc import cache_key, empty, host_field, make_recipe, zeros
+from nclx.storage._fastalloc import empty, host_field, make_recipe, zeros
 from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, CPUStorage, Storage, make
@@ -86,42 +86,19 @@ def _resolve(shape, dtype, tmpl, kwargs):
                 backend=backend)
 
 
-_RECIPES = {}          # cache_key -> _fastalloc.Recipe
-_RECIPES_MAX = 512
+_RECIPES = {}          # cache_key -> _fastalloc.Recipe (filled by _fastalloc.create)
 # CPU storages share no state (no sync, no device), so they share one Buffer
 _CPU_BUFFER = Buffer("cpu")
 
 
-def _contiguous_order(p):
-    """1 (C) or 2 (F) when the plan is a contiguous field without padding
-    (NumPy can allocate it as np.empty would), else 0."""
-    if p.padded_shape != p.shape or 0 in p.shape:
-        return 0
-    for code, dims in ((1, reversed(range(len(p.shape)))), (2, range(len(p.shape)))):
-        step, ok = p.itemsize, True
-        for d in dims:
-            ok = ok and p.strides[d] == step
-            step *= p.shape[d]
-        if ok:
-            return code
-    return 0
-
-
 def _recipe(shape, dtype, kwargs):
     """Resolve and validate the keywords of ``empty`` / ``zeros`` (the cache
-    miss of ``_fastalloc.create``), and cache the result for plain arguments."""
+    miss of ``_fastalloc.create``, which caches the result)."""
     if kwargs:
         _check_keys(kwargs)
     r = _resolve(shape, dtype, None, kwargs)
     p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
-    hit = make_recipe(r, p, _contiguous_order(p))
-    key = cache_key(shape, dtype, kwargs)
-    if key is not None and len(_RECIPES) < _RECIPES_MAX:
-        try:
-            _RECIPES[key] = hit
-        except TypeError:      # an unhashable dtype argument
-            pass
-    return hit
+    return make_recipe(r, p, p.contiguous_order)
 
 
 def _allocate(r, p=None, zero=False):
