@@ -58,6 +58,26 @@ cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
 cdef dict _live = {}               # address of every user node not yet freed -> serial
 cdef object _serials = iter(range(1, 1 << 62))
+cdef int _loop_user_nodes = 0      # user nodes in funnel and kernel chains
+cdef int *_loop_watch = NULL       # a counter that follows _loop_user_nodes
+
+
+cdef void ncl_watch_loop_user_nodes(int *counter) noexcept nogil:
+    """Keep ``*counter`` raised by the number of user nodes linked in funnel
+    and kernel chains (the chains a replaced loop walks), from now on.  One
+    watcher: the loop entries' gate (entries.pyx)."""
+    global _loop_watch
+    ncl_add_int(counter, _loop_user_nodes)
+    _loop_watch = counter
+
+
+cdef void _count_user(ncl_chain *chain, int delta) noexcept nogil:
+    global _loop_user_nodes
+    ncl_add_int(&chain.nuser, delta)
+    if chain.level != NCL_LEVEL_PYTHON:
+        _loop_user_nodes += delta
+        if _loop_watch != NULL:
+            ncl_add_int(_loop_watch, delta)
 
 
 cdef char *_copy_name(str name) except NULL:
@@ -243,7 +263,7 @@ cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) ex
     else:
         raise HookError(f"position must be 'front', 'back', 'before' or 'after', not {position!r}")
     _link_before(chain, node, target)
-    ncl_add_int(&chain.nuser, 1)
+    _count_user(chain, 1)
     return 0
 
 
@@ -274,7 +294,7 @@ cdef int ncl_unlink(ncl_node *node) except -1:
     if node.next != NULL:
         node.next.prev = node.prev
     node.flags &= ~NCL_NODE_LINKED
-    ncl_add_int(&chain.nuser, -1)
+    _count_user(chain, -1)
     # node.next stays: a reader standing on this node can still punt.
     node.retired_next = _retired
     _retired = node
