@@ -208,3 +208,19 @@ def test_loops_run_while_hooks_are_registered_and_removed_from_other_threads():
             t.join()
     assert not errors
     assert nclx.hooks.collect() == 0     # every retired node was freed
+
+
+def test_install_refuses_when_a_numpy_op_is_not_a_ufunc_and_swaps_nothing(monkeypatch):
+    before = _snapshot()
+    nclx.install()
+    nclx.uninstall()            # a passed check is remembered ...
+    monkeypatch.setattr(np, "add", lambda *a, **k: None)
+    with pytest.raises(nclx.NclxInstallError, match=r"numpy\.add is not a numpy\.ufunc"):
+        nclx.install()          # ... but not for other objects
+    assert not nclx.is_installed()
+    assert funnel.installed_count() == 0
+    monkeypatch.undo()
+    assert _snapshot() == before
+    nclx.install()
+    assert nclx.is_installed()
+

@@ -68,8 +68,10 @@ class SumFloat64(_Mode):
 class Overhead:
     """stock time / time with nclx installed (no user hook) or with the
     ledger recording, alternating in one process: 1.0 = no overhead,
-    0.95 = 5% slower."""
-    params = [["installed", "ledger"], ["add_float64", "greater_int64", "sum_float64"], SIZES]
+    0.95 = 5% slower.  "control" times stock against stock (both sides
+    uninstalled): the method's own noise."""
+    params = [["installed", "ledger", "control"], ["add_float64", "greater_int64", "sum_float64"],
+              SIZES]
     param_names = ["mode", "case", "n"]
     unit = "stock/nclx"
     timeout = 300
@@ -95,6 +97,8 @@ class Overhead:
         def mine():
             if mode == "installed":
                 nclx.install()
+            elif mode == "control":
+                nclx.uninstall()
             elif not ctx:
                 c = nclx.ledger.recording()
                 c.__enter__()

@@ -41,15 +41,27 @@ cdef int ncl_find_loop(PyUFuncObject *uf, const int *sig, int nargs) noexcept:
     return -1
 
 
+cdef tuple _passed = None     # (ufunc objects, their ntypes) of the last check passed
+
+
 def check_numpy_layout():
     """Check that the running NumPy's ufunc objects have the layout nclx was
     compiled for (the fields install() reads and writes); raise
-    NclxInstallError naming the first difference."""
+    NclxInstallError naming the first difference.
+
+    A check that passed is not repeated while ``numpy.<op>`` are the same
+    objects with the same number of loops (install() after uninstall()
+    costs microseconds, not the millisecond the full check takes)."""
+    global _passed
     cdef PyUFuncObject *uf
     cdef int i, j
+    ufuncs = tuple([getattr(np, op) for op in spec.OPS])
+    ntypes = tuple([getattr(u, "ntypes", None) for u in ufuncs])
+    if (_passed is not None and ntypes == _passed[1]
+            and all([a is b for a, b in zip(ufuncs, _passed[0])])):
+        return True
     off = ncl_ufunc_vectorcall_offset()
-    for op in spec.OPS:
-        ufunc = getattr(np, op)
+    for op, ufunc in zip(spec.OPS, ufuncs):
         if not isinstance(ufunc, np.ufunc):
             raise NclxInstallError(f"numpy.{op} is not a numpy.ufunc ({type(ufunc).__name__})")
         uf = <PyUFuncObject *>ufunc
@@ -72,6 +84,7 @@ def check_numpy_layout():
             raise NclxInstallError(
                 f"NumPy {np.__version__}: numpy.ufunc's vectorcall slot is not where nclx "
                 f"expects it; rebuild nclx against this NumPy")
+    _passed = (ufuncs, ntypes)
     return True
 
 
