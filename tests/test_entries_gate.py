@@ -106,3 +106,45 @@ def test_small_calls_under_a_user_node_anywhere_run_it(n):
     a.sum()
     assert len(log) == 1
     h.remove()
+
+
+def test_gate_counts_stay_exact_under_concurrent_register_remove_and_checked():
+    a = np.arange(200, dtype=np.int64)
+    want = a + a
+    errors = []
+    stop = threading.Event()
+
+    def churn(level, target):
+        try:
+            for _ in range(200):
+                h = hooks.register(level, target, _counting([]), name=f"c{threading.get_ident()}")
+                h.remove()
+        except Exception as e:      # pragma: no cover - reported below
+            errors.append(e)
+
+    def checker():
+        try:
+            for _ in range(200):
+                with nclx.checked():
+                    np.testing.assert_array_equal(a + a, want)
+        except Exception as e:      # pragma: no cover
+            errors.append(e)
+
+    def caller():
+        while not stop.is_set():
+            if not np.array_equal(a + a, want):
+                errors.append("wrong result")
+
+    workers = [threading.Thread(target=churn, args=("funnel", "binary")),
+               threading.Thread(target=churn, args=("kernel", ("add", "int64"))),
+               threading.Thread(target=checker)]
+    callers = [threading.Thread(target=caller) for _ in range(2)]
+    for t in callers + workers:
+        t.start()
+    for t in workers:
+        t.join()
+    stop.set()
+    for t in callers:
+        t.join()
+    assert errors == []
+    assert entries.gate() == 0
