@@ -8,6 +8,8 @@ NumPy ufunc of the same name, bit for bit, warnings included.
 - ``compare_call(op, *args, isa=..., **kw)``: call NumPy's and nclx's ufunc
   (or one of their methods) under ``np.errstate(all='warn')`` with warnings
   recorded; compare exceptions, results and warnings.
+- ``installed_clean`` fixture: an empty hook registry and nclx installed,
+  both undone afterwards (``pytestmark = pytest.mark.usefixtures(...)``).
 - Hypothesis profiles: ``ci`` (default, used by tools/test) and ``dev``.
 """
 import os
@@ -75,6 +77,18 @@ def dtype_id(dt):
 def nclx_ufunc(op, isa):
     """The nclx ufunc ``op`` of the kernel build ``isa``."""
     return ufuncs_for(isa)[op]
+
+
+@pytest.fixture
+def installed_clean():
+    """An empty hook registry and nclx installed; both undone afterwards."""
+    import nclx
+    import nclx.hooks
+    nclx.hooks.reset()
+    nclx.install()
+    yield
+    nclx.uninstall()
+    nclx.hooks.reset()
 
 
 @pytest.fixture(params=ISAS)

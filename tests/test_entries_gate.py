@@ -10,13 +10,7 @@ import nclx.hooks as hooks
 from nclx._ncl import entries
 
 
-@pytest.fixture(autouse=True)
-def _installed():
-    hooks.reset()
-    nclx.install()
-    yield
-    nclx.uninstall()
-    hooks.reset()
+pytestmark = pytest.mark.usefixtures("installed_clean")
 
 
 def _counting(log):

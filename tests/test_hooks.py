@@ -8,13 +8,7 @@ import nclx
 import nclx.hooks as hooks
 
 
-@pytest.fixture(autouse=True)
-def _installed():
-    hooks.reset()
-    nclx.install()
-    yield
-    nclx.uninstall()
-    hooks.reset()
+pytestmark = pytest.mark.usefixtures("installed_clean")
 
 
 def _tracer(log, name):
