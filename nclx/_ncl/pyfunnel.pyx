@@ -117,9 +117,5 @@ def swap_out():
     return NCL_NOPS
 
 
-def is_swapped():
-    return bool(_vc_installed)
-
-
 def vectorcall_address(ufunc):
     return <size_t>(<PyUFuncObject *>ufunc).vectorcall

@@ -6,7 +6,7 @@ cdef ncl_chain *ncl_funnel_chain(int subsystem) noexcept nogil
 cdef ncl_chain *ncl_python_chain(int subsystem) noexcept nogil
 cdef ncl_chain *ncl_kernel_chain(str name) except NULL
 cdef list ncl_chain_names(ncl_chain *chain)
-cdef void ncl_watch_loop_user_nodes(int *counter) noexcept nogil
+cdef void ncl_watch_loop_user_nodes(int *counter)
 
 # nodes (GIL held)
 cdef ncl_node *ncl_new_node(str name, ncl_hook_fn fn, void *data, ncl_destroy_fn destroy,

@@ -58,26 +58,26 @@ cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
 cdef dict _live = {}               # address of every user node not yet freed -> serial
 cdef object _serials = iter(range(1, 1 << 62))
-cdef int _loop_user_nodes = 0      # user nodes in funnel and kernel chains
-cdef int *_loop_watch = NULL       # a counter that follows _loop_user_nodes
+cdef int *_loop_watch = NULL       # follows the user nodes of funnel and kernel chains
 
 
-cdef void ncl_watch_loop_user_nodes(int *counter) noexcept nogil:
-    """Keep ``*counter`` raised by the number of user nodes linked in funnel
-    and kernel chains (the chains a replaced loop walks), from now on.  One
-    watcher: the loop entries' gate (entries.pyx)."""
+cdef void ncl_watch_loop_user_nodes(int *counter):
+    """From now on keep ``*counter`` raised by the user nodes linked in funnel
+    and kernel chains (those a replaced loop walks).  One watcher: the loop
+    entries' gate (entries.pyx)."""
     global _loop_watch
-    ncl_add_int(counter, _loop_user_nodes)
+    cdef int s
+    for s in range(NCL_NSUBSYSTEMS):
+        ncl_add_int(counter, _funnel_chains[s].nuser)
+    for addr in _kernel_chains.values():
+        ncl_add_int(counter, (<ncl_chain *><size_t>addr).nuser)
     _loop_watch = counter
 
 
 cdef void _count_user(ncl_chain *chain, int delta) noexcept nogil:
-    global _loop_user_nodes
     ncl_add_int(&chain.nuser, delta)
-    if chain.level != NCL_LEVEL_PYTHON:
-        _loop_user_nodes += delta
-        if _loop_watch != NULL:
-            ncl_add_int(_loop_watch, delta)
+    if chain.level != NCL_LEVEL_PYTHON and _loop_watch != NULL:
+        ncl_add_int(_loop_watch, delta)
 
 
 cdef char *_copy_name(str name) except NULL:
@@ -363,27 +363,6 @@ def reset():
     return collect()
 
 
-def chain_names_at(size_t address):
-    """Names of the nodes of the chain at ``address``."""
-    return ncl_chain_names(<ncl_chain *>address)
-
-
-def kernel_chain_address(str name):
-    return <size_t>ncl_kernel_chain(name)
-
-
-def funnel_chain_address(int subsystem):
-    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
-        raise HookError(f"no subsystem number {subsystem}")
-    return <size_t>&_funnel_chains[subsystem]
-
-
-def python_chain_address(int subsystem):
-    if not 0 <= subsystem < NCL_NSUBSYSTEMS:
-        raise HookError(f"no subsystem number {subsystem}")
-    return <size_t>&_python_chains[subsystem]
-
-
 def user_chains():
     """Every chain holding user nodes: {(level, target name): node names}."""
     out = {}
@@ -398,7 +377,3 @@ def user_chains():
             out[("kernel", kname)] = ncl_chain_names(<ncl_chain *><size_t>addr)
     return out
 
-
-def readers():
-    """Loop calls currently inside a chain (for tests)."""
-    return ncl_readers_now()

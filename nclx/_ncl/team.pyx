@@ -85,7 +85,6 @@ cdef extern from *:
     """
     int ncl_setting
     int ncl_omp_default
-    int ncl_team_lost
     int ncl_threader_init() nogil
     void ncl_run_team(int want, ncl_team_fn fn, void *ctx) nogil
     int ncl_threads_now_c() nogil
@@ -134,11 +133,6 @@ def set_num_threads(int n):
 def get_num_threads():
     """Threads a split call uses now (1 in a forked child of a threaded parent)."""
     return ncl_threads_now_c()
-
-
-def team_lost():
-    """True in a forked child whose parent had started the OpenMP team."""
-    return bool(ncl_team_lost)
 
 
 ncl_setting = min(_default_threads(), MAX_THREADS)
