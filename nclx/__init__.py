@@ -16,6 +16,7 @@ from nclx import ufuncs
 from nclx._install import NclxInstallError, install, installed, is_installed, uninstall
 from nclx import aware, hooks, ledger
 from nclx.checked import checked
+from nclx.convert import convert
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
 from nclx._ncl.capi import C_API as _C_API  # noqa: F401  (the capsule nclx._C_API)
@@ -30,7 +31,7 @@ def get_include():
 
 
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
-           "is_installed", "installed", "hooks", "ledger", "checked", "aware", "get_include",
+           "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
            "calibrate",
            "NclxInstallError"]

@@ -22,17 +22,27 @@ from nclx._ncl.registry import SUBSYSTEMS
 
 __all__ = ["array_ufunc", "subsystem_of", "nclx_ufunc"]
 
-_COMPARE = {name for name, (kind, *_rest) in _spec.OPS.items() if kind == "compare"}
-_COMPARE |= {"logical_and", "logical_or", "logical_xor"}
+def _subsystem_names():
+    """ufunc name (NumPy's: true_divide is 'divide') -> its subsystem."""
+    out = {}
+    for op, (kind, *_rest) in _spec.OPS.items():
+        npuf = _spec.numpy_ufunc(op)
+        out[npuf.__name__ if npuf is not None else op] = _spec.SUBSYSTEM_OF_KIND[kind]
+    return out
+
+
+_SUBSYSTEM_OF_NAME = _subsystem_names()
 
 
 def subsystem_of(ufunc, method="__call__"):
-    """The subsystem a ufunc call belongs to: compare, binary, unary or reduce."""
+    """The subsystem a ufunc call belongs to: compare, binary, unary, isunary,
+    ternary, convert or reduce (ufuncs nclx does not serve: by their arity)."""
     if method != "__call__":
         return "reduce"
-    if ufunc.__name__ in _COMPARE:
-        return "compare"
-    return "unary" if ufunc.nin == 1 else "binary"
+    sub = _SUBSYSTEM_OF_NAME.get(ufunc.__name__)
+    if sub is not None:
+        return sub
+    return {1: "unary", 3: "ternary"}.get(ufunc.nin, "binary")
 
 
 def nclx_ufunc(ufunc):

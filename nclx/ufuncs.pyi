@@ -21,10 +21,64 @@ negative: np.ufunc
 absolute: np.ufunc
 invert: np.ufunc
 sqrt: np.ufunc
+exp: np.ufunc
+exp2: np.ufunc
+expm1: np.ufunc
+log: np.ufunc
+log2: np.ufunc
+log10: np.ufunc
+log1p: np.ufunc
+sin: np.ufunc
+cos: np.ufunc
+tan: np.ufunc
+arcsin: np.ufunc
+arccos: np.ufunc
+arctan: np.ufunc
+sinh: np.ufunc
+cosh: np.ufunc
+tanh: np.ufunc
+arcsinh: np.ufunc
+arccosh: np.ufunc
+arctanh: np.ufunc
+cbrt: np.ufunc
+rint: np.ufunc
+fabs: np.ufunc
+square: np.ufunc
+reciprocal: np.ufunc
+sign: np.ufunc
+floor: np.ufunc
+ceil: np.ufunc
+trunc: np.ufunc
+isnan: np.ufunc
+isinf: np.ufunc
+isfinite: np.ufunc
+logical_not: np.ufunc
+signbit: np.ufunc
+power: np.ufunc
+arctan2: np.ufunc
+copysign: np.ufunc
+heaviside: np.ufunc
+hypot: np.ufunc
+fmax: np.ufunc
+fmin: np.ufunc
+logical_and: np.ufunc
+logical_or: np.ufunc
+logical_xor: np.ufunc
+left_shift: np.ufunc
+right_shift: np.ufunc
+lcm: np.ufunc
+gcd: np.ufunc
+float_power: np.ufunc
+fmod: np.ufunc
+clip: np.ufunc
+fma: np.ufunc
+where: np.ufunc
+cast: np.ufunc
 divide: np.ufunc
 mod: np.ufunc
 bitwise_not: np.ufunc
 NAMES: tuple[str, ...]
 def loop_signatures(op: str) -> list[str]: ...
+def make_ufunc(op: str, loops: list[tuple[str, int, int]]) -> np.ufunc: ...
 def ufuncs_for(isa: str | None = ...) -> dict[str, np.ufunc]: ...
 def selected_isa() -> str: ...

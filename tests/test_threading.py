@@ -76,7 +76,7 @@ def test_thread_count_api():
     with pytest.raises(ValueError, match=">= 1"):
         nclx.set_num_threads(0)
     with pytest.raises(ValueError, match="unknown op"):
-        nclx.set_threshold(10, op="fma")
+        nclx.set_threshold(10, op="frobnicate")
     nclx.set_threshold(5000, op="sqrt")
     assert nclx.get_threshold("sqrt") == 5000 and nclx.get_threshold("add") == THRESHOLD
 

@@ -11,7 +11,6 @@ rm -rf build/stage && mkdir -p build/stage
 cp -r nclx build/stage/
 find build/stage \( -name "*.in" -o -name meson.build \) -delete
 cp build/dev/nclx/_build_info.py build/stage/nclx/
-cp build/dev/nclx/_ncl/*.so build/stage/nclx/_ncl/
-cp build/dev/nclx/storage/*.so build/stage/nclx/storage/
+(cd build/dev && find nclx -name "*.so" -exec cp {} ../stage/{} \;)
 cp build/dev/nclx/include/ncl_spec.h build/stage/nclx/include/
 echo "staged: PYTHONPATH=$ROOT/build/stage"

@@ -43,13 +43,15 @@ cdef double _time_loop(ncl_loop_fn loop, void *data, char **args, npy_intp n,
     return <double>best
 
 
-def _measured_slots():
+def _measured_slots(bint choice=False):
     """(k, twin, op, chars, loop address, data address) per slot whose loop
     NumPy has; twin is the earlier slot sharing its kernel and NumPy's twin
     loop ('l'/'q'), whose measurement slot k copies, or -1."""
     seen = {}
     for k in range(NCL_NSLOTS):
         op, chars, ufunc = entries.slot_info(k)
+        if ufunc is None or (choice and op in spec.NUMPY_LOOPS):
+            continue      # one loop only: nothing to choose between
         key = kernel_key(op, chars)
         if key in seen:
             yield k, seen[key], op, chars, 0, 0
@@ -82,8 +84,8 @@ def calibrate(small=4096, chunk=131072, int reps=7):
     Returns {(op, chars): ((elem_small, elem_chunk), (red_small, red_chunk))}
     with the nclx/NumPy time ratios (> 1: NumPy's loop is faster)."""
     cdef int k, j
-    cdef char *args[3]
-    cdef npy_intp steps[3]
+    cdef char *args[4]
+    cdef npy_intp steps[4]
     cdef ncl_loop_fn nploop
     cdef void *npdata
     cdef double tn, tc
@@ -91,7 +93,7 @@ def calibrate(small=4096, chunk=131072, int reps=7):
     cdef ncl_policy *pol
     out = {}
     with np.errstate(all="ignore"):
-        for k, twin, op, chars, addr, daddr in _measured_slots():
+        for k, twin, op, chars, addr, daddr in _measured_slots(True):
             proto = ncl_slot_proto(k)
             pol = ncl_slot_policy(k)
             if twin >= 0:
@@ -127,7 +129,7 @@ cdef double _run_once(ncl_call *call, int reduce, int nthreads) noexcept nogil:
         if pol.prefer[reduce][0]:
             call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
         else:
-            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+            call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
     else:
         ncl_run_split(call, NULL, reduce, nthreads)
     return <double>(ncl_cal_now_ns() - t0)
@@ -166,8 +168,8 @@ def calibrate_thresholds(sizes=None, int reps=9, dict ratios=None):
     Returns {(op, chars): (elementwise, reduce)}; ``ratios``, a dict, gets
     {(op, chars, is_reduce): {size: whole/split time ratio}}."""
     cdef int k, j, red, t = ncl_threads_now()
-    cdef char *args[3]
-    cdef npy_intp steps[3]
+    cdef char *args[4]
+    cdef npy_intp steps[4]
     cdef npy_intp dims[1]
     cdef ncl_call call
     cdef ncl_policy *pol

@@ -141,6 +141,8 @@ cdef class Call:
         """Run NumPy's original loop on this call."""
         self._check()
         cdef ncl_call *call = self.call
+        if call.numpy_loop == NULL:
+            raise ValueError(f"{self.op} is nclx's own op: NumPy has no loop for it")
         self._flush()
         with nogil:
             call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
@@ -153,7 +155,7 @@ cdef class Call:
         cdef ncl_call *call = self.call
         self._flush()
         with nogil:
-            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+            call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
         if self._mirrors is not None:
             self._copy_in()
 

@@ -17,12 +17,12 @@ from nclx._ncl import spec
 from nclx._ncl.ufuncs import kernel_module
 
 cdef enum:
-    MAX_KERNELS = 512
+    MAX_KERNELS = 1024
 
 cdef struct kernel_entry:
     int op
     int nargs
-    int dtypes[3]
+    int dtypes[4]
     ncl_loop_fn fn
     ncl_chain *chain
 
@@ -124,7 +124,12 @@ def _fill():
     global _nkernels
     from nclx._ncl.dtypes import DTYPES
     ops = list(spec.OPS)
-    for op, ins, out, name, addr in kernel_module().kernels():
+    addrs = {name: addr for _op, _ins, _out, name, addr in kernel_module().kernels()}
+    # every loop has a kernel chain; the ops served by NumPy's loops have no kernel (NULL)
+    for op, _kind, ins, out, name in spec.all_loops():
+        addr = addrs.get(name, 0)
+        if _nkernels >= MAX_KERNELS:
+            raise RuntimeError("nclx._ncl.capi: MAX_KERNELS is too small for spec.py's loops")
         k = _nkernels
         _kernels[k].op = ops.index(op)
         _kernels[k].nargs = len(ins) + 1

@@ -55,13 +55,14 @@ def check_numpy_layout():
     global _passed
     cdef PyUFuncObject *uf
     cdef int i, j
-    ufuncs = tuple([getattr(np, op) for op in spec.OPS])
+    served = [op for op in spec.OPS if op not in spec.NCLX_ONLY]
+    ufuncs = tuple([spec.numpy_ufunc(op) for op in served])
     ntypes = tuple([getattr(u, "ntypes", None) for u in ufuncs])
     if (_passed is not None and ntypes == _passed[1]
             and all([a is b for a, b in zip(ufuncs, _passed[0])])):
         return True
     off = ncl_ufunc_vectorcall_offset()
-    for op, ufunc in zip(spec.OPS, ufuncs):
+    for op, ufunc in zip(served, ufuncs):
         if not isinstance(ufunc, np.ufunc):
             raise NclxInstallError(f"numpy.{op} is not a numpy.ufunc ({type(ufunc).__name__})")
         uf = <PyUFuncObject *>ufunc
@@ -91,6 +92,8 @@ def check_numpy_layout():
 def current_loop(ufunc, chars):
     """Address of the loop function NumPy's ``ufunc`` now has for ``chars``."""
     cdef int sig[8]
+    if not isinstance(ufunc, np.ufunc):
+        raise TypeError(f"not a numpy.ufunc: {ufunc!r}")
     cdef PyUFuncObject *uf = <PyUFuncObject *>ufunc
     cdef int j, i
     if len(chars) != uf.nargs:
@@ -106,8 +109,12 @@ def current_loop(ufunc, chars):
 def find_loop(ufunc, chars):
     """(index, address, data address) of NumPy's loop ``chars`` in ``ufunc``, or None."""
     cdef int sig[8]
+    if not isinstance(ufunc, np.ufunc):
+        raise TypeError(f"not a numpy.ufunc: {ufunc!r}")
     cdef PyUFuncObject *uf = <PyUFuncObject *>ufunc
     cdef int j, i
+    if len(chars) != uf.nargs:
+        raise ValueError(f"{ufunc.__name__} takes {uf.nargs} types, got {chars!r}")
     for j in range(uf.nargs):
         sig[j] = np.dtype(chars[j]).num
     i = ncl_find_loop(uf, sig, uf.nargs)

@@ -24,6 +24,9 @@ cdef extern from "ncl_spec.h" nogil:
         NCL_SUB_BINARY
         NCL_SUB_UNARY
         NCL_SUB_REDUCE
+        NCL_SUB_ISUNARY
+        NCL_SUB_TERNARY
+        NCL_SUB_CONVERT
         NCL_NSUBSYSTEMS
 
     enum:
@@ -84,8 +87,8 @@ cdef extern from "nclx.h" nogil:
         int op
         int subsystem
         int nargs
-        int typenums[3]
-        int dtypes[3]
+        int typenums[4]
+        int dtypes[4]
         int prefer_numpy
         int caller_flags
         ncl_status *status

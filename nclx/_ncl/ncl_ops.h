@@ -247,4 +247,46 @@ static T ncl_pairwise_sum_##S(const char *p, npy_intp n, npy_intp stride)       
 NCL_FLOAT_OPS(float, float32, f, 1.0f, 0.5f)
 NCL_FLOAT_OPS(double, float64, , 1.0, 0.5)
 
+/* ----------------------------------------------------------------- ternary */
+/* fma: a*b+c rounded once (C99 fma; the kernels are built with
+ * -ffp-contract=off, so nothing else is fused). */
+static inline float ncl_fma_float32(float a, float b, float c) { return fmaf(a, b, c); }
+static inline double ncl_fma_float64(double a, double b, double c) { return fma(a, b, c); }
+/* where: x where cond else y (a nonzero bool byte is true) */
+#define NCL_WHERE(T, S) \
+static inline T ncl_where_##S(ncl_bool c, T x, T y) { return c ? x : y; }
+NCL_WHERE(ncl_bool, bool)
+NCL_WHERE(int8_t, int8) NCL_WHERE(int16_t, int16) NCL_WHERE(int32_t, int32) NCL_WHERE(int64_t, int64)
+NCL_WHERE(uint8_t, uint8) NCL_WHERE(uint16_t, uint16) NCL_WHERE(uint32_t, uint32) NCL_WHERE(uint64_t, uint64)
+NCL_WHERE(float, float32) NCL_WHERE(double, float64)
+
+/* ----------------------------------------------------------------- convert */
+/* cast: C's conversion, as NumPy's own cast loops do it: to bool is
+ * "nonzero", from bool reads a nonzero byte as 1, float to integer truncates
+ * (a NaN, an infinity or a value out of range raises FE_INVALID, which NumPy
+ * reports as "invalid value encountered in cast"), float64 to float32 rounds
+ * to nearest (FE_OVERFLOW past the float32 range). */
+#define NCL_CAST(S, SN, D, DN) static inline D ncl_cast_##SN##_##DN(S x) { return (D)x; }
+#define NCL_CAST_B(S, SN, D, DN) static inline D ncl_cast_##SN##_##DN(S x) { return (D)(x != 0); }
+#define NCL_CASTS_FROM(S, SN, C)                                                    \
+C(S, SN, ncl_bool, bool) NCL_CAST(S, SN, int8_t, int8) NCL_CAST(S, SN, int16_t, int16) \
+NCL_CAST(S, SN, int32_t, int32) NCL_CAST(S, SN, int64_t, int64)                       \
+NCL_CAST(S, SN, uint8_t, uint8) NCL_CAST(S, SN, uint16_t, uint16)                     \
+NCL_CAST(S, SN, uint32_t, uint32) NCL_CAST(S, SN, uint64_t, uint64)                   \
+NCL_CAST(S, SN, float, float32) NCL_CAST(S, SN, double, float64)
+/* a bool source: every target reads (x != 0) */
+#define NCL_CASTS_FROM_BOOL                                                         \
+NCL_CAST_B(ncl_bool, bool, ncl_bool, bool) NCL_CAST_B(ncl_bool, bool, int8_t, int8)    \
+NCL_CAST_B(ncl_bool, bool, int16_t, int16) NCL_CAST_B(ncl_bool, bool, int32_t, int32)  \
+NCL_CAST_B(ncl_bool, bool, int64_t, int64) NCL_CAST_B(ncl_bool, bool, uint8_t, uint8)  \
+NCL_CAST_B(ncl_bool, bool, uint16_t, uint16) NCL_CAST_B(ncl_bool, bool, uint32_t, uint32) \
+NCL_CAST_B(ncl_bool, bool, uint64_t, uint64) NCL_CAST_B(ncl_bool, bool, float, float32) \
+NCL_CAST_B(ncl_bool, bool, double, float64)
+NCL_CASTS_FROM_BOOL
+NCL_CASTS_FROM(int8_t, int8, NCL_CAST_B) NCL_CASTS_FROM(int16_t, int16, NCL_CAST_B)
+NCL_CASTS_FROM(int32_t, int32, NCL_CAST_B) NCL_CASTS_FROM(int64_t, int64, NCL_CAST_B)
+NCL_CASTS_FROM(uint8_t, uint8, NCL_CAST_B) NCL_CASTS_FROM(uint16_t, uint16, NCL_CAST_B)
+NCL_CASTS_FROM(uint32_t, uint32, NCL_CAST_B) NCL_CASTS_FROM(uint64_t, uint64, NCL_CAST_B)
+NCL_CASTS_FROM(float, float32, NCL_CAST_B) NCL_CASTS_FROM(double, float64, NCL_CAST_B)
+
 #endif

@@ -8,7 +8,7 @@ elsewhere by NumPy (nclx-aware types reach the python level for every method
 through ``nclx.aware``).  With no python-level hook the swapped entry calls
 NumPy's own after one chain check."""
 from cpython.ref cimport PyObject, Py_INCREF
-from cpython.exc cimport PyErr_SetObject
+from cpython.exc cimport PyErr_SetObject, PyErr_SetString
 
 import numpy as np
 
@@ -36,15 +36,19 @@ cdef PyObject *_vc_ufunc[NCL_NOPS]
 cdef vectorcallfunc _vc_orig[NCL_NOPS]
 cdef int _vc_sub[NCL_NOPS]
 cdef int _vc_installed = 0
+cdef int _vc_n = 0                 # served ufuncs in the arrays (ops NumPy has)
 cdef object _vc_runner = None      # nclx._install._run_python_funnel
 
 
 cdef PyObject *_ncl_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                PyObject *kwnames) noexcept:
     cdef int i
-    for i in range(NCL_NOPS):
+    for i in range(_vc_n):
         if _vc_ufunc[i] == callable:
             break
+    else:
+        PyErr_SetString(SystemError, "nclx: a ufunc nclx does not serve reached its call entry")
+        return NULL
     if (ncl_vc_bypass_get() or _vc_runner is None
             or ncl_chain_is_default(ncl_python_chain(_vc_sub[i]))):
         return _vc_orig[i](callable, args, nargsf, kwnames)
@@ -87,22 +91,23 @@ def call_original(ufunc, tuple args, dict kwargs):
 def swap_in(runner):
     """Route calls of the nclx-served NumPy ufuncs through ``runner(subsystem,
     ufunc, args, kwargs)``."""
-    global _vc_installed, _vc_runner
+    global _vc_installed, _vc_runner, _vc_n
     cdef int i
     cdef PyUFuncObject *uf
     _vc_runner = runner
     if _vc_installed:
         return 0
-    for i, op in enumerate(spec.OPS):
-        ufunc = getattr(np, op)
+    served = [(op, spec.numpy_ufunc(op)) for op in spec.OPS if op not in spec.NCLX_ONLY]
+    for i, (op, ufunc) in enumerate(served):
         uf = <PyUFuncObject *>ufunc
         _vc_ufunc[i] = <PyObject *>ufunc
         _vc_orig[i] = uf.vectorcall
         _vc_sub[i] = spec.SUBSYSTEMS.index(spec.SUBSYSTEM_OF_KIND[spec.OPS[op][0]])
-    for i in range(NCL_NOPS):
+    _vc_n = len(served)
+    for i in range(_vc_n):
         (<PyUFuncObject *>_vc_ufunc[i]).vectorcall = <vectorcallfunc>_ncl_vectorcall
     _vc_installed = 1
-    return NCL_NOPS
+    return _vc_n
 
 
 def swap_out():
@@ -111,10 +116,10 @@ def swap_out():
     cdef int i
     if not _vc_installed:
         return 0
-    for i in range(NCL_NOPS):
+    for i in range(_vc_n):
         (<PyUFuncObject *>_vc_ufunc[i]).vectorcall = _vc_orig[i]
     _vc_installed = 0
-    return NCL_NOPS
+    return _vc_n
 
 
 def vectorcall_address(ufunc):

@@ -60,6 +60,68 @@ OPS["absolute"] = ("unary", 1, NONE, _same(ALL, 1))
 OPS["invert"] = ("unary", 1, NONE, _same(BOOL + INTS, 1))
 OPS["sqrt"] = ("unary", 1, NONE, _same(FLOATS, 1))
 
+# ---- ops whose loops are NumPy's own (NUMPY_LOOPS below): nclx adds the
+# chains, the ledger, checked() and the threads; every chunk runs NumPy's
+# (SIMD/SVML) loop, so results are NumPy's bits at any thread count.
+_UNARY_MATH = ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+               "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh", "arcsinh", "arccosh",
+               "arctanh", "cbrt", "rint", "fabs")
+for _name in _UNARY_MATH:
+    OPS[_name] = ("unary", 1, NONE, _same(FLOATS, 1))
+for _name in ("square", "reciprocal", "sign"):
+    OPS[_name] = ("unary", 1, NONE, _same(INTS + FLOATS, 1))
+# integer (and bool) floor/ceil/trunc loops exist from NumPy 2.1 on; an entry
+# whose loop the running NumPy lacks is skipped (install) or left out (nclx.ufuncs)
+for _name in ("floor", "ceil", "trunc"):
+    OPS[_name] = ("unary", 1, NONE, _same(ALL, 1))
+for _name in ("isnan", "isinf", "isfinite", "logical_not"):
+    OPS[_name] = ("isunary", 1, NONE, _same(ALL, 1, "bool"))
+OPS["signbit"] = ("isunary", 1, NONE, _same(FLOATS, 1, "bool"))
+OPS["power"] = ("binary", 2, NONE, _same(INTS + FLOATS, 2))
+for _name in ("arctan2", "copysign", "heaviside"):
+    OPS[_name] = ("binary", 2, NONE, _same(FLOATS, 2))
+OPS["hypot"] = ("binary", 2, ZERO, _same(FLOATS, 2))
+for _name in ("fmax", "fmin"):
+    OPS[_name] = ("binary", 2, REORDERABLE_NONE, _same(ALL, 2))
+# logical ops belong to Compare (bool results), as at nclx's python level
+OPS["logical_and"] = ("compare", 2, ONE, _same(ALL, 2, "bool"))
+OPS["logical_or"] = ("compare", 2, ZERO, _same(ALL, 2, "bool"))
+OPS["logical_xor"] = ("compare", 2, ZERO, _same(ALL, 2, "bool"))
+for _name in ("left_shift", "right_shift", "lcm"):
+    OPS[_name] = ("binary", 2, NONE, _same(INTS, 2))
+OPS["gcd"] = ("binary", 2, ZERO, _same(INTS, 2))
+OPS["float_power"] = ("binary", 2, NONE, _same(("float64",), 2))
+OPS["fmod"] = ("binary", 2, NONE, _same(INTS + FLOATS, 2))
+OPS["clip"] = ("ternary", 3, NONE, _same(ALL, 3))
+
+# ---- nclx's own ops (no NumPy ufunc of the name): kernels only
+#: fma(a, b, c): a*b+c with one rounding (C fma)
+OPS["fma"] = ("ternary", 3, NONE, _same(FLOATS, 3))
+#: where(cond, x, y): x where cond else y
+OPS["where"] = ("ternary", 3, NONE, [(("bool", dt, dt), dt) for dt in ALL])
+#: cast(a): a converted to the output dtype, as ``a.astype(dtype)``
+OPS["cast"] = ("convert", 1, NONE, [((src,), dst) for src in ALL for dst in ALL])
+
+#: ops served by NumPy's own loops (no nclx kernel)
+NUMPY_LOOPS = frozenset(_UNARY_MATH + (
+    "square", "reciprocal", "sign", "floor", "ceil", "trunc", "isnan", "isinf", "isfinite",
+    "logical_not", "signbit", "power", "arctan2", "copysign", "heaviside", "hypot", "fmax",
+    "fmin", "logical_and", "logical_or", "logical_xor", "left_shift", "right_shift", "lcm",
+    "gcd", "float_power", "fmod", "clip"))
+#: ops NumPy has no ufunc for: only nclx.ufuncs (and nclx.convert) reach them
+NCLX_ONLY = ("fma", "where", "cast")
+#: NumPy ufuncs that ``numpy.<op>`` does not name (np.clip is a function
+#: around this ufunc): the module that holds them
+NUMPY_HOME = {"clip": "numpy._core.umath"}
+
+
+def numpy_ufunc(op):
+    """NumPy's ufunc of ``op`` (None for nclx's own ops)."""
+    if op in NCLX_ONLY:
+        return None
+    import importlib
+    return getattr(importlib.import_module(NUMPY_HOME.get(op, "numpy")), op)
+
 #: bool reductions that can stop early: the value that, once reached, the
 #: accumulator keeps (True for "any"-like ops, False for "all"-like ones).
 BOOL_ABSORBING = {"add": 1, "maximum": 1, "bitwise_or": 1,
@@ -77,6 +139,8 @@ PREFER_NUMPY_REDUCE = ("maximum", "minimum")
 
 def default_preference(op):
     """((elementwise whole, chunk), (reduce whole, chunk)): True = NumPy's loop."""
+    if op in NCLX_ONLY:
+        return ((False, False), (False, False))     # there is no NumPy loop
     whole = op not in NCLX_WHOLE_CALLS
     red = op in PREFER_NUMPY_REDUCE
     return ((whole, False), (whole or red, red))
@@ -121,10 +185,16 @@ LP64_CHARS = {
     "q": "int64", "Q": "uint64", "f": "float32", "d": "float64",
 }
 
-SUBSYSTEM_OF_KIND = {"compare": "compare", "binary": "binary", "unary": "unary"}
+SUBSYSTEM_OF_KIND = {"compare": "compare", "binary": "binary", "unary": "unary",
+                     "isunary": "isunary", "ternary": "ternary", "convert": "convert"}
 #: Funnel subsystems, in enum order (a binary call that is a reduction goes
 #: to "reduce").
-SUBSYSTEMS = ("compare", "binary", "unary", "reduce")
+SUBSYSTEMS = ("compare", "binary", "unary", "reduce", "isunary", "ternary", "convert")
+
+#: the C character NumPy uses first for each fixed-width dtype
+CANON_CHAR = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",
+              "int32": "i", "uint32": "I", "int64": "l", "uint64": "L",
+              "float32": "f", "float64": "d"}
 
 
 def char_signatures(op):
@@ -132,21 +202,26 @@ def char_signatures(op):
 
     Returns a list of strings of ``nin + 1`` characters, e.g. ``'ll?'`` for
     ``less`` on long.  int64/uint64 mixed comparisons follow ``'QQ?'`` as in
-    NumPy 2.
+    NumPy 2; int64 and uint64 loops have both the 'l' and the 'q' (long
+    long) spelling; a loop keyed by its last input (``where``'s
+    ``'?ll->l'``) keeps its other operands' dtypes.
     """
     kind, nin, _ident, loops = OPS[op]
-    uniform = {ins[0]: out for ins, out in loops if len(set(ins)) == 1}
-    mixed = [(ins, out) for ins, out in loops if len(set(ins)) > 1]
+    if kind == "convert":
+        return [ci + co for ci in NUMPY_CHAR_ORDER for co in NUMPY_CHAR_ORDER
+                if ((LP64_CHARS[ci],), LP64_CHARS[co]) in loops]
+    mixed = [(ins, out) for ins, out in loops if ins[0] != ins[-1] and ins[0] != "bool"]
+    by_key = {ins[-1]: (ins, out) for ins, out in loops if (ins, out) not in mixed}
     sigs = []
     for c in NUMPY_CHAR_ORDER:
         dt = LP64_CHARS[c]
-        if dt not in uniform:
-            continue
-        out = uniform[dt]
-        sigs.append(c * nin + (c if out == dt else "?"))
+        if dt in by_key:
+            ins, out = by_key[dt]
+            sigs.append("".join(c if t == dt else CANON_CHAR[t] for t in ins)
+                        + (c if out == dt else CANON_CHAR[out]))
         if c == "Q":
             for ins, out in mixed:
-                sigs.append("".join("q" if t == "int64" else "Q" for t in ins) + "?")
+                sigs.append("".join("q" if t == "int64" else "Q" for t in ins) + CANON_CHAR[out])
     return sigs
 
 
@@ -156,17 +231,31 @@ def all_char_signatures():
 
 
 def kernel_name(op, in_dtypes, out_dtype):
-    """``<op>_<dtype>`` for uniform loops, ``<op>_<dt1>_<dt2>`` for mixed ones."""
+    """``<op>_<dtype>`` for uniform loops (and ``where_<dtype>``),
+    ``cast_<from>_<to>`` for casts, ``<op>_<dt1>_<dt2>`` for mixed ones."""
+    if OPS[op][0] == "convert":
+        return f"{op}_{in_dtypes[0]}_{out_dtype}"
     if len(set(in_dtypes)) == 1:
         return f"{op}_{in_dtypes[0]}"
+    if in_dtypes[0] == "bool" and set(in_dtypes[1:]) == {out_dtype}:
+        return f"{op}_{out_dtype}"
     return f"{op}_{'_'.join(in_dtypes)}"
 
 
-def all_kernels():
-    """Yield (op, kind, in_dtypes, out_dtype, kernel_name) for every kernel."""
+def all_loops():
+    """Yield (op, kind, in_dtypes, out_dtype, name) for every loop nclx
+    serves: its kernel chain's name, and its kernel's where it has one."""
     for op, (kind, _nin, _ident, loops) in OPS.items():
         for ins, out in loops:
             yield op, kind, ins, out, kernel_name(op, ins, out)
+
+
+def all_kernels():
+    """Yield (op, kind, in_dtypes, out_dtype, kernel_name) for every nclx kernel
+    (the ops in NUMPY_LOOPS have none: NumPy's loop is theirs)."""
+    for item in all_loops():
+        if item[0] not in NUMPY_LOOPS:
+            yield item
 
 
 def c_arg_types(in_dtypes):

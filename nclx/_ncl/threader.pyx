@@ -25,7 +25,8 @@ cimport numpy as cnp
 from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_NSUBSYSTEMS,
-                            NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED)
+                            NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED,
+                            NCL_MAX_ARGS)
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_set_default_front
 from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl.team cimport MAX_THREADS, ncl_threads_now, ncl_team_run
@@ -64,10 +65,10 @@ cdef inline void _run_piece(team_job *job, char **args, npy_intp *dims, npy_intp
     cdef ncl_call *call = job.call
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     if job.node == NULL:
-        if numpy_loop or pol.prefer[job.reduce != 0][1]:
+        if (numpy_loop or pol.prefer[job.reduce != 0][1]) and call.numpy_loop != NULL:
             call.numpy_loop(args, dims, steps, call.data)
         else:
-            call.nclx_loop(args, dims, steps, NULL)
+            call.nclx_loop(args, dims, steps, call.data)
     else:
         sub = call[0]
         sub.args = args
@@ -80,8 +81,8 @@ cdef inline void _run_piece(team_job *job, char **args, npy_intp *dims, npy_intp
 cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
     cdef team_job *job = <team_job *>ctx
     cdef ncl_call *call = job.call
-    cdef char *args[3]
-    cdef npy_intp steps[3]
+    cdef char *args[NCL_MAX_ARGS]
+    cdef npy_intp steps[NCL_MAX_ARGS]
     cdef npy_intp dims[1]
     cdef npy_intp lo, n
     cdef int i, nargs = call.nargs
@@ -222,8 +223,8 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
     cdef int t, leaf = 0
     cdef npy_intp n = call.dimensions[0]
     cdef npy_intp per
-    cdef char *cargs[3]
-    cdef npy_intp csteps[3]
+    cdef char *cargs[NCL_MAX_ARGS]
+    cdef npy_intp csteps[NCL_MAX_ARGS]
     cdef npy_intp one[1]
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     job.call = call

@@ -128,11 +128,14 @@ def _signatures(op):
     return [(chars, kernel_key(op, chars)) for chars in spec.char_signatures(op)]
 
 
-cdef object _make_ufunc(str op, dict table):
-    kind, nin, ident, loops = spec.OPS[op]
-    sigs = _signatures(op)
-    cdef int ntypes = len(sigs)
+def make_ufunc(str op, list loops):
+    """A ``numpy.ufunc`` named like NumPy's ``op`` whose loops are ``loops``:
+    (type characters, loop address, data address) in NumPy's loop order."""
+    kind, nin, ident, _ = spec.OPS[op]
+    cdef int ntypes = len(loops)
     cdef int nargs = nin + 1
+    if ntypes == 0:
+        raise ValueError(f"no loops for {op}")
     # NumPy keeps these pointers for the ufunc's lifetime: allocate, never free.
     cdef generic_loop *funcs = <generic_loop *>malloc(ntypes * sizeof(generic_loop))
     cdef void **data = <void **>malloc(ntypes * sizeof(void *))
@@ -140,25 +143,46 @@ cdef object _make_ufunc(str op, dict table):
     if funcs == NULL or data == NULL or types == NULL:
         raise MemoryError()
     cdef int k, j
-    for k, (chars, key) in enumerate(sigs):
-        funcs[k] = <generic_loop><size_t>table[key]
-        data[k] = NULL
+    for k, (chars, addr, daddr) in enumerate(loops):
+        funcs[k] = <generic_loop><size_t>addr
+        data[k] = <void *><size_t>daddr
         for j in range(nargs):
             types[k * nargs + j] = <char>np.dtype(chars[j]).num
-    npuf = getattr(np, op)
-    name = npuf.__name__      # true_divide is called "divide" in NumPy 2
-    doc = (f"nclx kernels for ``numpy.{name}``: same signature, broadcasting, "
-           f"out=, where=, dtype= and reductions.\n\n{npuf.__doc__.splitlines()[1] if npuf.__doc__ else ''}")
+    npuf = spec.numpy_ufunc(op)
+    if npuf is not None:
+        name = npuf.__name__      # true_divide is called "divide" in NumPy 2
+        doc = (f"nclx's ``numpy.{name}``: same signature, broadcasting, out=, where=, "
+               f"dtype= and reductions.\n\n{npuf.__doc__.splitlines()[1] if npuf.__doc__ else ''}")
+    else:
+        name = op
+        doc = _OWN_DOCS[op]
     ufunc = PyUFunc_FromFuncAndData(funcs, data, types, ntypes, nin, 1,
                                     _IDENTITY[ident], strdup(name.encode()),
                                     strdup(doc.encode()), 0)
-    # Borrow NumPy's type resolver for the op of the same name, so promotion
-    # (true_divide of integers -> float64, boolean subtract/negative
-    # raising TypeError, ...) matches NumPy's exactly.
-    (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
+    if npuf is not None:
+        # Borrow NumPy's type resolver for the op of the same name, so promotion
+        # (true_divide of integers -> float64, boolean subtract/negative
+        # raising TypeError, ...) matches NumPy's exactly.
+        (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
     if kind == "compare":
         _route_python_int_comparisons(ufunc, npuf)
     return ufunc
+
+
+_OWN_DOCS = {
+    "fma": "fma(a, b, c, /, out=None, *, where=True, ...)\n\n"
+           "a * b + c rounded once (C's fma), for float32 and float64.",
+    "where": "where(condition, x, y, /, out=None, *, ...)\n\n"
+             "x where condition (bool) is true, else y; x and y share one dtype.",
+    "cast": "cast(a, /, out=None, *, signature=(from, to), ...)\n\n"
+            "a converted to another fixed-width dtype as a.astype does; "
+            "use nclx.convert(a, dtype).",
+}
+
+
+cdef object _make_ufunc(str op, dict table):
+    return make_ufunc(op, [(chars, table[key], 0) for chars, key in _signatures(op)
+                           if key in table])
 
 
 # NumPy 2 compares integer arrays with Python ints exactly, also when the int
@@ -222,12 +246,15 @@ cdef _route_python_int_comparisons(ufunc, npuf):
 
 
 def ufuncs_for(isa=None):
-    """Dict op name -> ufunc for one ISA build (cached)."""
+    """Dict op name -> ufunc whose loops are one ISA build's kernels, called
+    directly (no chains; for testing the kernels).  nclx.ufuncs' public
+    ufuncs run the entries instead.  Cached."""
     isa = selected_isa() if isa is None else isa
     if isa not in _cache:
         module = kernel_module(isa)
         table = {(op, tuple(ins), out): addr for op, ins, out, _name, addr in module.kernels()}
-        _cache[isa] = {op: _make_ufunc(op, table) for op in spec.OPS}
+        _cache[isa] = {op: _make_ufunc(op, table) for op in spec.OPS
+                       if op not in spec.NUMPY_LOOPS}
     return _cache[isa]
 
 

@@ -82,10 +82,10 @@ cdef int ncl_dispatch(ncl_chain *funnel, ncl_call *call) noexcept nogil:
     if ncl_depth_get() > 0:
         # NumPy called from inside a Python hook: run the kernel unhooked,
         # or the hook would see its own calls (and recurse).
-        if call.prefer_numpy:
+        if call.prefer_numpy and call.numpy_loop != NULL:
             call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
         else:
-            call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+            call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
         return 0
     ncl_readers_in()
     rc = ncl_call_chain(funnel, call)
@@ -114,14 +114,18 @@ cdef int ncl_funnel_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
 
 cdef int ncl_nclx_kernel_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     # nclx's choice: its own kernel, or NumPy's loop where that measured faster
-    if call.prefer_numpy:
+    if call.prefer_numpy and call.numpy_loop != NULL:
         call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
     else:
-        call.nclx_loop(call.args, call.dimensions, call.steps, NULL)
+        call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
     return 0
 
 
 cdef int ncl_numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    if call.numpy_loop == NULL:
+        # nclx's own ops (fma, where, cast) have no NumPy loop: their kernel is last
+        call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
+        return 0
     call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
     return 0
 

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define NCLX_API_VERSION 1
+#define NCLX_API_VERSION 2   /* 2: NCL_MAX_ARGS 4 (ternary ops) */
 
 typedef intptr_t ncl_intp;     /* NumPy's npy_intp */
 
@@ -45,7 +45,7 @@ typedef int (*ncl_hook_fn)(ncl_node *node, ncl_call *call);
 /* Called once on a hook's user pointer when its node is freed. */
 typedef void (*ncl_destroy_fn)(void *user);
 
-enum { NCL_MAX_ARGS = 3 };
+enum { NCL_MAX_ARGS = 4 };
 
 enum ncl_level { NCL_LEVEL_PYTHON = 0, NCL_LEVEL_FUNNEL = 1, NCL_LEVEL_KERNEL = 2 };
 
@@ -74,7 +74,9 @@ struct ncl_call {
     const ncl_intp *steps;
     void *data;                 /* NumPy's innerloopdata, for its original loop */
     ncl_loop_fn numpy_loop;     /* NumPy's original loop for this signature */
-    ncl_loop_fn nclx_loop;      /* nclx's kernel for this signature */
+    ncl_loop_fn nclx_loop;      /* nclx's kernel for this signature (for the ops
+                                   served by NumPy's loops, NumPy's loop; NULL data
+                                   is not enough for those: pass call->data) */
     ncl_chain *kernel_chain;    /* the (op, dtype) chain the funnel ends in */
     int slot;                   /* index of the replaced (op, signature) entry */
     int op;                     /* enum ncl_op */

@@ -6,14 +6,17 @@ import nclx
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
 from nclx._ncl import policy
+from nclx._ncl import spec
 
 _before = {}
 
 
 def pytest_configure(config):
     for op, chars in funnel.signatures():
+        if spec.numpy_ufunc(op) is None:
+            continue      # nclx's own ops (fma, where, cast)
         try:
-            _before[(op, chars)] = looptable.current_loop(getattr(np, op), chars)
+            _before[(op, chars)] = looptable.current_loop(spec.numpy_ufunc(op), chars)
         except KeyError:
             pass
     # the strictest setting: nclx's own kernels for every call, none of
@@ -29,7 +32,7 @@ def pytest_unconfigure(config):
     nclx.uninstall()
     policy.reset_preferences()
     changed = [k for k, addr in _before.items()
-               if looptable.current_loop(getattr(np, k[0]), k[1]) != addr]
+               if looptable.current_loop(spec.numpy_ufunc(k[0]), k[1]) != addr]
     if changed:
         raise RuntimeError(f"uninstall() left {len(changed)} loops changed: {changed[:5]}")
     print("[nclx] uninstalled: every NumPy loop restored")
