@@ -15,7 +15,12 @@ import nclx
 from nclx._ncl import team as _team
 
 OPS = ["add", "subtract", "multiply", "true_divide", "greater", "equal", "maximum",
-       "sum", "sqrt"]
+       "sum", "sqrt", "exp", "log", "sin", "cos", "tanh", "cbrt", "arctan2", "power",
+       "isnan", "isfinite", "clip", "square", "floor", "astype"]
+#: ops of one operand (the others take two; clip three: the array and two bounds)
+_UNARY = ("sqrt", "exp", "log", "sin", "cos", "tanh", "cbrt", "isnan", "isfinite", "square",
+          "floor")
+_FLOAT_ONLY = ("exp", "log", "sin", "cos", "tanh", "cbrt", "arctan2")
 DTYPES = ["int32", "int64", "float32", "float64"]
 SIZES = [1_000, 10_000, 100_000, 1_000_000, 10_000_000]
 
@@ -26,8 +31,18 @@ def _operands(op, dtype, n):
     b = (rng.random(n) * 100 + 1).astype(dtype)
     if op == "sum":
         return (lambda: a.sum()), a.nbytes
+    if op == "astype":
+        # nclx.convert through the Convert chain against ndarray.astype
+        to = np.float32 if np.dtype(dtype) == np.float64 else np.float64
+        return (lambda: nclx.convert(a, to) if nclx.is_installed() else a.astype(to)), \
+            a.nbytes + n * np.dtype(to).itemsize
+    if op in _FLOAT_ONLY and np.dtype(dtype).kind != "f":
+        return None, 0
+    if op == "clip":
+        out = np.clip(a, 10, 90)
+        return (lambda: np.clip(a, 10, 90, out=out)), a.nbytes + out.nbytes
     func = getattr(np, op)
-    if op == "sqrt":
+    if op in _UNARY:
         out = func(a)
         return (lambda: func(a, out=out)), a.nbytes + out.nbytes
     out = func(a, b)
@@ -79,6 +94,8 @@ def run(ops=OPS, dtypes=DTYPES, sizes=SIZES, repeats=5, budget=0.02, plot=None):
     try:
         for i, (op, dt, n) in enumerate(configs):
             fn, nbytes = _operands(op, dt, n)
+            if fn is None:       # e.g. exp of int32: NumPy computes it in float64
+                continue
             stock, mine = [], []
             for _ in range(repeats):       # alternate: machine noise hits both
                 nclx.uninstall()

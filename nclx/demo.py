@@ -106,11 +106,36 @@ def run():
         print(f"with nclx.checked(): OverflowError: {exc}")
     print(f"NumPy restored: nclx.is_installed() = {nclx.is_installed()}")
 
+    _elementwise_section(nclx, nu)
     rc = _dap_section()
     from nclx import demo_ipc, demo_storage, demo_types
     rc = demo_storage.run(_section) or rc
     rc = demo_types.run(_section) or rc
     return demo_ipc.run(_section) or rc
+
+
+def _elementwise_section(nclx, nu):
+    _section("5b. Unary math, IsUnary, Ternary, Convert: NumPy's own loops, threaded, same bits")
+    x = np.random.default_rng(4).random(1_000_000) * 3 + 0.1
+    print(f"{'call':<26}{'stock ms':>10}{'installed ms':>14}{'ratio':>8}  same bits")
+    for label, fn in [("np.exp(x)", lambda: np.exp(x)), ("np.sin(x)", lambda: np.sin(x)),
+                      ("np.isnan(x)", lambda: np.isnan(x)), ("np.clip(x, 1, 2)", lambda: np.clip(x, 1, 2)),
+                      ("np.arctan2(x, x)", lambda: np.arctan2(x, x))]:
+        want = fn()
+        ts = _median_time(fn, repeat=9)
+        with nclx.installed():
+            got = fn()
+            ti = _median_time(fn, repeat=9)
+        print(f"{label:<26}{ts * 1e3:>10.3f}{ti * 1e3:>14.3f}{ts / ti:>8.2f}  "
+              f"{want.tobytes() == got.tobytes()}")
+    print(f"(on {nclx.get_num_threads()} thread(s); each thread runs NumPy's SIMD loop on its slice)")
+    with nclx.ledger.recording() as led:
+        nclx.convert(x, np.float32)
+        nu.fma(x[:4], 10.0, -1.0)
+        nu.multiply(x[:4], 2.0)
+    print("nclx.convert, nclx.ufuncs.fma and nclx.ufuncs.multiply in the ledger: "
+          f"{sorted({r.op for r in led.records()})}")
+    print(f"fma(0.1, 10, -1) = {nu.fma(0.1, 10.0, -1.0)!r} (one rounding); 0.1 * 10 - 1 = {0.1 * 10.0 - 1.0!r}")
 
 
 def _small_program():

@@ -56,8 +56,12 @@ def test_python_m_nclx_demo_runs():
     proc = subprocess.run([sys.executable, "-m", "nclx", "demo"], capture_output=True, text=True,
                           cwd="/", timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for part in ("nclx.ufuncs are real NumPy ufuncs", "ledger", "OverflowError", "nclx.dap"):
+    for part in ("nclx.ufuncs are real NumPy ufuncs", "ledger", "OverflowError", "nclx.dap",
+                 "5b. Unary math", "['cast', 'fma', 'multiply']"):
         assert part in proc.stdout
+    # the elementwise section: every installed result has stock NumPy's bits
+    rows = re.findall(r"^np\.\S+\(.*?(True|False)$", proc.stdout, flags=re.M)
+    assert rows and set(rows) == {"True"}, proc.stdout[-3000:]
     assert "not found: pip install 'nclx[mpi]'" not in proc.stdout, "MPI part did not run"
     ranks = set(re.findall(r"^rank (\d+)/4: local block ", proc.stdout, flags=re.M))
     assert ranks == {"0", "1", "2", "3"}, proc.stdout[-3000:] + proc.stderr[-3000:]
