@@ -216,6 +216,20 @@ cdef pw_float _combine(team_job *job, npy_intp n, int depth, int *leaf,
     return a + b
 
 
+cdef void _run_whole_again(team_job *job) noexcept nogil:
+    """The whole reduction once more, on this thread, by NumPy's loop."""
+    cdef ncl_call *call = job.call
+    cdef char *args[NCL_MAX_ARGS]
+    cdef npy_intp steps[NCL_MAX_ARGS]
+    cdef npy_intp dims[1]
+    cdef int i
+    for i in range(call.nargs):
+        args[i] = call.args[i]
+        steps[i] = call.steps[i]
+    dims[0] = call.dimensions[0]
+    _run_piece(job, args, dims, steps, 1)
+
+
 cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil:
     """Run ``call`` on ``nthreads`` threads; ``node`` is the threader node
     whose successors run each piece (NULL: run the loops directly)."""
@@ -227,6 +241,8 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
     cdef npy_intp csteps[NCL_MAX_ARGS]
     cdef npy_intp one[1]
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
+    cdef float facc, fsum
+    cdef double dacc, dsum
     job.call = call
     job.node = node
     job.reduce = pol.reduce_split if reduce else 0
@@ -246,11 +262,29 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
         job.pieces = nthreads
     ncl_team_run(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
     if job.reduce == NCL_SPLIT_PAIRWISE:
-        # NumPy: acc += pairwise(values); the pieces added in the tree's order
+        # NumPy: acc += pairwise(values); the pieces added in the tree's order.
+        # Finite sums have NumPy's bits.  A NaN result does not tell which
+        # NaN NumPy would keep: x86 returns an add's first operand when both
+        # are NaN, and the compiler orders the operands of NumPy's recursion
+        # as it likes (measured: not the same at every level).  So a NaN sum
+        # is done again, whole, by NumPy's loop from the same accumulator;
+        # the FP flags of both runs are those of NumPy's one run.
         if call.dtypes[2] == NCL_FLOAT32:
-            (<float *>call.args[0])[0] = (<float *>call.args[0])[0] + _combine(&job, n, job.depth, &leaf, <float>0)
+            facc = (<float *>call.args[0])[0]
+            fsum = facc + _combine(&job, n, job.depth, &leaf, <float>0)
+            if fsum != fsum:
+                (<float *>call.args[0])[0] = facc
+                _run_whole_again(&job)
+            else:
+                (<float *>call.args[0])[0] = fsum
         else:
-            (<double *>call.args[0])[0] = (<double *>call.args[0])[0] + _combine(&job, n, job.depth, &leaf, <double>0)
+            dacc = (<double *>call.args[0])[0]
+            dsum = dacc + _combine(&job, n, job.depth, &leaf, <double>0)
+            if dsum != dsum:
+                (<double *>call.args[0])[0] = dacc
+                _run_whole_again(&job)
+            else:
+                (<double *>call.args[0])[0] = dsum
     elif job.reduce:
         # fold the partials into the accumulator in piece order
         one[0] = 1
