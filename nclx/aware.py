@@ -20,7 +20,7 @@ from nclx._ncl import spec as _spec
 from nclx._ncl.pychain import run_python_chain
 from nclx._ncl.registry import SUBSYSTEMS
 
-__all__ = ["array_ufunc", "subsystem_of", "nclx_ufunc"]
+__all__ = ["array_ufunc", "array_function", "subsystem_of", "nclx_ufunc"]
 
 def _subsystem_names():
     """ufunc name (NumPy's: true_divide is 'divide') -> its subsystem."""
@@ -109,3 +109,40 @@ def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, ke
     if isinstance(result, tuple):
         return tuple(wrap(r) for r in result)
     return wrap(result)
+
+
+_NOARG = object()
+
+
+def _where(condition, x=_NOARG, y=_NOARG):
+    """np.where(cond, x, y) as nclx.ufuncs.where, or NotImplemented."""
+    if x is _NOARG or y is _NOARG:
+        return NotImplemented         # np.where(cond): nonzero(), NumPy's own
+    try:
+        dt = np.result_type(x, y)
+        cdt = np.result_type(condition)
+    except TypeError:
+        return NotImplemented
+    if dt.char not in _spec.NUMPY_CHAR_ORDER or cdt.char not in _spec.NUMPY_CHAR_ORDER:
+        return NotImplemented         # float16, complex, object...: NumPy's where
+    import nclx.ufuncs as nu
+    if cdt != np.bool_:
+        condition = nu.not_equal(condition, 0)     # truthiness, as np.where reads it
+    return nu.where(condition, x, y, signature=(np.bool_, dt, dt, dt))
+
+
+def array_function(func, types, args, kwargs, default):
+    """The one nclx-aware ``__array_function__``: ``np.where(cond, x, y)``
+    runs ``nclx.ufuncs.where`` (the Ternary chain: python-level hooks, the
+    ledger row ``where``, threads); every other NumPy function runs as it
+    would without the override (``default(func, types, args, kwargs)``)."""
+    if func is np.where:
+        result = _where(*args, **kwargs)
+        if result is not NotImplemented:
+            return result
+    return default(func, types, args, kwargs)
+
+
+def numpy_default(func, types, args, kwargs):
+    """What NumPy does for a type without ``__array_function__``."""
+    return func._implementation(*args, **kwargs)

@@ -61,6 +61,10 @@ class NclxArray(np.ndarray):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_plain, wrap=_wrap)
 
+    def __array_function__(self, func, types, args, kwargs):
+        return _aware.array_function(func, types, args, kwargs,
+                                     super(NclxArray, self).__array_function__)
+
 
 def aware(x):
     """View ``x`` as an :class:`NclxArray` (no copy)."""

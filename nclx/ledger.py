@@ -23,12 +23,18 @@ from collections import namedtuple
 from nclx import _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
+from nclx._ncl import spec as _spec
 from nclx._ncl.dtypes import fixed_width
 
 #: One row of a ledger: ``op`` (ufunc name), ``kind`` ("elementwise" or
 #: "reduce"), ``dtypes`` (fixed-width names, output last), ``elements``,
-#: ``calls`` and ``ns`` (time spent in the loops).
-Record = namedtuple("Record", "op kind dtypes elements calls ns")
+#: ``calls``, ``ns`` (time spent in the loops) and ``subsystem`` (NCLib's:
+#: compare, binary, unary, isunary, ternary, convert or reduce).
+Record = namedtuple("Record", "op kind dtypes elements calls ns subsystem")
+
+
+def _subsystem(op, is_reduce):
+    return "reduce" if is_reduce else _spec.SUBSYSTEM_OF_KIND[_spec.OPS[op][0]]
 
 _ids = itertools.count()
 
@@ -61,7 +67,7 @@ class Ledger:
             key = (op, "reduce" if is_reduce else "elementwise", dtypes)
             c0, e0, n0 = merged.get(key, (0, 0, 0))
             merged[key] = (c0 + calls, e0 + elements, n0 + ns)
-        return [Record(op, kind, dtypes, elements, calls, ns)
+        return [Record(op, kind, dtypes, elements, calls, ns, _subsystem(op, kind == "reduce"))
                 for (op, kind, dtypes), (calls, elements, ns) in merged.items()]
 
     def total_ns(self):
@@ -73,20 +79,20 @@ class Ledger:
     def table(self):
         """A readable summary, slowest first."""
         rows = sorted(self.records(), key=lambda r: r.ns, reverse=True)
-        head = ("op", "kind", "dtypes", "calls", "elements", "ms", "ns/elem")
+        head = ("op", "kind", "dtypes", "calls", "elements", "ms", "ns/elem", "subsystem")
         body = []
         for r in rows:
             sig = ",".join(r.dtypes[:-1]) + "->" + r.dtypes[-1]
             per = r.ns / r.elements if r.elements else 0.0
             body.append((r.op, r.kind, sig, str(r.calls), str(r.elements),
-                         f"{r.ns / 1e6:.3f}", f"{per:.2f}"))
+                         f"{r.ns / 1e6:.3f}", f"{per:.2f}", r.subsystem))
         if not body:
             return "(no loop calls recorded)"
         widths = [max(len(x[i]) for x in [head] + body) for i in range(len(head))]
         lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths))]
         lines.append("  ".join("-" * w for w in widths))
         for row in body:
-            lines.append("  ".join(c.ljust(w) if i < 3 else c.rjust(w)
+            lines.append("  ".join(c.ljust(w) if i < 3 or i == 7 else c.rjust(w)
                                    for i, (c, w) in enumerate(zip(row, widths))))
         total = sum(r.ns for r in rows) / 1e6
         lines.append(f"total {sum(r.calls for r in rows)} calls, {total:.3f} ms in loops")

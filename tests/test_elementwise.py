@@ -162,8 +162,11 @@ def test_ledger_names_each_subsystem():
     with nclx.ledger.recording() as led:
         np.exp(x), np.isnan(x), np.arctan2(x, x), np.clip(x, 0.5, 1.5), x > 1
         nclx.convert(x, np.float32), nu.fma(x, x, x), nu.where(x > 1, x, -x)
-    ops = {r.op for r in led.records()}
-    assert {"exp", "isnan", "arctan2", "clip", "greater", "cast", "fma", "where"} <= ops
+    subs = {r.op: r.subsystem for r in led.records()}
+    assert subs == {"exp": "unary", "isnan": "isunary", "arctan2": "binary", "clip": "ternary",
+                    "greater": "compare", "cast": "convert", "fma": "ternary",
+                    "where": "ternary", "negative": "unary"}
+    assert "isunary" in led.table() and "convert" in led.table()
     assert set(nclx.hooks.SUBSYSTEMS) >= {"unary", "isunary", "binary", "ternary", "convert"}
 
 
@@ -359,3 +362,52 @@ def test_hook_that_raises_on_a_new_subsystem_loses_no_result(monkeypatch):
     _same_bits(c, np.array([1.0, 1, 2, 3, 3]))
     assert h.errors == 1 and isinstance(h.last_error, RuntimeError) and len(seen) == 1
     assert not nclx.is_installed()
+
+
+# ---------------------------------------- np.where on nclx-aware operands
+
+def _where_case(case, f, n, rng):
+    cases = {
+        "same": lambda: (f > 0, f, -f),
+        "int8-pyint": lambda: (f > 0, _edge("int8", n, 2), 0),
+        "f32-pyfloat": lambda: (f > 0, f.astype(np.float32), 1.5),
+        "int-cond": lambda: (rng.integers(-2, 3, n), f, 2.0),
+        "nan-cond": lambda: (f, np.ones(n), np.zeros(n)),
+        "mixed": lambda: (f > 0, rng.integers(0, 9, n).astype(np.int32), f),
+        "broadcast": lambda: ((f > 0).reshape(-1, 1)[:300], f[:7], np.float64(-0.0)),
+    }
+    return cases[case]()
+
+
+@pytest.mark.parametrize("case", ["same", "int8-pyint", "f32-pyfloat", "int-cond", "nan-cond",
+                                  "mixed", "broadcast"])
+def test_np_where_on_aware_operands_runs_the_ternary_chain(case):
+    nclx.set_threshold(1000)
+    rng = np.random.default_rng(3)
+    n = 100_003
+    f = _edge("float64", n, 1)
+    with np.errstate(all="ignore"):
+        args = _where_case(case, f, n, rng)
+        want = np.where(*args)
+        aware_args = tuple(nclx.hooks.aware(a) if isinstance(a, np.ndarray) else a for a in args)
+        with nclx.ledger.recording() as led:
+            got = np.where(*aware_args)
+    assert isinstance(got, nclx.hooks.NclxArray)
+    _same_bits(want, got.view(np.ndarray))
+    assert "where" in {r.op for r in led.records()}
+
+
+def test_np_where_on_storages_and_ragged_and_fallbacks():
+    import nclx.storage as st
+    from nclx.types import Ragged
+    s = st.zeros((5,), dtype=np.float64)
+    w = np.where(s > -1, 5, s)
+    assert type(w).__name__.endswith("Storage") and np.asarray(w).tolist() == [5.0] * 5
+    r = Ragged.from_list([[1, 2, 3], [4]])
+    assert np.where(r > 1, r, 0).to_list() == [[0, 2, 3], [4]]
+    a = nclx.hooks.aware(np.arange(4.0))
+    # NumPy's own for the one-argument form and for dtypes nclx does not serve
+    assert [x.tolist() for x in np.where(a)] == [[1, 2, 3]]
+    h = np.where(a > 1, a.astype(np.float16), a.astype(np.float16))
+    assert h.dtype == np.float16
+    assert np.sum(s) == 0.0 and float(np.mean(a)) == 1.5      # other functions unchanged

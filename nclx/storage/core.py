@@ -297,6 +297,10 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
         from nclx.storage.ufunc import storage_ufunc
         return storage_ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_function__(self, func, types, args, kwargs):
+        from nclx import aware
+        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+
 
 class CPUStorage(Storage):
     """A host buffer (NumPy)."""

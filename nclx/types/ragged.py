@@ -355,6 +355,10 @@ class Ragged(NDArrayOperatorsMixin):
         from nclx.types.compute import ragged_ufunc
         return ragged_ufunc(ufunc, method, inputs, kwargs)
 
+    def __array_function__(self, func, types, args, kwargs):
+        from nclx import aware
+        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
                         ".to_list() or pad it yourself")
