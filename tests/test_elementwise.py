@@ -11,12 +11,14 @@ import threading
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
+from hypothesis.extra import numpy as hnp
 
 import nclx
 import nclx.ufuncs as nu
 from nclx._ncl import spec
 
 from conftest import stock_and_installed
+from test_ufuncs_hypothesis import laid_out
 
 NUMPY_OPS = tuple(op for op in spec.OPS if op in spec.NUMPY_LOOPS)
 N_SPLIT = 70_000          # above the test threshold below: split across threads
@@ -411,3 +413,46 @@ def test_np_where_on_storages_and_ragged_and_fallbacks():
     h = np.where(a > 1, a.astype(np.float16), a.astype(np.float16))
     assert h.dtype == np.float16
     assert np.sum(s) == 0.0 and float(np.mean(a)) == 1.5      # other functions unchanged
+
+
+# ------------------------------------------------------------- hypothesis
+
+@st.composite
+def _op_call(draw):
+    """(op, operands, kwargs): an op served by NumPy's loops, operands of one
+    of its loop dtypes with mutually broadcastable shapes (0-d and empty
+    included), laid out as strided/reversed/transposed views, out= and
+    where= sometimes."""
+    op = draw(st.sampled_from(NUMPY_OPS))
+    dts = draw(st.sampled_from(_nin_dtypes(op)))
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=len(dts), max_dims=3, max_side=6))
+    args = [draw(laid_out(dt, shape)) for dt, shape in zip(dts, shapes.input_shapes)]
+    if op in ("left_shift", "right_shift", "power") and dts[0].kind in "iu":
+        args[1] = np.abs(args[1].astype(np.int64) % 9).astype(dts[1])
+    kw = {}
+    if draw(st.booleans()) and shapes.result_shape:
+        kw["where"] = draw(hnp.arrays(np.bool_, shapes.result_shape))
+    return op, args, kw
+
+
+@given(_op_call(), st.sampled_from([1, 2, 3]))
+def test_hypothesis_installed_equals_stock(call, threads):
+    op, args, kw = call
+    nclx.set_num_threads(threads)
+    nclx.set_threshold(1)          # split every call nclx may split
+    uf = spec.numpy_ufunc(op)
+    try:
+        def run():
+            res = uf(*args, **kw)
+            return res if "where" not in kw else np.asarray(res)[np.asarray(kw["where"])]
+        try:
+            want, got, w0, w1 = stock_and_installed(run)
+        except (ValueError, TypeError) as exc:
+            # both must raise the same (NumPy's own loop raises it)
+            with pytest.raises(type(exc)), nclx.installed():
+                run()
+            return
+        _same_bits(want, got)
+        assert w0 == w1
+    finally:
+        nclx.reset_thresholds()
