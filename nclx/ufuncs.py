@@ -18,6 +18,7 @@ array([1, 2, 3])
 >>> nu.add.reduce(np.ones(10))
 np.float64(10.0)
 """
+from nclx._ncl import casts as _casts
 from nclx._ncl import entries as _entries
 from nclx._ncl import spec as _spec
 from nclx._ncl.ufuncs import loop_signatures, make_ufunc, selected_isa, ufuncs_for
@@ -25,7 +26,8 @@ from nclx._ncl.ufuncs import loop_signatures, make_ufunc, selected_isa, ufuncs_f
 #: Names of the ufuncs, NumPy's names (and nclx's own: fma, where, cast).
 NAMES = tuple(_spec.OPS)
 
-_ufuncs = {op: make_ufunc(op, _entries.entry_loops(op)) for op in NAMES}
+_ufuncs = {op: _casts.CAST if op == "cast" else make_ufunc(op, _entries.entry_loops(op))
+           for op in NAMES}
 globals().update(_ufuncs)
 
 # NumPy's aliases of the same objects.

@@ -1,0 +1,160 @@
+# cython: wraparound=False, boundscheck=False
+"""nclx.convert's fast path: a contiguous, aligned, native ndarray is cast by
+calling the ``cast`` entry of its (from, to) signature directly -- the same
+entry nclx.ufuncs.cast runs, so the Convert chain, the ledger and the
+threads see the call -- without the ufunc machinery's per-call cost.
+Floating-point flags are reported as NumPy reports a cast's
+("invalid value encountered in cast"), through the errstate in force."""
+cimport numpy as cnp
+from cpython.ref cimport PyObject, Py_DECREF
+
+from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
+import numpy as np
+
+from nclx._ncl import entries
+from nclx._ncl.dtypes import fixed_width
+from nclx._ncl.ufuncs import make_ufunc
+
+cnp.import_array()
+cnp.import_ufunc()
+
+cdef extern from *:
+    """
+    #include <fenv.h>
+    static int ncl_cast_fpe(void) {
+        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
+        if (f & FE_DIVBYZERO) r |= 1;    /* NPY_FPE_DIVIDEBYZERO */
+        if (f & FE_OVERFLOW) r |= 2;     /* NPY_FPE_OVERFLOW */
+        if (f & FE_UNDERFLOW) r |= 4;    /* NPY_FPE_UNDERFLOW */
+        if (f & FE_INVALID) r |= 8;      /* NPY_FPE_INVALID */
+        return r;
+    }
+    static void ncl_cast_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+    """
+    int ncl_cast_fpe() nogil
+    void ncl_cast_clear() nogil
+
+cdef extern from "numpy/arrayobject.h":
+    object PyArray_NewLikeArray(cnp.ndarray prototype, cnp.NPY_ORDER order,
+                                cnp.dtype descr, int subok)
+
+cdef extern from "numpy/ufuncobject.h":
+    int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
+
+cdef enum:
+    NTYPES = 32          # NumPy's built-in type numbers are below this
+
+cdef ncl_loop_fn _entry[NTYPES][NTYPES]
+
+
+def _fill():
+    cdef int i, j
+    for i in range(NTYPES):
+        for j in range(NTYPES):
+            _entry[i][j] = NULL
+    import numpy as np
+    for chars, addr, _data in entries.entry_loops("cast"):
+        i = np.dtype(chars[0]).num
+        j = np.dtype(chars[1]).num
+        if i < NTYPES and j < NTYPES:
+            _entry[i][j] = <ncl_loop_fn><size_t>addr
+
+_fill()
+
+
+cdef extern from "numpy/arrayobject.h":
+    int PyArray_DescrConverter2(object obj, PyObject **out) except 0
+
+
+#: nclx.ufuncs.cast: the ufunc over the cast entries (the general path)
+CAST = make_ufunc("cast", entries.entry_loops("cast"))
+
+_CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
+
+
+def _served(dt, role):
+    if fixed_width(dt.newbyteorder("=")) is None:
+        raise TypeError(f"nclx.convert: the {role} dtype {dt} is not one of nclx's fixed-width "
+                        f"dtypes (bool, int8..int64, uint8..uint64, float32, float64)")
+    return dt.newbyteorder("=")
+
+
+def convert(a, dtype, casting="unsafe"):
+    """``a`` converted to ``dtype`` as ``numpy.asarray(a).astype(dtype,
+    casting=casting)`` does, through nclx's Convert chain (see nclx.convert)."""
+    if casting == "unsafe":
+        out = _fast(a, dtype)
+        if out is not None:
+            return out
+    to = np.dtype(dtype)
+    arr = np.asarray(a)
+    if casting not in _CASTINGS:
+        raise ValueError(f"casting must be one of {', '.join(map(repr, _CASTINGS))}, "
+                         f"not {casting!r}")
+    src = _served(arr.dtype, "input")
+    dst = _served(to, "target")
+    if not np.can_cast(arr.dtype, to, casting=casting):
+        raise TypeError(f"Cannot cast array data from {arr.dtype!r} to {to!r} according "
+                        f"to the rule {casting!r}")
+    out = np.empty_like(arr, dtype=to)
+    if arr.size:
+        CAST(arr, out=out, signature=(src, dst), casting="unsafe")
+    return out
+
+
+cdef object _fast(object a, object dtype):
+    """``a.astype(dtype)`` through the cast entry, or None when ``a`` is not a
+    one-segment, aligned, native, exact ndarray of an nclx dtype."""
+    cdef cnp.ndarray arr, out
+    cdef cnp.dtype src
+    cdef ncl_loop_fn fn
+    cdef char *args[2]
+    cdef npy_intp dims[1]
+    cdef npy_intp steps[2]
+    cdef int flags, tin, tout
+    cdef cnp.dtype to
+    cdef PyObject *conv = NULL
+    if type(a) is not cnp.ndarray:
+        return None
+    if type(dtype) is cnp.dtype or isinstance(dtype, cnp.dtype):
+        to = <cnp.dtype>dtype
+    else:
+        PyArray_DescrConverter2(dtype, &conv)
+        if conv == NULL:
+            return None         # dtype=None and the like: the slow path says what is wrong
+        to = <cnp.dtype>conv
+        Py_DECREF(to)           # the converter's new reference; `to` holds its own
+    arr = <cnp.ndarray>a
+    src = <cnp.dtype>cnp.PyArray_DESCR(arr)
+    tin = src.type_num
+    tout = to.type_num
+    if tin >= NTYPES or tout >= NTYPES or _entry[tin][tout] == NULL:
+        return None
+    if not (src.isnative and to.isnative):
+        return None
+    if not (cnp.PyArray_ISALIGNED(arr) and (cnp.PyArray_IS_C_CONTIGUOUS(arr)
+                                            or cnp.PyArray_IS_F_CONTIGUOUS(arr))):
+        return None
+    fn = _entry[tin][tout]
+    # NewLikeArray steals a reference to the descr
+    cnp.Py_INCREF(to)
+    out = PyArray_NewLikeArray(arr, cnp.NPY_KEEPORDER, to, 0)
+    dims[0] = cnp.PyArray_SIZE(arr)
+    if dims[0] == 0:
+        return out
+    args[0] = <char *>cnp.PyArray_DATA(arr)
+    args[1] = <char *>cnp.PyArray_DATA(out)
+    steps[0] = src.itemsize
+    steps[1] = to.itemsize
+    if dims[0] > 500:
+        with nogil:
+            ncl_cast_clear()
+            fn(args, dims, steps, NULL)
+            flags = ncl_cast_fpe()
+    else:
+        ncl_cast_clear()
+        fn(args, dims, steps, NULL)
+        flags = ncl_cast_fpe()
+    if flags:
+        PyUFunc_GiveFloatingpointErrors(b"cast", flags)
+    return out
