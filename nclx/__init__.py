@@ -19,7 +19,8 @@ from nclx.checked import checked
 from nclx.convert import convert
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
-from nclx._ncl.capi import C_API as _C_API  # noqa: F401  (the capsule nclx._C_API)
+from nclx._ncl.capi import C_API as _C_API_2  # noqa: F401  (the capsule, NCLX_CAPSULE_NAME)
+_C_API = _C_API_2   # version 1's attribute: modules built against it fail at import_nclx
 
 
 def get_include():

@@ -45,11 +45,30 @@ def subsystem_of(ufunc, method="__call__"):
     return {1: "unary", 3: "ternary"}.get(ufunc.nin, "binary")
 
 
+#: NumPy ufunc -> op, for the ops whose nclx twin resolves exactly as NumPy's
+#: (logical_*: NumPy's promoters for reductions and int/uint64 mixes have no
+#: twin in a ufunc built from loops, so NumPy's own is used; under install()
+#: its loops are nclx's entries anyway)
+_TWIN_OF = {}
+
+
+def _twins():
+    if not _TWIN_OF:
+        for op in _spec.OPS:
+            npuf = _spec.numpy_ufunc(op)
+            if npuf is not None and op not in ("logical_and", "logical_or", "logical_xor"):
+                _TWIN_OF[npuf] = op
+    return _TWIN_OF
+
+
 def nclx_ufunc(ufunc):
-    """nclx's ufunc of the same name as NumPy's ``ufunc`` (NumPy's when nclx has none)."""
+    """nclx's twin of NumPy's ``ufunc`` (the very object, not a namesake such
+    as scipy.special.cbrt), or ``ufunc`` itself when nclx has none."""
+    op = _twins().get(ufunc)
+    if op is None:
+        return ufunc
     import nclx.ufuncs as nu
-    mine = getattr(nu, ufunc.__name__, None)
-    return mine if isinstance(mine, np.ufunc) else ufunc
+    return getattr(nu, op)
 
 
 def _unwrap_kwargs(kwargs, unwrap):

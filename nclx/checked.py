@@ -10,9 +10,14 @@ OverflowError: integer overflow in multiply (int64): 1 element(s) wrapped
 
 Inside the block, integer ``add``, ``subtract``, ``multiply`` (also their
 reductions, e.g. ``a.sum()``), ``negative`` (of the minimum signed integer,
-and of any nonzero unsigned value, which wraps) and ``absolute`` of the
-minimum signed integer run nclx's checked kernels: C nodes at the front of
-those kernel chains that detect wrap-around and raise the FE_OVERFLOW flag.
+and of any nonzero unsigned value, which wraps), ``absolute`` of the
+minimum signed integer, ``square`` and ``power`` (a negative exponent is
+left to NumPy's ValueError) run nclx's checked kernels: C nodes at the front
+of those kernel chains that detect wrap-around and raise the FE_OVERFLOW
+flag.  ``left_shift`` and ``right_shift`` raise when bits are lost: a left
+shift whose result shifted back is not the value, a right shift whose
+shifted-out bits are not all zero (``np.int64(3) >> 1`` raises: the shift
+dropped a 1 bit) -- "bits lost in right_shift (int64): 1 element(s)".
 
 The mode belongs to the thread that entered the block (and travels with its
 calls to nclx's worker threads): other threads keep NumPy's wrap-around.
@@ -62,6 +67,8 @@ class _Writer:
         info = _entries.take_checked_overflow()
         if info is not None:
             op, dtype, count = info
+            if op in ("left_shift", "right_shift"):
+                raise OverflowError(f"bits lost in {op} ({dtype}): {count} element(s)")
             raise OverflowError(f"integer overflow in {op} ({dtype}): {count} element(s) wrapped")
         kind = text.split(" encountered", 1)[0]
         mode = self.mode
@@ -107,8 +114,9 @@ def _release():
 
 @contextlib.contextmanager
 def checked():
-    """Make integer add/subtract/multiply/negative/absolute raise
-    OverflowError instead of wrapping, for this thread, inside the block."""
+    """Make integer add/subtract/multiply/negative/absolute/square/power
+    raise OverflowError instead of wrapping, and left_shift/right_shift when
+    bits are lost, for this thread, inside the block."""
     with _install.installed():
         _acquire()
         _entries.checked_enter()

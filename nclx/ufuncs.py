@@ -26,7 +26,7 @@ from nclx._ncl.ufuncs import loop_signatures, make_ufunc, selected_isa, ufuncs_f
 #: Names of the ufuncs, NumPy's names (and nclx's own: fma, where, cast).
 NAMES = tuple(_spec.OPS)
 
-_ufuncs = {op: _casts.CAST if op == "cast" else make_ufunc(op, _entries.entry_loops(op))
+_ufuncs = {op: _casts.CAST if op == "cast" else make_ufunc(op, _entries.twin_loops(op))
            for op in NAMES}
 globals().update(_ufuncs)
 

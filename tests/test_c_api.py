@@ -108,3 +108,16 @@ def test_c_api_errors_are_python_exceptions(probe):
             probe.add_hook("dup")
     finally:
         probe.remove_hook()
+
+
+def test_a_module_built_against_api_version_1_is_refused():
+    """Version 2 changed ncl_call's layout (NCL_MAX_ARGS 3 -> 4): the capsule's
+    name carries the version, so version 1's import_nclx() (which imports
+    "nclx._C_API") fails instead of misreading fields."""
+    import ctypes
+    imp = ctypes.pythonapi.PyCapsule_Import
+    imp.restype = ctypes.c_void_p
+    imp.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    with pytest.raises((ValueError, AttributeError, ImportError)):
+        imp(b"nclx._C_API", 0)
+    assert imp(b"nclx._C_API_2", 0)

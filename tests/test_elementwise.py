@@ -203,7 +203,7 @@ def test_checked_square_power_shifts_raise_and_keep_numpy_values(dt):
         for fn in (lambda: np.square(big), lambda: np.power(big, 2),
                    lambda: np.left_shift(big, 2), lambda: np.right_shift(np.array([3], dt), 1),
                    lambda: nu.square(big)):
-            with pytest.raises(OverflowError, match="integer overflow"):
+            with pytest.raises(OverflowError, match="integer overflow|bits lost in"):
                 fn()
         # exact ones pass
         np.square(np.array([3], dt)), np.power(np.array([2], dt), 3)

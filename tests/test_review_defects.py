@@ -508,3 +508,68 @@ def test_threaded_pairwise_sum_keeps_numpys_nan_sign_and_payload(dtype, threads)
             assert want.tobytes() == got.tobytes()
     finally:
         nclx.set_num_threads(2)
+
+
+# ---------------------------------------------- review of issue 21's first cut
+
+def test_integer_power_with_a_negative_exponent_raises_at_every_size_and_thread_count():
+    """A ValueError NumPy's int power loop raised on a worker thread was lost
+    (the rest of that piece unwritten): integer power is never split."""
+    import nclx.ufuncs as nu
+    a = np.full(200_000, 2, np.int64)
+    b = np.ones_like(a)
+    b[-1] = -1
+    nclx.set_num_threads(2)
+    nclx.set_threshold(1000)
+    try:
+        with pytest.raises(ValueError, match="negative integer powers"):
+            nu.power(a, b)
+        with nclx.installed(), pytest.raises(ValueError, match="negative integer powers"):
+            np.power(a, b)
+        with nclx.checked(), pytest.raises(ValueError, match="negative integer powers"):
+            np.power(a, b)
+    finally:
+        nclx.reset_thresholds()
+
+
+def test_where_thresholds_are_keyed_by_the_value_dtype():
+    nclx.set_threshold(1234, op="where", dtype="float64")
+    try:
+        assert nclx.get_threshold("where", dtype="float64") == 1234
+        assert nclx.get_threshold("where", dtype="int8") != 1234
+    finally:
+        nclx.reset_thresholds()
+
+
+def test_nclx_ufuncs_resolve_like_numpy_float16_and_identities():
+    import nclx.ufuncs as nu
+    for op in ("exp", "sqrt", "arctan2", "reciprocal"):
+        npf, mine = getattr(np, op), getattr(nu, op)
+        assert mine.types == npf.types
+        args = [np.array([1, 2], np.int8)] * npf.nin
+        assert mine(*args).dtype == npf(*args).dtype
+    assert nu.logical_and.identity is True and nu.logical_or.identity is False
+    assert nu.hypot.identity == 0
+
+
+def test_aware_twins_by_identity_not_by_name():
+    from nclx.aware import nclx_ufunc
+    import nclx.ufuncs as nu
+    fake = np.frompyfunc(lambda x: x, 1, 1)
+    assert nclx_ufunc(np.cbrt) is nu.cbrt and nclx_ufunc(fake) is fake
+    assert nclx_ufunc(np.logical_and) is np.logical_and    # NumPy's promoters
+    from nclx.types import Ragged
+    r = Ragged.from_list([[1, 0, 3], [4]])
+    got = np.logical_or(r, np.array(0, np.uint64))        # NumPy's promoter: int64 | uint64
+    assert got.to_list() == [[True, False, True], [True]]
+
+
+def test_uninstall_gives_nclx_ufuncs_back_the_loops_of_import_time():
+    from nclx._ncl import entries
+    k = entries.signatures().index(("exp", "dd"))
+    nclx.install()
+    nclx.uninstall()
+    import nclx.ufuncs as nu
+    x = np.linspace(0, 1, 10)
+    assert nu.exp(x).tobytes() == np.exp(x).tobytes()
+    assert entries.original_address(k) == 0

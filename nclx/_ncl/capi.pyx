@@ -152,6 +152,7 @@ def _fill():
 
 _fill()
 
-#: The capsule nclx exposes as ``nclx._C_API`` (name "nclx._C_API").
-C_API = PyCapsule_New(<void *>&_api, b"nclx._C_API", NULL)
+#: The capsule nclx exposes as ``nclx._C_API_2`` (its name: NCLX_CAPSULE_NAME,
+#: versioned; ``nclx._C_API`` is an alias whose old name no longer matches).
+C_API = PyCapsule_New(<void *>&_api, b"nclx._C_API_2", NULL)
 VERSION = NCLX_API_VERSION

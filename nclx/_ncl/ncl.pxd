@@ -70,6 +70,7 @@ cdef extern from "nclx.h" nogil:
         NCL_STATUS_INT_OVERFLOW
         NCL_CALLER_CHECKED
         NCLX_API_VERSION
+    const char *NCLX_CAPSULE_NAME
 
     ctypedef struct ncl_status:
         int flags

@@ -27,7 +27,7 @@ def _matching(op, dtype):
         sop, chars, _ = entries.slot_info(k)
         if op is not None and sop != op:
             continue
-        if want is not None and kernel_key(sop, chars)[1][0] != want:
+        if want is not None and spec.key_dtype(kernel_key(sop, chars)[1]) != want:
             continue
         yield k
 

@@ -115,6 +115,21 @@ NCLX_ONLY = ("fma", "where", "cast")
 NUMPY_HOME = {"clip": "numpy._core.umath"}
 
 
+def whole_only(op, in_dtypes):
+    """Loops never split across threads: NumPy's integer power raises its
+    ValueError (negative exponent) from inside the loop, which only works on
+    the thread that called NumPy."""
+    return op == "power" and in_dtypes[0] in INTS
+
+
+def key_dtype(in_dtypes):
+    """The dtype a loop is known by in thresholds and hooks: its first input,
+    or the value dtype of a loop whose first input is a bool condition."""
+    if in_dtypes[0] == "bool" and len(set(in_dtypes)) > 1:
+        return in_dtypes[-1]
+    return in_dtypes[0]
+
+
 def numpy_ufunc(op):
     """NumPy's ufunc of ``op`` (None for nclx's own ops)."""
     if op in NCLX_ONLY:

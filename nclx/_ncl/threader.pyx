@@ -155,7 +155,7 @@ cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     cdef npy_intp n = call.dimensions[0]
     cdef int t, i, out, mode
-    if n < pol.threshold[reduce != 0] or n < 2:
+    if n < pol.threshold[reduce != 0] or n < 2 or pol.whole_only:
         return 1
     t = ncl_threads_now()
     if t <= 1:
@@ -217,17 +217,11 @@ cdef pw_float _combine(team_job *job, npy_intp n, int depth, int *leaf,
 
 
 cdef void _run_whole_again(team_job *job) noexcept nogil:
-    """The whole reduction once more, on this thread, by NumPy's loop."""
+    """The whole reduction once more, on this thread, by NumPy's loop itself
+    (not through the chain again: hooks after the threader saw the pieces)."""
     cdef ncl_call *call = job.call
-    cdef char *args[NCL_MAX_ARGS]
-    cdef npy_intp steps[NCL_MAX_ARGS]
-    cdef npy_intp dims[1]
-    cdef int i
-    for i in range(call.nargs):
-        args[i] = call.args[i]
-        steps[i] = call.steps[i]
-    dims[0] = call.dimensions[0]
-    _run_piece(job, args, dims, steps, 1)
+    if call.numpy_loop != NULL:
+        call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
 
 
 cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil:

@@ -27,6 +27,10 @@ cdef extern from "numpy/ufuncobject.h":
     object PyUFunc_FromFuncAndData(generic_loop *func, void **data, char *types,
                                    int ntypes, int nin, int nout, int identity,
                                    const char *name, const char *doc, int unused)
+    object PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
+        generic_loop *func, void **data, char *types, int ntypes, int nin, int nout,
+        int identity, const char *name, const char *doc, int unused, const char *signature,
+        object identity_value)
     ctypedef PyObject *(*vectorcallfunc)(PyObject *callable, PyObject *const *args,
                                          size_t nargsf, PyObject *kwnames)
     ctypedef struct PyUFuncObject:
@@ -38,6 +42,7 @@ cdef extern from "numpy/ufuncobject.h":
         PyUFunc_MinusOne
         PyUFunc_None
         PyUFunc_ReorderableNone
+        PyUFunc_IdentityValue
 
 cdef extern from *:
     """
@@ -156,9 +161,15 @@ def make_ufunc(str op, list loops):
     else:
         name = op
         doc = _OWN_DOCS[op]
-    ufunc = PyUFunc_FromFuncAndData(funcs, data, types, ntypes, nin, 1,
-                                    _IDENTITY[ident], strdup(name.encode()),
-                                    strdup(doc.encode()), 0)
+    if npuf is not None and isinstance(npuf.identity, bool):
+        # logical_and's identity is True, not 1: NumPy's own identity object
+        ufunc = PyUFunc_FromFuncAndDataAndSignatureAndIdentity(
+            funcs, data, types, ntypes, nin, 1, PyUFunc_IdentityValue, strdup(name.encode()),
+            strdup(doc.encode()), 0, NULL, npuf.identity)
+    else:
+        ufunc = PyUFunc_FromFuncAndData(funcs, data, types, ntypes, nin, 1,
+                                        _IDENTITY[ident], strdup(name.encode()),
+                                        strdup(doc.encode()), 0)
     if npuf is not None:
         # Borrow NumPy's type resolver for the op of the same name, so promotion
         # (true_divide of integers -> float64, boolean subtract/negative

@@ -29,6 +29,11 @@ extern "C" {
 #endif
 
 #define NCLX_API_VERSION 2   /* 2: NCL_MAX_ARGS 4 (ternary ops) */
+/* The capsule's name carries the version: a module built against another
+ * layout of ncl_call fails in import_nclx() instead of misreading fields
+ * (version 1's name was "nclx._C_API"; nclx._C_API is kept as an alias of
+ * the capsule, whose name no longer matches it). */
+#define NCLX_CAPSULE_NAME "nclx._C_API_2"
 
 typedef intptr_t ncl_intp;     /* NumPy's npy_intp */
 
@@ -73,10 +78,11 @@ struct ncl_call {
     const ncl_intp *dimensions;
     const ncl_intp *steps;
     void *data;                 /* NumPy's innerloopdata, for its original loop */
-    ncl_loop_fn numpy_loop;     /* NumPy's original loop for this signature */
-    ncl_loop_fn nclx_loop;      /* nclx's kernel for this signature (for the ops
-                                   served by NumPy's loops, NumPy's loop; NULL data
-                                   is not enough for those: pass call->data) */
+    ncl_loop_fn numpy_loop;     /* NumPy's original loop for this signature; NULL
+                                   for nclx's own ops (fma, where, cast) */
+    ncl_loop_fn nclx_loop;      /* nclx's kernel for this signature; for the ops
+                                   NumPy's loops serve (exp, isnan, clip, ...) it
+                                   is NumPy's loop: always pass call->data */
     ncl_chain *kernel_chain;    /* the (op, dtype) chain the funnel ends in */
     int slot;                   /* index of the replaced (op, signature) entry */
     int op;                     /* enum ncl_op */
@@ -149,11 +155,11 @@ static const nclx_api *NCLX_API = NULL;
 /* Import nclx's C API (GIL held).  0, or -1 with a Python exception set. */
 static int import_nclx(void)
 {
-    const nclx_api *api = (const nclx_api *)PyCapsule_Import("nclx._C_API", 0);
+    const nclx_api *api = (const nclx_api *)PyCapsule_Import(NCLX_CAPSULE_NAME, 0);
     if (api == NULL) {
         return -1;
     }
-    if (api->version < NCLX_API_VERSION || api->size < sizeof(nclx_api)) {
+    if (api->version != NCLX_API_VERSION || api->size < sizeof(nclx_api)) {
         PyErr_Format(PyExc_ImportError,
                      "this module was compiled against nclx C API version %d, the "
                      "installed nclx provides version %u", NCLX_API_VERSION, api->version);

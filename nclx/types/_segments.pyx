@@ -9,7 +9,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 
 import numpy as np
 
-from nclx._ncl.ncl cimport nclx_api, ncl_loop_fn
+from nclx._ncl.ncl cimport nclx_api, ncl_loop_fn, NCLX_CAPSULE_NAME
 from nclx._ncl.ncl cimport npy_intp as ncl_intp
 
 cdef const nclx_api *_API = NULL
@@ -18,7 +18,7 @@ cdef const nclx_api *_API = NULL
 cdef const nclx_api *_api() except NULL:
     global _API
     if _API == NULL:
-        _API = <const nclx_api *>PyCapsule_Import(b"nclx._C_API", 0)
+        _API = <const nclx_api *>PyCapsule_Import(NCLX_CAPSULE_NAME, 0)
     return _API
 
 
