@@ -456,3 +456,70 @@ def test_hypothesis_installed_equals_stock(call, threads):
         assert w0 == w1
     finally:
         nclx.reset_thresholds()
+
+
+def test_forked_child_runs_the_new_ops_after_the_parent_started_the_team():
+    import os
+    nclx.set_threshold(1000)
+    x = np.linspace(0.1, 3, 50_000)
+    want = np.exp(x).tobytes(), x.astype(np.float32).tobytes()
+    with nclx.installed():
+        np.exp(x)                      # the parent's team has run
+        pid = os.fork()
+        if pid == 0:                   # pragma: no cover - child
+            ok = (np.exp(x).tobytes() == want[0]
+                  and nclx.convert(x, np.float32).tobytes() == want[1]
+                  and nclx.get_num_threads() == 1)
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def _round_to(frac, dt):
+    """The exactly rounded (nearest, ties to even) value of ``frac`` in ``dt``."""
+    guess = dt.type(float(frac))
+    best = None
+    for cand in (np.nextafter(guess, dt.type(-np.inf)), guess, np.nextafter(guess, dt.type(np.inf))):
+        if not np.isfinite(cand):
+            continue
+        err = abs(fractions.Fraction(float(cand)) - frac)
+        key = (err, int(np.array(cand).view(np.uint32 if dt.itemsize == 4 else np.uint64)) & 1)
+        if best is None or key < best[0]:
+            best = (key, cand)
+    return best[1]
+
+
+def _exact_fma(a, b, c, dt):
+    out = np.empty(np.broadcast(a, b, c).shape, dt)
+    for idx in np.ndindex(out.shape):
+        x, y, z = (float(np.broadcast_to(v, out.shape)[idx]) for v in (a, b, c))
+        if not all(map(math.isfinite, (x, y, z))):
+            out[idx] = dt.type(x) * dt.type(y) + dt.type(z)     # inf/nan: no rounding question
+            continue
+        exact = fractions.Fraction(x) * fractions.Fraction(y) + fractions.Fraction(z)
+        if exact == 0:     # the sign of an exact zero: IEEE's rule, as plain arithmetic gives it
+            out[idx] = dt.type(x) * dt.type(y) + dt.type(z) if x * y == 0 else dt.type(0.0)
+            continue
+        out[idx] = _round_to(exact, dt)
+    return out
+
+
+@given(st.data())
+def test_hypothesis_fma_and_where_layouts_out_where(data):
+    dt = np.dtype(data.draw(st.sampled_from(["float32", "float64"])))
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=2, max_side=5))
+    a, b, c = (data.draw(laid_out(dt, s)) for s in shapes.input_shapes)
+    for arr in (a, b, c):
+        arr[...] = np.clip(np.nan_to_num(arr), -1e6, 1e6)
+    with np.errstate(all="ignore"):
+        got = nu.fma(a, b, c)
+    want = _exact_fma(a, b, c, dt)      # a*b+c exact, rounded once in dt
+    assert np.asarray(got).dtype == dt
+    assert np.array_equal(np.asarray(got), want)
+    cond = data.draw(hnp.arrays(np.bool_, shapes.result_shape))
+    out = np.zeros(shapes.result_shape, dt)
+    mask = data.draw(hnp.arrays(np.bool_, shapes.result_shape))
+    nu.where(cond, a, b, out=out, where=mask)
+    ref = np.zeros(shapes.result_shape, dt)
+    np.copyto(ref, np.where(cond, a, b), where=mask)
+    assert out.tobytes() == ref.tobytes()
