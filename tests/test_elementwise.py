@@ -523,3 +523,25 @@ def test_hypothesis_fma_and_where_layouts_out_where(data):
     ref = np.zeros(shapes.result_shape, dt)
     np.copyto(ref, np.where(cond, a, b), where=mask)
     assert out.tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("val,dst", [(1e300, np.float32), (np.nan, np.int32), (1e-300, np.float32),
+                                     (-np.inf, np.uint8)])
+@pytest.mark.parametrize("where", [0, -1])
+def test_convert_reports_flags_raised_in_any_thread_chunk(val, dst, where):
+    """A flag raised on a worker thread reaches the caller's MXCSR, where
+    nclx.convert's fast path reads it (glibc's feraiseexcept put overflow
+    and underflow in the x87 unit only)."""
+    nclx.set_num_threads(2)
+    nclx.set_threshold(1000)
+    a = np.zeros(100_000)
+    a[where] = val
+    want, got, w0, w1 = stock_and_installed(lambda: a.astype(dst))
+    with _Rec() as rec, np.errstate(all="warn"):
+        mine = nclx.convert(a, dst)
+    _same_bits(want, mine)
+    assert rec.messages == w0 and w0
+    kind = w0[0].split()[0]
+    short = {"overflow": "over", "invalid": "invalid", "underflow": "under"}[kind]
+    with np.errstate(**{short: "raise"}), pytest.raises(FloatingPointError, match="in cast"):
+        nclx.convert(a, dst)

@@ -6,3 +6,4 @@ cdef ncl_policy *ncl_slot_policy(int k) noexcept nogil
 cdef ncl_call *ncl_slot_proto(int k) noexcept nogil
 cdef bint ncl_slot_installed(int k) noexcept nogil
 cdef bint ncl_slot_reducible(int k) noexcept nogil
+cdef bint ncl_entries_quiet() noexcept nogil     # the gate is open: no hook, no mode

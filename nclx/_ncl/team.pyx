@@ -22,6 +22,9 @@ cdef extern from *:
     """
     #include <fenv.h>
     #include <pthread.h>
+    #if defined(__x86_64__) && defined(__SSE2__)
+    #include <xmmintrin.h>
+    #endif
     #ifdef _OPENMP
     #include <omp.h>
     #endif
@@ -64,7 +67,19 @@ cdef extern from *:
     #else
         fn(ctx, 0, 1);
     #endif
-        if (flags) feraiseexcept(flags & (FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID));
+        flags &= FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID;
+        if (flags) {
+    #if defined(__x86_64__) && defined(__SSE2__)
+            /* set them in MXCSR, where SSE code (nclx's kernels, NumPy's
+             * loops) keeps its flags: glibc's feraiseexcept raises overflow
+             * and underflow in the x87 unit, which a reader of MXCSR alone
+             * (nclx.convert's fast path) would miss.  On x86 the FE_* bits
+             * are MXCSR's flag bits. */
+            _mm_setcsr(_mm_getcsr() | (unsigned int)flags);
+    #else
+            feraiseexcept(flags);
+    #endif
+        }
     }
     /* Threads a split call uses now: nclx's setting, unless threadpoolctl
      * (omp_set_num_threads in this thread) lowered OpenMP's limit below the
