@@ -45,16 +45,22 @@ cdef double _time_loop(ncl_loop_fn loop, void *data, char **args, npy_intp n,
 
 def _measured_slots(bint choice=False):
     """(k, twin, op, chars, loop address, data address) per slot whose loop
-    NumPy has; twin is the earlier slot sharing its kernel and NumPy's twin
-    loop ('l'/'q'), whose measurement slot k copies, or -1."""
+    NumPy has (and, unless ``choice``, per slot of nclx's own ops, with no
+    NumPy loop: address 0); twin is the earlier slot sharing its kernel and
+    NumPy's twin loop ('l'/'q'), whose measurement slot k copies, or -1."""
     seen = {}
     for k in range(NCL_NSLOTS):
         op, chars, ufunc = entries.slot_info(k)
-        if ufunc is None or (choice and op in spec.NUMPY_LOOPS):
+        if choice and (ufunc is None or op in spec.NUMPY_LOOPS):
             continue      # one loop only: nothing to choose between
         key = kernel_key(op, chars)
         if key in seen:
             yield k, seen[key], op, chars, 0, 0
+            continue
+        if ufunc is None:
+            # nclx's own ops (fma, where, cast): their kernel is the loop
+            seen[key] = k
+            yield k, -1, op, chars, 0, 0
             continue
         found = looptable.find_loop(ufunc, chars)
         if found is None:
