@@ -317,8 +317,14 @@ def test_convert_shapes_layout_errors():
         nclx.convert(a, np.int64, casting="safe")
     with pytest.raises(TypeError, match="float16"):
         nclx.convert(a, np.float16)
-    with pytest.raises(ValueError, match="casting must be"):
+    with pytest.raises(ValueError) as mine:
         nclx.convert(a, np.int8, casting="loose")
+    with pytest.raises(ValueError) as stock:
+        a.astype(np.int8, casting="loose")
+    assert str(mine.value) == str(stock.value)
+    m = np.ma.array([1.5, 2.5], mask=[True, False])
+    cm = nclx.convert(m, np.int32)
+    assert isinstance(cm, np.ma.MaskedArray) and cm.mask.tolist() == [True, False]
     be = np.arange(5, dtype=">i4")
     _same_bits(be.astype(np.float64), nclx.convert(be, np.float64))
 
