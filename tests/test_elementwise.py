@@ -551,3 +551,30 @@ def test_convert_reports_flags_raised_in_any_thread_chunk(val, dst, where):
     short = {"overflow": "over", "invalid": "invalid", "underflow": "under"}[kind]
     with np.errstate(**{short: "raise"}), pytest.raises(FloatingPointError, match="in cast"):
         nclx.convert(a, dst)
+
+
+@pytest.mark.parametrize("op", NUMPY_OPS)
+def test_mixed_dtypes_and_dtype_keyword_equal_stock(op):
+    """Casting calls (NumPy buffers them in chunks) and dtype=/signature=,
+    with errors: installed equals stock."""
+    nclx.set_threshold(1000)
+    uf = spec.numpy_ufunc(op)
+    n = 40_000
+    pools = [_edge("int32", n, 1), _edge("float32", n, 2), _edge("uint16", n, 3),
+             _edge("int8", n, 4), _edge("float64", n, 5), _edge("bool", n, 6)]
+    combos = [pools[i:i + uf.nin] for i in range(len(pools) - uf.nin + 1)]
+    if op in ("left_shift", "right_shift", "power"):
+        with np.errstate(invalid="ignore"):    # nan -> int in the exponent pools
+            combos = [[c[0]] + [np.abs(x.astype(np.int64)) % 7 for x in c[1:]] for c in combos]
+    calls = [lambda c=c: uf(*c) for c in combos]
+    calls += [lambda c=c: uf(*c, dtype=np.float64) for c in combos[:2]]
+    calls += [lambda c=c: uf(*c, dtype=np.float32, casting="unsafe") for c in combos[:2]]
+    for fn in calls:
+        try:
+            want, got, w0, w1 = stock_and_installed(fn)
+        except (TypeError, ValueError) as exc:
+            with nclx.installed(), np.errstate(all="ignore"), pytest.raises(type(exc)):
+                fn()
+            continue
+        _same_bits(want, got)
+        assert w0 == w1
