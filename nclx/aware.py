@@ -49,15 +49,11 @@ def subsystem_of(ufunc, method="__call__"):
 #: (logical_*: NumPy's promoters for reductions and int/uint64 mixes have no
 #: twin in a ufunc built from loops, so NumPy's own is used; under install()
 #: its loops are nclx's entries anyway)
-_TWIN_OF = {}
+_TWIN_OF = {_spec.numpy_ufunc(op): op for op in _spec.OPS
+            if op not in _spec.NCLX_ONLY and op not in ("logical_and", "logical_or", "logical_xor")}
 
 
 def _twins():
-    if not _TWIN_OF:
-        for op in _spec.OPS:
-            npuf = _spec.numpy_ufunc(op)
-            if npuf is not None and op not in ("logical_and", "logical_or", "logical_xor"):
-                _TWIN_OF[npuf] = op
     return _TWIN_OF
 
 
@@ -90,7 +86,13 @@ def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, kernels=None):
     kw, outs = _unwrap_kwargs(kwargs, unwrap)
     args = tuple(unwrap(x) for x in inputs)
     fn = kernels(ufunc) if kernels is not None else ufunc
-    result = getattr(fn, method)(*args, **kw)
+    try:
+        result = getattr(fn, method)(*args, **kw)
+    except TypeError:
+        if fn is ufunc:
+            raise
+        # a loop NumPy registers outside its legacy list (strings): NumPy's own
+        result = getattr(ufunc, method)(*args, **kw)
     if method == "at":
         return None
     if outs is not None:
@@ -133,10 +135,28 @@ def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, ke
 _NOARG = object()
 
 
+def _operand_ok(v, dt=None):
+    """An operand ``_where`` takes: an array, a NumPy scalar, an nclx-aware
+    object, or a Python bool/int/float (an int only if it fits ``dt``:
+    NumPy's where wraps one that does not, a ufunc refuses it)."""
+    if isinstance(v, (np.ndarray, np.generic)) or getattr(type(v), "_nclx_array_function", False):
+        return True
+    if isinstance(v, (bool, float)):
+        return True
+    if isinstance(v, int):
+        if dt is None or dt.kind not in "iu":
+            return True
+        info = np.iinfo(dt)
+        return info.min <= v <= info.max
+    return False
+
+
 def _where(condition, x=_NOARG, y=_NOARG):
     """np.where(cond, x, y) as nclx.ufuncs.where, or NotImplemented."""
     if x is _NOARG or y is _NOARG:
         return NotImplemented         # np.where(cond): nonzero(), NumPy's own
+    if not (_operand_ok(condition) and _operand_ok(x) and _operand_ok(y)):
+        return NotImplemented         # None, strings, lists...: NumPy's where
     try:
         dt = np.result_type(x, y)
         cdt = np.result_type(condition)
@@ -144,17 +164,33 @@ def _where(condition, x=_NOARG, y=_NOARG):
         return NotImplemented
     if dt.char not in _spec.NUMPY_CHAR_ORDER or cdt.char not in _spec.NUMPY_CHAR_ORDER:
         return NotImplemented         # float16, complex, object...: NumPy's where
+    if not (_operand_ok(x, dt) and _operand_ok(y, dt)):
+        return NotImplemented
     import nclx.ufuncs as nu
     if cdt != np.bool_:
         condition = nu.not_equal(condition, 0)     # truthiness, as np.where reads it
-    return nu.where(condition, x, y, signature=(np.bool_, dt, dt, dt))
+    result = nu.where(condition, x, y, signature=(np.bool_, dt, dt, dt))
+    if isinstance(result, np.generic):
+        result = np.asarray(result)                 # np.where returns an array, 0-d too
+    return result
+
+
+def _handled(types):
+    """NumPy's protocol: defer (NotImplemented) when another array type with
+    its own ``__array_function__`` takes part in the call."""
+    return all(issubclass(t, np.ndarray) or getattr(t, "_nclx_array_function", False)
+               for t in types)
 
 
 def array_function(func, types, args, kwargs, default):
     """The one nclx-aware ``__array_function__``: ``np.where(cond, x, y)``
     runs ``nclx.ufuncs.where`` (the Ternary chain: python-level hooks, the
     ledger row ``where``, threads); every other NumPy function runs as it
-    would without the override (``default(func, types, args, kwargs)``)."""
+    would without the override (``default(func, types, args, kwargs)``);
+    calls with a foreign array type return NotImplemented, so that type's
+    own override is asked."""
+    if not _handled(types):
+        return NotImplemented
     if func is np.where:
         result = _where(*args, **kwargs)
         if result is not NotImplemented:
@@ -163,5 +199,10 @@ def array_function(func, types, args, kwargs, default):
 
 
 def numpy_default(func, types, args, kwargs):
-    """What NumPy does for a type without ``__array_function__``."""
-    return func._implementation(*args, **kwargs)
+    """What NumPy does for a type without ``__array_function__`` (a function
+    with no plain implementation -- a ``like=`` call -- is refused as NumPy
+    refuses ``like=`` for such a type)."""
+    impl = getattr(func, "_implementation", None)
+    if impl is None:
+        return NotImplemented
+    return impl(*args, **kwargs)

@@ -573,3 +573,86 @@ def test_uninstall_gives_nclx_ufuncs_back_the_loops_of_import_time():
     x = np.linspace(0, 1, 10)
     assert nu.exp(x).tobytes() == np.exp(x).tobytes()
     assert entries.original_address(k) == 0
+
+
+# ------------------------------------------- second review of issue 21's work
+
+def _fesetround(mode):
+    import ctypes
+    libm = ctypes.CDLL(None)
+    assert libm.fesetround(mode) == 0
+
+
+@pytest.mark.skipif(sys.platform != "linux" or __import__("platform").machine() != "x86_64",
+                    reason="FE_UPWARD's value (0x800) is x86's")
+def test_worker_threads_compute_under_the_callers_rounding_mode():
+    """OpenMP workers kept the FP mode they had when the team started: a
+    split cast under FE_UPWARD differed from astype in ~half the elements."""
+    nclx.set_num_threads(2)
+    nclx.set_threshold(1000)
+    x = np.random.default_rng(0).random(200_000) * 1e-3
+    nclx.convert(x, np.float32)                 # the team has run, in the default mode
+    try:
+        _fesetround(0x800)                      # FE_UPWARD
+        want = x.astype(np.float32)
+        got = nclx.convert(x, np.float32)
+        got2 = nclx.ufuncs.add(x, 1e-20)
+        want2 = np.add(x, 1e-20)
+    finally:
+        _fesetround(0)                          # FE_TONEAREST
+        nclx.reset_thresholds()
+    assert got.tobytes() == want.tobytes()
+    assert got2.tobytes() == want2.tobytes()
+
+
+def test_calibrating_nclx_own_ops_with_numpy_preferred_does_not_crash():
+    from nclx._ncl import calibrate, policy
+    with pytest.raises(ValueError, match="nclx's own op"):
+        policy.set_preference("cast", "dd", False, False, True)
+    policy.prefer_everywhere(True)
+    try:
+        calibrate.calibrate_thresholds(sizes=[4096], reps=1)
+        assert nclx.ufuncs.fma(2.0, 3.0, 1.0) == 7.0
+    finally:
+        policy.reset_preferences()
+        nclx.reset_thresholds()
+
+
+def test_array_function_defers_to_foreign_array_types_and_like():
+    import nclx.storage as st
+
+    class Other:
+        def __array_function__(self, func, types, args, kwargs):
+            return "Other handled"
+    s = st.zeros((3,), dtype=np.float64)
+    assert np.concatenate([s, Other()]) == "Other handled"
+    with pytest.raises(TypeError):
+        np.asarray([1, 2], like=s)
+    assert np.concatenate([s, s]).shape == (6,)
+
+
+def test_np_where_on_aware_operands_matches_numpy_for_odd_operands():
+    a = nclx.hooks.aware(np.array([True, False, True]))
+    u8 = np.array([1, 2, 3], np.uint8)
+    i8 = np.array([1, 2, 3], np.int8)
+    cases = [(a, None, 1), (a, u8, -1), (a, i8, 300), (a, np.arange(3), 2**63),
+             (a, [1, 2, 3], 0.5), (a, "x", "y")]
+    for c, x, y in cases:
+        with np.errstate(all="ignore"):
+            want = np.where(np.asarray(c), x, y)
+            got = np.where(c, x, y)
+        assert np.asarray(got).dtype == want.dtype and np.asarray(got).tolist() == want.tolist()
+    z = np.where(nclx.hooks.aware(np.array(True)), 1, 2)
+    assert isinstance(z, np.ndarray) and z.shape == () and z == 1
+
+
+def test_twins_fall_back_to_numpy_for_loops_outside_the_legacy_list():
+    from nclx.aware import nclx_ufunc, run_unwrapped
+    u = np.array(["a", "b"])
+    got = run_unwrapped(np.equal, "__call__", (u, u), {}, lambda v: v, kernels=nclx_ufunc)
+    assert got.tolist() == [True, True]
+
+
+def test_convert_bool_to_bool_copies_the_byte_as_astype():
+    b = np.array([2, 255, 0, 1], np.uint8).view(bool)
+    assert nclx.convert(b, bool).view(np.uint8).tolist() == b.astype(bool).view(np.uint8).tolist()

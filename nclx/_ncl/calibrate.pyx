@@ -132,7 +132,7 @@ cdef double _run_once(ncl_call *call, int reduce, int nthreads) noexcept nogil:
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     cdef int64_t t0 = ncl_cal_now_ns()
     if nthreads <= 1:
-        if pol.prefer[reduce][0]:
+        if pol.prefer[reduce][0] and call.numpy_loop != NULL:
             call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
         else:
             call.nclx_loop(call.args, call.dimensions, call.steps, call.data)

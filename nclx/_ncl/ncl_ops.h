@@ -275,8 +275,9 @@ NCL_CAST(S, SN, uint8_t, uint8) NCL_CAST(S, SN, uint16_t, uint16)               
 NCL_CAST(S, SN, uint32_t, uint32) NCL_CAST(S, SN, uint64_t, uint64)                   \
 NCL_CAST(S, SN, float, float32) NCL_CAST(S, SN, double, float64)
 /* a bool source: every target reads (x != 0) */
+/* bool to bool copies the byte (astype does: a view holding 2 stays 2) */
 #define NCL_CASTS_FROM_BOOL                                                         \
-NCL_CAST_B(ncl_bool, bool, ncl_bool, bool) NCL_CAST_B(ncl_bool, bool, int8_t, int8)    \
+NCL_CAST(ncl_bool, bool, ncl_bool, bool) NCL_CAST_B(ncl_bool, bool, int8_t, int8)      \
 NCL_CAST_B(ncl_bool, bool, int16_t, int16) NCL_CAST_B(ncl_bool, bool, int32_t, int32)  \
 NCL_CAST_B(ncl_bool, bool, int64_t, int64) NCL_CAST_B(ncl_bool, bool, uint8_t, uint8)  \
 NCL_CAST_B(ncl_bool, bool, uint16_t, uint16) NCL_CAST_B(ncl_bool, bool, uint32_t, uint32) \

@@ -81,6 +81,8 @@ def set_preference(op, chars, bint reduce, bint chunk, bint numpy):
     """Run NumPy's loop (True) or nclx's kernel (False) for one signature,
     for reductions or elementwise calls, whole calls or per-thread chunks."""
     cdef int k = entries.signatures().index((op, chars))
+    if op in spec.NCLX_ONLY and numpy:
+        raise ValueError(f"{op} is nclx's own op: NumPy has no loop for it")
     ncl_slot_policy(k).prefer[reduce][chunk] = numpy
 
 
@@ -95,9 +97,11 @@ def prefer_everywhere(bint numpy):
     """Run NumPy's loop (True) or nclx's kernels (False) for every call:
     for tests and measurements."""
     cdef int k
+    cdef bint own
     for k in range(NCL_NSLOTS):
-        ncl_slot_policy(k).prefer[0][0] = ncl_slot_policy(k).prefer[0][1] = numpy
-        ncl_slot_policy(k).prefer[1][0] = ncl_slot_policy(k).prefer[1][1] = numpy
+        own = entries.slot_info(k)[2] is None       # nclx's own op: no NumPy loop
+        ncl_slot_policy(k).prefer[0][0] = ncl_slot_policy(k).prefer[0][1] = numpy and not own
+        ncl_slot_policy(k).prefer[1][0] = ncl_slot_policy(k).prefer[1][1] = numpy and not own
 
 
 def preferences():

@@ -41,23 +41,31 @@ cdef extern from *:
     #endif
         return pthread_atfork(NULL, NULL, ncl_after_fork_child);
     }
-    /* Run fn on a team of `want` threads (the caller is thread 0).  FP flags
-     * raised on the other threads are raised again on the caller, where
-     * NumPy looks for them. */
+    /* Run fn on a team of `want` threads (the caller is thread 0).  The
+     * workers take the caller's floating-point environment (rounding mode,
+     * FTZ/DAZ); FP flags raised on them are raised again on the caller,
+     * where NumPy looks for them. */
     static void ncl_run_team(int want, ncl_team_fn fn, void *ctx)
     {
         int flags = 0;
+        fenv_t env;             /* the caller's rounding mode, FTZ/DAZ, masks */
         if (want <= 1 || ncl_team_lost) {
             fn(ctx, 0, 1);      /* one thread runs every piece, in order */
             return;
         }
     #ifdef _OPENMP
         ncl_team_started = 1;
+        fegetenv(&env);
         #pragma omp parallel num_threads(want)
         {
             int tid = omp_get_thread_num();
             int nth = omp_get_num_threads();
-            if (tid != 0) feclearexcept(FE_ALL_EXCEPT);
+            if (tid != 0) {
+                /* a worker computes under the caller's mode (a pooled thread
+                 * keeps whatever mode it last had), with no flag up */
+                fesetenv(&env);
+                feclearexcept(FE_ALL_EXCEPT);
+            }
             fn(ctx, tid, nth);
             if (tid != 0) {
                 int mine = fetestexcept(FE_ALL_EXCEPT);

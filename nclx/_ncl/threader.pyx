@@ -222,6 +222,8 @@ cdef void _run_whole_again(team_job *job) noexcept nogil:
     cdef ncl_call *call = job.call
     if call.numpy_loop != NULL:
         call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+    else:
+        call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
 
 
 cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil:

@@ -297,6 +297,9 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
         from nclx.storage.ufunc import storage_ufunc
         return storage_ufunc(ufunc, method, inputs, kwargs)
 
+    #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
+    _nclx_array_function = True
+
     def __array_function__(self, func, types, args, kwargs):
         from nclx import aware
         return aware.array_function(func, types, args, kwargs, aware.numpy_default)
