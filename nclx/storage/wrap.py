@@ -34,6 +34,8 @@ def _host_array(data, kw):
                                f"{type(data).__name__}")
     if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") \
             or hasattr(data, "__array_struct__"):
+        if not isinstance(data, np.ndarray):
+            _check_interface_extent(data)
         arr = np.asarray(data)
     else:   # bytes, bytearray, memoryview, mmap: the raw bytes
         arr = np.frombuffer(data, np.uint8) if memoryview(data).contiguous else np.asarray(data)
@@ -58,6 +60,39 @@ def _host_array(data, kw):
         raise StorageError(f"as_storage: offset={flat['offset']!r} needs a flat buffer and shape=")
     normalize_dtype(arr.dtype, "data")
     return arr
+
+
+def _check_interface_extent(data):
+    """An ``__array_interface__`` whose ``data`` is a buffer object must hold
+    every byte its shape, strides and offset address (NumPy does not check,
+    and would read past the end).  A raw ``(pointer, read_only)`` address, and
+    ``__array_struct__``, are trusted: their length is unknown."""
+    iface = getattr(data, "__array_interface__", None)
+    if not isinstance(iface, dict):
+        return
+    buf = iface.get("data")
+    if buf is None or isinstance(buf, tuple) or not _has_buffer(buf):
+        return
+    try:
+        shape = tuple(int(n) for n in iface["shape"])
+        itemsize = np.dtype(iface["typestr"]).itemsize
+    except (KeyError, TypeError, ValueError):
+        return          # malformed: NumPy's own error follows
+    strides = iface.get("strides")
+    if strides is None:
+        strides = _c_strides(shape, itemsize)
+    strides = tuple(int(s) for s in strides)
+    offset = int(iface.get("offset", 0) or 0)
+    size = memoryview(buf).nbytes
+    if any(n == 0 for n in shape):
+        return
+    lo = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
+    hi = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
+    if lo < 0 or hi > size:
+        raise StorageError(
+            f"as_storage: __array_interface__ shape={shape} strides={strides} "
+            f"offset={offset} (itemsize {itemsize}) addresses bytes [{lo}, {hi}) but its data "
+            f"buffer holds {size} bytes")
 
 
 def _raw_bytes(arr):
