@@ -8,31 +8,21 @@ routes ordinary NumPy code through nclx's hook chains (:mod:`nclx.hooks`);
 reaches nclx through the C API (``nclx/include/nclx.h``, the capsule
 ``nclx._C_API``).
 """
-import os as _os
-
 from nclx._build_info import VERSION as __version__
-from nclx._config import config, show_config
-from nclx import ufuncs
-from nclx._install import NclxInstallError, install, installed, is_installed, uninstall
+from nclx._config import config, get_include, show_config
+from nclx import errors, ufuncs
+from nclx._ncl.install import NclxInstallError, install, installed, is_installed, uninstall
 from nclx import aware, hooks, ledger
 from nclx.checked import checked
 from nclx.convert import convert
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
-from nclx._ncl.capi import C_API as _C_API_2  # noqa: F401  (the capsule, NCLX_CAPSULE_NAME)
-_C_API = _C_API_2   # version 1's attribute: modules built against it fail at import_nclx
-
-
-def get_include():
-    """Folder holding nclx's C headers (``nclx.h``, ``ncl_spec.h``) for
-    compiled code using the C API.  Cython authors ``cimport nclx._ncl.hooks``
-    from the installed package (on ``sys.path``) and add this folder to the
-    C include path."""
-    return _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "include")
-
+# the capsule (NCLX_CAPSULE_NAME); _C_API is version 1's attribute: modules
+# built against version 1 fail at import_nclx's exact version check
+from nclx._ncl.capi import C_API as _C_API_2, C_API as _C_API  # noqa: F401
 
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
-           "calibrate",
+           "calibrate", "errors",
            "NclxInstallError"]

@@ -1,4 +1,6 @@
-"""Build and runtime configuration: ``nclx.show_config()``."""
+"""Build and runtime configuration: ``nclx.show_config()``, and the runtime
+settings ``nclx.config(reassociate=True)`` changes."""
+import os
 import platform
 import sys
 
@@ -7,8 +9,43 @@ import numpy as np
 from nclx import _build_info
 from nclx._ncl import _openmp
 from nclx._ncl import team as _team
+from nclx._ncl import threader as _threader
 from nclx._ncl import ufuncs as _ufuncs
-from nclx import _settings
+
+_SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate)}
+
+
+class Settings:
+    """Settings applied by :func:`nclx.config`; as a context manager it puts
+    the previous values back on exit."""
+
+    def __init__(self, changes):
+        unknown = sorted(set(changes) - set(_SETTERS))
+        if unknown:
+            raise TypeError(f"unknown nclx setting(s) {', '.join(unknown)}; "
+                            f"settings: {', '.join(_SETTERS)}")
+        self.previous = {k: _SETTERS[k][0]() for k in changes}
+        for k, v in changes.items():
+            if not isinstance(v, bool):
+                raise TypeError(f"nclx setting {k!r} takes True or False, not {v!r}")
+            _SETTERS[k][1](v)
+        self.changes = dict(changes)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.previous.items():
+            _SETTERS[k][1](v)
+        return False
+
+    def __repr__(self):
+        return f"<nclx settings {self.changes} (previous {self.previous})>"
+
+
+def current():
+    """The runtime settings now: {name: value}."""
+    return {k: get() for k, (get, _set) in _SETTERS.items()}
 
 
 def config(**settings):
@@ -34,7 +71,7 @@ def config(**settings):
         exactly, on NumPy's pairwise points).
     """
     if settings:
-        return _settings.Settings(settings)
+        return Settings(settings)
     isa_flags = dict(item.split("=", 1) for item in _build_info.ISA_FLAGS.split(";") if item)
     selected = _ufuncs.selected_isa()
     return {
@@ -55,7 +92,7 @@ def config(**settings):
         "isa_selected": selected,
         "simd_flags": isa_flags.get(selected) or "(compiler default: baseline)",
         "num_threads": _team.get_num_threads(),
-        "settings": _settings.current(),
+        "settings": current(),
     }
 
 
@@ -79,3 +116,11 @@ def show_config():
             value = ", ".join(value)
         print(f"{key.ljust(width)}  {value}")
     return cfg
+
+
+def get_include():
+    """Folder holding nclx's C headers (``nclx.h``, ``ncl_spec.h``) for
+    compiled code using the C API.  Cython authors ``cimport nclx._ncl.hooks``
+    from the installed package (on ``sys.path``) and add this folder to the
+    C include path."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "include")

@@ -16,11 +16,43 @@ methods or, for ndarray subclasses, through NumPy's own reductions.
 """
 import numpy as np
 
+from nclx import ufuncs as _nu
 from nclx._ncl import spec as _spec
 from nclx._ncl.pychain import run_python_chain
 from nclx._ncl.registry import SUBSYSTEMS
 
-__all__ = ["array_ufunc", "array_function", "subsystem_of", "nclx_ufunc"]
+__all__ = ["array_ufunc", "array_function", "subsystem_of", "nclx_ufunc", "outs_of",
+           "foreign", "start_value"]
+
+#: The value a reduction of ``op`` over a dtype starts from (its identity, or
+#: the dtype's lowest/highest value for maximum/minimum): ``spec.start_value``.
+start_value = _spec.start_value
+
+
+def outs_of(kwargs):
+    """``out=`` of a ufunc call as a tuple, however it was given (``()`` when
+    absent; ``out=x`` and ``out=(x,)`` both give ``(x,)``)."""
+    out = kwargs.get("out")
+    if out is None:
+        return ()
+    return out if isinstance(out, tuple) else (out,)
+
+
+def foreign(inputs, kwargs, own=()):
+    """True when an operand -- an input, an ``out=`` or ``where=`` -- is of an
+    array type with its own ``__array_ufunc__`` that is neither an ndarray
+    nor one of the ``own`` types.  NumPy's protocol: the caller returns
+    NotImplemented, so that type is asked (and NumPy raises its TypeError
+    when nobody handles the call)."""
+    where = kwargs.get("where")
+    operands = tuple(inputs) + outs_of(kwargs) + (() if where is None else (where,))
+    for x in operands:
+        if isinstance(x, np.ndarray) or (own and isinstance(x, own)):
+            continue
+        if getattr(type(x), "__array_ufunc__", None) is not None \
+                and not isinstance(x, (np.generic, int, float, complex, bool)):
+            return True
+    return False
 
 def _subsystem_names():
     """ufunc name (NumPy's: true_divide is 'divide') -> its subsystem."""
@@ -53,26 +85,19 @@ _TWIN_OF = {_spec.numpy_ufunc(op): op for op in _spec.OPS
             if op not in _spec.NCLX_ONLY and op not in ("logical_and", "logical_or", "logical_xor")}
 
 
-def _twins():
-    return _TWIN_OF
-
-
 def nclx_ufunc(ufunc):
     """nclx's twin of NumPy's ``ufunc`` (the very object, not a namesake such
     as scipy.special.cbrt), or ``ufunc`` itself when nclx has none."""
-    op = _twins().get(ufunc)
+    op = _TWIN_OF.get(ufunc)
     if op is None:
         return ufunc
-    import nclx.ufuncs as nu
-    return getattr(nu, op)
+    return getattr(_nu, op)
 
 
 def _unwrap_kwargs(kwargs, unwrap):
     kw = dict(kwargs)
-    out = kw.get("out")
-    outs = None
-    if out is not None:
-        outs = out if isinstance(out, tuple) else (out,)
+    outs = outs_of(kw) or None
+    if outs is not None:
         kw["out"] = tuple(None if o is None else unwrap(o) for o in outs)
     if kw.get("where") is not None and not isinstance(kw["where"], bool):
         kw["where"] = unwrap(kw["where"])
@@ -166,10 +191,9 @@ def _where(condition, x=_NOARG, y=_NOARG):
         return NotImplemented         # float16, complex, object...: NumPy's where
     if not (_operand_ok(x, dt) and _operand_ok(y, dt)):
         return NotImplemented
-    import nclx.ufuncs as nu
     if cdt != np.bool_:
-        condition = nu.not_equal(condition, 0)     # truthiness, as np.where reads it
-    result = nu.where(condition, x, y, signature=(np.bool_, dt, dt, dt))
+        condition = _nu.not_equal(condition, 0)    # truthiness, as np.where reads it
+    result = _nu.where(condition, x, y, signature=(np.bool_, dt, dt, dt))
     if isinstance(result, np.generic):
         result = np.asarray(result)                 # np.where returns an array, 0-d too
     return result

@@ -41,7 +41,7 @@ import warnings
 
 import numpy as np
 
-from nclx import _install
+from nclx._ncl import install as _install
 from nclx._ncl import checked as _checked
 from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
@@ -112,6 +112,12 @@ def _release():
             _shared["handles"].clear()
 
 
+def active():
+    """True while this thread is inside a ``nclx.checked()`` block (the mode
+    travels with its calls to nclx's worker threads; other threads wrap)."""
+    return _entries.checked_depth() > 0
+
+
 @contextlib.contextmanager
 def checked():
     """Make integer add/subtract/multiply/negative/absolute/square/power
@@ -127,3 +133,7 @@ def checked():
         finally:
             _entries.checked_leave()
             _release()
+
+
+#: ``nclx.checked.active()``: ``nclx.checked`` is the context manager itself
+checked.active = active

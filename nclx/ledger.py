@@ -20,7 +20,7 @@ import contextlib
 import itertools
 from collections import namedtuple
 
-from nclx import _install
+from nclx._ncl import install as _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
 from nclx._ncl import spec as _spec

@@ -25,8 +25,7 @@ cdef extern from *:
     Py_ssize_t ncl_type_vectorcall_offset(object o)
 
 
-class NclxInstallError(RuntimeError):
-    """NumPy's ufunc internals are not what nclx was built for: install() refuses."""
+from nclx.errors import NclxInstallError
 
 
 cdef int ncl_find_loop(PyUFuncObject *uf, const int *sig, int nargs) noexcept:

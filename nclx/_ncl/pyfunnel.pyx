@@ -37,7 +37,7 @@ cdef vectorcallfunc _vc_orig[NCL_NOPS]
 cdef int _vc_sub[NCL_NOPS]
 cdef int _vc_installed = 0
 cdef int _vc_n = 0                 # served ufuncs in the arrays (ops NumPy has)
-cdef object _vc_runner = None      # nclx._install._run_python_funnel
+cdef object _vc_runner = None      # nclx._ncl.install._run_python_funnel
 
 
 cdef PyObject *_ncl_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,

@@ -43,8 +43,7 @@ SUBSYSTEMS = tuple(ncl_subsystem_names[s].decode() for s in range(NCL_NSUBSYSTEM
 POSITIONS = {"front": NCL_FRONT, "back": NCL_BACK, "before": NCL_BEFORE, "after": NCL_AFTER}
 
 
-class HookError(ValueError):
-    """A hook cannot be registered or removed as asked (names the chain and node)."""
+from nclx.errors import HookError
 
 
 # ------------------------------------------------------------- the registry

@@ -137,6 +137,35 @@ def numpy_ufunc(op):
     import importlib
     return getattr(importlib.import_module(NUMPY_HOME.get(op, "numpy")), op)
 
+def start_value(op, dtype):
+    """The value a reduction of ``op`` over ``dtype`` starts from -- what an
+    empty partial contributes: the ufunc's identity (add 0, multiply 1,
+    bitwise_and -1, ...) or, for maximum/minimum (and fmax/fmin), the
+    dtype's lowest/highest value (-inf/inf for floats, False/True for bool).
+    None when the op has neither.  ``dtype`` is a NumPy dtype or its name."""
+    import numpy as np
+    dt = np.dtype(dtype)
+    if op in ("maximum", "minimum", "fmax", "fmin"):
+        high = op in ("minimum", "fmin")
+        if dt.kind == "b":
+            return dt.type(high)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            return dt.type(info.max if high else info.min)
+        if dt.kind == "f":
+            return dt.type(np.inf if high else -np.inf)
+        return None
+    code = OPS[op][2] if op in OPS else None
+    value = {ZERO: 0, ONE: 1, MINUS_ONE: -1}.get(code)
+    if value is None:
+        return None
+    if dt.kind == "b":
+        return dt.type(value != 0)
+    if dt.kind == "u" and value < 0:
+        return dt.type(np.iinfo(dt).max)
+    return dt.type(value)
+
+
 #: bool reductions that can stop early: the value that, once reached, the
 #: accumulator keeps (True for "any"-like ops, False for "all"-like ones).
 BOOL_ABSORBING = {"add": 1, "maximum": 1, "bitwise_or": 1,

@@ -72,8 +72,7 @@ ISA_PREFERENCE = ("avx2", "baseline")
 _cache = {}
 
 
-class NclxISAError(ValueError):
-    """NCLX_ISA, or an ``isa=`` argument, names an ISA build that cannot run here."""
+from nclx.errors import NclxISAError
 
 
 def built_isas():

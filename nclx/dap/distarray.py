@@ -244,7 +244,7 @@ class DistArray:
                         raise DapError(f"{ufunc.__name__}: out= must be an identically "
                                        f"distributed DistArray, not {type(o).__name__}")
             try:
-                from nclx import _install
+                from nclx._ncl import install as _install
                 # installed: NumPy's ufunc reaches nclx's loops and every hook chain
                 # (nclx.checked() included); otherwise nclx's own ufuncs
                 kernels = None if _install.is_installed() else aware.nclx_ufunc

@@ -188,7 +188,7 @@ def _local_partial(da, ufunc, axes, dtype, where, initial, kernels, index, block
     from nclx.dap.distarray import DistArray
     dist = da.distribution
     rank = da.comm.Get_rank()
-    from nclx import _install
+    from nclx._ncl import install as _install
     # installed: NumPy's ufunc reaches nclx's loops and every hook chain
     # (nclx.checked() included); otherwise nclx's own ufuncs
     fn = kernels(ufunc) if kernels is not None and not _install.is_installed() else ufunc

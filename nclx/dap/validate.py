@@ -15,6 +15,8 @@ import re
 
 import numpy as np
 
+from nclx.errors import NclxError
+
 SUPPORTED_MAJOR = 0
 _COMMON = ("dist_type", "size", "proc_grid_size", "proc_grid_rank")
 _KEYS = {
@@ -29,7 +31,7 @@ _VERSION = re.compile(rf"{_NUMBER}\.{_NUMBER}\.{_NUMBER}")
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-class DapError(ValueError):
+class DapError(NclxError, ValueError):
     """A DAP export or dimension dictionary is invalid (the message names
     the dimension and key)."""
 

@@ -7,9 +7,10 @@ frame (docs/ipc.md); ``UnknownTicketError`` when that error is an unknown
 ticket; ``ConnectionLostError`` when the peer went away mid-frame or
 mid-stream.
 """
+from nclx.errors import NclxError
 
 
-class ProtocolError(ValueError):
+class ProtocolError(NclxError, ValueError):
     """Bytes on the wire that break the Dissociated IPC protocol or nclx's
     TCP framing: the message names the offending field and value."""
 
@@ -18,7 +19,7 @@ class ConnectionLostError(ProtocolError, ConnectionError):
     """The peer closed the connection in the middle of a frame or a stream."""
 
 
-class RemoteError(RuntimeError):
+class RemoteError(NclxError, RuntimeError):
     """The server reported an error (an nclx error frame).
 
     ``code`` is the machine-readable kind ('unknown_ticket', 'protocol',

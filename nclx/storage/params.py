@@ -10,6 +10,8 @@ import operator
 
 import numpy as np
 
+from nclx.errors import NclxError
+
 __all__ = ["StorageError", "StorageTypeError", "NoSuchBufferError", "DeviceUnavailableError",
            "PRESETS", "normalize_shape", "normalize_dims", "normalize_halo",
            "normalize_layout", "normalize_aligned_index", "normalize_alignment",
@@ -17,7 +19,7 @@ __all__ = ["StorageError", "StorageTypeError", "NoSuchBufferError", "DeviceUnava
            "default_dims", "normalize_dtype", "MAX_DIMS", "MAX_ALIGNMENT"]
 
 
-class StorageError(ValueError):
+class StorageError(NclxError, ValueError):
     """A storage keyword or buffer that cannot be used (names the keyword)."""
 
 

@@ -18,13 +18,14 @@ An error names the 1-based column of the first character that does not fit.
 import json
 import re
 
+from nclx.errors import NclxError
 from nclx.types.datashape import (SCALAR_NAMES, Categorical, Dim, Option, Pointer, Record,
                                   Scalar, String, Union)
 
 __all__ = ["parse", "TypeStringError"]
 
 
-class TypeStringError(ValueError):
+class TypeStringError(NclxError, ValueError):
     """A type string that does not parse; ``.column`` is 1-based."""
 
     def __init__(self, text, column, message):

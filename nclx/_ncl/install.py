@@ -16,7 +16,7 @@ from nclx._ncl import hooks as _hooks
 from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
-from nclx._ncl.looptable import NclxInstallError
+from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,

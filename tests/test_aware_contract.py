@@ -1,0 +1,72 @@
+"""nclx.aware's shared pieces of the ufunc contract: out= normalised,
+foreign operands detected, reduction start values from spec.py."""
+import numpy as np
+import pytest
+
+from nclx import aware
+from nclx._ncl import spec
+
+
+class _Foreign:
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return "foreign"
+
+
+class _Own:
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return "own"
+
+
+def test_outs_of_every_spelling():
+    a = np.zeros(3)
+    assert aware.outs_of({}) == ()
+    assert aware.outs_of({"out": None}) == ()
+    assert aware.outs_of({"out": a})[0] is a
+    assert aware.outs_of({"out": (a,)})[0] is a
+    assert aware.outs_of({"out": (None, a)}) == (None, a)
+
+
+@pytest.mark.parametrize("where", ["input", "out", "where"])
+def test_foreign_operand_anywhere_is_found(where):
+    f = _Foreign()
+    inputs, kw = (np.ones(2), 1.0), {}
+    if where == "input":
+        inputs = (np.ones(2), f)
+    elif where == "out":
+        kw["out"] = (f,)
+    else:
+        kw["where"] = f
+    assert aware.foreign(inputs, kw) is True
+    assert aware.foreign(inputs, kw, own=(_Foreign,)) is False
+
+
+def test_plain_operands_are_not_foreign():
+    assert aware.foreign((np.ones(2), np.float32(1), 3, 2.5, True, 1j, [1, 2]), {}) is False
+    assert aware.foreign((_Own(),), {}, own=(_Own,)) is False
+
+
+_NEUTRAL_CASES = [(op, dt) for op in ("add", "multiply", "maximum", "minimum", "bitwise_and",
+                                       "bitwise_or", "logical_and", "logical_or")
+                  for dt in spec.ALL
+                  if not (op.startswith("bitwise") and dt.startswith("float"))]
+
+
+@pytest.mark.parametrize("op,dt", _NEUTRAL_CASES)
+def test_start_value_is_neutral(op, dt):
+    """Reducing [start] with the op's reduction gives start itself, and
+    combining start with any value v gives v (what a neutral element is)."""
+    ufunc = getattr(np, op)
+    sample = np.array([0, 1, 2, -1 if np.dtype(dt).kind not in "ub" else 3], dtype=dt)
+    start = aware.start_value(op, dt)
+    assert start is not None and start.dtype == np.dtype(dt)
+    for v in sample:
+        got = ufunc(start, v)
+        expect = v if op not in ("logical_and", "logical_or") else np.bool_(v)
+        assert got.tobytes() == np.asarray(expect, dtype=got.dtype).tobytes(), (op, dt, v)
+
+
+def test_start_value_of_ops_without_one():
+    assert aware.start_value("subtract", "float64") is None
+    assert aware.start_value("true_divide", "float32") is None
+    assert aware.start_value("maximum", "float64") == -np.inf
+    assert aware.start_value("minimum", "uint8") == 255
