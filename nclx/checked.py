@@ -43,7 +43,7 @@ import numpy as np
 
 from nclx._ncl import install as _install
 from nclx._ncl import checked as _checked
-from nclx._ncl import entries as _entries
+from nclx._ncl import modes as _modes
 from nclx._ncl import hooks as _hooks
 
 OPS = _checked.OPS
@@ -64,7 +64,7 @@ class _Writer:
         text = msg.strip()
         if text.startswith("Warning: "):
             text = text[len("Warning: "):]
-        info = _entries.take_checked_overflow()
+        info = _modes.take_checked_overflow()
         if info is not None:
             op, dtype, count = info
             if op in ("left_shift", "right_shift"):
@@ -115,7 +115,7 @@ def _release():
 def active():
     """True while this thread is inside a ``nclx.checked()`` block (the mode
     travels with its calls to nclx's worker threads; other threads wrap)."""
-    return _entries.checked_depth() > 0
+    return _modes.checked_depth() > 0
 
 
 @contextlib.contextmanager
@@ -125,13 +125,13 @@ def checked():
     bits are lost, for this thread, inside the block."""
     with _install.installed():
         _acquire()
-        _entries.checked_enter()
+        _modes.checked_enter()
         try:
-            _entries.take_checked_overflow()   # start clean
+            _modes.take_checked_overflow()   # start clean
             with np.errstate(over="log", call=_Writer(np.geterr()["over"], np.geterrcall())):
                 yield
         finally:
-            _entries.checked_leave()
+            _modes.checked_leave()
             _release()
 
 

@@ -1,6 +1,7 @@
 """The build: kernels are vectorised, documented examples run."""
 import doctest
 import glob
+import re
 import os
 import shutil
 import subprocess
@@ -80,3 +81,27 @@ def test_python_m_nclx_demo_runs():
     assert "10. nclx.ipc" in proc.stdout and "equal to the original: True" in proc.stdout
     assert "mapped read-only): True -> zero copy" in proc.stdout
     assert "after `del got`: 0 (free_data sent)" in proc.stdout
+
+
+def test_entries_are_named_by_signature():
+    """Each loop entry's C name says what it runs (``_entry_add_lll``), one
+    name per (op, signature), so a profiler shows it."""
+    import re
+    from nclx._ncl import spec
+    names = [spec.entry_symbol(op, chars) for op, chars in spec.all_char_signatures()]
+    assert len(set(names)) == len(names)
+    assert all(re.fullmatch(r"_entry_[a-z0-9_]+_[A-Za-z]+", n) for n in names), names[:5]
+    assert spec.entry_symbol("add", "lll") == "_entry_add_lll"
+    assert spec.entry_symbol("less", "ll?") == "_entry_less_llo"
+
+
+def test_entry_names_reach_the_symbol_table():
+    """The built module carries those names (perf, gdb, callgrind read them)."""
+    from nclx._ncl import entries
+    nm = shutil.which("nm")
+    assert nm, "nm (binutils, installed with gcc) is needed to read the symbol table"
+    out = subprocess.run([nm, entries.__file__], capture_output=True, text=True).stdout
+    if "no symbols" in out or not out.strip():
+        pytest.skip("the installed entries module is stripped: no symbol table to read")
+    assert "_entry_add_lll" in out and "_entry_exp_dd" in out
+    assert not re.search(r"__entry_[0-9]+\b", out)

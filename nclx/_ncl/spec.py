@@ -274,6 +274,13 @@ def all_char_signatures():
     return [(op, chars) for op in OPS for chars in char_signatures(op)]
 
 
+def entry_symbol(op, chars):
+    """The C name of the loop entry of (op, NumPy type characters):
+    ``_entry_add_lll``, ``_entry_less_llo`` ('o' stands for '?', bool), so
+    profilers show what runs."""
+    return f"_entry_{op}_" + chars.replace("?", "o")
+
+
 def kernel_name(op, in_dtypes, out_dtype):
     """``<op>_<dtype>`` for uniform loops (and ``where_<dtype>``),
     ``cast_<from>_<to>`` for casts, ``<op>_<dt1>_<dt2>`` for mixed ones."""
