@@ -2,6 +2,11 @@
 import argparse
 import sys
 
+# The imports inside main() are lazy on purpose: each command imports only
+# the module it runs, so that `python -m nclx bench` never imports mpi4py or
+# pyarrow (which the demo, `bench halo` and `bench ipc` need) and no command
+# pays for the others' import time.
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m nclx", description=__doc__)
@@ -13,24 +18,24 @@ def main(argv=None):
     if argv is None:
         argv = sys.argv[1:]
     if argv[:1] == ["demo-dap"]:  # one rank of the demo's MPI section (mpiexec starts it)
-        from nclx.demo import run_dap_rank
+        from nclx.demo.dap import run_dap_rank   # lazy: only the ranks mpiexec starts run this
         return run_dap_rank()
     if argv[:2] == ["bench", "halo"]:   # halo exchange against hand-written mpi4py (mpiexec)
-        from nclx.dap.bench_halo import launch
+        from nclx.dap.bench_halo import launch   # lazy: only `bench halo` needs nclx.dap
         return launch(argv[2:])
     if argv[:2] == ["bench", "ipc"]:    # nclx.ipc against Arrow Flight and a plain socket
-        from nclx.ipc.bench import main as ipc_bench
+        from nclx.ipc.bench import main as ipc_bench   # lazy: nclx.ipc imports pyarrow
         return ipc_bench(argv[2:])
     if argv[:1] == ["bench"]:
-        from nclx.bench import main as bench_main
+        from nclx.bench import main as bench_main   # lazy: no mpi4py, pyarrow or demo for `bench`
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "info":
-        import nclx
+        import nclx   # lazy: only `info` needs the package face here
         nclx.show_config()
         return 0
     if args.command == "demo":
-        from nclx.demo import run
+        from nclx.demo import run   # lazy: the demo imports every subpackage
         return run()
     return 2  # unreachable: argparse rejects unknown commands
 

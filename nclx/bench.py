@@ -6,13 +6,12 @@ speedup (stock / installed) and, as the memory-bandwidth limit, how the
 installed time compares with a threaded memcpy of the bytes the op moves.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 import nclx
 from nclx._ncl import team as _team
+from nclx._timing import budget_time, interleaved, pyplot, save
 
 OPS = ["add", "subtract", "multiply", "true_divide", "greater", "equal", "maximum",
        "sum", "sqrt", "exp", "log", "sin", "cos", "tanh", "cbrt", "arctan2", "power",
@@ -49,28 +48,12 @@ def _operands(op, dtype, n):
     return (lambda: func(a, b, out=out)), a.nbytes + b.nbytes + out.nbytes
 
 
-def _time(fn, budget):
-    """Median seconds of one call, from enough calls to fill ``budget`` seconds."""
-    fn()
-    t0 = time.perf_counter()
-    fn()
-    one = max(time.perf_counter() - t0, 1e-7)
-    inner = max(1, int(budget / 5 / one))
-    samples = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter() - t0) / inner)
-    return statistics.median(samples)
-
-
 def _copy_time(nbytes, budget):
     # a copy of k bytes reads k and writes k: move the same traffic as the op
     half = max(nbytes // 2, 8)
     src = np.ones(half, dtype=np.uint8)
     dst = np.empty_like(src)
-    return _time(lambda: _team.threaded_copy(dst, src), budget)
+    return budget_time(lambda: _team.threaded_copy(dst, src), budget)
 
 
 def _progress(total):
@@ -96,15 +79,12 @@ def run(ops=OPS, dtypes=DTYPES, sizes=SIZES, repeats=5, budget=0.02, plot=None):
             fn, nbytes = _operands(op, dt, n)
             if fn is None:       # e.g. exp of int32: NumPy computes it in float64
                 continue
-            stock, mine = [], []
-            for _ in range(repeats):       # alternate: machine noise hits both
-                nclx.uninstall()
-                stock.append(_time(fn, budget))
-                nclx.install()
-                mine.append(_time(fn, budget))
+            # alternate stock and installed: machine noise hits both
+            stock, mine = interleaved(fn, (nclx.uninstall, nclx.install), repeats,
+                                      lambda f: budget_time(f, budget))
             nclx.uninstall()
             copy = _copy_time(nbytes, budget)
-            rows.append((op, dt, n, statistics.median(stock), statistics.median(mine), copy))
+            rows.append((op, dt, n, stock, mine, copy))
             if bar:
                 bar[0].update(bar[1], advance=1, description=f"{op} {dt} {n:.0e}")
             else:
@@ -139,12 +119,7 @@ def _fmt(sec):
 
 
 def _plot(rows, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise SystemExit("--plot needs matplotlib: pip install matplotlib") from None
+    plt = pyplot()
     ops = sorted({r[0] for r in rows}, key=[r[0] for r in rows].index)
     dtypes = sorted({r[1] for r in rows}, key=[r[1] for r in rows].index)
     fig, axes = plt.subplots(1, len(dtypes), figsize=(4.2 * len(dtypes), 4), sharey=True,
@@ -162,8 +137,7 @@ def _plot(rows, path):
     axes[0][0].set_ylabel("speedup over stock NumPy")
     axes[0][-1].legend(fontsize=7, loc="upper left")
     fig.suptitle(f"nclx.install() vs stock NumPy, {nclx.get_num_threads()} threads")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
 
 
 def main(argv=None):

@@ -11,28 +11,21 @@ records.  Needs CuPy and an NVIDIA GPU; prints Markdown.
    plain array of the same size.
 """
 import argparse
-import statistics
-import time
 
 import numpy as np
 
+import nclx.storage as st
+from nclx._timing import median_time
+from nclx.storage import devices
 
-def _median_time(fn, repeats=7):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+REPEATS = 7   # the bandwidth figures are medians of this many copies
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes-mib", type=int, nargs="+", default=[1, 64, 512])
     args = ap.parse_args(argv)
-    import cupy as cp
-    import nclx.storage as st
-    from nclx.storage import devices
+    import cupy as cp   # optional: needed only here, so --help works without it
 
     backend = devices.CupyBackend()
     dev = cp.cuda.Device()
@@ -73,7 +66,7 @@ def main(argv=None):
             print(f"| {name} | {s.sync_state!r} | {after[0] - before[0]} | "
                   f"{after[1] - before[1]} | {after[2] - before[2]:,} |")
 
-        print("\n## Bandwidth (GB/s, median of 7)\n")
+        print(f"\n## Bandwidth (GB/s, median of {REPEATS})\n")
         print("| MiB | storage device_to_host | cp.ndarray.get (same bytes) | "
               "storage host_to_device | cp.ndarray.set |")
         print("|---:|---:|---:|---:|---:|")
@@ -82,12 +75,12 @@ def main(argv=None):
             s = st.zeros((n,), device="gpu")
             s.synchronize()
             nbytes = s._buf.host_span.nbytes
-            d2h = _median_time(lambda: (s.device_to_host(force=True), sync()))
-            h2d = _median_time(lambda: (s.host_to_device(force=True), sync()))
+            d2h = median_time(lambda: (s.device_to_host(force=True), sync()), REPEATS)
+            h2d = median_time(lambda: (s.host_to_device(force=True), sync()), REPEATS)
             a = cp.zeros(n)
             h = np.empty(n)
-            get = _median_time(lambda: (a.get(out=h), sync()))
-            put = _median_time(lambda: (a.set(h), sync()))
+            get = median_time(lambda: (a.get(out=h), sync()), REPEATS)
+            put = median_time(lambda: (a.set(h), sync()), REPEATS)
             gb = lambda t: nbytes / t / 1e9  # noqa: E731
             print(f"| {mib} | {gb(d2h):.1f} | {gb(get):.1f} | {gb(h2d):.1f} | {gb(put):.1f} |")
     return 0

@@ -8,32 +8,27 @@ subarray datatypes, and the reference: per dimension, ``Sendrecv`` of whole
 rows, then of whole columns (packed), which fills corners too.
 """
 import argparse
-import statistics
+import os
+import subprocess
 import sys
-import time
 
 import numpy as np
 
+from nclx._timing import find_mpiexec, median_time
+from nclx.dap.distarray import DistArray
+from nclx.dap.halo import exchange_halos
+
 
 def _timed(comm, fn, repeats):
-    times = []
-    for _ in range(repeats):
-        comm.Barrier()
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    worst = comm.allreduce(statistics.median(times), op=_max())
-    return worst
-
-
-def _max():
-    from mpi4py import MPI
-    return MPI.MAX
+    """The slowest rank's median seconds of ``fn`` (ranks meet at a barrier
+    before each call)."""
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    return comm.allreduce(median_time(fn, repeats, before=comm.Barrier), op=MPI.MAX)
 
 
 def hand_written(comm, block, coords, grid, w):
     """Per-dimension Sendrecv of the padding cells (the reference)."""
-    from mpi4py import MPI
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
     ranks = {}
     for d in range(2):
         for step in (-1, 1):
@@ -76,17 +71,15 @@ def main(argv=None):
     ap.add_argument("--width", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=200)
     args = ap.parse_args(argv)
-    from mpi4py import MPI
-
-    import nclx.dap as dap
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
     comm = MPI.COMM_WORLD
-    da = dap.DistArray.from_shape((args.n, args.n), comm=comm, padding=[args.width] * 2)
+    da = DistArray.from_shape((args.n, args.n), comm=comm, padding=[args.width] * 2)
     grid = da.distribution.grid_shape
     coords = da.distribution.coords_from_rank(comm.rank)
     da.exchange_halos()
     rows = []
-    packed = _timed(comm, lambda: dap.exchange_halos(da, "packed"), args.repeats)
-    dtype = _timed(comm, lambda: dap.exchange_halos(da, "datatype"), args.repeats)
+    packed = _timed(comm, lambda: exchange_halos(da, "packed"), args.repeats)
+    dtype = _timed(comm, lambda: exchange_halos(da, "datatype"), args.repeats)
     ref_block = da._block.copy()
     ref = _timed(comm, hand_written(comm, ref_block, coords, grid, args.width), args.repeats)
     rows = [("nclx exchange_halos, packed buffers", packed), ("nclx exchange_halos, subarray "
@@ -99,22 +92,19 @@ def main(argv=None):
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def launch(argv):
     """``python -m nclx bench halo [--ranks 4] [bench options]``: run this
     module under mpiexec and print its table."""
-    import os
-    import subprocess
-    from nclx.demo import _find_mpiexec
     ap = argparse.ArgumentParser(prog="python -m nclx bench halo", add_help=True)
     ap.add_argument("--ranks", type=int, default=4)
     known, rest = ap.parse_known_args(argv)
-    mpiexec = _find_mpiexec()
+    mpiexec = find_mpiexec()
     if mpiexec is None:
         print("mpiexec not found: pip install 'nclx[mpi]'", file=sys.stderr)
         return 2
     cmd = [mpiexec, "-n", str(known.ranks), sys.executable, "-m", "nclx.dap.bench_halo"] + rest
     return subprocess.run(cmd, stdin=subprocess.DEVNULL, env=os.environ.copy()).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -13,9 +13,14 @@ import signal
 import sys
 import time
 
+import pyarrow as pa
+
+from nclx.ipc.client import Client
+from nclx.ipc.errors import ProtocolError, RemoteError
+from nclx.ipc.server import Server
+
 
 def _read_table(path):
-    import pyarrow as pa
     source = pa.memory_map(path)
     try:
         return pa.ipc.open_file(source).read_all()
@@ -29,7 +34,6 @@ def _interrupt(signum, frame):
 
 
 def serve(args):
-    from nclx.ipc.server import Server
     datasets = {}
     for path in args.files:
         stem = os.path.splitext(os.path.basename(path))[0].encode()
@@ -81,7 +85,7 @@ class _PlainProgress:
 
 class _RichProgress:
     def __init__(self, label):
-        from rich.progress import (
+        from rich.progress import (   # optional: _progress falls back to plain text
             BarColumn,
             DownloadColumn,
             Progress,
@@ -116,9 +120,6 @@ def _progress(label, enabled):
 
 
 def fetch(args):
-    import pyarrow as pa
-
-    from nclx.ipc.client import Client
     with Client(args.uri, timeout=args.timeout) as client:
         with client.stream(args.ticket.encode()) as s, \
                 _progress(f"fetch {args.ticket}", not args.no_progress) as bar:
@@ -150,7 +151,6 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=30.0)
     p.add_argument("--no-progress", action="store_true", help="plain text progress")
     args = parser.parse_args(argv)
-    from nclx.ipc.errors import ProtocolError, RemoteError
     try:
         return serve(args) if args.command == "serve" else fetch(args)
     except (ProtocolError, RemoteError, OSError, TimeoutError, ValueError) as exc:

@@ -18,6 +18,7 @@ the client's work.
 import argparse
 import os
 import select
+import socket
 import statistics
 import subprocess
 import sys
@@ -25,10 +26,14 @@ import tempfile
 import time
 
 import numpy as np
+import pyarrow as pa
+
+from nclx._timing import pyplot, samples, save
+from nclx.ipc.client import Client
+from nclx.ipc.oneshot import fetch
 
 
 def make_table(mb):
-    import pyarrow as pa
     rows = max(1, int(mb * 1e6) // 16)
     rng = np.random.default_rng(0)
     return pa.table({"i": rng.integers(-2**62, 2**62, rows, dtype=np.int64),
@@ -37,8 +42,7 @@ def make_table(mb):
 
 # ------------------------------------------------------------------ servers
 def _flight_server(path):
-    import pyarrow as pa
-    import pyarrow.flight as fl
+    import pyarrow.flight as fl   # optional: not every pyarrow build has Flight
     table = pa.ipc.open_file(pa.memory_map(path)).read_all()
 
     class Server(fl.FlightServerBase):
@@ -51,9 +55,6 @@ def _flight_server(path):
 
 
 def _socket_server(path):
-    import socket
-
-    import pyarrow as pa
     table = pa.ipc.open_file(pa.memory_map(path)).read_all()
     lsock = socket.create_server(("127.0.0.1", 0))
     print(f"127.0.0.1:{lsock.getsockname()[1]}", flush=True)
@@ -86,20 +87,7 @@ def _stop(proc):
 
 
 # ------------------------------------------------------------------ clients
-def _timed(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
-        del out
-    return times
-
-
 def run(mb=100, repeat=5, methods=("memcpy", "shm", "tcp", "flight", "socket"), out=print):
-    import pyarrow as pa
-
-    import nclx.ipc as ipc
     table = make_table(mb)
     nbytes = table.nbytes
     results = {}
@@ -120,24 +108,24 @@ def run(mb=100, repeat=5, methods=("memcpy", "shm", "tcp", "flight", "socket"), 
                                                      np.uint8)])
             dst = np.empty_like(src)
             np.copyto(dst, src)
-            results["memcpy"] = (None, _timed(lambda: np.copyto(dst, src), repeat))
+            results["memcpy"] = (None, samples(lambda: np.copyto(dst, src), repeat))
         for name, flag in (("shm", ["--shm"]), ("tcp", [])):
             if name not in methods:
                 continue
             proc, uri = _start([py, "-m", "nclx.ipc", "serve", path] + flag)
             try:
-                with ipc.Client(uri) as client:     # one connection, as Flight's client
+                with Client(uri) as client:     # one connection, as Flight's client
                     t0 = time.perf_counter()
                     check(client.fetch("bench"))
                     first = time.perf_counter() - t0
-                    results[f"nclx {name}"] = (first, _timed(
+                    results[f"nclx {name}"] = (first, samples(
                         lambda c=client: check(c.fetch("bench")), repeat))
-                results[f"nclx {name}, connect per fetch"] = (None, _timed(
-                    lambda u=uri: check(ipc.fetch(u, "bench")), repeat))
+                results[f"nclx {name}, connect per fetch"] = (None, samples(
+                    lambda u=uri: check(fetch(u, "bench")), repeat))
             finally:
                 _stop(proc)
         if "flight" in methods:
-            import pyarrow.flight as fl
+            import pyarrow.flight as fl   # optional: not every pyarrow build has Flight
             proc, loc = _start([py, "-m", "nclx.ipc.bench", "--flight-server", path])
             try:
                 client = fl.connect(loc)
@@ -148,12 +136,11 @@ def run(mb=100, repeat=5, methods=("memcpy", "shm", "tcp", "flight", "socket"), 
                 t0 = time.perf_counter()
                 get()
                 results["Arrow Flight do_get"] = (time.perf_counter() - t0,
-                                                  _timed(get, repeat))
+                                                  samples(get, repeat))
                 client.close()
             finally:
                 _stop(proc)
         if "socket" in methods:
-            import socket
             proc, addr = _start([py, "-m", "nclx.ipc.bench", "--socket-server", path])
             host, port = addr.rsplit(":", 1)
 
@@ -165,7 +152,7 @@ def run(mb=100, repeat=5, methods=("memcpy", "shm", "tcp", "flight", "socket"), 
                 t0 = time.perf_counter()
                 get()
                 results["pyarrow IPC stream, socket"] = (time.perf_counter() - t0,
-                                                         _timed(get, repeat))
+                                                         samples(get, repeat))
             finally:
                 _stop(proc)
     flight = results.get("Arrow Flight do_get")
@@ -212,9 +199,7 @@ def main(argv=None):
 
 def _plot(results, mb, path):
     """A bar chart of GB/s per method (log scale), with the ratio to Flight."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     names = list(results)
     gbs = [results[n]["gbps"] for n in names]
     fig, ax = plt.subplots(figsize=(8, 0.5 * len(names) + 1.2))
@@ -227,8 +212,7 @@ def _plot(results, mb, path):
         label = f" {results[n]['gbps']:.2f}" + ("" if ratio is None else f"  ({ratio:.1f}x Flight)")
         ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, label, va="center",
                 fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save(fig, path)
     print(f"plot written to {path}")
 
 

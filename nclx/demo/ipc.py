@@ -6,12 +6,14 @@ import tempfile
 
 import numpy as np
 
+from nclx.demo._common import section
 
-def run(section):
+
+def run():
     """Serve an Arrow file from another process and fetch it zero-copy; return 0."""
-    import pyarrow as pa
+    import pyarrow as pa   # optional (the ipc extra): earlier sections run without it
 
-    import nclx.ipc as ipc
+    import nclx.ipc as ipc   # not at the top: nclx.ipc imports pyarrow
 
     section("10. nclx.ipc: Arrow dissociated IPC between processes (shared memory and TCP)")
     t = pa.table({"i": np.arange(1_000_000), "f": np.linspace(0.0, 1.0, 1_000_000)})

@@ -3,12 +3,13 @@ import ctypes
 
 import numpy as np
 
+from nclx.demo._common import section
+from nclx.types import Ragged, arrmeta_struct_of, data_address_of, debug_repr, parse, typeof
 
-def run(section):
+
+def run():
     """Show types, arrmeta and Ragged at work; return 0."""
-    import pyarrow as pa
-    from nclx.types import (Ragged, arrmeta_struct_of, data_address_of, debug_repr, parse,
-                            typeof)
+    import pyarrow as pa   # optional (the types extra): earlier sections run without it
 
     section("9. nclx.types: DyND's type/arrmeta model, ragged arrays zero-copy to Arrow and awkward")
     a = np.arange(1, 7, dtype=np.int32).reshape(2, 3)
@@ -26,7 +27,7 @@ def run(section):
     print(f"pa.array(r): {arr.type}, the values buffer shared: {same}; "
           f"typeof(arr) = {typeof(arr)!r} (Arrow's item field is nullable)")
     try:
-        import awkward as ak
+        import awkward as ak   # optional dependency: the line says how to get it
         print(f"r.to_awkward(): {ak.type(r.to_awkward())}; "
               f"ak.sum(axis=-1) = {ak.sum(r.to_awkward(), axis=-1).to_list()}")
     except ImportError:

@@ -1,11 +1,13 @@
-"""Section 7 of ``python -m nclx demo``: GDP-3 storages (nclx.storage)."""
+"""Section 8 of ``python -m nclx demo``: GDP-3 storages (nclx.storage)."""
 import numpy as np
 
+import nclx.storage as st
+from nclx.demo._common import section
+from nclx.storage import devices
 
-def run(section):
+
+def run():
     """Print what a storage is and does; return 0."""
-    import nclx.storage as st
-
     section("8. nclx.storage: GDP-3 storages with halos, alignment and layouts")
     s = st.zeros((6, 5, 4), halo=((1, 1), (1, 1), (0, 0)), alignment_size=64, defaults="gtx86")
     a = np.asarray(s)
@@ -21,7 +23,6 @@ def run(section):
     v = s[1:, ::2, 0]
     print(f"s[1:, ::2, 0] -> a view with dims {v.dims}, halo {v.halo}; "
           f"np.shares_memory(v, s) = {np.shares_memory(v, s)}; __gt_origin__ {s.__gt_origin__}")
-    from nclx.storage import devices
     dev = devices.EmulatedDevice()
     with devices.use(dev):
         g = st.zeros((128, 128), device="gpu")

@@ -1,0 +1,40 @@
+"""What ``python -m nclx demo`` shows: nclx kernels at work on real arrays.
+
+One module per section, run in this order by :func:`run`:
+
+1. ``ufuncs``: nclx.ufuncs are real NumPy ufuncs
+2. ``identical``: bit-identical to NumPy, edge cases included
+3. ``speed``: speed against stock NumPy
+4. ``install``: ordinary NumPy code through nclx's hooks
+5. ``checked``: integer overflow raises instead of wrapping
+5b. ``elementwise``: unary math, IsUnary, Ternary, Convert, threaded
+6. ``dap``: a distributed array on MPI ranks (``run_dap_rank`` is one rank)
+7. ``heat``: the heat example's halo exchange on MPI ranks
+8. ``storage``: GDP-3 storages
+9. ``types``: DyND-style types and ragged arrays
+10. ``ipc``: Arrow dissociated IPC between processes
+
+``_common`` holds what they share: headings, the median timer, mpiexec.
+"""
+import nclx
+from nclx.demo import (checked, dap, elementwise, heat, identical, install, ipc, speed, storage,
+                       types, ufuncs)
+
+__all__ = ["run"]
+
+
+def run():
+    """Print every section; return the exit status (1 if an MPI part failed)."""
+    cfg = nclx.config()
+    print(f"nclx {cfg['nclx']} on NumPy {cfg['numpy']}: kernels built for "
+          f"{', '.join(cfg['isa_builds'])}; running the {cfg['isa_selected']} build; "
+          f"OpenMP {'on' if cfg['openmp'] else 'off'}")
+    for show in (ufuncs.run, identical.run, speed.run, install.run, checked.run,
+                 elementwise.run):
+        show()
+    rc, mpiexec = dap.run()
+    if mpiexec is not None:       # section 7 runs only where section 6 ran and passed
+        rc = heat.run(mpiexec)
+    rc = storage.run() or rc
+    rc = types.run() or rc
+    return ipc.run() or rc
