@@ -2,6 +2,9 @@
 import argparse
 import sys
 
+import nclx
+from nclx.bench import main as bench_main
+
 # The imports inside main() are lazy on purpose: each command imports only
 # the module it runs, so that `python -m nclx bench` never imports mpi4py or
 # pyarrow (which the demo, `bench halo` and `bench ipc` need) and no command
@@ -27,11 +30,9 @@ def main(argv=None):
         from nclx.ipc.bench import main as ipc_bench   # lazy: nclx.ipc imports pyarrow
         return ipc_bench(argv[2:])
     if argv[:1] == ["bench"]:
-        from nclx.bench import main as bench_main   # lazy: no mpi4py, pyarrow or demo for `bench`
         return bench_main(argv[1:])
     args = parser.parse_args(argv)
     if args.command == "info":
-        import nclx   # lazy: only `info` needs the package face here
         nclx.show_config()
         return 0
     if args.command == "demo":
