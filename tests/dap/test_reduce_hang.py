@@ -12,7 +12,7 @@ from dap_helpers import assert_raised_everywhere, run_ranks
 def test_floating_point_error_on_one_rank_inside_sum(tmp_path):
     """Defect: inf + -inf on the last rank's block under np.errstate(invalid='raise'):
     that rank raises FloatingPointError in its local reduction
-    (reduce.py reduce_distarray: ``partial = fn.reduce(...)``) and the others
+    (reduce.py: ``partial = fn.reduce(...)``) and the others
     wait for ever in the combining Reduce."""
     steps, ended, report = run_ranks(tmp_path, 3, """
         g = np.ones(4 * N)
@@ -26,7 +26,7 @@ def test_floating_point_error_on_one_rank_inside_sum(tmp_path):
 
 def test_python_hook_raising_on_one_rank_during_a_reduction(tmp_path):
     """Defect: a "python"-level reduce hook that raises on one rank: that rank
-    never reaches reduce_distarray (the chain runs first, nclx.aware.array_ufunc),
+    never reaches reduce.reduce_block (the chain runs first, nclx.aware.array_ufunc),
     the others wait in the collectives."""
     steps, ended, report = run_ranks(tmp_path, 3, """
         import nclx.hooks as hooks
