@@ -1,7 +1,18 @@
-"""DistArray: a local block, its Distribution and an MPI communicator."""
+"""DistArray: a local block, its Distribution and an MPI communicator.
+
+The top of nclx.dap: it wraps what the modules below compute on blocks
+(maps, collective agreement, halo exchange, reductions) and is the type's
+face to NumPy (``__array_ufunc__`` through :mod:`nclx.aware`).
+"""
 import numpy as np
 
+from nclx import aware
+from nclx._ncl.install import is_installed
+from nclx.dap.collective import agree, agree_same, allgather_checked
 from nclx.dap.distribution import Distribution
+from nclx.dap.halo import exchange_halos, start_halo_exchange
+from nclx.dap.maps import check_global_range
+from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 
 PROTOCOL_VERSION = "0.10.0"
@@ -21,6 +32,19 @@ def _comm(comm):
     return _mpi().COMM_WORLD if comm is None else comm
 
 
+def _is_storage(obj):
+    """A GDP-3 storage (nclx.storage's or another's): it has the data interface."""
+    return getattr(type(obj), "__gt_data_interface__", None) is not None
+
+
+def _as_storage(data, halo):
+    """A zero-copy storage over ``data`` whose halo is the DAP padding."""
+    # lazy on purpose: nclx.storage is a sibling subpackage (dap never imports it at
+    # the top); DistArray.local is a Storage, so this one call must construct one
+    from nclx.storage import as_storage
+    return as_storage(data, halo=halo)
+
+
 class DistArray:
     """A distributed array: ``local`` (this rank's block, padding included),
     ``distribution`` (the global view) and ``comm``.
@@ -32,34 +56,32 @@ class DistArray:
     __array_priority__ = 20
 
     def __init__(self, local, distribution, comm=None):
-        from nclx.storage import Storage, as_storage
         comm = _comm(comm)
         if not isinstance(distribution, Distribution):
             raise DapError(f"distribution must be a Distribution, not {type(distribution).__name__}")
         if distribution.nprocs != comm.Get_size():
             raise DapError(f"the distribution spans {distribution.nprocs} processes, the "
                            f"communicator {comm.Get_size()}")
-        block = local.to_numpy() if isinstance(local, Storage) else np.asarray(local)
+        storage = _is_storage(local)
+        block = np.asarray(local)        # a storage: a view of its host buffer
         want = distribution.local_shape(comm.Get_rank())
         if block.shape != want:
             raise DapError(f"rank {comm.Get_rank()}: local block has shape {block.shape}, the "
                            f"distribution gives {want}")
         halo = tuple(tuple(getattr(m, "padding", (0, 0))) for m in distribution.maps(comm.Get_rank()))
         # the local block is a storage whose halo is the DAP padding (zero-copy)
-        self.local = as_storage(local if isinstance(local, Storage) else block, halo=halo)
+        self.local = _as_storage(local if storage else block, halo)
         self._block = block
         self.distribution = distribution
         self.comm = comm
 
     def exchange_halos(self):
         """Fill the communication padding from the owners (:func:`nclx.dap.exchange_halos`)."""
-        from nclx.dap.halo import exchange_halos
         exchange_halos(self)
         return self
 
     def start_halo_exchange(self):
         """Post the exchange; ``.wait()`` on the result completes it."""
-        from nclx.dap.halo import start_halo_exchange
         return start_halo_exchange(self)
 
     def _check_same(self, other):
@@ -86,8 +108,6 @@ class DistArray:
         indices must then lie in ``[0, size)``).  Every rank must pass the
         same shape and dtype: one collective checks that and any rank's
         error, and every rank raises the same DapError naming the ranks."""
-        from nclx.dap.collective import agree_same
-        from nclx.dap.maps import check_global_range
         comm = _comm(comm)
         shape = dtype = d = block = error = None
         try:
@@ -139,7 +159,6 @@ class DistArray:
 
     def gather(self, root=0):
         """The global array on ``root`` (None elsewhere)."""
-        from nclx.dap.maps import check_global_range
         check_global_range(self.distribution)      # every rank: same verdict, no hang
         pieces = self.comm.gather((self._owned_global_indices(), np.ascontiguousarray(self.owned)),
                                   root=root)
@@ -185,10 +204,9 @@ class DistArray:
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False):
         """Mean over the cells counted in ``size`` (all ranks)."""
-        from nclx.dap.reduce import _axes
         if dtype is None:
             dtype = np.float64 if self.dtype.kind in "biu" else self.dtype
-        axes = _axes(axis, len(self.shape))
+        axes = normalize_axes(axis, len(self.shape))
         count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
         result = np.true_divide(total, count)
@@ -207,23 +225,7 @@ class DistArray:
 
     # -------------------------------------------------------------- ufuncs
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from nclx import aware
-        if method != "reduce":
-            return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
-                                     wrap=lambda r: r, compute=self._compute)
-        # a reduction is collective: an error on one rank (a hook, a floating-point
-        # error, bad arguments) is raised on every rank instead of leaving them waiting
-        from nclx.dap.collective import agree
-        try:
-            return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=self._unwrap,
-                                     wrap=lambda r: r, compute=self._compute)
-        except Exception as exc:
-            if not getattr(exc, "_nclx_agreed", False):
-                try:        # the others wait in the reduction's agreement: meet them there
-                    agree(self.comm, exc, f"{ufunc.__name__}.reduce")
-                except DapError:
-                    pass
-            raise
+        return _array_ufunc(self, ufunc, method, inputs, kwargs)
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
@@ -235,39 +237,71 @@ class DistArray:
                        f"{np.shape(x)}")
 
     def _compute(self, ufunc, method, inputs, kwargs):
-        from nclx import aware
         if method == "__call__":
-            out = kwargs.get("out")
-            if out is not None:
-                for o in (out if isinstance(out, tuple) else (out,)):
-                    if not isinstance(o, DistArray):
-                        raise DapError(f"{ufunc.__name__}: out= must be an identically "
-                                       f"distributed DistArray, not {type(o).__name__}")
-            try:
-                from nclx._ncl import install as _install
-                # installed: NumPy's ufunc reaches nclx's loops and every hook chain
-                # (nclx.checked() included); otherwise nclx's own ufuncs
-                kernels = None if _install.is_installed() else aware.nclx_ufunc
-                try:
-                    result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap,
-                                                 kernels)
-                except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
-                    result = aware.run_unwrapped(ufunc, method, inputs, kwargs, self._unwrap)
-            except DapError as exc:
-                raise DapError(f"{ufunc.__name__}: {exc}") from None
-            if out is not None:
-                return result
-            if isinstance(result, tuple):
-                return tuple(DistArray(r, self.distribution, self.comm) for r in result)
-            return DistArray(result, self.distribution, self.comm)
+            return self._elementwise(ufunc, inputs, kwargs)
         if method == "reduce":
-            from nclx.dap.reduce import reduce_distarray
-            if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
-                raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
-            return reduce_distarray(inputs[0], ufunc, kernels=aware.nclx_ufunc, **kwargs)
+            return self._reduce(ufunc, inputs, kwargs)
         raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
                        f"calls and reductions (over any axes) are; scans need a prefix across "
                        f"the process grid")
+
+    def _elementwise(self, ufunc, inputs, kwargs):
+        """An elementwise call on the local blocks; ``out=`` identically distributed."""
+        outs = aware.outs_of(kwargs)
+        for o in outs:
+            if not isinstance(o, DistArray):
+                raise DapError(f"{ufunc.__name__}: out= must be an identically "
+                               f"distributed DistArray, not {type(o).__name__}")
+        try:
+            # installed: NumPy's ufunc reaches nclx's loops and every hook chain
+            # (nclx.checked() included); otherwise nclx's own ufuncs
+            kernels = None if is_installed() else aware.nclx_ufunc
+            try:
+                result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap,
+                                             kernels)
+            except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
+                result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap)
+        except DapError as exc:
+            raise DapError(f"{ufunc.__name__}: {exc}") from None
+        if outs:
+            return result            # the out= DistArrays, written through their blocks
+        if isinstance(result, tuple):
+            return tuple(DistArray(r, self.distribution, self.comm) for r in result)
+        return DistArray(result, self.distribution, self.comm)
+
+    def _reduce(self, ufunc, inputs, kwargs):
+        """``ufunc.reduce`` across ranks (:func:`nclx.dap.reduce.reduce_block`);
+        the result wrapped and written to ``out=``."""
+        if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
+            raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
+        da = inputs[0]
+        kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+        outs = aware.outs_of(kwargs)
+        where = kwargs.get("where", True)
+        if isinstance(where, DistArray):
+            da._check_same(where)
+            where = where._block
+        elif where is not True:
+            if np.ndim(where) != 0:
+                raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
+                               f"like the operand or a scalar, not {type(where).__name__}")
+            where = bool(where)
+        value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
+                                         where=where, kernels=aware.nclx_ufunc, **kw)
+        if dist is None:                 # every axis reduced: the value on every rank
+            if not outs:
+                return value
+            outs[0][...] = value
+            return outs[0]
+        result = DistArray(value, dist, comm)
+        if not outs:
+            return result
+        o = outs[0]
+        if not isinstance(o, DistArray) or o.distribution != result.distribution:
+            raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
+                           f"the result ({result.distribution})")
+        o._block[...] = result._block
+        return o
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "
@@ -285,6 +319,31 @@ DistArray.__neg__ = lambda self: np.negative(self)
 DistArray.__abs__ = lambda self: np.absolute(self)
 
 
+def _as_is(result):
+    return result
+
+
+def _array_ufunc(da, ufunc, method, inputs, kwargs):
+    """DistArray's ufunc contract: nclx.aware's (NotImplemented for a foreign
+    array type, the python-level hook chain, then :meth:`DistArray._compute`).
+
+    A reduction is collective: an error on one rank (a hook, a floating-point
+    error, bad arguments) is raised on every rank instead of leaving the
+    others waiting in the reduction's agreement."""
+    if aware.foreign(inputs, kwargs, own=(DistArray,)):
+        return NotImplemented
+    try:
+        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is,
+                                 compute=da._compute)
+    except Exception as exc:
+        if method == "reduce" and not getattr(exc, "_nclx_agreed", False):
+            try:        # the others wait in the reduction's agreement: meet them there
+                agree(da.comm, exc, f"{ufunc.__name__}.reduce")
+            except DapError:
+                pass
+        raise
+
+
 def from_distarray(obj, comm=None):
     """Import any DAP producer (an object with ``__distarray__`` or its
     export dict) without copying: the DistArray's ``local`` is a view of the
@@ -295,7 +354,6 @@ def from_distarray(obj, comm=None):
     validity and exchanges the dimension dictionaries: if any rank's export
     is invalid (or ``__distarray__`` raised), every rank raises the same
     DapError naming each failing rank and its error."""
-    from nclx.dap.collective import allgather_checked
     comm = _comm(comm)
     export, error = None, None
     try:

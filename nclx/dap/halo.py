@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from nclx.dap.collective import agree
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -223,7 +224,6 @@ def _plan_for(da):
     communicator (``comm.Dup()``) so that its messages never meet the user's."""
     from mpi4py import MPI
 
-    from nclx.dap.collective import agree
     block = da._block
     key = (block.shape, block.strides, block.dtype.str, block.__array_interface__["data"][0])
     cached = getattr(da, "_halo_plan", None)

@@ -1,4 +1,4 @@
-"""Reductions of DistArrays across ranks.
+"""Reductions of distributed blocks across ranks.
 
 Each rank reduces the cells counted in ``size`` (owned cells and boundary
 padding, never communication padding) with nclx's kernel, then the ranks
@@ -8,16 +8,24 @@ sums and products, maximum, minimum, logical and bitwise operations), and
 for floating-point sums and products ``Reduce`` to the first rank followed by
 ``Bcast``, so every rank gets the same bits and a given grid gives the same
 answer on every run.  An axis reduction combines over the process grid's
-sub-communicator of that axis and returns a DistArray over the remaining
-grid dimensions (on the ranks that share the reduced coordinates).
+sub-communicator of that axis and gives the result's block over the
+remaining grid dimensions (on the ranks that share the reduced coordinates).
 No rank ever gathers the others' partial results.
+
+This module sits below :mod:`nclx.dap.distarray`: it works on a block, its
+Distribution and communicator and returns those parts; DistArray wraps them
+and writes ``out=``.
 """
 import numpy as np
 
+from nclx._ncl.install import is_installed
+from nclx.aware import start_value
+from nclx.checked import active as checked_active
+from nclx.dap.collective import agree
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, normalize_dim_dict
 
-__all__ = ["reduce_distarray"]
+__all__ = ["reduce_block", "normalize_axes"]
 
 # ufunc name -> MPI operation name (order-independent on exact types)
 _MPI_OPS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN",
@@ -25,7 +33,9 @@ _MPI_OPS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN"
             "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
 
 
-def _axes(axis, ndim):
+def normalize_axes(axis, ndim):
+    """``axis`` (None, an int or a tuple) as a sorted tuple of axes in ``[0, ndim)``
+    (NumPy's AxisError and duplicate-value ValueError otherwise)."""
     if axis is None:
         return tuple(range(ndim))
     seq = axis if isinstance(axis, tuple) else (axis,)
@@ -46,25 +56,18 @@ _ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "fmax", "fmin
                           "bitwise_or", "bitwise_xor", "gcd", "lcm"))
 
 
-def _counted(da):
-    """Local index of the cells counted in ``size`` (no communication padding)."""
-    return da.distribution.owned_slices(da.comm.Get_rank())
-
-
 _COMMS = {}     # (communicator handle, grid, coords, axes) -> sub-communicators
 
 
-def _subcomms(da, axes):
+def _subcomms(dist, comm, axes):
     """(combine comm over the reduced grid axes, result comm over the kept ones),
     made once per communicator, grid and axes (comm.Split is collective and
     communicators are a finite resource: never one per DistArray)."""
-    dist = da.distribution
-    key = (da.comm.py2f(), dist.grid_shape, dist.coords_from_rank(da.comm.Get_rank()), axes)
+    coords = dist.coords_from_rank(comm.Get_rank())
+    key = (comm.py2f(), dist.grid_shape, coords, axes)
     cache = _COMMS
     if key in cache:
         return cache[key]
-    dist = da.distribution
-    coords = dist.coords_from_rank(da.comm.Get_rank())
     kept = [d for d in range(dist.ndim) if d not in axes]
 
     def ravel(dims):
@@ -73,8 +76,8 @@ def _subcomms(da, axes):
             idx = idx * dist.grid_shape[d] + coords[d]
         return idx
 
-    combine = da.comm.Split(color=ravel(kept), key=ravel(axes))
-    result = da.comm.Split(color=ravel(axes), key=ravel(kept))
+    combine = comm.Split(color=ravel(kept), key=ravel(axes))
+    result = comm.Split(color=ravel(axes), key=ravel(kept))
     cache[key] = (combine, result)
     return cache[key]
 
@@ -97,7 +100,7 @@ def _mpi_combine(comm, ufunc, local):
         # no MPI counterpart: a pickled pairwise reduction in rank order (a tree)
         value = comm.reduce(local, op=lambda a, b: ufunc(a, b), root=0)
         return comm.bcast(value, root=0)
-    if op_name in ("SUM", "PROD") and local.dtype.kind in "iu" and _checked_mode():
+    if op_name in ("SUM", "PROD") and local.dtype.kind in "iu" and checked_active():
         # under nclx.checked() the combine must raise on overflow too: a tree in
         # rank order with NumPy's (checked) add/multiply, the outcome broadcast
         def op(a, b):
@@ -131,79 +134,56 @@ def _mpi_combine(comm, ufunc, local):
     return out
 
 
-def _checked_mode():
-    from nclx._ncl import entries
-    return entries.checked_depth() > 0
+def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=False,
+                 where=True, initial=np._NoValue, kernels=None):
+    """``ufunc.reduce`` over every rank's block (NumPy's defaults: ``axis=0``).
 
+    ``block`` is this rank's local block (padding included) of
+    ``distribution`` over ``comm``; ``where`` is True, a bool, or this rank's
+    block of the mask (the same layout); ``kernels`` maps NumPy's ufunc to
+    the one that computes when nclx is not installed.  Every rank of
+    ``comm`` must call it.
 
-def _identity_fill(ufunc, dtype, shape):
-    """A neutral partial result for a rank that has no counted cell."""
-    if ufunc.identity is not None:
-        return np.full(shape, ufunc.identity, dtype=dtype)
-    if ufunc.__name__ in ("maximum", "minimum"):
-        dt = np.dtype(dtype)
-        big = ufunc.__name__ == "minimum"
-        if dt.kind == "f":
-            v = np.inf if big else -np.inf
-        elif dt.kind in "iu":
-            info = np.iinfo(dt)
-            v = info.max if big else info.min
-        elif dt.kind == "b":
-            v = big
-        else:
-            return None
-        return np.full(shape, v, dtype=dt)
-    return None
-
-
-def reduce_distarray(da, ufunc, axis=0, dtype=None, out=None, keepdims=False, where=True,
-                     initial=np._NoValue, kernels=None):
-    """``ufunc.reduce`` of a DistArray (NumPy's defaults: ``axis=0``)."""
-    from nclx.dap.collective import agree
-    dist = da.distribution
-    axes = _axes(axis, dist.ndim)
+    Returns ``(result, distribution, comm)``: a reduction over every axis
+    gives the value on every rank (a NumPy scalar, an array with
+    ``keepdims``) with ``None, None``; an axis reduction gives this rank's
+    block of the result (padding included), its Distribution over the
+    remaining grid dimensions and the communicator of the ranks that hold
+    it.  The caller wraps the parts and writes ``out=``."""
+    dist = distribution
+    axes = normalize_axes(axis, dist.ndim)
     if ufunc.__name__ not in _ASSOCIATIVE:
         raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
                        f"can only be combined for associative operations (gather first)")
-    index = _counted(da)
-    block = da._block[index]
+    rank = comm.Get_rank()
+    index = dist.owned_slices(rank)      # the cells counted in size (no communication padding)
     error = partial = None
     try:
-        partial = _local_partial(da, ufunc, axes, dtype, where, initial, kernels, index, block)
+        partial = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
+                                 initial, kernels)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree() below
         error = exc
     try:
-        agree(da.comm, error, f"{ufunc.__name__}.reduce")
+        agree(comm, error, f"{ufunc.__name__}.reduce")
     except DapError as exc:
         # a failing rank raises its own exception (NumPy's type and message),
         # the others a DapError naming the failing ranks
         raised = error if error is not None else exc
         raised._nclx_agreed = True
         raise raised from (None if error is None else error.__cause__)
-    return _combine_and_wrap(da, ufunc, axes, keepdims, out, partial)
+    return _combine(dist, comm, ufunc, axes, keepdims, partial)
 
 
-def _local_partial(da, ufunc, axes, dtype, where, initial, kernels, index, block):
-    """This rank's partial result over its counted cells."""
-    from nclx.dap.distarray import DistArray
-    dist = da.distribution
-    rank = da.comm.Get_rank()
-    from nclx._ncl import install as _install
+def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial, kernels):
+    """This rank's partial result over its counted cells (``block``)."""
     # installed: NumPy's ufunc reaches nclx's loops and every hook chain
     # (nclx.checked() included); otherwise nclx's own ufuncs
-    fn = kernels(ufunc) if kernels is not None and not _install.is_installed() else ufunc
+    fn = kernels(ufunc) if kernels is not None and not is_installed() else ufunc
     kw = {}
     if dtype is not None:
         kw["dtype"] = dtype
     if where is not True:
-        if isinstance(where, DistArray):
-            da._check_same(where)
-            kw["where"] = where._block[index]
-        elif np.ndim(where) == 0:
-            kw["where"] = bool(where)
-        else:
-            raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
-                           f"like the operand or a scalar, not {type(where).__name__}")
+        kw["where"] = where[index] if isinstance(where, np.ndarray) else bool(where)
     first = all(dist.coords_from_rank(rank)[d] == 0 for d in axes)
     if initial is not np._NoValue and (first or ufunc.__name__ in ("maximum", "minimum")):
         kw["initial"] = initial        # counted once (idempotent ops: everywhere)
@@ -218,10 +198,11 @@ def _local_partial(da, ufunc, axes, dtype, where, initial, kernels, index, block
     else:
         probe_dtype = _reduce(fn, ufunc, np.zeros((1,) * block.ndim, block.dtype), axes,
                               {k: v for k, v in kw.items() if k == "dtype"}).dtype
-        partial = _identity_fill(ufunc, probe_dtype, local_shape)
-        if partial is None:
+        start = start_value(ufunc.__name__, probe_dtype)
+        if start is None:
             raise DapError(f"{ufunc.__name__}.reduce: an empty block on rank {rank} and no "
                            "neutral value for its dtype")
+        partial = np.full(local_shape, start, dtype=probe_dtype)
     return np.asarray(partial)
 
 
@@ -232,16 +213,15 @@ def _reduce(fn, ufunc, block, axes, kw):
         return np.asarray(ufunc.reduce(block, axis=axes, **kw))
 
 
-def _combine_and_wrap(da, ufunc, axes, keepdims, out, partial):
-    from nclx.dap.distarray import DistArray
-    dist = da.distribution
+def _combine(dist, comm, ufunc, axes, keepdims, partial):
+    """Combine the ranks' partial results: (value, None, None) or the parts
+    of the result's DistArray (block, Distribution, communicator)."""
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
-    combine, result_comm = _subcomms(da, axes) if kept else (da.comm, None)
+    combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)
     value = _mpi_combine(combine, ufunc, np.asarray(partial))
     if not kept:
         result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
-        result = result[()] if not keepdims else result
-        return _to_out(out, result)
+        return (result[()] if not keepdims else result), None, None
     columns = []
     for d in range(dist.ndim):
         if d in kept:
@@ -256,20 +236,4 @@ def _combine_and_wrap(da, ufunc, axes, keepdims, out, partial):
     counted = value.reshape(tuple(value.shape[kept.index(d)] if d in kept else 1
                                   for d in range(dist.ndim))) if keepdims else value
     full[rdist.owned_slices(rrank)] = counted
-    result = DistArray(full, rdist, result_comm)
-    if out is not None:
-        o = out[0] if isinstance(out, tuple) else out
-        if not isinstance(o, DistArray) or o.distribution != result.distribution:
-            raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
-                           f"the result ({result.distribution})")
-        o._block[...] = result._block
-        return o
-    return result
-
-
-def _to_out(out, result):
-    if out is None:
-        return result
-    o = out[0] if isinstance(out, tuple) else out
-    o[...] = result
-    return o
+    return full, rdist, result_comm

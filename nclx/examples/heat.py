@@ -17,6 +17,8 @@ import time
 
 import numpy as np
 
+from nclx.dap import DistArray, dims_create
+
 
 def initial(gi, gj, n, periodic):
     """The initial field at global indices (broadcast arrays)."""
@@ -53,7 +55,6 @@ def _updated_range(m, n, periodic):
 
 def run(n, steps, periodic=False, comm=None, report=print):
     """Run the distributed stencil; returns (DistArray, per-step seconds)."""
-    from nclx.dap import DistArray
     if comm is None:
         from mpi4py import MPI
         comm = MPI.COMM_WORLD
@@ -61,7 +62,6 @@ def run(n, steps, periodic=False, comm=None, report=print):
         raise ValueError(f"--n {n}: the field needs at least 3 x 3 cells")
     if steps < 0:
         raise ValueError(f"--steps {steps}: the number of steps cannot be negative")
-    from nclx.dap import dims_create
     grid = dims_create(comm.Get_size(), 2)
     if min(n // g for g in grid) < 1:
         raise ValueError(f"--n {n}: {comm.Get_size()} ranks form a {grid[0]} x {grid[1]} grid, "

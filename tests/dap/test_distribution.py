@@ -1,4 +1,7 @@
-"""Distribution and DistArray on one rank (COMM_SELF / a 1-process COMM_WORLD)."""
+"""Distribution and DistArray on one rank (COMM_SELF / a 1-process COMM_WORLD);
+'u' (unstructured) indices outside ``[0, size)`` are rejected, naming the
+index, by the operations that place them in a global array
+(``check_global_range``, ``DistArray.from_global``, ``gather``)."""
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -6,6 +9,8 @@ from mpi4py import MPI
 import nclx
 import nclx.dap as dap
 from nclx.dap import DapError, Distribution
+from nclx.dap.maps import check_global_range
+from test_validate import block, unstructured
 
 
 @pytest.mark.parametrize("nprocs, ndims, want", [(4, 2, (2, 2)), (6, 2, (3, 2)), (8, 3, (2, 2, 2)),
@@ -106,3 +111,57 @@ def test_mismatched_distributions_are_refused():
         a + b
     with pytest.raises(DapError, match="cannot combine"):
         a + np.arange(6)
+
+
+# ------------------------------------------------ 'u' maps in a global array
+
+
+def _u_distribution(per_rank_indices, size):
+    grid = len(per_rank_indices)
+    return dap.Distribution.from_dim_data_per_rank(
+        [(unstructured(np.array(ix, dtype=np.int64), size=size, rank=r, grid=grid),)
+         for r, ix in enumerate(per_rank_indices)])
+
+
+def test_distribution_range_check_names_dimension_grid_rank_and_ranks():
+    d = dap.Distribution.from_dim_data_per_rank(
+        [(block(2, 0, 1, 0, 2), unstructured(np.array([0, 1, 2]), size=3)),
+         (block(2, 1, 2, 1, 2), unstructured(np.array([0, 1, 2]), size=3))])
+    check_global_range(d)
+    d = _u_distribution([[0, 1], [2, 6], [3, 4, 5]], size=6)
+    with pytest.raises(DapError, match=r"dimension 0, proc_grid_rank 1 \(rank 1\): "
+                                       r"dim_data\[0\]\['indices'\]\[1\] is 6, outside the global "
+                                       r"range \[0, 6\)"):
+        check_global_range(d)
+
+
+def test_from_global_places_unstructured_indices_by_value():
+    d = _u_distribution([[4, 0, 3, 1, 2]], size=5)
+    g = np.arange(5.0) * 10
+    a = dap.DistArray.from_global(g, dist=d)
+    assert np.asarray(a.local).tolist() == [40.0, 0.0, 30.0, 10.0, 20.0]
+    assert a.gather().tolist() == g.tolist()
+
+
+@pytest.mark.parametrize("indices, bad, pos", [([0, 1, -1, 3, 4], -1, 2),
+                                               ([0, 1, 2, 3, 5], 5, 4)])
+def test_from_global_rejects_unstructured_indices_outside_the_array(indices, bad, pos):
+    d = _u_distribution([indices], size=5)
+    with pytest.raises(DapError, match=rf"rank 0.*dim_data\[0\]\['indices'\]\[{pos}\] is {bad}, "
+                                       rf"outside the global range \[0, 5\)"):
+        dap.DistArray.from_global(np.arange(5.0), dist=d)
+
+
+def test_from_global_with_a_distribution_checks_the_shape_and_keywords():
+    d = _u_distribution([[4, 0, 3, 1, 2]], size=5)
+    with pytest.raises(DapError, match=r"shape \(6,\).*\(5,\)"):
+        dap.DistArray.from_global(np.arange(6.0), dist=d)
+    with pytest.raises(DapError, match="padding"):
+        dap.DistArray.from_global(np.arange(5.0), dist=d, padding=[1])
+
+
+def test_gather_rejects_unstructured_indices_outside_the_array():
+    d = _u_distribution([[0, 1, -1, 3, 4]], size=5)
+    a = dap.DistArray(np.arange(5.0), d)
+    with pytest.raises(DapError, match=r"\['indices'\]\[2\] is -1"):
+        a.gather()

@@ -1,9 +1,14 @@
-"""Multi-rank DistArray tests (run with mpiexec -n 4)."""
+"""Multi-rank DistArray tests (run under mpiexec -n 1..6): gather round trips,
+elementwise ufuncs and reductions through NumPy's calls, every dtype NumPy
+computes (nclx's kernels where it has loops), nclx.checked() elementwise and
+in the cross-rank combine."""
 import numpy as np
 import pytest
 from mpi4py import MPI
 
+import nclx
 import nclx.dap as dap
+from mpi_helpers import N, as_global, collective_assert, outcome
 
 comm = MPI.COMM_WORLD
 LAYOUTS = [dict(dist="b"), dict(dist="c"), dict(dist="c", block_size=[3]),
@@ -89,3 +94,49 @@ def test_out_and_where_on_distarrays():
     full = out.gather()
     if comm.rank == 0:
         assert list(full) == [-1.0] * 6 + [x * 2 for x in range(6, 12)]
+
+
+@pytest.mark.parametrize("dtype", ["c16", "c8", "f2"])
+def test_complex_and_float16_elementwise_and_reductions(dtype):
+    """Defect: DistArray ufuncs and reductions always call nclx.ufuncs'
+    ufunc of the same name (nclx.aware.nclx_ufunc), which has loops only for
+    bool, the integers, float32 and float64: complex and float16 DistArrays
+    raise UFuncTypeError on every rank, on one rank too (docs/dap.md promises
+    'float (and complex) sums and products')."""
+    g = (np.arange(3 * N + 4) % 5 + 1).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        g = g + (1j * (np.arange(3 * N + 4) % 3)).astype(dtype)
+    a = dap.DistArray.from_global(g, comm=comm, padding=[1])
+    cases = [("a * 2 + 1", lambda x: x * 2 + 1), ("negative", np.negative),
+             ("sum", lambda x: x.sum()), ("prod", lambda x: (x * 0 + 1).prod()),
+             ("mean", lambda x: x.mean()), ("max", lambda x: x.max())]
+    bad = []
+    for name, f in cases:
+        kind, got = outcome(lambda: as_global(f(a)))
+        want = np.asarray(f(g))
+        if kind == "exc":
+            bad.append(f"{name}: {got}")
+        elif got.dtype != want.dtype or not np.allclose(got, want, rtol=1e-3 if dtype == "f2" else 1e-6):
+            bad.append(f"{name}: {got!r} != {want!r}")
+    collective_assert(not bad, "; ".join(bad))
+
+def test_checked_mode_covers_distarray_arithmetic():
+    """Defect: nclx.checked() does not apply to DistArrays: their kernels are
+    nclx.ufuncs' ufuncs, which never walk the checked kernel chain, so
+    integer overflow wraps silently -- elementwise (every rank overflows
+    here) and in the cross-rank combine (MPI.SUM of partial sums that each
+    fit)."""
+    g = np.full(3 * N + 1, 2**61, dtype=np.int64)
+    a = dap.DistArray.from_global(g, comm=comm)
+    with nclx.checked():
+        kind, got = outcome(lambda: (a * 8).owned.copy())
+    bad = [] if kind == "exc" and "OverflowError" in got else [f"a * 8: {kind} {got}"]
+    # each rank's partial fits in int64, the total does not
+    h = np.zeros(2 * max(N, 2), dtype=np.int64)
+    h[0] = h[-1] = 2**62
+    b = dap.DistArray.from_global(h, comm=comm)
+    with nclx.checked():
+        kind, got = outcome(b.sum)
+    if not (kind == "exc" and ("OverflowError" in got or "DapError" in got)):
+        bad.append(f"sum (2**62 + 2**62): {kind} {got!r}")
+    collective_assert(not bad, "; ".join(bad))

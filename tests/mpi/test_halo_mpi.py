@@ -13,11 +13,14 @@ import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
+from mpi_helpers import (collective_assert, exchange_and_check, fill_and_expect, grid2, outcome,
+                         as_global)
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import normalize_dim_dict
 
 comm = MPI.COMM_WORLD
 N = comm.size
+rank = comm.rank
 
 
 def grids(ndim):
@@ -48,14 +51,6 @@ def fill(da):
     owned = da.distribution.owned_slices(comm.rank)
     block[owned] = exp[owned]
     return exp
-
-
-def collective_assert(ok, message):
-    """Every rank fails together (a rank that stopped alone would leave the
-    others waiting in the next test's collectives)."""
-    everyone = comm.allgather((bool(ok), None if ok else message))
-    failed = [m for good, m in everyone if not good]
-    assert not failed, "\n".join(failed)
 
 
 def check(da, exp):
@@ -210,3 +205,65 @@ def test_local_block_is_a_storage_with_the_padding_as_halo():
     assert da.local.halo == tuple(tuple(m.padding) for m in da.distribution.maps(comm.rank))
     export = da.__distarray__()
     assert np.shares_memory(export["buffer"], np.asarray(da.local))
+
+
+# --------------------------------- empty blocks, widths, asymmetric edges
+def test_zero_size_blocks_more_ranks_than_cells():
+    """Some ranks hold no row (padding only along the other, periodic dimension)."""
+    n0 = max(1, N - 2)
+    da = dap.DistArray.from_shape((n0, 9), comm=comm, grid_shape=(N, 1), padding=[0, 2],
+                                  periodic=[False, True])
+    empties = comm.allgather(da._block.size == 0)
+    collective_assert(N < 3 or any(empties), "expected some empty blocks")
+    exchange_and_check(da, None, "empty blocks")
+    g = np.arange(n0 * 9, dtype=np.int64).reshape(n0, 9) - 20
+    a = dap.DistArray.from_global(g, comm=comm, grid_shape=(N, 1), padding=[0, 2],
+                                  periodic=[False, True])
+    checks = [("sum", a.sum, g.sum), ("max", a.max, g.max), ("min", a.min, g.min),
+              ("prod", lambda **k: (a % 3 + 1).prod(**k), lambda **k: (g % 3 + 1).prod(**k))]
+    bad = []
+    for name, f, w in checks:
+        for axis in (None, 0, 1):
+            kind, got = outcome(lambda: as_global(f(axis=axis)))
+            want = w(axis=axis)
+            if kind == "exc" or np.asarray(got).tobytes() != np.asarray(want).tobytes():
+                bad.append(f"{name}(axis={axis}): {got!r} != {want!r}")
+    collective_assert(not bad, "; ".join(bad))
+
+def test_width_equal_to_the_neighbours_whole_block():
+    g0, g1 = grid2()
+    da = dap.DistArray.from_shape((2 * g0, 3 * g1), comm=comm, grid_shape=(g0, g1),
+                                  padding=[2, 3], periodic=[True, True])
+    mids = [m.local_size - sum(m.comm_padding) for m in da.distribution.maps(rank)]
+    collective_assert(mids == [2, 3], f"blocks {mids}")
+    exchange_and_check(da, None, "width == block")
+    exchange_and_check(da, "packed", "width == block, packed")
+
+@pytest.mark.parametrize("periodic", [False, True])
+def test_very_asymmetric_widths(periodic):
+    """Widths 0 / 5 alternating across edges, boundary padding 3 and 0 on the
+    outer edges; a second, periodic undistributed dimension with (0, 2)."""
+    P = N
+    sizes = [5 + c for c in range(P)]
+    edge = [(5, 0) if c % 2 == 0 else (0, 4) for c in range(P - 1)]   # (hi of c, lo of c+1)
+    pads = []
+    for c in range(P):
+        lo = edge[c - 1][1] if c > 0 else (1 if periodic else 3)
+        hi = edge[c][0] if c < P - 1 else (5 if periodic else 0)
+        pads.append((lo, hi))
+    total = sum(sizes) + (0 if periodic else pads[0][0] + pads[-1][1])
+    col0 = _dim_column(sizes, pads, periodic, total)
+    col1 = [normalize_dim_dict(dict(dist_type="b", size=6, start=0, stop=8, padding=(0, 2),
+                                    periodic=True, proc_grid_size=1, proc_grid_rank=0))]
+    dist = Distribution([col0, col1])
+    da = dap.DistArray(np.zeros(dist.local_shape(rank)), dist, comm)
+    exchange_and_check(da, None, "asymmetric")
+    # rank 0's boundary padding (rows 0-2, not periodic) is never written, except
+    # where it is communication padding of the periodic second dimension
+    fill_and_expect(da)
+    if not periodic and rank == 0:
+        da._block[:3, :6] = -5.0
+    dap.exchange_halos(da)
+    ok = periodic or rank != 0 or (np.all(da._block[:3, :6] == -5.0)
+                                   and np.all(da._block[:3, 6:] == -5.0))
+    collective_assert(ok, f"boundary padding written: {da._block[:3]}")

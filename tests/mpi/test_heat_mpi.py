@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 from mpi4py import MPI
 
+from mpi_helpers import collective_assert, outcome
 from nclx.examples.heat import run, serial
 
 comm = MPI.COMM_WORLD
+rank = comm.rank
 
 
 @pytest.mark.parametrize("periodic", [False, True])
@@ -24,3 +26,20 @@ def test_distributed_field_equals_serial(n, steps, periodic):
     assert ok, msg
     total = u.sum()
     assert comm.allgather(float(total)) == [float(total)] * comm.size
+
+
+@pytest.mark.parametrize("n,steps,periodic", [(3, 0, False), (4, 3, False), (4, 2, True),
+                                              (5, 0, True)])
+def test_heat_with_fewer_cells_than_ranks_and_zero_steps(n, steps, periodic):
+    kind, value = outcome(run, n, steps, periodic, comm, report=None)
+    if kind == "exc":
+        collective_assert(False, f"run({n}, {steps}): {value}")
+    u, times = value
+    full = u.gather(root=0)
+    ok, msg = len(times) == steps, f"{len(times)} step times"
+    if rank == 0 and ok:
+        want = serial(n, steps, periodic)
+        err = float(np.max(np.abs(full - want)))
+        ok, msg = err <= 1e-12, f"max error {err}"
+    ok, msg = comm.bcast((ok, msg), root=0)
+    collective_assert(ok, msg)

@@ -1,133 +1,31 @@
-"""Multi-rank regression tests for review defects of nclx.dap (run with
-``mpiexec -n N``, N = 1, 2, 3, 4, 6, ...; tests/test_mpi_suite.py runs 4).
+"""Creating DistArrays on any number of ranks:
 
 - ``DistArray.from_global`` checks that every rank passed the same shape and
   dtype, and every rank raises the same DapError naming the ranks;
 - ``from_distarray`` with an invalid export on some ranks raises a DapError
   naming them on every rank instead of hanging the others in a collective;
 - 'u' (unstructured) distributions: placed by index value, and indices
-  outside ``[0, size)`` rejected on every rank;
-- ``nclx.dap.collective``: ``agree``, ``agree_same``, ``allgather_checked``.
-
-Every test runs under a hang guard: a regression that leaves a rank waiting
-in a collective ends the process after 30 s with a traceback (mpiexec then
-ends the others) instead of hanging the suite.
+  outside ``[0, size)`` rejected on every rank.
 """
-import faulthandler
-import importlib
-import os
 import re
-import sys
-import threading
 
 import numpy as np
 import pytest
-from mpi4py import MPI
 
+from mpi_helpers import comm, raised_everywhere, rank
 from nclx import dap
-from nclx.dap import DapError
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
+size = comm.size
 last = size - 1
-collective = importlib.import_module("nclx.dap.collective")
-
-HANG_GUARD_S = 30
 
 
-def _hung(name, capman):
-    """Timer callback: report the hang with every thread's stack (outside
-    pytest's capture) and end this rank; mpiexec then ends the others."""
-    def report():
-        sys.stderr.write(f"\nHANG GUARD: rank {rank}/{size} spent more than {HANG_GUARD_S} s "
-                         f"in {name} (a rank is waiting in a collective the others left)\n")
-        sys.stderr.flush()
-        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-        sys.stderr.flush()
-    try:
-        if capman is not None:
-            with capman.global_and_fixture_disabled():
-                report()
-        else:
-            report()
-    finally:
-        os._exit(70)
-
-
-@pytest.fixture(autouse=True)
-def hang_guard(request):
-    capman = request.config.pluginmanager.getplugin("capturemanager")
-    timer = threading.Timer(HANG_GUARD_S, _hung, (request.node.nodeid, capman))
-    timer.daemon = True
-    timer.start()
-    try:
-        yield
-        comm.Barrier()          # every rank leaves the test; no rank is stuck
-        assert comm.allreduce(1) == size
-    finally:
-        timer.cancel()
-
-
-def raised_everywhere(fn, *args, **kw):
-    """Call ``fn`` expecting a DapError on this rank; return its message."""
-    with pytest.raises(DapError) as info:
-        fn(*args, **kw)
-    return str(info.value)
-
-
-# ------------------------------------------------------------ collective.py
-def test_agree_returns_on_every_rank_when_no_rank_failed():
-    assert collective.agree(comm, None, "step") is None
-    assert collective.agree_same(comm, ("x", 3), what="step") == ("x", 3)
-    assert collective.allgather_checked(comm, rank * 10) == [r * 10 for r in range(size)]
-
-
-def test_agree_raises_on_every_rank_naming_each_failing_rank():
-    failing = [r for r in range(size) if r % 2 == 1] or [0]
-    error = KeyError(f"boom {rank}") if rank in failing else None
-    msg = raised_everywhere(collective.agree, comm, error, "the step")
-    assert msg.startswith("the step: ")
-    for r in failing:
-        assert f"rank {r}: KeyError: 'boom {r}'" in msg
-    for r in set(range(size)) - set(failing):
-        assert f"rank {r}:" not in msg
-    count = f"rank {failing[0]} of {size} failed" if len(failing) == 1 else \
-        f"{len(failing)} of {size} ranks failed"
-    assert count in msg
-
-
-def test_agree_keeps_the_local_exception_as_the_cause():
-    error = ValueError("bad") if rank == last else None
-    with pytest.raises(DapError) as info:
-        collective.agree(comm, error)
-    assert (info.value.__cause__ is error) if rank == last else info.value.__cause__ is None
-
-
-def test_agree_same_names_the_ranks_that_disagree_and_what_they_passed():
-    value = ("shape", 7 if rank == last and size > 1 else 5)
-    if size == 1:
-        assert collective.agree_same(comm, value, what="op") == value
-        return
-    msg = raised_everywhere(collective.agree_same, comm, value, what="op",
-                            describe=lambda v: f"<{v[1]}>")
-    who = "rank 0" if size == 2 else f"ranks 0-{size - 2}"
-    assert f"{who} passed <5>" in msg and f"rank {last} passed <7>" in msg
-
-
-def test_a_value_that_cannot_be_pickled_is_this_ranks_error_not_a_hang():
-    value = (lambda: None) if rank == last else 1
-    msg = raised_everywhere(collective.allgather_checked, comm, value, what="exchange")
-    assert f"rank {last}: " in msg and ("Pickl" in msg or "pickle" in msg)
-
-
-# -------------------------------------------------- defect 3: from_global
+# ------------------------------------------------------------------ from_global
 def test_from_global_with_the_same_array_everywhere_still_works():
     g = np.arange(23.0)
     a = dap.DistArray.from_global(g, comm=comm, padding=[1])
     out = a.gather()
     if rank == 0:
         assert np.array_equal(out, g)
-
 
 def test_from_global_rejects_different_shapes_on_every_rank():
     n = 10 + (1 if rank == last and size > 1 else 0)
@@ -140,7 +38,6 @@ def test_from_global_rejects_different_shapes_on_every_rank():
     assert f"{who} passed an array of shape (10,) and dtype float64" in msg
     assert f"rank {last} passed an array of shape (11,) and dtype float64" in msg
 
-
 def test_from_global_rejects_different_dtypes_on_every_rank():
     dt = np.float32 if rank == last and size > 1 else np.float64
     g = np.arange(12, dtype=dt).reshape(3, 4)
@@ -151,7 +48,6 @@ def test_from_global_rejects_different_dtypes_on_every_rank():
     assert f"rank {last} passed an array of shape (3, 4) and dtype float32 ('<f4')" in msg
     assert "shape (3, 4) and dtype float64 ('<f8')" in msg
 
-
 def test_from_global_rejects_a_byte_order_difference():
     dt = np.dtype(">i4") if rank == 0 and size > 1 else np.dtype("<i4")
     g = np.arange(8, dtype=dt)
@@ -160,7 +56,6 @@ def test_from_global_rejects_a_byte_order_difference():
         return
     msg = raised_everywhere(dap.DistArray.from_global, g, comm=comm)
     assert "rank 0 passed an array of shape (8,) and dtype >i4 ('>i4')" in msg
-
 
 def test_from_global_error_on_one_rank_is_raised_on_every_rank():
     # a ragged list cannot become an array on the last rank
@@ -171,10 +66,9 @@ def test_from_global_error_on_one_rank_is_raised_on_every_rank():
         assert f"rank {last} passed no array" in msg
 
 
-# ------------------------------------------------ defect 4: from_distarray
+# --------------------------------------------------------------- from_distarray
 def _good_export():
     return dap.DistArray.from_global(np.arange(40.0), comm=comm, padding=[1]).__distarray__()
-
 
 def test_from_distarray_with_an_invalid_export_on_one_rank_raises_everywhere():
     bad_rank = 1 % size
@@ -188,7 +82,6 @@ def test_from_distarray_with_an_invalid_export_on_one_rank_raises_everywhere():
     assert (f"rank {bad_rank}: DapTypeError: dim_data[0]['size'] must be an integer, not str "
             f"'forty'") in msg
     assert len(re.findall(r"rank \d+: ", msg)) == 1
-
 
 def test_from_distarray_names_every_failing_rank_and_error_type():
     class Broken:
@@ -204,7 +97,6 @@ def test_from_distarray_names_every_failing_rank_and_error_type():
         else:
             assert f"rank {r}: DapError: '__version__' must be 'major.minor.patch'" in msg
 
-
 def test_from_distarray_of_valid_exports_is_still_zero_copy():
     a = dap.DistArray.from_global(np.arange(30), comm=comm, padding=[2])
     b = dap.from_distarray(a, comm=comm)
@@ -213,17 +105,15 @@ def test_from_distarray_of_valid_exports_is_still_zero_copy():
                             np.asarray(b.__distarray__()["buffer"]))
 
 
-# ------------------------------------------- defect 1: 'u' distributions
+# ------------------------------------------------------- 'u' distributions
 def _u_dim_data(per_rank, n):
     return [({"dist_type": "u", "size": n, "indices": np.array(ix, dtype=np.int64),
               "proc_grid_rank": r, "proc_grid_size": size, "one_to_one": True},)
             for r, ix in enumerate(per_rank)]
 
-
 def _u_layout(n, seed=3):
     perm = np.random.default_rng(seed).permutation(n)
     return [perm[r::size] for r in range(size)]
-
 
 def test_unstructured_from_global_gather_and_import_round_trip():
     n = 17
@@ -240,7 +130,6 @@ def test_unstructured_from_global_gather_and_import_round_trip():
     b = dap.from_distarray(export, comm=comm)
     assert b.distribution == d and b.sum() == g.sum()
 
-
 @pytest.mark.parametrize("bad", [-1, 17, 2**40])
 def test_unstructured_index_outside_the_array_is_rejected_on_every_rank(bad):
     n = 17
@@ -250,7 +139,6 @@ def test_unstructured_index_outside_the_array_is_rejected_on_every_rank(bad):
     msg = raised_everywhere(dap.DistArray.from_global, np.arange(n), dist=d, comm=comm)
     assert (f"dimension 0, proc_grid_rank {last} (rank {last}): dim_data[0]['indices'][0] is "
             f"{bad}, outside the global range [0, {n})") in msg
-
 
 def test_gather_rejects_an_unstructured_index_outside_the_array():
     n = 17

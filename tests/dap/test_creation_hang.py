@@ -2,23 +2,15 @@
 ``DistArray.from_global`` array differs, makes every rank raise a DapError
 instead of leaving the others waiting in a collective.
 
-Runs the scenarios under ``mpiexec -n 2`` in a subprocess with a timeout, so
-a regression fails this (single-process) test in about 30 s rather than
-hanging it.  tests/mpi/test_dap_defects_mpi.py covers the same behaviour in
+Runs the scenarios under ``mpiexec -n 2`` in a subprocess with a timeout
+(dap_helpers), so a regression fails this (single-process) test within a
+minute rather than hanging it.  tests/mpi/test_creation_mpi.py covers the same behaviour in
 more detail under the multi-rank suite.
 """
-import os
-import shutil
-import signal
-import subprocess
 import sys
 import textwrap
 
-import pytest
-
-import nclx
-
-TIMEOUT_S = 30
+from dap_helpers import assert_raised_everywhere, mpiexec, run, run_ranks
 
 SCENARIO = textwrap.dedent("""
     import numpy as np
@@ -48,32 +40,13 @@ SCENARIO = textwrap.dedent("""
 """)
 
 
-def _mpiexec():
-    path = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    return path if os.path.exists(path) else shutil.which("mpiexec")
-
-
 def test_invalid_export_or_different_array_on_one_rank_raises_on_both_ranks(tmp_path):
-    mpiexec = _mpiexec()
-    if mpiexec is None:
-        pytest.skip("mpiexec not found (pip install mpich)")
+    launcher = mpiexec()
+    assert launcher, "mpiexec not found: tools/test installs it (pip install mpich)"
     script = tmp_path / "scenario.py"
     script.write_text(SCENARIO)
-    env = dict(os.environ)
-    # the same nclx this process imported, first on the path
-    root = os.path.dirname(os.path.dirname(os.path.abspath(nclx.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
-    proc = subprocess.Popen([mpiexec, "-n", "2", sys.executable, str(script)], cwd=tmp_path,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
-        pytest.fail(f"the ranks hung for {TIMEOUT_S} s (a rank raised while the other waited "
-                    f"in a collective):\n{out[-3000:]}")
-    assert proc.returncode == 0, out[-3000:]
+    rc, out = run([launcher, "-n", "2", sys.executable, str(script)], tmp_path)
+    assert rc == 0, out[-3000:]
     for r in (0, 1):
         log = (tmp_path / f"rank{r}.txt").read_text().splitlines()
         assert log == [
@@ -83,3 +56,21 @@ def test_invalid_export_or_different_array_on_one_rank_raises_on_both_ranks(tmp_
              "pass the same): |   rank 0 passed an array of shape (8,) and dtype float64 ('<f8') "
              "|   rank 1 passed an array of shape (9,) and dtype float64 ('<f8')"),
             "done"], f"rank {r}: {log}\n{out[-3000:]}"
+
+
+def test_from_distarray_with_different_dtypes_on_the_ranks(tmp_path):
+    """Was a defect: from_distarray exchanged and checked only the dim_data, not the
+    dtype (from_global checks both): a float32 block on rank 0 and float64
+    blocks elsewhere make a DistArray whose sum() fails with 'Message
+    truncated' on rank 0 and leaves the others waiting."""
+    steps, ended, report = run_ranks(tmp_path, 2, """
+        base = dap.DistArray.from_global(np.arange(4.0 * N), comm=comm, padding=[1],
+                                         periodic=[True])
+        buf = base._block.astype(np.float32 if rank == 0 else np.float64)
+        export = {"__version__": "0.10.0", "buffer": buf,
+                  "dim_data": base.__distarray__()["dim_data"]}
+        a = step(lambda: dap.from_distarray(export, comm=comm))
+        if a is not None:
+            step(lambda: float(a.sum()))
+    """)
+    assert_raised_everywhere(steps, ended, report, types=("DapError",))
