@@ -14,6 +14,7 @@ from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
+from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
 PROTOCOL_VERSION = "0.10.0"
 
@@ -39,9 +40,6 @@ def _is_storage(obj):
 
 def _as_storage(data, halo):
     """A zero-copy storage over ``data`` whose halo is the DAP padding."""
-    # lazy on purpose: nclx.storage is a sibling subpackage (dap never imports it at
-    # the top); DistArray.local is a Storage, so this one call must construct one
-    from nclx.storage import as_storage
     return as_storage(data, halo=halo)
 
 
