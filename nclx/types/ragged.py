@@ -6,6 +6,12 @@ buffer (an ndarray -- its trailing dimensions are fixed dimensions of every
 list --, a masked array for missing values, or another Ragged for a second
 var dimension) and, optionally, an Arrow validity bitmap (one bit per list,
 LSB first, 1 = present).  Nothing is copied on construction.
+
+The class takes itself apart and wraps parts: the algorithms it runs work on
+raw arrays in the modules below it (``compute``: per-list reductions, lining
+lists up; ``_to_arrow``: pyarrow arrays; ``datashape``: types of arrays), and
+building from Python objects or converting to and from pyarrow and awkward
+are module functions above it (``nclx.types.from_list``, ``to_arrow``, ...).
 """
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
