@@ -407,11 +407,11 @@ def test_np_where_on_aware_operands_runs_the_ternary_chain(case):
 
 def test_np_where_on_storages_and_ragged_and_fallbacks():
     import nclx.storage as st
-    from nclx.types import Ragged
+    from nclx.types import from_list
     s = st.zeros((5,), dtype=np.float64)
     w = np.where(s > -1, 5, s)
     assert type(w).__name__.endswith("Storage") and np.asarray(w).tolist() == [5.0] * 5
-    r = Ragged.from_list([[1, 2, 3], [4]])
+    r = from_list([[1, 2, 3], [4]])
     assert np.where(r > 1, r, 0).to_list() == [[0, 2, 3], [4]]
     a = nclx.hooks.aware(np.arange(4.0))
     # NumPy's own for the one-argument form and for dtypes nclx does not serve

@@ -558,10 +558,6 @@ def test_aware_twins_by_identity_not_by_name():
     fake = np.frompyfunc(lambda x: x, 1, 1)
     assert nclx_ufunc(np.cbrt) is nu.cbrt and nclx_ufunc(fake) is fake
     assert nclx_ufunc(np.logical_and) is np.logical_and    # NumPy's promoters
-    from nclx.types import Ragged
-    r = Ragged.from_list([[1, 0, 3], [4]])
-    got = np.logical_or(r, np.array(0, np.uint64))        # NumPy's promoter: int64 | uint64
-    assert got.to_list() == [[True, False, True], [True]]
 
 
 def test_uninstall_gives_nclx_ufuncs_back_the_loops_of_import_time():

@@ -4,7 +4,8 @@ import ctypes
 import numpy as np
 
 from nclx.demo._common import section
-from nclx.types import Ragged, arrmeta_struct_of, data_address_of, debug_repr, parse, typeof
+from nclx.types import (Ragged, arrmeta_struct_of, data_address_of, debug_repr, from_list,
+                        parse, to_awkward, typeof)
 
 
 def run():
@@ -18,7 +19,7 @@ def run():
           f"{meta.size}/{meta.stride}, then {meta.element.size}/{meta.element.stride}; "
           f"a[1, 2] read at data_address_of(a[1, 2, ...]) = "
           f"{ctypes.c_int32.from_address(data_address_of(a[1, 2, ...])).value}")
-    r = Ragged.from_list([[1.5, 2.5], [], [4.0, 5.0, 6.0]])
+    r = from_list([[1.5, 2.5], [], [4.0, 5.0, 6.0]])
     print(f"r = {r!r}")
     print(f"r * 2 -> {(r * 2).to_list()} (same offsets: {(r * 2).offsets is r.offsets}); "
           f"r.sum(axis=-1) = {r.sum().tolist()}; r.max(axis=-1) = {r.max().tolist()}")
@@ -28,13 +29,13 @@ def run():
           f"typeof(arr) = {typeof(arr)!r} (Arrow's item field is nullable)")
     try:
         import awkward as ak   # optional dependency: the line says how to get it
-        print(f"r.to_awkward(): {ak.type(r.to_awkward())}; "
-              f"ak.sum(axis=-1) = {ak.sum(r.to_awkward(), axis=-1).to_list()}")
+        print(f"to_awkward(r): {ak.type(to_awkward(r))}; "
+              f"ak.sum(axis=-1) = {ak.sum(to_awkward(r), axis=-1).to_list()}")
     except ImportError:
-        print("awkward is not installed: pip install awkward for r.to_awkward()")
+        print("awkward is not installed: pip install awkward for to_awkward(r)")
     print(f"typeof(pa.table(...)) = {typeof(pa.table({'x': [1, None], 's': ['a', 'b']}))!r}")
     print(f"parse('3 * var * ?int64').dims = {[d.kind for d in parse('3 * var * ?int64').dims]}")
-    for line in debug_repr(Ragged.from_list([[1], [2, 3]], dtype=np.int32)).splitlines()[4:16]:
+    for line in debug_repr(from_list([[1], [2, 3]], dtype=np.int32)).splitlines()[4:16]:
         print("  " + line)
     try:
         Ragged(np.array([0, 3, 2]), np.arange(5))

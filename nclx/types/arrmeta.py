@@ -18,7 +18,6 @@ The tree is Python objects (:class:`FixedDimMeta` ...) and, as DyND's
 object stay at the same address while the object lives.
 """
 import ctypes
-import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -26,10 +25,12 @@ from typing import Any, Tuple
 
 import numpy as np
 
+from nclx.types.convert import content_values, from_arrow
 from nclx.types.ragged import Ragged
+from nclx.types.typeof import typeof
 
 __all__ = ["arrmeta", "arrmeta_struct_of", "arrmeta_address_of", "data_address_of",
-           "debug_repr", "MemoryBlock", "FixedDimMeta", "VarDimMeta", "StringMeta",
+           "MemoryBlock", "FixedDimMeta", "VarDimMeta", "StringMeta",
            "RecordMeta", "OptionMeta", "EmptyMeta", "Arrmeta", "MemoryBlockData"]
 
 READ, WRITE, IMMUTABLE = 1, 2, 4
@@ -189,7 +190,6 @@ def _target(x):
     mod = type(x).__module__ or ""
     if mod.startswith("pyarrow"):
         import pyarrow as pa
-        from nclx.types.convert import from_arrow
         if isinstance(x, pa.ChunkedArray) and x.num_chunks == 1:
             x = x.chunk(0)
         if isinstance(x, pa.Array):
@@ -203,23 +203,20 @@ def _target(x):
         raise TypeError(f"arrmeta: pyarrow {type(x).__name__} of {getattr(x, 'type', '?')} "
                         "has no single-buffer layout (take a column, or a list/primitive array)")
     if mod.startswith("awkward"):
-        from nclx.types.convert import _np_of_content
         import awkward as ak
         layout = x.layout if isinstance(x, ak.Array) else x
-        return _np_of_content(layout)
-    storage = sys.modules.get("nclx.storage.core")
-    if storage is not None and isinstance(x, storage.Storage):
-        if x.data is None:
-            raise TypeError("arrmeta: a device-only storage has no host data to describe")
-        return x.to_numpy()
-    dap = sys.modules.get("nclx.dap.distarray")
-    if dap is not None and isinstance(x, dap.DistArray):
-        return _target(x.local)
+        return content_values(layout)
+    # arrays known by the protocol they export (no import of their package)
+    if hasattr(type(x), "__distarray__"):             # a DAP producer: its local block
+        return _target(x.__distarray__()["buffer"])
+    if hasattr(type(x), "__gt_data_interface__") and None not in x.__gt_data_interface__:
+        raise TypeError("arrmeta: a device-only storage has no host data to describe")
+    if hasattr(type(x), "__array_interface__"):       # a storage's host buffer, ...
+        return np.asarray(x)
     raise TypeError(f"arrmeta: no layout for a {type(x).__module__}.{type(x).__name__}")
 
 
 def _build(x):
-    from nclx.types.typeof import typeof
     t = _target(x)
     holder = x
     if isinstance(t, Ragged):
@@ -375,9 +372,3 @@ def data_address_of(x):
     t = _target(x)
     arr = t.offsets if isinstance(t, Ragged) else np.ma.getdata(t)
     return arr.__array_interface__["data"][0]
-
-
-def debug_repr(x):
-    """The layout DyND's ``nd.debug_repr`` printed (see nclx.types.debug)."""
-    from nclx.types.debug import debug_repr as _debug_repr
-    return _debug_repr(x)

@@ -1,4 +1,7 @@
-"""Ragged <-> pyarrow and awkward, sharing buffers.
+"""Ragged <-> pyarrow and awkward, sharing buffers: the module functions
+``to_arrow``, ``from_arrow``, ``to_awkward``, ``from_awkward`` (exported
+from ``nclx.types``).  pyarrow and awkward are optional: each function
+imports the one it needs when it runs.
 
 Zero copy (the new object reads the same memory): offsets, numeric values,
 string bytes, and validity bitmaps that start on a byte boundary.  Copied,
@@ -10,94 +13,34 @@ bytes), and non-contiguous values.
 """
 import numpy as np
 
-from nclx.types import _bits
+from nclx.types import _bits, _to_arrow
+from nclx.types._offsets import validate_offsets
 from nclx.types.ragged import Ragged
 
 __all__ = ["to_arrow", "from_arrow", "to_awkward", "from_awkward"]
 
 
-# ----------------------------------------------------------------- to Arrow
-def _arrow_values(values):
-    import pyarrow as pa
-    if isinstance(values, Ragged):
-        return to_arrow(values)
-    mask = None
-    if isinstance(values, np.ma.MaskedArray):
-        mask = np.ma.getmaskarray(values)
-        values = values.data
-    if values.dtype.names is not None:
-        if values.ndim != 1:
-            raise TypeError("structured values with fixed inner dimensions do not go to Arrow")
-        children = [_arrow_values(np.ascontiguousarray(values[n])) for n in values.dtype.names]
-        arr = pa.StructArray.from_arrays(children, names=list(values.dtype.names))
-    elif values.ndim > 1:
-        flat = _arrow_values(np.ascontiguousarray(values).reshape(-1))
-        arr = _nest_fixed(flat, values.shape[1:])
-    elif values.dtype == np.bool_:
-        arr = pa.array(values)
-    else:
-        values = np.ascontiguousarray(values)
-        arr = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
-                                    [None, pa.py_buffer(values)])
-    if mask is not None and mask.any():
-        validity = pa.py_buffer(_bits.pack(~mask))
-        arr = pa.Array.from_buffers(arr.type, len(arr), [validity] + arr.buffers()[1:],
-                                    children=_children(arr))
-    return arr
-
-
-def _children(arr):
-    import pyarrow as pa
-    t = arr.type
-    if pa.types.is_struct(t):
-        return [arr.field(i) for i in range(t.num_fields)]
-    if pa.types.is_fixed_size_list(t) or pa.types.is_list(t) or pa.types.is_large_list(t):
-        return [arr.values]
-    return None
-
-
-def _nest_fixed(flat, shape):
-    import pyarrow as pa
-    arr = flat
-    for k in reversed(shape):
-        arr = pa.FixedSizeListArray.from_arrays(arr, int(k))
-    return arr
+def _need_ragged(r, name):
+    if not isinstance(r, Ragged):
+        raise TypeError(f"{name} takes a Ragged, not {type(r).__name__}")
 
 
 def _check_trusted(r):
-    """Arrow and awkward trust offsets: check them (one vectorized pass) so
-    a Ragged built with validate=False never makes them read outside."""
-    from nclx.types._offsets import validate_offsets
+    """awkward trusts offsets: check them (one vectorized pass) so a Ragged
+    built with validate=False never makes it read outside."""
     validate_offsets(r.offsets, len(r.values))
     if isinstance(r.values, Ragged):
         _check_trusted(r.values)
 
 
+# ----------------------------------------------------------------- to Arrow
 def to_arrow(r, type=None):
     """A pyarrow ListArray (int32 offsets) / LargeListArray (int64), or
-    StringArray / LargeStringArray / (Large)BinaryArray for string Raggeds."""
-    import pyarrow as pa
-    _check_trusted(r)
-    n = len(r)
-    validity = None
-    if r.validity is not None:
-        validity = pa.py_buffer(_bits.realign(r.validity, r.validity_offset, n))
-    offsets = pa.py_buffer(np.ascontiguousarray(r.offsets))
-    large = r.offsets.dtype == np.int64
-    if r.encoding is not None:
-        if r.encoding == "utf-8":
-            t = pa.large_string() if large else pa.string()
-        else:
-            t = pa.large_binary() if large else pa.binary()
-        data = pa.py_buffer(np.ascontiguousarray(r.values))
-        arr = pa.Array.from_buffers(t, n, [validity, offsets, data])
-    else:
-        child = _arrow_values(r.values)
-        t = (pa.large_list if large else pa.list_)(child.type)
-        arr = pa.Array.from_buffers(t, n, [validity, offsets], children=[child])
-    if type is not None and arr.type != type:
-        arr = arr.cast(type)
-    return arr
+    StringArray / LargeStringArray / (Large)BinaryArray for string Raggeds,
+    over ``r``'s buffers (``pa.array(r)`` gives the same)."""
+    _need_ragged(r, "to_arrow")
+    return _to_arrow.list_array(r.offsets, r.values, r.validity, r.validity_offset, r.encoding,
+                                type)
 
 
 # --------------------------------------------------------------- from Arrow
@@ -206,6 +149,7 @@ def _ak_content(values):
 def to_awkward(r, highlevel=True):
     """An awkward ListOffsetArray over the same offsets and values."""
     import awkward as ak
+    _need_ragged(r, "to_awkward")
     _check_trusted(r)
     index = (ak.index.Index64 if r.offsets.dtype == np.int64 else ak.index.Index32)(r.offsets)
     if r.encoding is not None:
@@ -221,7 +165,9 @@ def to_awkward(r, highlevel=True):
     return ak.Array(layout) if highlevel else layout
 
 
-def _np_of_content(layout):
+def content_values(layout):
+    """The NumPy data (ndarray, masked or structured array) or Ragged of an
+    awkward layout, sharing its buffers where the layouts agree."""
     import awkward as ak
     if isinstance(layout, ak.contents.NumpyArray):
         return np.asarray(layout.data)
@@ -229,22 +175,22 @@ def _np_of_content(layout):
             (layout.is_option and layout.content.is_list):
         return from_awkward(layout)
     if isinstance(layout, ak.contents.RegularArray):
-        inner = _np_of_content(layout.content)
+        inner = content_values(layout.content)
         if isinstance(inner, Ragged):
             raise TypeError("var dimensions inside fixed dimensions are not supported")
         return inner[:layout.length * layout.size].reshape((layout.length, layout.size) + inner.shape[1:])
     if layout.is_option:
         mask = np.asarray(layout.mask_as_bool(valid_when=False))
-        inner = _np_of_content(layout.content)
+        inner = content_values(layout.content)
         if isinstance(layout, ak.contents.IndexedOptionArray):
             index = np.asarray(layout.index.data)
             inner = inner[np.where(index < 0, 0, index)] if len(inner) else \
                 np.zeros(len(index), inner.dtype)
         return np.ma.masked_array(inner[:len(mask)], mask=mask)
     if isinstance(layout, ak.contents.IndexedArray):
-        return _np_of_content(layout.project())
+        return content_values(layout.project())
     if isinstance(layout, ak.contents.RecordArray) and not layout.is_tuple:
-        fields = [_np_of_content(c) for c in layout.contents]
+        fields = [content_values(c) for c in layout.contents]
         if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
             raise TypeError("record fields that are lists or hold missing values are not supported")
         dtype = np.dtype([(k, f.dtype, f.shape[1:]) for k, f in zip(layout.fields, fields)])
@@ -294,7 +240,7 @@ def from_awkward(array):
         offsets = offsets.astype(np.int64)
     kind = layout.parameter("__array__")
     encoding = {"string": "utf-8", "bytestring": "bytes"}.get(kind)
-    values = _np_of_content(layout.content)
+    values = content_values(layout.content)
     if encoding is not None:
         values = np.asarray(values).view(np.uint8)
     return Ragged(offsets, values, validity, encoding=encoding)

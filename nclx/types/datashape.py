@@ -28,7 +28,8 @@ from typing import Optional, Tuple
 import numpy as np
 
 __all__ = ["Type", "Dim", "Scalar", "String", "Record", "Option", "Categorical", "Union",
-           "Pointer", "SCALAR_NAMES", "scalar_of_dtype", "dtype_of_scalar"]
+           "Pointer", "SCALAR_NAMES", "scalar_of_dtype", "dtype_of_scalar", "dtype_type",
+           "shape_type", "array_type"]
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 
@@ -181,6 +182,43 @@ def scalar_of_dtype(dtype):
         return String("string")
     raise TypeError(f"dtype {dtype} has no nclx.types equivalent "
                     "(fixed-width numbers, bool, datetime64/timedelta64, bytes and str only)")
+
+
+def dtype_type(dtype):
+    """The element type of one NumPy dtype: scalar, string or record
+    (sub-array fields become fixed dimensions)."""
+    dtype = np.dtype(dtype)
+    if dtype.subdtype is not None:
+        base, shape = dtype.subdtype
+        t = dtype_type(base)
+        for n in reversed(shape):
+            t = Dim("fixed", t, n)
+        return t
+    if dtype.names is not None:
+        return Record(tuple(dtype_type(dtype.fields[n][0]) for n in dtype.names),
+                      tuple(dtype.names))
+    return scalar_of_dtype(dtype)
+
+
+def shape_type(shape, dtype, masked=False):
+    """``n * m * ... * T`` for an array of ``shape`` and ``dtype`` (``?T``
+    when masked)."""
+    t = dtype_type(dtype)
+    if masked:
+        t = Option(t)
+    for n in reversed(shape):
+        t = Dim("fixed", t, n)
+    return t
+
+
+def array_type(a):
+    """The type of an ndarray or masked array."""
+    if a.dtype.kind == "O":
+        raise TypeError("typeof: an array of dtype object has no datashape type")
+    masked = isinstance(a, np.ma.MaskedArray)
+    if masked and a.dtype.names is not None:
+        raise TypeError("typeof: masked structured arrays are not supported")
+    return shape_type(a.shape, a.dtype, masked)
 
 
 def dtype_of_scalar(t, *, where="type"):

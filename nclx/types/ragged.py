@@ -6,12 +6,20 @@ buffer (an ndarray -- its trailing dimensions are fixed dimensions of every
 list --, a masked array for missing values, or another Ragged for a second
 var dimension) and, optionally, an Arrow validity bitmap (one bit per list,
 LSB first, 1 = present).  Nothing is copied on construction.
+
+The class takes itself apart and wraps parts: the algorithms it runs work on
+raw arrays in the modules below it (``compute``: per-list reductions, lining
+lists up; ``_to_arrow``: pyarrow arrays; ``datashape``: types of arrays), and
+building from Python objects or converting to and from pyarrow and awkward
+are module functions above it (``nclx.types.from_list``, ``to_arrow``, ...).
 """
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx.types import _bits
+from nclx import aware
+from nclx.types import _bits, _to_arrow, compute
 from nclx.types._offsets import as_offsets as _as_offsets, validate_offsets
+from nclx.types.datashape import Dim, Option, String, array_type
 
 __all__ = ["Ragged"]
 
@@ -24,10 +32,10 @@ def _as_values(values):
             raise ValueError("values must have at least one dimension, not a 0-d array")
         if isinstance(values, np.ndarray) and values.dtype.kind == "O":
             raise TypeError("values of dtype object are not supported: "
-                            "use Ragged.from_list for Python objects")
+                            "use nclx.types.from_list for Python objects")
         return values
     if isinstance(values, (list, tuple)):
-        raise TypeError("values must be an ndarray or a Ragged: use Ragged.from_list "
+        raise TypeError("values must be an ndarray or a Ragged: use nclx.types.from_list "
                         "to build one from Python lists")
     try:
         arr = np.asarray(memoryview(values))
@@ -135,8 +143,18 @@ class Ragged(NDArrayOperatorsMixin):
 
     @property
     def type(self):
-        from nclx.types.typeof import type_of
-        return type_of(self)
+        """The datashape type object (``str(r.type)`` is ``nclx.types.typeof(r)``)."""
+        return Dim("fixed", self._element_type(), len(self))
+
+    def _element_type(self):
+        """The type of one list: ``var * T``, ``string`` or ``bytes``; an
+        option of it with a validity bitmap."""
+        if self._encoding is not None:
+            t = String("string" if self._encoding == "utf-8" else "bytes")
+        else:
+            v = self._values
+            t = Dim("var", v._element_type() if isinstance(v, Ragged) else array_type(v).element)
+        return Option(t) if self._validity is not None else t
 
     def __len__(self):
         return len(self._offsets) - 1
@@ -157,10 +175,9 @@ class Ragged(NDArrayOperatorsMixin):
         return self._values[o0:on], self._offsets - self._offsets.dtype.type(o0)
 
     def __repr__(self):
-        from nclx.types.typeof import typeof
         body = self.to_list() if len(self) <= 6 else self[:3].to_list() + ["..."]
         text = repr(body) if len(self) <= 6 else repr(body).replace("'...'", "...")
-        return f"Ragged({text}, type={typeof(self)!r})"
+        return f"Ragged({text}, type={str(self.type)!r})"
 
     # -------------------------------------------------------------- indexing
     def _element(self, i):
@@ -301,18 +318,6 @@ class Ragged(NDArrayOperatorsMixin):
 
     tolist = to_list
 
-    @classmethod
-    def from_list(cls, data, dtype=None, *, offsets_dtype=np.int64):
-        """Build from nested Python lists (None for missing), buffers built once."""
-        from nclx.types.build import from_list
-        return from_list(data, dtype=dtype, offsets_dtype=offsets_dtype)
-
-    @classmethod
-    def from_strings(cls, strings, *, offsets_dtype=np.int64):
-        """Strings (or bytes; None for missing) as ragged uint8 tagged utf-8 / bytes."""
-        from nclx.types.build import from_strings
-        return from_strings(strings, offsets_dtype=offsets_dtype)
-
     def to_strings(self):
         """A list of str (bytes for a bytes Ragged; None for missing)."""
         if self._encoding is None:
@@ -320,46 +325,51 @@ class Ragged(NDArrayOperatorsMixin):
         return self.to_list()
 
     def __arrow_array__(self, type=None):
-        from nclx.types.convert import to_arrow
-        return to_arrow(self, type)
-
-    def to_arrow(self):
-        from nclx.types.convert import to_arrow
-        return to_arrow(self)
-
-    def to_awkward(self):
-        from nclx.types.convert import to_awkward
-        return to_awkward(self)
-
-    @classmethod
-    def from_arrow(cls, array):
-        from nclx.types.convert import from_arrow
-        return from_arrow(array)
-
-    @classmethod
-    def from_awkward(cls, array):
-        from nclx.types.convert import from_awkward
-        return from_awkward(array)
+        """pyarrow's protocol (``pa.array(r)``); see nclx.types.to_arrow."""
+        return _to_arrow.list_array(self._offsets, self._values, self._validity, self._vbit,
+                                    self._encoding, type)
 
     # ------------------------------------------------------------ comparison
     def equals(self, other):
         """Structural equality: same type, same lists, same missing entries
-        (NaN equal to NaN)."""
-        from nclx.types.compute import ragged_equals
-        return ragged_equals(self, other)
+        (NaN equal to NaN; values under a missing list do not count)."""
+        a, b = self, other
+        if not isinstance(b, Ragged):
+            return False
+        if len(a) != len(b) or a._encoding != b._encoding or str(a.type) != str(b.type):
+            return False
+        va, vb = a.valid(), b.valid()
+        if not np.array_equal(va, vb):
+            return False
+        if not np.array_equal(np.where(va, a.lengths, 0), np.where(vb, b.lengths, 0)):
+            return False
+        keep = np.flatnonzero(va)
+        if len(keep) != len(a):
+            a, b = a.take(keep), b.take(keep)
+        xa, xb = a.window()[0], b.window()[0]
+        if isinstance(xa, Ragged):
+            return xa.equals(xb)
+        return compute.values_equal(xa, xb)
 
     __hash__ = None
 
     # --------------------------------------------------------------- compute
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from nclx.types.compute import ragged_ufunc
-        return ragged_ufunc(ufunc, method, inputs, kwargs)
+        """Elementwise ufuncs on the values, the lists lined up (nclx.aware's
+        contract: python-level hooks, nclx's kernels, ``out=``/``where=``);
+        ``np.add.reduce(r, axis=-1)`` and friends are per-list reductions."""
+        if aware.foreign(inputs, kwargs, own=(Ragged,)):
+            return NotImplemented         # NumPy's protocol: the other type is asked
+        if method != "__call__":
+            return _reduce_call(ufunc, method, inputs, kwargs)
+        call = _Elementwise(ufunc, inputs, kwargs)
+        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
+                                 wrap=call.wrap, kernels=aware.nclx_ufunc)
 
     #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
     _nclx_array_function = True
 
     def __array_function__(self, func, types, args, kwargs):
-        from nclx import aware
         return aware.array_function(func, types, args, kwargs, aware.numpy_default)
 
     def __array__(self, dtype=None, copy=None):
@@ -367,22 +377,105 @@ class Ragged(NDArrayOperatorsMixin):
                         ".to_list() or pad it yourself")
 
     def sum(self, axis=-1, dtype=None):
-        from nclx.types.compute import reduce_lists
-        return reduce_lists(self, "sum", axis, dtype)
+        return self._reduce("sum", axis, dtype)
 
     def prod(self, axis=-1, dtype=None):
-        from nclx.types.compute import reduce_lists
-        return reduce_lists(self, "prod", axis, dtype)
+        return self._reduce("prod", axis, dtype)
 
     def max(self, axis=-1):
-        from nclx.types.compute import reduce_lists
-        return reduce_lists(self, "max", axis, None)
+        return self._reduce("max", axis, None)
 
     def min(self, axis=-1):
-        from nclx.types.compute import reduce_lists
-        return reduce_lists(self, "min", axis, None)
+        return self._reduce("min", axis, None)
 
     def count(self, axis=-1):
         """Number of values (not missing) in every list."""
-        from nclx.types.compute import reduce_lists
-        return reduce_lists(self, "count", axis, None)
+        return self._reduce("count", axis, None)
+
+    def _reduce(self, name, axis, dtype):
+        """Per-list ``name`` (``axis=-1``: one result per list, a Ragged of
+        them for nested lists) or over everything (``axis=None``)."""
+        if self._encoding is not None:
+            raise TypeError(f"{name} of a Ragged of strings")
+        if axis is None:
+            r = self if self._validity is None else self.take(np.flatnonzero(self.valid()))
+            values = r.window()[0]
+            while isinstance(values, Ragged):
+                values = values.window()[0]
+            return compute.reduce_flat(name, values, dtype)
+        if axis not in (-1,):
+            raise ValueError(f"axis={axis!r}: a Ragged reduces along its innermost axis "
+                             "(axis=-1) or over everything (axis=None)")
+        values, offsets = self.window()
+        if isinstance(values, Ragged) or values.ndim > 1:
+            # the innermost axis is a var or fixed dim of every element: the
+            # outer lists stay
+            inner = values._reduce(name, axis, dtype) if isinstance(values, Ragged) \
+                else compute.reduce_fixed(values, name, dtype)
+            return Ragged._trusted(offsets, inner, self._validity, self._vbit, None)
+        out = compute.segment_reduce(name, values, offsets, dtype)
+        if self._validity is not None:
+            return compute.mask_missing(out, self.valid())
+        return out
+
+
+def _reduce_call(ufunc, method, inputs, kwargs):
+    """``np.add.reduce(r, axis=-1)`` (and multiply, maximum, minimum;
+    ``axis=None``) as the per-list reduction; any other method refused."""
+    if method == "reduce" and len(inputs) == 1 and isinstance(inputs[0], Ragged):
+        name = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}.get(
+            ufunc.__name__)
+        axis = kwargs.get("axis", 0)
+        if name is not None and axis in (-1, None) and set(kwargs) <= {"axis", "dtype"}:
+            dtype = kwargs.get("dtype")
+            return inputs[0]._reduce(name, axis, dtype if name in ("sum", "prod") else None)
+    raise TypeError(f"{ufunc.__name__}.{method} on a Ragged: only elementwise calls and "
+                    "per-list reductions (r.sum(axis=-1), np.add.reduce(r, axis=-1)) are supported")
+
+
+class _Elementwise:
+    """The Ragged operands of one elementwise call lined up: ``unwrap``
+    gives the values every Ragged's lists reach, ``wrap`` puts a result on
+    the first operand's offsets (an ``out=`` Ragged comes back as itself)."""
+
+    def __init__(self, ufunc, inputs, kwargs):
+        name = ufunc.__name__
+        outs = aware.outs_of(kwargs)
+        raggeds = [x for x in inputs + outs if isinstance(x, Ragged)]
+        where = kwargs.get("where", True)
+        if isinstance(where, Ragged):
+            raggeds.append(where)
+        first = raggeds[0]
+        for r in raggeds[1:]:
+            if not compute.same_lengths(first.offsets, r.offsets):
+                raise ValueError(f"{name}: Ragged operands with different list lengths "
+                                 f"({len(first)} and {len(r)} lists, or lengths that differ)")
+            if (r.encoding is None) != (first.encoding is None):
+                raise TypeError(f"{name}: cannot combine a string Ragged with numbers")
+        for x in inputs:
+            if not isinstance(x, Ragged) and np.ndim(x) > 0:
+                raise ValueError(f"{name}: a Ragged combines with scalars and other "
+                                 f"Raggeds of the same lengths, not an array of shape {np.shape(x)}")
+        if first.encoding is not None:
+            raise TypeError(f"{name} on a Ragged of strings: decode with to_strings()")
+        # every Ragged operand contributes the values its lists reach
+        full = all(int(r.offsets[0]) == 0 and int(r.offsets[-1]) == len(r.values)
+                   for r in raggeds)
+        self.windows = {id(r): r.values if full else r.window()[0] for r in raggeds}
+        self.offsets = first.offsets if full else first.window()[1]
+        self.validity, self.vbit = compute.combine_validity(
+            [(x.validity, x.validity_offset, len(x)) for x in inputs if isinstance(x, Ragged)])
+        self.outs = outs
+
+    def unwrap(self, x):
+        return self.windows.get(id(x), x) if isinstance(x, Ragged) else x
+
+    def wrap(self, res):
+        if isinstance(res, Ragged):
+            return res
+        if isinstance(res, np.ndarray) and res.ndim >= 1:
+            for o in self.outs:
+                if isinstance(o, Ragged) and self.windows[id(o)] is res:
+                    return o
+            return Ragged._trusted(self.offsets, res, self.validity, self.vbit, None)
+        return res

@@ -1,19 +1,19 @@
 """``typeof(x)``: the datashape type of an array, spelled as awkward spells it.
 
 ndarray, masked array, Ragged, NumPy structured arrays, pyarrow Array /
-ChunkedArray / RecordBatch / Table, awkward Array (when installed), nclx
-storages and DistArray (its local block).  For everything awkward can
+ChunkedArray / RecordBatch / Table, awkward Array (when installed), and
+objects known by the protocol they export: ``__distarray__`` (a DistArray:
+its local block), ``__gt_data_interface__`` (nclx storages) and
+``__array_interface__``.  For everything awkward can
 represent the string equals ``str(ak.type(equivalent))``: ``ak.from_numpy``
 for NumPy data, ``ak.from_arrow`` for pyarrow data.  Structured arrays of
 ndim > 1 keep DyND's spelling (``2 * 3 * {x: int32}``; awkward moves the
 dimensions into the fields).
 """
-import sys
-
 import numpy as np
 
 from nclx.types.datashape import (Categorical, Dim, Option, Record, Scalar, String, Type,
-                                  Union, scalar_of_dtype)
+                                  Union, array_type, dtype_type, shape_type)
 from nclx.types.ragged import Ragged
 
 __all__ = ["typeof", "type_of", "dtype_type"]
@@ -29,82 +29,52 @@ def type_of(x):
     if isinstance(x, Type):
         return x
     if isinstance(x, Ragged):
-        return Dim("fixed", _ragged_element(x), len(x))
+        return x.type
     if isinstance(x, np.ndarray):
-        return _ndarray_type(x)
+        return array_type(x)
     if isinstance(x, np.generic):
-        return _ndarray_type(np.asarray(x))
+        return array_type(np.asarray(x))
     mod = type(x).__module__ or ""
     if mod.startswith("pyarrow"):
+        # pyarrow is optional: _arrow_types imports it, so it loads with pyarrow data only
         from nclx.types._arrow_types import arrow_type_of
         return arrow_type_of(x)
     if mod.startswith("awkward"):
         return _awkward_type(x)
-    from_nclx = _nclx_array(x)
-    if from_nclx is not None:
-        return from_nclx
+    exported = _exported(x)
+    if exported is not None:
+        return exported
     raise TypeError(f"typeof: no datashape type for a {type(x).__module__}.{type(x).__name__}")
 
 
-def _nclx_array(x):
-    storage = sys.modules.get("nclx.storage.core")
-    if storage is not None and isinstance(x, storage.Storage):
-        return _shape_type(tuple(x.shape), x.dtype, masked=False)
-    dap = sys.modules.get("nclx.dap.distarray")
-    if dap is not None and isinstance(x, dap.DistArray):
-        return type_of(x.local)
+def _exported(x):
+    """The type of an array known by the protocol it exports (no import of
+    the package that made it): a DAP producer (``__distarray__``, a
+    DistArray: its local block), a gt4py-style storage
+    (``__gt_data_interface__``: shape and dtype from its host or device
+    entry, no synchronisation), or NumPy's ``__array_interface__``."""
+    if hasattr(type(x), "__distarray__"):
+        return type_of(x.__distarray__()["buffer"])
+    gdi = getattr(x, "__gt_data_interface__", None) if hasattr(type(x), "__gt_data_interface__") \
+        else None
+    if gdi:
+        entry = gdi.get(None) or next(iter(gdi.values()))
+        return _interface_type(entry)
+    if hasattr(type(x), "__array_interface__"):
+        return _interface_type(x.__array_interface__)
     return None
 
 
-# ------------------------------------------------------------------ NumPy
-def dtype_type(dtype):
-    """The element type of one NumPy dtype: scalar, string or record
-    (sub-array fields become fixed dimensions)."""
-    dtype = np.dtype(dtype)
-    if dtype.subdtype is not None:
-        base, shape = dtype.subdtype
-        t = dtype_type(base)
-        for n in reversed(shape):
-            t = Dim("fixed", t, n)
-        return t
-    if dtype.names is not None:
-        return Record(tuple(dtype_type(dtype.fields[n][0]) for n in dtype.names),
-                      tuple(dtype.names))
-    return scalar_of_dtype(dtype)
-
-
-def _shape_type(shape, dtype, masked):
-    t = dtype_type(dtype)
-    if masked:
-        t = Option(t)
-    for n in reversed(shape):
-        t = Dim("fixed", t, n)
-    return t
-
-
-def _ndarray_type(a):
-    if a.dtype.kind == "O":
-        raise TypeError("typeof: an array of dtype object has no datashape type")
-    masked = isinstance(a, np.ma.MaskedArray)
-    if masked and a.dtype.names is not None:
-        raise TypeError("typeof: masked structured arrays are not supported")
-    return _shape_type(a.shape, a.dtype, masked)
-
-
-def _values_element(values):
-    """The type of one element of ``values`` (its first dimension removed)."""
-    if isinstance(values, Ragged):
-        return _ragged_element(values)
-    t = _ndarray_type(values)
-    return t.element
-
-
-def _ragged_element(r):
-    if r.encoding is not None:
-        t = String("string" if r.encoding == "utf-8" else "bytes")
+def _interface_type(iface):
+    """The type of an array interface dict (NumPy's or CUDA's)."""
+    descr = iface.get("descr")
+    if descr and not (len(descr) == 1 and descr[0][0] == ""):
+        dtype = np.dtype(descr)          # a structured dtype
     else:
-        t = Dim("var", _values_element(r.values))
-    return Option(t) if r.validity is not None else t
+        dtype = np.dtype(iface["typestr"])
+    if dtype.kind == "O":
+        raise TypeError("typeof: an array of dtype object has no datashape type")
+    return shape_type(tuple(iface["shape"]), dtype)
 
 
 # ---------------------------------------------------------------- awkward

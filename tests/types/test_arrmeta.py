@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from nclx.types import (Ragged, arrmeta, arrmeta_address_of, arrmeta_struct_of,
-                        data_address_of, debug_repr)
+from nclx.types import (Ragged, arrmeta, arrmeta_address_of, arrmeta_struct_of, data_address_of,
+                        debug_repr, from_list, from_strings)
 from nclx.types.arrmeta import FixedDimMeta, OptionMeta, RecordMeta, StringMeta, VarDimMeta
 
 
@@ -31,7 +31,7 @@ def test_dynd_strided_example():
 
 
 def test_dynd_ragged_example():
-    a = Ragged.from_list([[1], [2, 3, 4], [5, 6]], dtype=np.int32)
+    a = from_list([[1], [2, 3, 4], [5, 6]], dtype=np.int32)
     am = arrmeta(a)
     assert isinstance(am.root, FixedDimMeta) and isinstance(am.root.element, VarDimMeta)
     var = arrmeta_struct_of(a).element
@@ -48,7 +48,7 @@ def test_dynd_ragged_example():
 
 
 def test_string_and_record_and_option():
-    s = Ragged.from_strings(["this is the first string", "second", "third"])
+    s = from_strings(["this is the first string", "second", "third"])
     meta = arrmeta_struct_of(s).element
     blk = meta.blockref.contents
     offs = (ctypes.c_int64 * 4).from_address(data_address_of(s))
@@ -59,7 +59,7 @@ def test_string_and_record_and_option():
     rm = arrmeta(rec).root.element
     assert isinstance(rm, RecordMeta) and rm.data_offsets == (0, 4)
     assert list(arrmeta_struct_of(rec).element.data_offsets) == [0, 4]
-    o = Ragged.from_list([[1], None])
+    o = from_list([[1], None])
     om = arrmeta(o).root.element
     assert isinstance(om, OptionMeta) and om.block.address == data_address_of(o.validity)
     m = np.ma.masked_array([1, 2], mask=[0, 1])
@@ -79,8 +79,8 @@ def test_flags_and_debug_repr():
     arr = pa.array([[1, 2], [3]])
     text = debug_repr(arr)
     assert "var_dim arrmeta" in text and "immutable" in text and "pyarrow" in text
-    assert "var_dim arrmeta" in debug_repr(Ragged.from_list([[1]]))
-    assert "string arrmeta" in debug_repr(Ragged.from_strings(["x"]))
+    assert "var_dim arrmeta" in debug_repr(from_list([[1]]))
+    assert "string arrmeta" in debug_repr(from_strings(["x"]))
 
 
 def test_address_stable_and_no_leak():
@@ -91,7 +91,7 @@ def test_address_stable_and_no_leak():
     del a
     gc.collect()
     assert ref() is None          # the cache does not keep the array alive
-    r = Ragged.from_list([[1, 2]])
+    r = from_list([[1, 2]])
     rref = weakref.ref(r)
     arrmeta_address_of(r)
     del r
@@ -133,3 +133,23 @@ def test_targets():
         arrmeta(object())
     import awkward as ak
     assert arrmeta(ak.Array([[1], [2, 3]])).root.size == 2
+
+
+def test_targets_known_by_their_protocol():
+    block = np.arange(12, dtype=np.int32).reshape(4, 3)
+
+    class Dap:
+        def __distarray__(self):
+            return {"__version__": "1.0.0", "buffer": block, "dim_data": ()}
+    assert data_address_of(Dap()) == block.ctypes.data
+    assert arrmeta_struct_of(Dap()).element.stride == 4
+    iface = dict(block.__array_interface__)
+    device_only = type("DeviceOnly", (), {"__gt_data_interface__": {"gpu": iface}})()
+    with pytest.raises(TypeError, match="device-only"):
+        arrmeta(device_only)
+
+    class Plain:
+        __array_interface__ = iface
+        base = block                     # keeps the memory alive
+    assert data_address_of(Plain()) == block.ctypes.data
+    assert arrmeta(Plain()).type == "4 * 3 * int32"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from nclx.types import Ragged
+from nclx.types import Ragged, from_list, from_strings
 from types_strategies import nested_lists
 
 
@@ -89,6 +89,20 @@ def test_validate_false_is_constant_time():
     assert bad[0].tolist() == [0, 1, 2, 3, 4] and bad[1].tolist() == []
 
 
+def test_trusted_garbage_indexing_never_reads_outside():
+    values = np.arange(5.0)
+    bad = Ragged(np.array([0, 100, 101, 2]), values, validate=False)
+    assert bad[1].tolist() == []            # NumPy slicing clips
+    with pytest.raises(IndexError):
+        bad.take(np.array([1]))              # fancy indexing is bounds-checked
+
+
+def test_empty_ragged():
+    e = Ragged(np.zeros(1, np.int64), np.zeros(0))
+    assert len(e) == 0 and e.to_list() == [] and str(e.type) == "0 * var * float64"
+    assert e[0:0].to_list() == [] and e[np.zeros(0, np.int64)].to_list() == []
+
+
 def test_values_shares_memory():
     values = np.arange(10)
     offsets = np.array([0, 4, 10])
@@ -100,7 +114,7 @@ def test_values_shares_memory():
 # ---------------------------------------------------------------- indexing
 @given(nested_lists(depth=1), st.data())
 def test_indexing_matches_lists(data, draw):
-    r = Ragged.from_list(data)
+    r = from_list(data)
     assert len(r) == len(data)
     assert r.to_list() == data
     assert [None if x is None else x.tolist() for x in r] == data
@@ -121,7 +135,7 @@ def test_indexing_matches_lists(data, draw):
 
 
 def test_getitem_tuple_and_errors():
-    r = Ragged.from_list([[1, 2, 3], [4], [5, 6]])
+    r = from_list([[1, 2, 3], [4], [5, 6]])
     assert r[0, 1] == 2 and r[2, -1] == 6 and r[0, 1:].tolist() == [2, 3]
     assert r[:, 0].tolist() == [1, 4, 5]
     assert r[::2, -1].tolist() == [3, 6]
@@ -137,7 +151,7 @@ def test_getitem_tuple_and_errors():
         r[np.array([True, False])]
     with pytest.raises(TypeError):
         r[0:1, 0:1]
-    m = Ragged.from_list([[1], None, [2, 3]])
+    m = from_list([[1], None, [2, 3]])
     assert m[:, 0].tolist() == [1, None, 2]
     with pytest.raises(IndexError, match="list 1 is missing"):
         m[1, 0]
@@ -145,7 +159,7 @@ def test_getitem_tuple_and_errors():
 
 def test_slices_with_validity_keep_bits():
     data = [None if i % 3 == 0 else list(range(i)) for i in range(20)]
-    r = Ragged.from_list(data)
+    r = from_list(data)
     for a in range(0, 20, 3):
         for b in range(a, 21, 5):
             s = r[a:b]
@@ -156,54 +170,54 @@ def test_slices_with_validity_keep_bits():
 
 def test_nested_and_strings():
     data = [[[1.5], []], None, [[2.0, 3.0]]]
-    r = Ragged.from_list(data)
+    r = from_list(data)
     assert r.to_list() == data
     assert r[0].to_list() == [[1.5], []]
     assert r[2, 0].tolist() == [2.0, 3.0]
-    s = Ragged.from_strings(["héllo", "", None, "wörld"])
+    s = from_strings(["héllo", "", None, "wörld"])
     assert s.to_strings() == ["héllo", "", None, "wörld"]
     assert s[0] == "héllo" and s[2] is None and list(s)[3] == "wörld"
-    assert Ragged.from_strings([b"\xff", b""]).to_list() == [b"\xff", b""]
-    assert Ragged.from_list([["ab", "c"], []]).to_list() == [["ab", "c"], []]
+    assert from_strings([b"\xff", b""]).to_list() == [b"\xff", b""]
+    assert from_list([["ab", "c"], []]).to_list() == [["ab", "c"], []]
     with pytest.raises(TypeError, match="strings\\[1\\]"):
-        Ragged.from_strings(["a", 3])
+        from_strings(["a", 3])
     with pytest.raises(TypeError, match="to_strings needs"):
         r.to_strings()
 
 
 def test_from_list_errors():
     with pytest.raises(ValueError, match="different depths"):
-        Ragged.from_list([[1], [[2]]])
+        from_list([[1], [[2]]])
     with pytest.raises(TypeError, match="data\\[1\\] = 3 is not a list"):
-        Ragged.from_list([[1], 3])
-    assert Ragged.from_list([]).to_list() == []
-    assert Ragged.from_list([None, None]).to_list() == [None, None]
-    assert Ragged.from_list([[1, 2]], dtype=np.int8).values.dtype == np.int8
-    assert Ragged.from_list([[1]], offsets_dtype=np.int32).offsets.dtype == np.int32
+        from_list([[1], 3])
+    assert from_list([]).to_list() == []
+    assert from_list([None, None]).to_list() == [None, None]
+    assert from_list([[1, 2]], dtype=np.int8).values.dtype == np.int8
+    assert from_list([[1]], offsets_dtype=np.int32).offsets.dtype == np.int32
 
 
 @given(nested_lists(depth=2))
 def test_from_list_round_trip(data):
-    assert Ragged.from_list(data).to_list() == data
+    assert from_list(data).to_list() == data
 
 
 # ----------------------------------------------------------------- equality
 def test_equals_and_eq():
-    a = Ragged.from_list([[1, 2], [], [3]])
+    a = from_list([[1, 2], [], [3]])
     b = Ragged(np.array([5, 7, 7, 8]), np.array([0, 0, 0, 0, 0, 1, 2, 3]))
     assert a.equals(b) and b.equals(a)
     eq = a == b
     assert isinstance(eq, Ragged) and eq.to_list() == [[True, True], [], [True]]
     assert (a != b).to_list() == [[False, False], [], [False]]
-    assert not a.equals(Ragged.from_list([[1, 2], [3], []]))
-    assert not a.equals(Ragged.from_list([[1, 2], [], [3]], dtype=np.int32))
+    assert not a.equals(from_list([[1, 2], [3], []]))
+    assert not a.equals(from_list([[1, 2], [], [3]], dtype=np.int32))
     assert not a.equals([[1, 2], [], [3]])
     with pytest.raises(ValueError, match="different list lengths"):
-        a == Ragged.from_list([[1], [2, 3], [4]])
-    nan = Ragged.from_list([[np.nan, 1.0]])
-    assert nan.equals(Ragged.from_list([[np.nan, 1.0]]))
+        a == from_list([[1], [2, 3], [4]])
+    nan = from_list([[np.nan, 1.0]])
+    assert nan.equals(from_list([[np.nan, 1.0]]))
     assert (nan == nan).to_list() == [[False, True]]
-    m1 = Ragged.from_list([[1], None])
+    m1 = from_list([[1], None])
     m2 = Ragged(np.array([0, 1, 3]), np.array([1, 9, 9]), validity=b"\x01")
     assert m1.equals(m2)   # the values under a missing list do not count
     with pytest.raises(TypeError):
@@ -211,7 +225,7 @@ def test_equals_and_eq():
 
 
 def test_repr_and_array_refusal():
-    r = Ragged.from_list([[1]] * 10)
+    r = from_list([[1]] * 10)
     assert "..." in repr(r) and "10 * var * int64" in repr(r)
     with pytest.raises(TypeError, match="no fixed shape"):
         np.asarray(r)

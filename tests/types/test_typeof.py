@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra import numpy as hnp
 
-from nclx.types import Ragged, parse, typeof
+from nclx.types import Ragged, from_list, from_strings, parse, to_awkward, typeof
 from types_strategies import ak_type, arrow_arrays, arrow_types, nested_lists, values_of
 
 NUMERIC = st.one_of(hnp.integer_dtypes(endianness="="), hnp.unsigned_integer_dtypes(endianness="="),
@@ -112,19 +112,19 @@ def test_awkward_from_lists(data):
 
 @given(nested_lists(none=False))
 def test_ragged_equals_awkward(data):
-    r = Ragged.from_list(data)
+    r = from_list(data)
     if not _has_leaf(data):
         # no leaf to take a dtype from: awkward says 'unknown', nclx float64 (NumPy's default)
         assert typeof(r).endswith("float64")
         return
-    assert typeof(r) == str(ak.type(r.to_awkward()))
+    assert typeof(r) == str(ak.type(to_awkward(r)))
     assert typeof(r) == str(ak.type(ak.Array(data)))
 
 
 @given(nested_lists(depth=1))
 def test_ragged_with_missing(data):
-    r = Ragged.from_list(data)
-    assert typeof(r) == str(ak.type(r.to_awkward()))
+    r = from_list(data)
+    assert typeof(r) == str(ak.type(to_awkward(r)))
     if _has_leaf(data):
         assert typeof(r) == str(ak.type(ak.Array(data)))
 
@@ -136,16 +136,16 @@ def test_ragged_with_missing(data):
     ([[1, None]], "1 * var * ?int64"),
 ])
 def test_ragged_spellings(data, expected):
-    assert typeof(Ragged.from_list(data)) == expected
+    assert typeof(from_list(data)) == expected
 
 
 def test_strings_and_fixed_inner_dims():
-    assert typeof(Ragged.from_strings(["a", "bc", "", "d", "e"][:4])) == "4 * string"
-    assert typeof(Ragged.from_strings(["a", None])) == "2 * ?string"
-    assert typeof(Ragged.from_strings([b"a"])) == "1 * bytes"
+    assert typeof(from_strings(["a", "bc", "", "d", "e"][:4])) == "4 * string"
+    assert typeof(from_strings(["a", None])) == "2 * ?string"
+    assert typeof(from_strings([b"a"])) == "1 * bytes"
     r = Ragged(np.array([0, 1, 3]), np.zeros((3, 2), np.uint8))
     assert typeof(Ragged(np.array([0, 1, 3, 3]), r.values)) == "3 * var * 2 * uint8"
-    assert typeof(r) == str(ak.type(r.to_awkward()))
+    assert typeof(r) == str(ak.type(to_awkward(r)))
 
 
 def test_storage_and_distarray():
@@ -156,6 +156,21 @@ def test_storage_and_distarray():
     from nclx.dap import DistArray
     da = DistArray.from_shape((6, 2), dtype=np.int32, comm=mpi.COMM_SELF)
     assert typeof(da) == typeof(da.local) == typeof(np.asarray(da.local))
+
+
+def test_arrays_known_by_their_protocol():
+    block = np.zeros((4, 3), np.int16)
+
+    class Dap:
+        def __distarray__(self):
+            return {"__version__": "1.0.0", "buffer": block, "dim_data": ()}
+    assert typeof(Dap()) == "4 * 3 * int16"
+    iface = dict(np.zeros((2, 5), ">f4").__array_interface__)
+    device_only = type("DeviceOnly", (), {"__gt_data_interface__": {"gpu": iface}})()
+    assert typeof(device_only) == "2 * 5 * float32"
+    rec = np.zeros(3, [("x", np.int32), ("y", np.float64)])
+    plain = type("Plain", (), {"__array_interface__": rec.__array_interface__})()
+    assert typeof(plain) == "3 * {x: int32, y: float64}"
 
 
 def test_unsupported_raise_clearly():
