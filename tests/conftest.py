@@ -10,10 +10,18 @@ NumPy ufunc of the same name, bit for bit, warnings included.
   recorded; compare exceptions, results and warnings.
 - ``installed_clean`` fixture: an empty hook registry and nclx installed,
   both undone afterwards (``pytestmark = pytest.mark.usefixtures(...)``).
+- ``threaded_clean`` fixture: two threads, every op split above ``SPLIT``
+  elements, an empty hook registry; afterwards nclx uninstalled and thread
+  count, thresholds and hooks restored.  ``BIG`` is above ``SPLIT``.
+- ``stock_and_installed(fn)``, ``run_script(code)``: stock vs installed
+  results and warnings; a Python snippet in a fresh interpreter.
 - Hypothesis profiles: ``ci`` (default, used by tools/test) and ``dev``.
 """
 import os
 import re
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -91,6 +99,30 @@ def installed_clean():
     yield
     nclx.uninstall()
     nclx.hooks.reset()
+
+
+#: The split threshold ``threaded_clean`` sets for every op (whatever the
+#: shipped table says), and a size above it.
+SPLIT = 65_536
+BIG = SPLIT * 2 + 13        # above it: split across the two threads
+
+
+@pytest.fixture
+def threaded_clean():
+    """Two threads, every op split above ``SPLIT`` elements, an empty hook
+    registry; afterwards nclx uninstalled, hooks and thresholds reset and the
+    thread count restored (the review regression tests run under it)."""
+    import nclx
+    import nclx.hooks
+    threads = nclx.get_num_threads()
+    nclx.set_num_threads(2)
+    nclx.set_threshold(SPLIT)
+    nclx.hooks.reset()
+    yield
+    nclx.uninstall()
+    nclx.hooks.reset()
+    nclx.reset_thresholds()
+    nclx.set_num_threads(threads)
 
 
 @pytest.fixture(params=ISAS)
@@ -402,3 +434,10 @@ def stock_and_installed(fn):
         warnings.simplefilter("always")
         got = fn()
     return want, got, sorted(str(w.message) for w in w0), sorted(str(w.message) for w in w1)
+
+
+def run_script(code, timeout=120):
+    """Run ``code`` (dedented) in a fresh Python from ``/``; the
+    CompletedProcess (text stdout/stderr).  For crash- and hang-prone checks."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=timeout, cwd="/")

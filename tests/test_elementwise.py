@@ -578,3 +578,67 @@ def test_mixed_dtypes_and_dtype_keyword_equal_stock(op):
             continue
         _same_bits(want, got)
         assert w0 == w1
+
+
+# ----------------------------------------------- issue 21 review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# First cut: integer power was split and a worker's ValueError lost (its
+# piece unwritten); nclx.ufuncs' loop lists and identities must be NumPy's.
+# Second review: np.where on aware operands takes odd operands as NumPy does;
+# a bool->bool cast copies the byte as astype.
+@pytest.mark.usefixtures("threaded_clean")
+def test_integer_power_with_a_negative_exponent_raises_at_every_size_and_thread_count():
+    """A ValueError NumPy's int power loop raised on a worker thread was lost
+    (the rest of that piece unwritten): integer power is never split."""
+    import nclx.ufuncs as nu
+    a = np.full(200_000, 2, np.int64)
+    b = np.ones_like(a)
+    b[-1] = -1
+    nclx.set_num_threads(2)
+    nclx.set_threshold(1000)
+    try:
+        with pytest.raises(ValueError, match="negative integer powers"):
+            nu.power(a, b)
+        with nclx.installed(), pytest.raises(ValueError, match="negative integer powers"):
+            np.power(a, b)
+        with nclx.checked(), pytest.raises(ValueError, match="negative integer powers"):
+            np.power(a, b)
+    finally:
+        nclx.reset_thresholds()
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_nclx_ufuncs_resolve_like_numpy_float16_and_identities():
+    import nclx.ufuncs as nu
+    for op in ("exp", "sqrt", "arctan2", "reciprocal"):
+        npf, mine = getattr(np, op), getattr(nu, op)
+        assert mine.types == npf.types
+        args = [np.array([1, 2], np.int8)] * npf.nin
+        assert mine(*args).dtype == npf(*args).dtype
+    assert nu.logical_and.identity is True and nu.logical_or.identity is False
+    assert nu.hypot.identity == 0
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_np_where_on_aware_operands_matches_numpy_for_odd_operands():
+    a = nclx.hooks.aware(np.array([True, False, True]))
+    u8 = np.array([1, 2, 3], np.uint8)
+    i8 = np.array([1, 2, 3], np.int8)
+    cases = [(a, None, 1), (a, u8, -1), (a, i8, 300), (a, np.arange(3), 2**63),
+             (a, [1, 2, 3], 0.5), (a, "x", "y")]
+    for c, x, y in cases:
+        with np.errstate(all="ignore"):
+            want = np.where(np.asarray(c), x, y)
+            got = np.where(c, x, y)
+        assert np.asarray(got).dtype == want.dtype and np.asarray(got).tolist() == want.tolist()
+    z = np.where(nclx.hooks.aware(np.array(True)), 1, 2)
+    assert isinstance(z, np.ndarray) and z.shape == () and z == 1
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_convert_bool_to_bool_copies_the_byte_as_astype():
+    b = np.array([2, 255, 0, 1], np.uint8).view(bool)
+    assert nclx.convert(b, bool).view(np.uint8).tolist() == b.astype(bool).view(np.uint8).tolist()
+

@@ -1,4 +1,5 @@
 """The hook registry: chains, positions, punting, removal, Python kernels."""
+import gc
 import sys
 
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 
 import nclx
 import nclx.hooks as hooks
+from conftest import BIG, run_script
 
 
 pytestmark = pytest.mark.usefixtures("installed_clean")
@@ -307,3 +309,142 @@ def test_aware_helper_covers_every_method_out_and_where():
     np.add.at(y, [0, 0, 2], 1.0)
     assert list(y) == [2.0, 0.0, 1.0]
     assert "reduce" in seen and "accumulate" in seen and "reduceat" in seen and "at" in seen
+
+
+# ------------------------------------------------- hooks: review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# Views of a Python kernel's buffers kept after it returned pointed at freed
+# memory; a hook that raised leaked its exception's frame; a hook placed
+# after the threader must run (on the chunks); bad registrations (position
+# without anchor, malformed kernel targets) must be refused; long hook names
+# were cut; a handle removed after hooks.reset() must not touch a freed node
+# (or a new node at the same address).
+KEEP_SCRIPT = """
+import gc, numpy as np, nclx, nclx.hooks as hooks
+kept = []
+class Keep(hooks.Kernel):
+    def __call__(self, inputs, out):
+        np.add(inputs[0], inputs[1], out=out)
+        kept.append(out); kept.append(inputs[0]); kept.append(out[1:5]); kept.append(memoryview(out))
+        return None
+    def reduce(self, values, acc):
+        return NotImplemented
+nclx.set_num_threads(1)
+with nclx.installed(), hooks.register("kernel", ("add", "float64"), Keep()):
+    a = np.arange(3_000_000, dtype=np.float64)
+    c = a + 1.0
+expected = c[:5].copy()
+del a, c
+gc.collect()
+junk = [np.full(3_000_000, 7.0) for _ in range(4)]   # reuse whatever was freed
+out, inp, part, mv = kept[:4]
+assert out[:5].tolist() == expected.tolist(), out[:5]
+assert inp[:3].tolist() == [0.0, 1.0, 2.0], inp[:3]
+assert part.tolist() == expected[1:5].tolist(), part
+assert float(np.asarray(mv)[2]) == expected[2]
+print("OK", float(out.sum()))
+"""
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_views_kept_after_a_kernel_returns_stay_valid():
+    proc = run_script(KEEP_SCRIPT)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-3000:])
+    assert proc.stdout.startswith("OK")
+
+
+def _rss_kb():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_hooks_that_raise_then_go_leave_no_memory_behind():
+    def bad(call):
+        tmp = np.ones(1024)                     # 8 KB the exception's frame keeps
+        raise ValueError(f"boom {tmp.size}")
+
+    old = sys.unraisablehook
+    sys.unraisablehook = lambda u: None
+    try:
+        with nclx.installed():
+            x = np.arange(4.0)
+            for _ in range(300):                # warm up allocators
+                with hooks.register("funnel", "binary", bad):
+                    x + x
+            gc.collect()
+            before = _rss_kb()
+            for _ in range(5000):
+                with hooks.register("funnel", "binary", bad) as h:
+                    x + x
+                assert h.errors == 1
+            gc.collect()
+            grown = _rss_kb() - before
+    finally:
+        sys.unraisablehook = old
+    assert grown < 8_000, f"RSS grew by {grown} KB over 5000 raise/remove cycles"
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("n", [10, BIG])
+def test_hook_after_the_threader_runs(n):
+    seen = []
+
+    def late(call):
+        seen.append(call.n)
+        call.next()
+
+    x = np.arange(n, dtype=np.int64)
+    with nclx.installed(), hooks.register("funnel", "binary", late, after="threader"):
+        assert hooks.chain("funnel", "binary").index("late") == 1
+        r = x + x
+    assert (r == 2 * x).all()
+    assert sum(seen) == n
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_position_before_without_anchor_is_a_valueerror():
+    with pytest.raises(ValueError, match="before="):
+        hooks.register("funnel", "binary", lambda c: c.next(), position="before")
+    with pytest.raises(ValueError, match="after="):
+        hooks.register("funnel", "binary", lambda c: c.next(), position="after")
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("target", [("add", None), ("add", 3), ("add",), None, ("nope", "int64")])
+def test_bad_kernel_targets_are_rejected(target):
+    with pytest.raises((TypeError, ValueError)) as info:
+        hooks.register("kernel", target, hooks.Kernel())
+    if target == ("add", None):
+        assert info.type is TypeError or issubclass(info.type, TypeError)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_long_hook_names_are_kept_whole():
+    name = "profiler." + "x" * 120
+    with hooks.register("funnel", "binary", lambda c: c.next(), name=name) as h:
+        assert name in hooks.chain("funnel", "binary")
+        assert h.name == name
+    with hooks.register("funnel", "unary", lambda c: c.next(), name=name + "a"):
+        with pytest.raises(ValueError, match="already has a node named"):
+            hooks.register("funnel", "unary", lambda c: c.next(), name=name + "a")
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_handle_remove_after_reset_touches_nothing_freed():
+    keep = hooks.register("funnel", "binary", lambda c: c.next(), name="old")
+    hooks.reset()
+    hooks.collect()
+    assert keep.removed
+    fresh = [hooks.register("funnel", "binary", lambda c: c.next(), name=f"new{i}")
+             for i in range(50)]                 # may reuse the freed node's address
+    keep.remove()                                # must not unlink one of the new nodes
+    assert hooks.chain("funnel", "binary")[:50] == [f"new{i}" for i in reversed(range(50))]
+    for h in fresh:
+        h.remove()
+

@@ -233,3 +233,78 @@ def test_install_refuses_when_a_numpy_op_is_not_a_ufunc_and_swaps_nothing(monkey
     nclx.install()
     assert nclx.is_installed()
 
+
+# --------------------------- counted contexts, uninstall: review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# installed(), checked() and ledger.recording() are counted across threads
+# (one thread leaving its block must not uninstall under another); an
+# explicit uninstall() inside a block wins; uninstall gives nclx.ufuncs back
+# the loops they had at import time (review of issue 21's first cut).
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("ctx", ["installed", "checked", "recording"])
+def test_contexts_are_counted_across_threads(ctx):
+    make = {"installed": nclx.installed, "checked": nclx.checked,
+            "recording": nclx.ledger.recording}[ctx]
+    a_in, a_out, b_done = threading.Event(), threading.Event(), threading.Event()
+    result = {}
+
+    def thread_a():
+        with make():
+            a_in.set()
+            a_out.wait(10)
+
+    def thread_b():
+        a_in.wait(10)
+        with make() as led:
+            a_out.set()
+            ta.join(10)          # A has left its block
+            result["installed"] = nclx.is_installed()
+            x = np.full(10, 2**62, dtype=np.int64)
+            try:
+                x * 4
+                result["raised"] = False
+            except OverflowError:
+                result["raised"] = True
+            if ctx == "recording":
+                result["recorded"] = any(r.op == "multiply" for r in led.records())
+        b_done.set()
+
+    ta = threading.Thread(target=thread_a)
+    tb = threading.Thread(target=thread_b)
+    ta.start(); tb.start(); tb.join(20)
+    assert b_done.is_set()
+    assert result["installed"]
+    if ctx == "checked":
+        assert result["raised"]
+    if ctx == "recording":
+        assert result["recorded"]
+    assert not nclx.is_installed()
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_uninstall_inside_a_block_wins_and_the_block_exit_is_harmless():
+    with nclx.installed():
+        nclx.uninstall()
+        assert not nclx.is_installed()
+    assert not nclx.is_installed()
+    nclx.install()
+    with nclx.installed():
+        pass
+    assert nclx.is_installed()       # an explicit install() outlives blocks
+    nclx.uninstall()
+    assert not nclx.is_installed()
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_uninstall_gives_nclx_ufuncs_back_the_loops_of_import_time():
+    from nclx._ncl import entries
+    k = entries.signatures().index(("exp", "dd"))
+    nclx.install()
+    nclx.uninstall()
+    import nclx.ufuncs as nu
+    x = np.linspace(0, 1, 10)
+    assert nu.exp(x).tobytes() == np.exp(x).tobytes()
+    assert entries.original_address(k) == 0
+

@@ -7,9 +7,11 @@ must reduce pairwise with NumPy's association, so sums carry the same bits.
 import numpy as np
 import pytest
 
-from conftest import (BINARY_OPS, DTYPE_NAMES, FLOATS, TEST_DTYPES, Mismatches, assert_same,
+import nclx
+import nclx.hooks as hooks
+from conftest import (BIG, BINARY_OPS, DTYPE_NAMES, FLOATS, TEST_DTYPES, Mismatches, assert_same,
                       compare_call, dtype_id, nclx_ufunc, run_recorded, sample_array,
-                      warning_set)
+                      stock_and_installed, warning_set)
 
 SHAPE = (4, 5, 6)
 
@@ -269,3 +271,162 @@ def test_float_and_int_add_reduce_with_extreme_values_matches_numpy(dt, isa):
             m.check(f"{op} n={n} keep dtype", compare_call, op, v, isa=isa, method="reduce",
                     dtype=v.dtype)
     m.assert_none()
+
+
+# ----------------------------------- threaded reductions: review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# Threaded compare reductions of bools raced (differently wrong from run to
+# run); a stride-0 output must never be split over one accumulator.
+def _bits(x):
+    x = np.asarray(x)
+    return x.dtype.str, x.shape, x.tobytes()
+
+
+COMPARE = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("op", COMPARE)
+@pytest.mark.parametrize("layout", ["1d", "axis1", "axis0"])
+def test_bool_comparison_reduce_equals_stock(op, layout):
+    rng = np.random.default_rng(COMPARE.index(op))
+    if layout == "1d":
+        x = rng.random(BIG) < 0.5
+        fn = lambda: getattr(np, op).reduce(x)        # noqa: E731
+    elif layout == "axis1":
+        x = rng.random((3, BIG)) < 0.5
+        fn = lambda: getattr(np, op).reduce(x, axis=1)  # noqa: E731
+    else:
+        x = rng.random((BIG, 3)) < 0.5
+        fn = lambda: getattr(np, op).reduce(x, axis=0)  # noqa: E731
+    for _ in range(5):   # the defect was a race: differently wrong from run to run
+        want, got, w0, w1 = stock_and_installed(fn)
+        assert _bits(want) == _bits(got)
+        assert w0 == w1
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("op", COMPARE)
+def test_bool_comparison_accumulate_equals_stock(op):
+    x = np.random.default_rng(7).random(BIG) < 0.5
+    want, got, _, _ = stock_and_installed(lambda: getattr(np, op).accumulate(x))
+    assert _bits(want) == _bits(got)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_stride0_output_is_never_split_over_one_accumulator():
+    # A reduction of a non-reorderable op: NumPy calls the loop with a stride-0
+    # output; the threader must leave it whole.
+    x = np.random.default_rng(1).random(BIG) < 0.5
+    seen = []
+    with nclx.installed(), hooks.register("funnel", "reduce", lambda c: (seen.append(c.n), c.next())):
+        np.less.reduce(x)
+    assert seen == [BIG - 1]
+
+
+
+# ----------------------------------- threaded float sums: review regressions
+# Threaded float sums were not bit-identical to NumPy's pairwise sum (for
+# every size, layout and thread count, warnings included); float products
+# must not be reassociated unless config(reassociate=True) asks for it.
+def _wide_floats(dtype, n, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(n) * np.exp(rng.uniform(-20, 20, n))
+    return x.astype(dtype)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [65_536, 65_536 * 3 + 5, 1_000_003, 2_500_017])
+def test_threaded_float_sum_is_bit_identical(dtype, n):
+    x = _wide_floats(dtype, n, n)
+    for fn in (lambda: np.add.reduce(x), lambda: x.sum(), lambda: x[::3].sum(),
+               lambda: np.sum(x, dtype=dtype)):
+        want, got, w0, w1 = stock_and_installed(fn)
+        assert _bits(want) == _bits(got)
+        assert w0 == w1
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_threaded_float_sum_really_splits():
+    pieces = []
+    x = _wide_floats("float64", 700_001, 1)
+    with nclx.installed(), hooks.register("funnel", "reduce", lambda c: (pieces.append(c.n), c.next())[1],
+                                          after="threader"):
+        got = np.add.reduce(x)
+    assert len(pieces) == 2 and sum(pieces) == 700_001
+    assert _bits(got) == _bits(np.add.reduce(x))
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("threads", [1, 2, 3, 4, 5, 8])
+def test_float_sum_bit_identical_for_any_thread_count(threads):
+    x = _wide_floats("float64", 700_001, threads)
+    want = np.add.reduce(x)
+    nclx.set_num_threads(threads)
+    with nclx.installed():
+        got = np.add.reduce(x)
+    assert _bits(want) == _bits(got)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_float_sum_overflow_warning_matches_stock():
+    x = np.full(BIG, 1e304)
+    want, got, w0, w1 = stock_and_installed(lambda: x.sum())
+    assert _bits(want) == _bits(got)
+    assert w0 == w1
+    assert np.isinf(got)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_product_is_not_reassociated(dtype):
+    rng = np.random.default_rng(3)
+    x = (1 + rng.standard_normal(BIG) * 1e-3).astype(dtype)
+    want, got, w0, w1 = stock_and_installed(lambda: np.multiply.reduce(x))
+    assert _bits(want) == _bits(got)
+    # sequentially the running product underflows only at the end; reassociated
+    # chunks would not raise the same flags
+    y = np.concatenate([np.full(BIG // 2, 1e-5), np.full(BIG - BIG // 2, 1e5)]).astype(dtype)
+    want, got, w0, w1 = stock_and_installed(lambda: np.prod(y))
+    assert _bits(want) == _bits(got)
+    assert w0 == w1
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_reassociate_opt_in_threads_float_products():
+    x = (1 + np.random.default_rng(4).standard_normal(BIG) * 1e-3)
+    want = np.prod(x)
+    with nclx.config(reassociate=True), nclx.installed():
+        got = np.prod(x)
+    assert got == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_threaded_pairwise_sum_keeps_numpys_nan_sign_and_payload(dtype, threads):
+    """Review (issue 21): a threaded float add.reduce of 65K-140K elements
+    with NaN and +-inf gave the other NaN (sign bit) than stock in 83 of 200
+    arrays: x86 keeps an add's first NaN operand, and NumPy's compiled
+    recursion orders operands its own way.  A NaN sum is now redone whole
+    by NumPy's loop."""
+    rng = np.random.default_rng(0)
+    nclx.set_num_threads(threads)
+    try:
+        for _ in range(200):
+            n = int(rng.integers(65_000, 140_000))
+            a = rng.standard_normal(n).astype(dtype)
+            k = int(rng.integers(1, 6))
+            a[rng.integers(0, n, k)] = rng.choice(
+                np.array([np.nan, np.inf, -np.inf, -np.nan], dtype=dtype), k)
+            want, got, w0, w1 = stock_and_installed(lambda: np.add.reduce(a))
+            assert np.asarray(want).tobytes() == np.asarray(got).tobytes(), n
+            assert w0 == w1
+            want, got, _, _ = stock_and_installed(lambda: a.reshape(-1, 1).sum(axis=0))
+            assert want.tobytes() == got.tobytes()
+    finally:
+        nclx.set_num_threads(2)
+

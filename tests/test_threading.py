@@ -10,7 +10,7 @@ import pytest
 
 import nclx
 import nclx.hooks as hooks
-from conftest import stock_and_installed
+from conftest import run_script, stock_and_installed
 
 OPS2 = ["add", "subtract", "multiply", "true_divide", "floor_divide", "remainder",
         "maximum", "minimum", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -313,3 +313,114 @@ def test_numpy_buffered_chunks_are_never_split_by_the_shipped_thresholds():
     assert (r == a / 3).all()
     assert max(seen) <= 8192 and sum(seen) == 100_000
     assert len(seen) == -(-100_000 // max(seen))     # one call per buffer: none was split
+
+
+# --------------------- fork, OpenMP, FP mode, thresholds: review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# A forked child (and a multiprocessing fork pool) must not hang on the
+# parent's OpenMP team; set_num_threads must leave OpenMP's global count
+# alone.  Second review of issue 21: OpenMP workers must compute under the
+# caller's rounding mode; calibrating nclx's own ops (no NumPy loop) with
+# NumPy preferred crashed.  Review of issue 21's first cut: where's
+# thresholds are keyed by its value dtype.
+FORK_SCRIPT = """
+import os, sys, numpy as np, nclx
+nclx.install()
+nclx.set_num_threads(2)
+a = np.arange(400_000, dtype=np.float64)
+(a + a).sum()                                  # the parent's OpenMP team exists
+pid = os.fork()
+if pid == 0:
+    ok = float((a + a).sum()) == float(np.add.reduce(a + a)) and float(np.sqrt(a).sum()) > 0
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+import multiprocessing as mp
+ctx = mp.get_context("fork")
+def work(k):
+    x = np.arange(300_000, dtype=np.float64) + k
+    return float((x * 2).sum())
+with ctx.Pool(2) as pool:
+    got = pool.map(work, range(4))
+assert got == [work(k) for k in range(4)], got
+print("OK")
+"""
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_fork_child_and_multiprocessing_do_not_hang():
+    proc = run_script(FORK_SCRIPT, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "OK"
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_set_num_threads_leaves_openmp_global_count_alone():
+    threadpoolctl = pytest.importorskip(
+        "threadpoolctl", reason="threadpoolctl (tools/requirements-test.txt) reads OpenMP's count")
+    before = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+              if i["user_api"] == "openmp"]
+    assert before, "nclx's OpenMP runtime is not visible to threadpoolctl"
+    nclx.set_num_threads(1)
+    after = [i["num_threads"] for i in threadpoolctl.threadpool_info()
+             if i["user_api"] == "openmp"]
+    assert after == before
+    with threadpoolctl.threadpool_limits(1, user_api="openmp"):
+        nclx.set_num_threads(2)
+        assert nclx.get_num_threads() == 1
+
+
+def _fesetround(mode):
+    import ctypes
+    libm = ctypes.CDLL(None)
+    assert libm.fesetround(mode) == 0
+
+
+@pytest.mark.usefixtures("threaded_clean")
+@pytest.mark.skipif(sys.platform != "linux" or __import__("platform").machine() != "x86_64",
+                    reason="FE_UPWARD's value (0x800) is x86's")
+def test_worker_threads_compute_under_the_callers_rounding_mode():
+    """OpenMP workers kept the FP mode they had when the team started: a
+    split cast under FE_UPWARD differed from astype in ~half the elements."""
+    nclx.set_num_threads(2)
+    nclx.set_threshold(1000)
+    x = np.random.default_rng(0).random(200_000) * 1e-3
+    nclx.convert(x, np.float32)                 # the team has run, in the default mode
+    try:
+        _fesetround(0x800)                      # FE_UPWARD
+        want = x.astype(np.float32)
+        got = nclx.convert(x, np.float32)
+        got2 = nclx.ufuncs.add(x, 1e-20)
+        want2 = np.add(x, 1e-20)
+    finally:
+        _fesetround(0)                          # FE_TONEAREST
+        nclx.reset_thresholds()
+    assert got.tobytes() == want.tobytes()
+    assert got2.tobytes() == want2.tobytes()
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_calibrating_nclx_own_ops_with_numpy_preferred_does_not_crash():
+    from nclx._ncl import calibrate, policy
+    with pytest.raises(ValueError, match="nclx's own op"):
+        policy.set_preference("cast", "dd", False, False, True)
+    policy.prefer_everywhere(True)
+    try:
+        calibrate.calibrate_thresholds(sizes=[4096], reps=1)
+        assert nclx.ufuncs.fma(2.0, 3.0, 1.0) == 7.0
+    finally:
+        policy.reset_preferences()
+        nclx.reset_thresholds()
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_where_thresholds_are_keyed_by_the_value_dtype():
+    nclx.set_threshold(1234, op="where", dtype="float64")
+    try:
+        assert nclx.get_threshold("where", dtype="float64") == 1234
+        assert nclx.get_threshold("where", dtype="int8") != 1234
+    finally:
+        nclx.reset_thresholds()
+

@@ -70,3 +70,44 @@ def test_start_value_of_ops_without_one():
     assert aware.start_value("true_divide", "float32") is None
     assert aware.start_value("maximum", "float64") == -np.inf
     assert aware.start_value("minimum", "uint8") == 255
+
+
+# ----------------------------------------------- issue 21 review regressions
+# Regression tests for defects that reviews found; each failed on the code
+# before its fix and runs under ``threaded_clean`` (conftest: two threads,
+# every op split above 65,536 elements).
+# First cut: aware.nclx_ufunc finds twins by identity, not by name (not
+# scipy's namesakes), leaving NumPy's logical_* (promoters).  Second review:
+# __array_function__ of storages follows NumPy's protocol (a foreign type's
+# override is asked; like= still refused); a twin's TypeError for loops
+# outside NumPy's legacy list falls back to NumPy's ufunc.
+@pytest.mark.usefixtures("threaded_clean")
+def test_aware_twins_by_identity_not_by_name():
+    from nclx.aware import nclx_ufunc
+    import nclx.ufuncs as nu
+    fake = np.frompyfunc(lambda x: x, 1, 1)
+    assert nclx_ufunc(np.cbrt) is nu.cbrt and nclx_ufunc(fake) is fake
+    assert nclx_ufunc(np.logical_and) is np.logical_and    # NumPy's promoters
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_array_function_defers_to_foreign_array_types_and_like():
+    import nclx.storage as st
+
+    class Other:
+        def __array_function__(self, func, types, args, kwargs):
+            return "Other handled"
+    s = st.zeros((3,), dtype=np.float64)
+    assert np.concatenate([s, Other()]) == "Other handled"
+    with pytest.raises(TypeError):
+        np.asarray([1, 2], like=s)
+    assert np.concatenate([s, s]).shape == (6,)
+
+
+@pytest.mark.usefixtures("threaded_clean")
+def test_twins_fall_back_to_numpy_for_loops_outside_the_legacy_list():
+    from nclx.aware import nclx_ufunc, run_unwrapped
+    u = np.array(["a", "b"])
+    got = run_unwrapped(np.equal, "__call__", (u, u), {}, lambda v: v, kernels=nclx_ufunc)
+    assert got.tolist() == [True, True]
+
