@@ -17,11 +17,13 @@ NumPy ufunc of the same name, bit for bit, warnings included.
   results and warnings; a Python snippet in a fresh interpreter.
 - Hypothesis profiles: ``ci`` (default, used by tools/test) and ``dev``.
 """
+import faulthandler
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import threading
 import warnings
 
 import numpy as np
@@ -441,3 +443,48 @@ def run_script(code, timeout=120):
     CompletedProcess (text stdout/stderr).  For crash- and hang-prone checks."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
                           text=True, timeout=timeout, cwd="/")
+
+
+# ------------------------------------------------------------ tests/mpi
+#: a test in tests/mpi that runs longer than this has a rank stuck in a collective
+MPI_HANG_GUARD_S = 60
+_MPI_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mpi")
+
+
+@pytest.fixture(autouse=True)
+def mpi_hang_guard(request):
+    """Every test in tests/mpi runs under a hang guard and ends on all ranks
+    together: a regression that leaves a rank waiting in a collective ends
+    this process after MPI_HANG_GUARD_S seconds with every thread's
+    traceback (mpiexec then ends the others) instead of hanging the suite,
+    and a barrier after each test keeps a test that failed on one rank from
+    leaving the others waiting in the next test's collectives.  (Here and
+    not in tests/mpi/conftest.py: two conftest modules would shadow each
+    other's ``from conftest import ...``.)"""
+    if not str(request.node.path).startswith(_MPI_DIR + os.sep):
+        yield
+        return
+    from mpi4py import MPI   # tests/mpi only: the other tests run without mpi4py
+    comm = MPI.COMM_WORLD
+    capman = request.config.pluginmanager.getplugin("capturemanager")
+
+    def hung():
+        try:
+            if capman is not None:
+                capman.suspend_global_capture(in_=True)
+            sys.stderr.write(f"\nHANG GUARD: rank {comm.rank}/{comm.size} spent more than "
+                             f"{MPI_HANG_GUARD_S} s in {request.node.nodeid} (a rank is waiting "
+                             f"in a collective the others left)\n")
+            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            sys.stderr.flush()
+        finally:
+            os._exit(70)
+
+    timer = threading.Timer(MPI_HANG_GUARD_S, hung)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+        comm.Barrier()          # every rank leaves the test; no rank is stuck
+    finally:
+        timer.cancel()

@@ -205,6 +205,8 @@ def split_threshold(op, dtype, reduce):
     """Shipped split threshold of ``op`` on inputs of ``dtype`` (fixed-width
     name): measured per (op, kind, dtype) in nclx/_ncl/split_thresholds.py,
     never below MIN_SPLIT."""
+    # lazy: meson's generator runs this file as a plain namespace for the
+    # templates (no nclx package on the path), and only the runtime asks this
     from nclx._ncl.split_thresholds import MEASURED
     return max(MIN_SPLIT, MEASURED.get((op, "reduce" if reduce else "elementwise", dtype),
                                        SPLIT_THRESHOLD))
