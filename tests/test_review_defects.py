@@ -618,6 +618,19 @@ def test_calibrating_nclx_own_ops_with_numpy_preferred_does_not_crash():
         nclx.reset_thresholds()
 
 
+def test_array_function_defers_to_foreign_array_types_and_like():
+    import nclx.storage as st
+
+    class Other:
+        def __array_function__(self, func, types, args, kwargs):
+            return "Other handled"
+    s = st.zeros((3,), dtype=np.float64)
+    assert np.concatenate([s, Other()]) == "Other handled"
+    with pytest.raises(TypeError):
+        np.asarray([1, 2], like=s)
+    assert np.concatenate([s, s]).shape == (6,)
+
+
 def test_np_where_on_aware_operands_matches_numpy_for_odd_operands():
     a = nclx.hooks.aware(np.array([True, False, True]))
     u8 = np.array([1, 2, 3], np.uint8)

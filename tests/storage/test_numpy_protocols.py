@@ -1,8 +1,8 @@
-"""NumPy's override protocols on storages: ``__array_ufunc__`` (results laid
-out like the operands on the device too, in-place methods marking the side
-they wrote, NotImplemented for a foreign operand -- input, ``out=`` or
-``where=`` -- so that type is asked) and ``__array_function__`` (a foreign
-type's override is asked; ``like=`` refused)."""
+"""NumPy's ufunc protocol on storages (``__array_ufunc__``): results laid out
+like the operands on the device too, in-place methods marking the side they
+wrote, and NotImplemented for a foreign operand -- an input, ``out=`` or
+``where=`` -- so that type is asked.  (``__array_function__``'s deferral is
+tested in tests/test_aware.py.)"""
 
 import numpy as np
 import pytest
@@ -151,14 +151,3 @@ def test_a_storage_only_in_where_still_gives_a_storage_result():
     with pytest.warns(UserWarning, match="'where' used without 'out'"):
         r = np.add(np.ones(3), 1.0, where=mask)
     assert isinstance(r, ns.CPUStorage) and r.dims == ("I",) and r.halo == ((0, 0),)
-
-
-def test_array_function_defers_to_foreign_array_types_and_like():
-    class Other:
-        def __array_function__(self, func, types, args, kwargs):
-            return "Other handled"
-    s = ns.zeros((3,), dtype=np.float64)
-    assert np.concatenate([s, Other()]) == "Other handled"
-    with pytest.raises(TypeError):
-        np.asarray([1, 2], like=s)
-    assert np.concatenate([s, s]).shape == (6,)
