@@ -1,7 +1,8 @@
 """Storages across processes: a forked child reads and writes the parent's
-storages (its own copy of the memory), and multiprocessing Pools (spawn,
-fork, forkserver) pickle storages to the workers and back, with the
-emulated device backend as the workers' default for managed ones."""
+storages (its own copy of the memory), multiprocessing Pools (spawn, fork,
+forkserver) pickle storages to the workers and back, with the emulated
+device backend as the workers' default for managed ones, and unpickling
+checks what a pickle says and loads pickles of earlier versions."""
 import copy
 import functools
 import multiprocessing
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import nclx.storage as ns
-from nclx.storage import Storage, devices
+from nclx.storage import Storage, StorageError, core, devices
 from nclx.storage.devices import EmulatedDevice
 from storage_helpers import emu  # noqa: F401  (emu: a fixture)
 
@@ -152,3 +153,39 @@ def test_multiprocessing_pool_pickles_storages(request, method, scope):
             assert got.dims == s.dims and got.halo == s.halo and got.layout == s.layout
         assert c.strides == s.strides and c.aligned_index == s.aligned_index
         assert c.alignment_size == s.alignment_size
+
+
+def test_a_pickle_made_before_unpickling_moved_to_core_still_loads(emu):
+    """Pickles name the unpickler by module: nclx.storage.core._rebuild now,
+    nclx.storage.creation._rebuild in pickles made by earlier versions."""
+    for kw in ({"halo": 1, "alignment_size": 64}, {"device": "gpu", "dims": "JK"}):
+        s = ns.storage(np.arange(12.0).reshape(3, 4), **kw)
+        new = pickle.dumps(s, protocol=0)
+        assert b"cnclx.storage.core\n_rebuild\n" in new
+        old = new.replace(b"cnclx.storage.core\n_rebuild\n", b"cnclx.storage.creation\n_rebuild\n")
+        for data in (new, old):
+            t = pickle.loads(data)
+            assert type(t) is type(s) and t.strides == s.strides and t.halo == s.halo
+            assert (t.dims, t.layout, t.aligned_index) == (s.dims, s.layout, s.aligned_index)
+            np.testing.assert_array_equal(np.asarray(t), np.asarray(s))
+
+
+@pytest.mark.parametrize("field, value", [("dims", "IJK"), ("halo", ((5, 5), (0, 0))),
+                                          ("layout", (0, 0)), ("alignment", 48),
+                                          ("device", "cpu"), ("managed", "yes"),
+                                          ("aligned_index", (9, 0))])
+def test_unpickling_checks_every_parameter_as_storage_does(emu, field, value):
+    """A pickle's parameters are checked again (a pickle may come from
+    elsewhere): the same error as storage(snapshot, ...) with them."""
+    args = dict(dims="IJ", halo=((1, 1), (0, 0)), layout=(1, 0), alignment=8, device="gpu",
+                managed="gt4py", aligned_index=(1, 0))
+    args[field] = value
+    snapshot = np.zeros((3, 4))
+    with pytest.raises(StorageError) as got:
+        core._rebuild(snapshot, args["dims"], args["halo"], args["layout"], args["alignment"],
+                      args["device"], args["managed"], args["aligned_index"])
+    with pytest.raises(StorageError) as want:
+        ns.storage(snapshot, dims=args["dims"], halo=args["halo"], layout=args["layout"],
+                   alignment_size=args["alignment"], device=args["device"],
+                   managed=args["managed"], aligned_index=args["aligned_index"])
+    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)

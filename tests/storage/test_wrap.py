@@ -11,7 +11,7 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 import nclx.storage as ns
-from nclx.storage import StorageError
+from nclx.storage import StorageError, core
 from storage_helpers import assert_refused, dev_array, emu  # noqa: F401  (emu: a fixture)
 
 
@@ -216,3 +216,53 @@ def test_typed_array_with_another_shape_is_not_reinterpreted():
         assert "shape" in str(e)
         return
     assert s.dtype == a.dtype, f"reinterpreted {a.dtype} bytes as {s.dtype}: {np.asarray(s)}"
+
+
+# -- core's wrap constructors (ufunc results) against as_storage ----------------
+def _meta(s):
+    return (type(s), s.shape, s.dtype, s.strides, s.dims, s.halo, s.layout, s.alignment_size,
+            s.aligned_index, s._buf.kind)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: np.arange(12.0).reshape(3, 4),
+    lambda: np.asfortranarray(np.arange(12, dtype=np.int16).reshape(3, 4)),
+    lambda: np.arange(24.0).reshape(4, 6)[::2, ::-3],
+    lambda: np.zeros((0, 3)),
+    lambda: np.ma.masked_array(np.arange(4.0).reshape(2, 2)),
+], ids=["c", "f", "strided", "empty", "subclass"])
+@pytest.mark.parametrize("dims, halo", [(None, None), ("JK", ((1, 0), (0, 1)))])
+def test_wrap_host_makes_what_as_storage_makes(make, dims, halo):
+    """ufunc.py wraps a host result through core.wrap_host (it sits below
+    wrap.py): the same storage as as_storage(arr, dims=, halo=, device=None)."""
+    arr = make()
+    if 0 in arr.shape:
+        halo = None         # wider than the empty extent
+    got = core.wrap_host(arr, dims, halo)
+    want = ns.as_storage(arr, dims=dims, halo=halo, device=None)
+    assert _meta(got) == _meta(want)
+    host = np.asarray(got)
+    assert type(host) is np.ndarray and host.strides == arr.strides
+    assert host.__array_interface__["data"][0] == arr.__array_interface__["data"][0]
+
+
+def test_wrap_host_and_wrap_device_refuse_as_as_storage_does(emu):
+    with pytest.raises(StorageError, match="data=dtype\\('O'\\)") as got:
+        core.wrap_host(np.array([None, 1]), None, None)
+    with pytest.raises(StorageError) as want:
+        ns.as_storage(np.array([None, 1]), device=None)
+    assert str(got.value) == str(want.value) and type(got.value) is type(want.value)
+    with pytest.raises(StorageError, match="not a device array") as got:
+        core.wrap_device(np.zeros(3), None, None)
+    with pytest.raises(StorageError) as want:
+        ns.as_storage(device_data=np.zeros(3), device="gpu", managed=None)
+    assert str(got.value) == str(want.value)
+
+
+def test_wrap_device_makes_what_as_storage_makes(emu):
+    d = dev_array(np.arange(12.0).reshape(3, 4))
+    got = core.wrap_device(d, "IJ", ((1, 1), (0, 2)))
+    want = ns.as_storage(device_data=d, device="gpu", managed=None, dims="IJ",
+                         halo=((1, 1), (0, 2)))
+    assert _meta(got) == _meta(want) and isinstance(got, ns.GPUStorage)
+    assert got._buf.backend is emu and got._dev is want._dev
