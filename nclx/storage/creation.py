@@ -3,15 +3,14 @@ forms, ``as_storage`` (wrap without copying) and ``storage`` (copy): front
 ends that resolve their keywords (nclx.storage.resolve) and allocate with
 nclx.storage.core's constructor.
 
-``empty`` and ``zeros`` are nclx/storage/_fastalloc.pyx's: a cache of
-resolved keywords in C.  Its cache misses and device storages are served by
-the resolution and allocation below, handed to it once here (``configure``:
-the compiled module sits below the modules that resolve and allocate).
+``empty`` and ``zeros`` are the methods of a ``_fastalloc.Creator`` built
+here: a cache of resolved keywords in C whose misses and device storages
+are served by the resolution and allocation this module imports (the
+compiled class sits below them and is given them as its arguments).
 """
 import numpy as np
 
-from nclx.storage import _fastalloc
-from nclx.storage._fastalloc import empty, zeros
+from nclx.storage._fastalloc import Creator
 from nclx.storage.core import CPU_BUFFER, CPUStorage, Storage, allocate
 # pickles made before unpickling moved to core name nclx.storage.creation._rebuild
 from nclx.storage.core import _rebuild  # noqa: F401
@@ -23,8 +22,11 @@ from nclx.storage.wrap import as_storage
 __all__ = ["empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
            "full_like", "as_storage", "storage", "SyncState", "StorageError"]
 
-_RECIPES = {}          # cache_key -> _fastalloc.Recipe (filled by _fastalloc.create)
-_fastalloc.configure(_RECIPES, recipe, allocate, CPUStorage, CPU_BUFFER)
+_CREATOR = Creator(recipe, allocate, CPUStorage, CPU_BUFFER)
+empty = _CREATOR.empty
+zeros = _CREATOR.zeros
+_RECIPES = _CREATOR.recipes   # cache_key -> _fastalloc.Recipe (filled by Creator.create)
+
 
 def _fill(s, value):
     if s._host is not None:

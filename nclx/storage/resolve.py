@@ -88,7 +88,7 @@ def resolve(shape, dtype, tmpl, kwargs):
 
 def recipe(shape, dtype, kwargs):
     """Resolve and validate the keywords of ``empty`` / ``zeros``: the
-    ``_fastalloc`` Recipe for them (the cache miss of ``_fastalloc.create``,
+    ``_fastalloc`` Recipe for them (the cache miss of ``_fastalloc.Creator.create``,
     which caches the result)."""
     if kwargs:
         check_keys(kwargs)

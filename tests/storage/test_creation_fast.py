@@ -157,7 +157,8 @@ def test_recipes_are_opaque_and_host_field_always_gives_a_block():
 
 
 def test_a_kwargs_dict_changed_after_the_call_does_not_change_the_cache():
-    from nclx.storage._fastalloc import create
+    from nclx.storage.creation import _CREATOR
+    create = _CREATOR.create
     kw = {"halo": 1}
     assert create((6, 6), np.float64, kw, False).halo == ((1, 1), (1, 1))
     kw["halo"] = 2
