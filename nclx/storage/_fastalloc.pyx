@@ -231,26 +231,11 @@ cpdef object cache_key(shape, dtype, dict kwargs):
 
 
 # -- the cached path of empty() / zeros() -------------------------------------
-cdef dict _RECIPES = {}     # cache_key -> Recipe
 cdef Py_ssize_t RECIPES_MAX = 512
-cdef object _SLOW = None    # creation._recipe: resolve, validate, fill the cache
-cdef object _ALLOCATE = None  # creation._allocate: device storages
-cdef type _CPU_CLASS = None
-cdef object _CPU_BUFFER = None
-
-
-def configure(dict recipes, slow, allocate, type cpu_class, cpu_buffer):
-    """Wire the cache to creation.py's validating path (called once at import)."""
-    global _RECIPES, _SLOW, _ALLOCATE, _CPU_CLASS, _CPU_BUFFER
-    _RECIPES, _SLOW, _ALLOCATE = recipes, slow, allocate
-    _CPU_CLASS, _CPU_BUFFER = cpu_class, cpu_buffer
-
 
 # the last few plain argument sets and their recipes, matched without hashing
 cdef enum:
     N_RECENT = 8
-cdef list _recent = [None] * N_RECENT    # (shape, dtype, kwargs, Recipe)
-cdef Py_ssize_t _next_recent = 0
 
 
 cdef inline bint _same(object a, object b):
@@ -258,69 +243,87 @@ cdef inline bint _same(object a, object b):
     return a is b or (_plain_value(a) and a == b)
 
 
-cdef object _recent_hit(shape, dtype, dict kwargs):
-    cdef object e
-    cdef dict kw
-    for e in _recent:
-        if e is None:
-            return None
-        if (<tuple> e)[1] is not dtype or not _same(shape, (<tuple> e)[0]):
-            continue
-        kw = (<tuple> e)[2]
-        if len(kw) != len(kwargs):
-            continue
-        for k, v in kwargs.items():
-            if not _same(v, kw.get(k, _recent)):
-                break
-        else:
-            return (<tuple> e)[3]
-    return None
+cdef class Creator:
+    """``empty`` and ``zeros`` with a cache of resolved keywords in C.
 
+    Built by nclx.storage.creation with what sits above this compiled module:
+    ``resolve(shape, dtype, kwargs)`` (the validating path: a Recipe, on a
+    cache miss), ``allocate(resolved, plan, zero)`` (device storages),
+    ``cpu_class`` and ``cpu_buffer`` (host storages).  Nothing is handed to
+    the module itself: each Creator owns its cache."""
+    cdef readonly dict recipes        # cache_key -> Recipe
+    cdef object _resolve
+    cdef object _allocate
+    cdef type _cpu_class
+    cdef object _cpu_buffer
+    cdef list _recent                 # (shape, dtype, kwargs, Recipe) x N_RECENT
+    cdef Py_ssize_t _next_recent
 
-cdef void _remember(shape, dtype, dict kwargs, hit):
-    global _next_recent
-    _recent[_next_recent] = (shape, dtype, dict(kwargs), hit)   # a copy: callers' dicts may change
-    _next_recent = (_next_recent + 1) % N_RECENT
+    def __init__(self, resolve, allocate, type cpu_class, cpu_buffer):
+        self.recipes = {}
+        self._resolve, self._allocate = resolve, allocate
+        self._cpu_class, self._cpu_buffer = cpu_class, cpu_buffer
+        self._recent = [None] * N_RECENT
+        self._next_recent = 0
 
+    cdef object _recent_hit(self, shape, dtype, dict kwargs):
+        cdef object e
+        cdef dict kw
+        for e in self._recent:
+            if e is None:
+                return None
+            if (<tuple> e)[1] is not dtype or not _same(shape, (<tuple> e)[0]):
+                continue
+            kw = (<tuple> e)[2]
+            if len(kw) != len(kwargs):
+                continue
+            for k, v in kwargs.items():
+                if not _same(v, kw.get(k, self._recent)):
+                    break
+            else:
+                return (<tuple> e)[3]
+        return None
 
-cpdef object create(shape, dtype, dict kwargs, bint zero):
-    """A new storage: ``zero`` fills it with zeros, else contents are undefined."""
-    cdef object hit = _recent_hit(shape, dtype, kwargs)
-    cdef object key
-    cdef Py_ssize_t off = 0
-    cdef Recipe rc
-    if hit is None:
-        key = cache_key(shape, dtype, kwargs)
-        if key is not None:
-            try:
-                hit = _RECIPES.get(key)
-            except TypeError:          # an unhashable dtype argument
-                key = None
+    cdef void _remember(self, shape, dtype, dict kwargs, hit):
+        self._recent[self._next_recent] = (shape, dtype, dict(kwargs), hit)   # a copy: callers' dicts may change
+        self._next_recent = (self._next_recent + 1) % N_RECENT
+
+    cpdef object create(self, shape, dtype, dict kwargs, bint zero):
+        """A new storage: ``zero`` fills it with zeros, else contents are undefined."""
+        cdef object hit = self._recent_hit(shape, dtype, kwargs)
+        cdef object key
+        cdef Py_ssize_t off = 0
+        cdef Recipe rc
         if hit is None:
-            hit = _SLOW(shape, dtype, kwargs)
-            if key is not None and len(_RECIPES) < RECIPES_MAX:
-                _RECIPES[key] = hit
-        if key is not None:
-            _remember(shape, dtype, kwargs, hit)
-    rc = <Recipe> hit
-    if not rc.host_only:
-        return _ALLOCATE(rc.resolved, rc.plan, zero)
-    host = _field(rc, zero, False, &off)
-    return new_storage(_CPU_CLASS, _CPU_BUFFER, host, None, rc.meta_dims, rc.meta_halo,
-                       rc.meta_layout, rc.meta_alignment, rc.meta_aligned_index)
+            key = cache_key(shape, dtype, kwargs)
+            if key is not None:
+                try:
+                    hit = self.recipes.get(key)
+                except TypeError:          # an unhashable dtype argument
+                    key = None
+            if hit is None:
+                hit = self._resolve(shape, dtype, kwargs)
+                if key is not None and len(self.recipes) < RECIPES_MAX:
+                    self.recipes[key] = hit
+            if key is not None:
+                self._remember(shape, dtype, kwargs, hit)
+        rc = <Recipe> hit
+        if not rc.host_only:
+            return self._allocate(rc.resolved, rc.plan, zero)
+        host = _field(rc, zero, False, &off)
+        return new_storage(self._cpu_class, self._cpu_buffer, host, None, rc.meta_dims,
+                           rc.meta_halo, rc.meta_layout, rc.meta_alignment, rc.meta_aligned_index)
 
+    def empty(self, shape, dtype=np.float64, **kwargs):
+        """A storage with undefined contents.
 
-def empty(shape, dtype=np.float64, **kwargs):
-    """A storage with undefined contents.
+        Keywords (GDP-3; each optional): ``aligned_index``, ``alignment_size``
+        (bytes), ``defaults`` ("F", "C", "gtx86", "gtcuda"), ``device`` (None or
+        "gpu"), ``dims``, ``halo`` (int or (lo, hi) per dimension), ``layout``,
+        ``managed`` (None, "gt4py" or "cuda").  Any other keyword raises
+        StorageTypeError naming it."""
+        return self.create(shape, dtype, kwargs, False)
 
-    Keywords (GDP-3; each optional): ``aligned_index``, ``alignment_size``
-    (bytes), ``defaults`` ("F", "C", "gtx86", "gtcuda"), ``device`` (None or
-    "gpu"), ``dims``, ``halo`` (int or (lo, hi) per dimension), ``layout``,
-    ``managed`` (None, "gt4py" or "cuda").  Any other keyword raises
-    StorageTypeError naming it."""
-    return create(shape, dtype, kwargs, False)
-
-
-def zeros(shape, dtype=np.float64, **kwargs):
-    """A storage filled with zeros (keywords as :func:`empty`)."""
-    return create(shape, dtype, kwargs, True)
+    def zeros(self, shape, dtype=np.float64, **kwargs):
+        """A storage filled with zeros (keywords as :func:`empty`)."""
+        return self.create(shape, dtype, kwargs, True)

@@ -12,15 +12,23 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx.storage._fastalloc import StorageBase, new_storage
-from nclx.storage.buffer import locked
+from nclx import aware
+from nclx.storage import devices
+from nclx.storage._fastalloc import StorageBase, host_field, make_recipe, new_storage
+from nclx.storage.alloc import place, plan
+from nclx.storage.buffer import Buffer, locked
 from nclx.storage.devices import SyncState
 from nclx.storage.indexing import IndexingMixin, _is_int
 from nclx.storage.params import (NoSuchBufferError, StorageTypeError, default_dims,
-                                 normalize_halo)
+                                 layout_from_strides, normalize_aligned_index,
+                                 normalize_alignment, normalize_device, normalize_dims,
+                                 normalize_dtype, normalize_halo, normalize_layout,
+                                 normalize_managed, normalize_shape)
+from nclx.storage.ufunc import host_result_like, storage_ufunc
 
 __all__ = ["Storage", "CPUStorage", "GPUStorage", "SoftwareManagedGPUStorage",
-           "CUDAManagedGPUStorage", "make"]
+           "CUDAManagedGPUStorage", "make", "allocate", "wrap_host", "wrap_device",
+           "CLASS_OF_KIND", "CPU_BUFFER"]
 
 _CLEAN, _HOST_DIRTY, _DEVICE_DIRTY = (SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_DIRTY,
                                       SyncState.SYNC_DEVICE_DIRTY)
@@ -246,8 +254,7 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
     # -- copies ----------------------------------------------------------------
     def copy(self):
         """A new storage with the same parameters and a copy of the data."""
-        from nclx.storage.creation import empty_like
-        new = empty_like(self)
+        new = self._empty_like()
         with locked(self._buf):
             if self._buf.kind == "cuda":
                 self._buf.backend.synchronize()
@@ -266,7 +273,6 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
         return self.copy()
 
     def __reduce__(self):
-        from nclx.storage.creation import _rebuild
         snapshot = np.array(self._host_read()) if self._host is not None \
             else self._buf.backend.to_host(self._dev)
         managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
@@ -279,8 +285,7 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
     def __pow__(self, other):
         if self._host is None or not _scalar(other):
             return np.power(self, other)
-        from nclx.storage.ufunc import _HostSide, _like
-        return _like(_HostSide, self._host_read() ** other, self)
+        return host_result_like(self._host_read() ** other, self)
 
     def __ipow__(self, other):
         if self._host is None or not _scalar(other):
@@ -294,15 +299,42 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
 
     # -- NumPy ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        from nclx.storage.ufunc import storage_ufunc
-        return storage_ufunc(ufunc, method, inputs, kwargs)
+        return storage_ufunc(self, ufunc, method, inputs, kwargs)
 
     #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
     _nclx_array_function = True
 
     def __array_function__(self, func, types, args, kwargs):
-        from nclx import aware
         return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+
+    # -- constructors for the layers below (ufunc.py reaches them through an operand)
+    def _params(self, dtype=None):
+        """The resolved keywords of a new allocation like this storage (of
+        ``dtype``): what ``empty_like(self, dtype)`` resolves to."""
+        dt = self.dtype if dtype is None else normalize_dtype(dtype)
+        kind = self._buf.kind
+        device = None if kind == "cpu" else "gpu"
+        return dict(shape=self.shape, dtype=dt, dims=self._dims, halo=self._halo,
+                    layout=self._layout,
+                    alignment=normalize_alignment(self._alignment, dt.itemsize),
+                    aligned_index=normalize_aligned_index(self._aligned_index, self.shape,
+                                                          self._halo),
+                    device=device, managed=_MANAGED_OF_KIND[kind],
+                    backend=self._buf.backend if device is not None else None)
+
+    def _empty_like(self, dtype=None):
+        """A new storage laid out like this one (contents undefined)."""
+        return allocate(self._params(dtype))
+
+    @staticmethod
+    def _wrap_host(arr, dims, halo):
+        """A CPU storage over a host result ``arr`` (:func:`wrap_host`)."""
+        return wrap_host(arr, dims, halo)
+
+    @staticmethod
+    def _wrap_device(arr, dims, halo):
+        """A device-only storage over a device result ``arr`` (:func:`wrap_device`)."""
+        return wrap_device(arr, dims, halo)
 
 
 class CPUStorage(Storage):
@@ -327,6 +359,10 @@ class CUDAManagedGPUStorage(Storage):
 
 CLASS_OF_KIND = {"cpu": CPUStorage, "gpu": GPUStorage, "gt4py": SoftwareManagedGPUStorage,
                  "cuda": CUDAManagedGPUStorage}
+_MANAGED_OF_KIND = {"cpu": None, "gpu": None, "gt4py": "gt4py", "cuda": "cuda"}
+
+# CPU storages share no state (no sync, no device), so they share one Buffer
+CPU_BUFFER = Buffer("cpu")
 
 
 def make(cls, buf, host, dev, dims, halo, layout, alignment, aligned_index):
@@ -336,6 +372,102 @@ def make(cls, buf, host, dev, dims, halo, layout, alignment, aligned_index):
                        tuple(halo) if halo is not None else ((0, 0),) * nd,
                        tuple(layout), alignment,
                        None if aligned_index is None else tuple(aligned_index))
+
+
+def allocate(r, p=None, zero=False):
+    """A new storage for resolved keywords ``r`` (nclx.storage.resolve, or
+    :meth:`Storage._params`), laid out by ``p`` (its plan, computed when
+    None); contents undefined unless ``zero``: then calloc-backed zeros on
+    the host, zeros on the device."""
+    if p is None:
+        p = plan(r["shape"], r["layout"], r["dtype"], r["alignment"], r["aligned_index"])
+    shape, dtype = r["shape"], r["dtype"]
+    meta = (r["dims"], r["halo"], r["layout"], r["alignment"], r["aligned_index"])
+    if r["device"] is None:
+        host = host_field(make_recipe(r, p, 0), zero)[0]
+        return make(CPUStorage, CPU_BUFFER, host, None, *meta)
+    backend = r.get("backend") or devices.current()
+    kind = {None: "gpu", "gt4py": "gt4py", "cuda": "cuda"}[r["managed"]]
+    host = dev = host_span = dev_span = None
+    if kind == "gt4py":
+        host, raw, off = host_field(make_recipe(r, p, 0), zero)
+        host_span = raw[off:off + p.span_bytes]
+    if kind in ("gpu", "gt4py"):
+        draw = backend.alloc(p.alloc_bytes)
+        doff = place(p, backend.address(draw))
+        dev = backend.view(draw, doff, shape, dtype, p.strides)
+        dev_span = backend.view(draw, doff, (p.span_bytes,), np.uint8, (1,))
+        if zero:
+            dev_span.fill(0)
+    if kind == "cuda":
+        hraw, draw = backend.managed_alloc(p.alloc_bytes)
+        off = place(p, backend.address(draw))
+        host = np.ndarray(shape, dtype, buffer=hraw, offset=off, strides=p.strides)
+        dev = backend.view(draw, off, shape, dtype, p.strides)
+        if zero:
+            host[...] = 0
+    buf = Buffer(kind, backend, host, dev, host_span, dev_span)
+    return make(CLASS_OF_KIND[kind], buf, host, dev, *meta)
+
+
+def _plain_params(arr, dims, halo, dtype_keyword):
+    """Resolved keywords of an array wrapped as it is: its own layout, no
+    alignment, the default aligned index (``as_storage(arr, dims=, halo=)``)."""
+    dtype = normalize_dtype(arr.dtype, dtype_keyword)
+    shape = tuple(arr.shape)
+    nd = len(shape)
+    dims = normalize_dims(dims, nd)
+    halo = normalize_halo(halo, shape)
+    return (dims, halo, layout_from_strides(arr.strides, shape),
+            normalize_alignment(1, dtype.itemsize), normalize_aligned_index(None, shape, halo))
+
+
+def wrap_host(arr, dims=None, halo=None):
+    """A CPU storage over the ndarray ``arr`` without copying (a ufunc
+    result: what ``as_storage(arr, dims=dims, halo=halo, device=None)`` makes)."""
+    arr = np.asarray(arr)
+    return make(CPUStorage, Buffer("cpu", None, arr), arr, None,
+                *_plain_params(arr, dims, halo, "data"))
+
+
+def wrap_device(arr, dims=None, halo=None):
+    """A device-only storage over the current backend's device array ``arr``
+    (``as_storage(device_data=arr, device="gpu", managed=None, ...)``)."""
+    backend = devices.current()
+    if not backend.is_device_array(arr):
+        raise StorageTypeError(f"as_storage(device_data=<{type(arr).__name__}>): not a "
+                               f"device array of the {backend.name!r} backend")
+    dev = backend.to_device(arr)
+    return make(GPUStorage, Buffer("gpu", backend, None, dev), None, dev,
+                *_plain_params(dev, dims, halo, "dtype"))
+
+
+def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_index=None,
+             backend=None):
+    """Unpickle: a storage with the same parameters holding ``snapshot``, on
+    the device backend it was pickled with (a process without it raises
+    DeviceUnavailableError here).  Every parameter is checked again, as
+    ``storage(snapshot, dims=..., ...)`` checks it."""
+    shape = normalize_shape(snapshot.shape)
+    dtype = normalize_dtype(snapshot.dtype)
+    nd = len(shape)
+    dims = normalize_dims(dims, nd)
+    halo = normalize_halo(halo, shape)
+    device = normalize_device(device)
+    managed = normalize_managed(managed if device is not None else "gt4py", device)
+    r = dict(shape=shape, dtype=dtype, dims=dims, halo=halo,
+             layout=normalize_layout(layout, nd),
+             alignment=normalize_alignment(alignment, dtype.itemsize),
+             aligned_index=normalize_aligned_index(aligned_index, shape, halo),
+             device=device, managed=managed, backend=None)
+    if device is None:
+        new = allocate(r)
+        new[...] = snapshot
+        return new
+    with devices.use(backend if backend is not None else devices.current()):
+        new = allocate(r)
+        new[...] = snapshot
+        return new
 
 
 def _scalar(x):

@@ -7,6 +7,7 @@ import operator
 
 import numpy as np
 
+from nclx.storage._fastalloc import StorageBase
 from nclx.storage.buffer import locked
 from nclx.storage.devices import SyncState
 
@@ -81,7 +82,7 @@ class IndexingMixin:
     def _plain_key(self, key, device):
         """Storages inside a key become arrays on the side being indexed."""
         def conv(k):
-            if isinstance(k, _storage_type()):
+            if isinstance(k, StorageBase):
                 if device:
                     return k._dev if k._dev is not None else self._buf.backend.to_device(k._host_read())
                 return k._host_read() if k._host is not None else self._buf.backend.to_host(k._dev)
@@ -98,7 +99,7 @@ class IndexingMixin:
         return self._dev[key] if on_device else self._host_read()[key]
 
     def _value_on_device(self, value):
-        if isinstance(value, _storage_type()):
+        if isinstance(value, StorageBase):
             if value._buf.kind == "gt4py":
                 return value._buf.sync.state != _HOST_DIRTY
             return value._dev is not None
@@ -109,7 +110,7 @@ class IndexingMixin:
 
     def _value_for(self, value, device):
         backend = self._buf.backend
-        if isinstance(value, _storage_type()):
+        if isinstance(value, StorageBase):
             if device:
                 return value._device_read() if value._dev is not None \
                     else backend.to_device(value._host_read())
@@ -141,8 +142,3 @@ class IndexingMixin:
                 buf.device_to_host()
                 self._host[key] = self._value_for(value, False)
                 buf.mark(_HOST_DIRTY)
-
-
-def _storage_type():
-    from nclx.storage.core import Storage
-    return Storage

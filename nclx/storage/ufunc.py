@@ -8,28 +8,29 @@ into it; reductions keep the dims and halo of the axes that remain.  Host
 storages compute on the host (managed='gt4py' ones bring the host up to date
 first and mark it modified after); device-only storages compute with the
 device backend's ufunc of the same name (CuPy's).
+
+This module sits below nclx.storage.core (whose ``__array_ufunc__`` calls
+:func:`storage_ufunc`): it knows storages as ``StorageBase`` instances and
+reaches new storages through an operand's own constructors --
+``_empty_like(dtype)`` for a result laid out like a template, and
+``_wrap_host`` / ``_wrap_device`` for a result of another shape.
 """
 import numpy as np
 
 from nclx import aware
-from nclx.storage.core import Storage, _HOST_DIRTY, _DEVICE_DIRTY
+from nclx.storage._fastalloc import StorageBase
+from nclx.storage.devices import SyncState
 from nclx.storage.params import StorageTypeError, default_dims
 
-__all__ = ["storage_ufunc"]
+__all__ = ["storage_ufunc", "host_result_like"]
 
 _PLAIN_KW = frozenset(("out", "where"))
-
-
-def _flat_outs(kwargs):
-    out = kwargs.get("out")
-    if out is None:
-        return ()
-    return out if isinstance(out, tuple) else (out,)
+_HOST_DIRTY, _DEVICE_DIRTY = SyncState.SYNC_HOST_DIRTY, SyncState.SYNC_DEVICE_DIRTY
 
 
 def _template(inputs, shape):
     for x in inputs:
-        if isinstance(x, Storage) and x.shape == shape:
+        if isinstance(x, StorageBase) and x.shape == shape:
             return x
     return None
 
@@ -42,7 +43,7 @@ def _out_dtypes(ufunc, inputs, kwargs):
     for x in inputs:
         if isinstance(x, (bool, int, float, complex)):
             dts.append(type(x))
-        elif isinstance(x, Storage):
+        elif isinstance(x, StorageBase):
             dts.append(x.dtype)
         elif isinstance(x, (np.ndarray, np.generic)):
             dts.append(x.dtype)
@@ -90,40 +91,40 @@ class _HostSide:
     """Compute on host views with NumPy's ufunc (nclx's loops after install())."""
     state = _HOST_DIRTY
 
-    def __init__(self, ufunc):
+    def __init__(self, ufunc, anchor):
         self.fn = ufunc
+        self.anchor = anchor
 
     @staticmethod
     def operand(x):
-        return x._host_read() if isinstance(x, Storage) else x
+        return x._host_read() if isinstance(x, StorageBase) else x
 
     @staticmethod
     def is_array(r):
-        return isinstance(r, (np.ndarray, np.generic)) and not isinstance(r, Storage)
+        return isinstance(r, (np.ndarray, np.generic)) and not isinstance(r, StorageBase)
 
     @staticmethod
     def store(new, r):
         np.copyto(new._host, r, casting="no")
 
-    @staticmethod
-    def wrap(r, dims, halo):
-        from nclx.storage.wrap import as_storage
-        return as_storage(r, dims=dims, halo=halo, device=None)
+    def wrap(self, r, dims, halo):
+        return self.anchor._wrap_host(r, dims, halo)
 
 
 class _DeviceSide:
     """Device-only storages: the device backend's ufunc of the same name."""
     state = _DEVICE_DIRTY
 
-    def __init__(self, ufunc, backend):
+    def __init__(self, ufunc, backend, anchor):
         self.backend = backend
+        self.anchor = anchor
         self.fn = getattr(backend.xp, ufunc.__name__, None)
         self.name = ufunc.__name__
         if self.fn is None:
             raise StorageTypeError(f"np.{ufunc.__name__} has no {backend.name} counterpart")
 
     def operand(self, x):
-        if isinstance(x, Storage):
+        if isinstance(x, StorageBase):
             if x._dev is None:
                 raise StorageTypeError(f"np.{self.name}: mixes host-only and device-only "
                                        "storages; move one side first (storage(..., "
@@ -135,31 +136,31 @@ class _DeviceSide:
         return x
 
     def is_array(self, r):
-        return self.backend.is_device_array(r) and not isinstance(r, Storage)
+        return self.backend.is_device_array(r) and not isinstance(r, StorageBase)
 
     @staticmethod
     def store(new, r):
         new._dev[...] = r
 
-    @staticmethod
-    def wrap(r, dims, halo):
-        from nclx.storage.wrap import as_storage
-        return as_storage(device_data=r, device="gpu", managed=None, dims=dims, halo=halo)
+    def wrap(self, r, dims, halo):
+        return self.anchor._wrap_device(r, dims, halo)
 
 
 def _first_storage(inputs):
-    return next((x for x in inputs if isinstance(x, Storage)), None)
+    return next((x for x in inputs if isinstance(x, StorageBase)), None)
 
 
-def storage_ufunc(ufunc, method, inputs, kwargs):
-    outs = _flat_outs(kwargs)
-    for x in inputs + outs:
-        other = getattr(type(x), "__array_ufunc__", None)
-        if other is not None and not isinstance(x, (Storage, np.ndarray)):
-            return NotImplemented
-    storages = [x for x in inputs + outs if isinstance(x, Storage)]
+def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
+    """``anchor.__array_ufunc__(ufunc, method, *inputs, **kwargs)``: NotImplemented
+    for a foreign operand (NumPy's protocol), else the result, laid out like
+    a storage operand of its shape."""
+    if aware.foreign(inputs, kwargs, own=(StorageBase,)):
+        return NotImplemented
+    outs = aware.outs_of(kwargs)
+    storages = [x for x in inputs + outs if isinstance(x, StorageBase)]
     device_only = [s for s in storages if s._host is None]
-    side = _DeviceSide(ufunc, device_only[0]._buf.backend) if device_only else _HostSide(ufunc)
+    side = _DeviceSide(ufunc, device_only[0]._buf.backend, anchor) if device_only \
+        else _HostSide(ufunc, anchor)
     tmpl = None
     if method == "__call__":
         if ufunc.signature is None:      # a gufunc's core dims do not broadcast
@@ -180,18 +181,17 @@ def storage_ufunc(ufunc, method, inputs, kwargs):
                 and kwargs.get("where", True) is True:
             dts = _out_dtypes(ufunc, inputs, kwargs)
             if dts is not None:
-                from nclx.storage.creation import empty_like
-                new_outs = tuple(empty_like(tmpl, dtype=dt) for dt in dts)
+                new_outs = tuple(tmpl._empty_like(dt) for dt in dts)
                 if any(_no_unit_stride(o._host) for o in new_outs if o._host is not None):
                     new_outs = None      # NumPy 2.4 bug: let it allocate, then copy (below)
                 else:
                     kwargs["out"] = new_outs
         result = aware.run_unwrapped(side.fn, method, inputs, kwargs, side.operand)
-        touched = list(_flat_outs(kwargs))
-        if method == "at" and inputs and isinstance(inputs[0], Storage):
+        touched = list(aware.outs_of(kwargs))
+        if method == "at" and inputs and isinstance(inputs[0], StorageBase):
             touched.append(inputs[0])                 # ufunc.at works in place
         for o in touched:
-            if isinstance(o, Storage):
+            if isinstance(o, StorageBase):
                 o._buf.mark(side.state)
         if new_outs is not None:
             return new_outs if ufunc.nout > 1 else new_outs[0]
@@ -222,12 +222,17 @@ def _no_unit_stride(a):
     return bool(moving) and min(moving) != a.itemsize
 
 
+def host_result_like(r, tmpl):
+    """A host result ``r`` (``tmpl``'s host view ** a scalar) as a storage
+    laid out like ``tmpl`` when the shapes match."""
+    return _like(_HostSide, r, tmpl)
+
+
 def _like(side, r, tmpl):
     """``r`` copied into a storage allocated like ``tmpl`` when the shapes match."""
     if not side.is_array(r) or tuple(np.shape(r)) != tmpl.shape:
         return r
-    from nclx.storage.creation import empty_like
-    new = empty_like(tmpl, dtype=r.dtype)
+    new = tmpl._empty_like(r.dtype)
     side.store(new, r)
     new._buf.mark(side.state)
     return new

@@ -12,10 +12,10 @@ import numpy as np
 from nclx.storage import devices
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, Storage, make
-from nclx.storage.creation import _check_keys, _extent, _resolve
 from nclx.storage.devices import SyncState
 from nclx.storage.params import (StorageError, StorageTypeError, layout_from_strides,
                                  normalize_dtype, normalize_shape)
+from nclx.storage.resolve import check_keys, resolve
 
 __all__ = ["as_storage"]
 
@@ -151,6 +151,15 @@ def _view_flat(mem, flat, writeable):
     return out
 
 
+def _extent(shape, strides, itemsize):
+    """(lowest, one past the highest) byte offset a strided view touches."""
+    if any(n == 0 for n in shape):
+        return 0, 0
+    lo = sum(s * (n - 1) for s, n in zip(strides, shape) if s < 0)
+    hi = sum(s * (n - 1) for s, n in zip(strides, shape) if s > 0)
+    return lo, hi + itemsize
+
+
 def _c_strides(shape, itemsize):
     strides, step = [], itemsize
     for n in reversed(shape):
@@ -186,7 +195,7 @@ def _sibling(arr, make_span):
 
 def as_storage(data=None, device_data=None, *, sync_state=None, **kwargs):
     """Wrap ``data`` (host) and/or ``device_data`` (device) without copying."""
-    _check_keys(kwargs, _BUFFER_KEYS)
+    check_keys(kwargs, _BUFFER_KEYS)
     if data is None and device_data is None:
         raise StorageTypeError("as_storage(): give data, device_data or both")
     if sync_state is not None and not isinstance(sync_state, SyncState):
@@ -206,7 +215,7 @@ def as_storage(data=None, device_data=None, *, sync_state=None, **kwargs):
     tmpl = data if isinstance(data, Storage) else ref
     kw = {k: v for k, v in kwargs.items() if k not in _BUFFER_KEYS}
     kw.setdefault("device", want_device)
-    r = _resolve(ref.shape, ref.dtype, tmpl, kw)
+    r = resolve(ref.shape, ref.dtype, tmpl, kw)
     if r["device"] is None and dev is not None:
         raise StorageError("as_storage: device=None but device_data was given")
     _check_layout(r, ref)

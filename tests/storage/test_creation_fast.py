@@ -2,6 +2,7 @@
 the recipe cache and its recent-arguments memo never give one call's
 storage for another's arguments, host memory lives as long as any view of
 it, and the path holds under threads."""
+import functools
 import gc
 import inspect
 import threading
@@ -12,6 +13,7 @@ import pytest
 
 import nclx.storage as st
 from nclx.storage.alloc import plan
+from storage_helpers import assert_refused
 
 
 def _expected_strides(shape, dtype, layout, alignment, aligned_index):
@@ -155,7 +157,8 @@ def test_recipes_are_opaque_and_host_field_always_gives_a_block():
 
 
 def test_a_kwargs_dict_changed_after_the_call_does_not_change_the_cache():
-    from nclx.storage._fastalloc import create
+    from nclx.storage.creation import _CREATOR
+    create = _CREATOR.create
     kw = {"halo": 1}
     assert create((6, 6), np.float64, kw, False).halo == ((1, 1), (1, 1))
     kw["halo"] = 2
@@ -169,3 +172,26 @@ def test_a_field_too_big_to_address_names_the_shape(shape, kw):
     for make in (st.empty, st.zeros):
         with pytest.raises(st.StorageError, match=r"shape=\(.*more than this machine"):
             make(shape, **kw)
+
+
+def test_creation_cache_never_shares_or_skips_validation():
+    """Creating the same storage again (the cached recipe) gives fresh memory
+    and the same layout as the validating path; a bad value that equals a
+    cached good one (a float, a bool, a list) is still refused."""
+    kw = {"halo": ((1, 1), (0, 2)), "layout": (1, 0), "alignment_size": 64,
+          "aligned_index": (1, 0)}
+    a = st.zeros((4, 5), **kw)
+    b = st.zeros((4, 5), **kw)
+    c = st.empty((np.int64(4), np.int64(5)), halo=[[1, 1], [0, 2]], layout=[1, 0],
+                 alignment_size=np.int64(64), aligned_index=[1, 0])
+    assert not np.shares_memory(np.asarray(a), np.asarray(b))
+    for x in (b, c):
+        assert (x.strides, x.halo, x.layout, x.aligned_index) == \
+            (a.strides, a.halo, a.layout, a.aligned_index)
+    a[...] = 1.0
+    np.testing.assert_array_equal(np.asarray(b), 0.0)
+    for key, value in (("alignment_size", 64.0), ("alignment_size", True),
+                       ("aligned_index", (1.0, 0))):
+        bad = {**kw, key: value}
+        assert_refused(functools.partial(st.zeros, (4, 5), **bad), key, value)
+    assert_refused(lambda: st.zeros((4.0, 5), **kw), "shape", (4.0, 5))

@@ -4,15 +4,17 @@ Every test runs on the emulated device (a second host buffer standing in
 for device memory) and, where CuPy sees a GPU, on the real device; without
 one the CuPy runs skip with the reason.
 """
+import copy
 import importlib.util
 import pickle
+import threading
 
 import numpy as np
 import pytest
 
 import nclx.storage as st
 from nclx.storage import devices
-from nclx.storage.devices import SyncState
+from nclx.storage.devices import EmulatedDevice, SyncState
 
 CLEAN, HOST, DEV = SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_DIRTY, SyncState.SYNC_DEVICE_DIRTY
 
@@ -250,3 +252,77 @@ def test_cupy_consumes_the_cuda_array_interface_zero_copy():
 def test_gpu_without_cupy_names_the_missing_package():
     with pytest.raises(st.DeviceUnavailableError, match="cupy"):
         st.zeros((3,), device="gpu")
+
+
+def test_threads_each_with_their_own_device_backend():
+    """``with devices.use(backend):`` in one thread must not change (or, on
+    leaving, reset) the backend another thread is using in its own block."""
+    entered = [threading.Event(), threading.Event()]
+    first_left = threading.Event()
+    results, errors = {}, []
+
+    def first():
+        try:
+            with devices.use(EmulatedDevice()):
+                entered[0].set()
+                entered[1].wait(10)
+            first_left.set()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    def second():
+        try:
+            entered[0].wait(10)
+            with devices.use(EmulatedDevice()) as mine:
+                entered[1].set()
+                first_left.wait(10)
+                # the first thread has left its block; this one is still in its own
+                s = st.zeros((3,), device="gpu")
+                s.set_host_modified()
+                s.to_cupy()
+                results["h2d"] = mine.h2d_calls
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    t1, t2 = threading.Thread(target=first), threading.Thread(target=second)
+    t1.start()
+    t2.start()
+    t1.join(30)
+    t2.join(30)
+    assert not errors, f"the second thread's block lost its backend: {errors[0]!r}"
+    assert results.get("h2d") == 1, "the copy did not go through the thread's own backend"
+
+
+@pytest.mark.parametrize("where", ["other_thread", "after_the_block"])
+@pytest.mark.parametrize("kind", ["gt4py", "cuda", "gpu"])
+def test_existing_device_storages_work_outside_the_use_block(where, kind):
+    """A device storage created inside ``with devices.use(b):`` keeps its
+    backend: ufunc results, copies and ``*_like`` storages made from it later
+    (after the block, or in a thread without a block) are allocated on that
+    same backend, not refused for want of a current one."""
+    backend = EmulatedDevice()
+    with devices.use(backend):
+        m = st.storage(np.arange(6.0).reshape(2, 3), device="gpu",
+                       managed=None if kind == "gpu" else kind, halo=((1, 0), (0, 1)))
+    results, errors = {}, []
+
+    def work():
+        for name, f in (("add", lambda: m + 1), ("copy", m.copy), ("deepcopy",
+                        lambda: copy.deepcopy(m)), ("zeros_like", lambda: st.zeros_like(m)),
+                        ("transpose_copy", lambda: m.T.copy())):
+            try:
+                results[name] = f()
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{name}: {e!r}")
+    if where == "other_thread":
+        t = threading.Thread(target=work)
+        t.start()
+        t.join(30)
+    else:
+        work()
+    assert not errors, "\n".join(errors)
+    for name, r in results.items():
+        assert type(r) is type(m), (name, type(r))
+        assert r._buf.backend is backend, f"{name}: allocated on another backend"
+    got = results["add"].to_cupy()
+    np.testing.assert_array_equal(np.asarray(got), np.arange(6.0).reshape(2, 3) + 1)
