@@ -11,4 +11,5 @@ def segment_reduce(
     out: npt.NDArray[Any],
     empty: npt.NDArray[np.uint8] | None = None,
     identity: object = None,
+    threads: int = 1,
 ) -> bool: ...

@@ -11,6 +11,7 @@ import numpy as np
 
 from nclx._ncl.ncl cimport nclx_api, ncl_loop_fn, NCLX_CAPSULE_NAME
 from nclx._ncl.ncl cimport npy_intp as ncl_intp
+from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
 
 cdef const nclx_api *_API = NULL
 
@@ -129,14 +130,14 @@ cdef inline num_t _nan(num_t like) noexcept nogil:
     return like
 
 
-cdef Py_ssize_t _sum_stream(const offset_t[::1] offs, const num_t *vp, ncl_intp s,
+cdef Py_ssize_t _sum_stream(const offset_t *offs, Py_ssize_t n, const num_t *vp, ncl_intp s,
                             num_t *outp, int64_t nvalues, num_t zero) noexcept nogil:
     """Sums of consecutive lists in one stream over the values, each list
     from ``zero`` in order -- awkward's order, so its floats too come out
     bit for bit -- with one unpredictable branch per list, at its end.
     (The C API's add kernel folds a reduction in the same order; calling it
     per list only costs more.)"""
-    cdef Py_ssize_t i, n = offs.shape[0] - 1
+    cdef Py_ssize_t i
     cdef int64_t j = offs[0], b
     cdef num_t acc
     if j < 0:
@@ -153,12 +154,13 @@ cdef Py_ssize_t _sum_stream(const offset_t[::1] offs, const num_t *vp, ncl_intp 
     return -1
 
 
-cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const num_t *vp,
-                     ncl_intp vstride, num_t *outp, uint8_t *empty,
+cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t *offs, Py_ssize_t n,
+                     const num_t *vp, ncl_intp vstride, num_t *outp, uint8_t *empty,
                      int64_t nvalues, const num_t *ident) noexcept nogil:
-    # returns -1, or the first list whose offsets leave [0, nvalues] (trusted
-    # offsets built with validate=False are checked here, list by list)
-    cdef Py_ssize_t i, n = offs.shape[0] - 1
+    # lists [0, n) of offs (n + 1 offsets); returns -1, or the first list
+    # whose offsets leave [0, nvalues] (trusted offsets built with
+    # validate=False are checked here, list by list)
+    cdef Py_ssize_t i
     cdef int64_t a, b
     cdef char *args[3]
     cdef ncl_intp dims[1]
@@ -168,7 +170,7 @@ cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const n
     steps[1] = vstride
     steps[2] = 0
     if op == OP_ADD and empty == NULL and ident != NULL and n > 0:
-        return _sum_stream(offs, vp, s, outp, nvalues, ident[0])
+        return _sum_stream(offs, n, vp, s, outp, nvalues, ident[0])
     for i in range(n):
         a = offs[i]
         b = offs[i + 1]
@@ -195,60 +197,83 @@ cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t[::1] offs, const n
 _OPS = {"add": OP_ADD, "multiply": OP_MUL, "maximum": OP_MAX, "minimum": OP_MIN}
 
 
-cdef Py_ssize_t _typed(ncl_loop_fn loop, int op, offs, char *vp, ncl_intp vstride, char *outp,
-                 str code, uint8_t *empty, int64_t nvalues,
-                            char *identp):
-    cdef const int32_t[::1] o32
-    cdef const int64_t[::1] o64
-    if offs.dtype == np.int32:
-        o32 = offs
-        return _typed_offs(loop, op, o32, vp, vstride, outp, code, empty, nvalues, identp)
+cdef enum:
+    C_I8, C_I16, C_I32, C_I64, C_U8, C_U16, C_U32, C_U64, C_F32, C_F64
+
+
+cdef struct seg_job:
+    ncl_loop_fn loop
+    int op
+    int code                  # C_*: the values' dtype
+    bint wide                 # int64 offsets (else int32)
+    const char *offs          # n + 1 offsets
+    Py_ssize_t n
+    const char *vp
+    ncl_intp vstride
+    char *outp
+    uint8_t *empty
+    int64_t nvalues
+    const char *identp
+    Py_ssize_t bad[MAX_THREADS]   # per thread: its first bad list (global index) or -1
+
+
+cdef Py_ssize_t _typed(seg_job *j, const offset_t *o, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    cdef Py_ssize_t n = hi - lo
+    cdef uint8_t *ep = NULL if j.empty == NULL else j.empty + lo
+    if j.code == C_I8:
+        return _run(j.loop, j.op, o + lo, n, <const int8_t *>j.vp, j.vstride, <int8_t *>j.outp + lo, ep, j.nvalues, <const int8_t *>j.identp)
+    if j.code == C_I16:
+        return _run(j.loop, j.op, o + lo, n, <const int16_t *>j.vp, j.vstride, <int16_t *>j.outp + lo, ep, j.nvalues, <const int16_t *>j.identp)
+    if j.code == C_I32:
+        return _run(j.loop, j.op, o + lo, n, <const int32_t *>j.vp, j.vstride, <int32_t *>j.outp + lo, ep, j.nvalues, <const int32_t *>j.identp)
+    if j.code == C_I64:
+        return _run(j.loop, j.op, o + lo, n, <const int64_t *>j.vp, j.vstride, <int64_t *>j.outp + lo, ep, j.nvalues, <const int64_t *>j.identp)
+    if j.code == C_U8:
+        return _run(j.loop, j.op, o + lo, n, <const uint8_t *>j.vp, j.vstride, <uint8_t *>j.outp + lo, ep, j.nvalues, <const uint8_t *>j.identp)
+    if j.code == C_U16:
+        return _run(j.loop, j.op, o + lo, n, <const uint16_t *>j.vp, j.vstride, <uint16_t *>j.outp + lo, ep, j.nvalues, <const uint16_t *>j.identp)
+    if j.code == C_U32:
+        return _run(j.loop, j.op, o + lo, n, <const uint32_t *>j.vp, j.vstride, <uint32_t *>j.outp + lo, ep, j.nvalues, <const uint32_t *>j.identp)
+    if j.code == C_U64:
+        return _run(j.loop, j.op, o + lo, n, <const uint64_t *>j.vp, j.vstride, <uint64_t *>j.outp + lo, ep, j.nvalues, <const uint64_t *>j.identp)
+    if j.code == C_F32:
+        return _run(j.loop, j.op, o + lo, n, <const float *>j.vp, j.vstride, <float *>j.outp + lo, ep, j.nvalues, <const float *>j.identp)
+    return _run(j.loop, j.op, o + lo, n, <const double *>j.vp, j.vstride, <double *>j.outp + lo, ep, j.nvalues, <const double *>j.identp)
+
+
+cdef void _job_body(void *ctx, int tid, int nthreads) noexcept nogil:
+    """Thread ``tid`` of the core's team reduces lists [n*tid/nthreads,
+    n*(tid+1)/nthreads): each list whole, by one thread, so the split
+    changes no bit."""
+    cdef seg_job *j = <seg_job *>ctx
+    cdef Py_ssize_t lo = j.n * tid // nthreads, hi = j.n * (tid + 1) // nthreads, bad
+    if hi <= lo:
+        j.bad[tid] = -1
+        return
+    if j.wide:
+        bad = _typed(j, <const int64_t *>j.offs, lo, hi)
     else:
-        o64 = offs
-        return _typed_offs(loop, op, o64, vp, vstride, outp, code, empty, nvalues, identp)
+        bad = _typed(j, <const int32_t *>j.offs, lo, hi)
+    j.bad[tid] = -1 if bad < 0 else lo + bad
 
 
-cdef Py_ssize_t _typed_offs(ncl_loop_fn loop, int op, const offset_t[::1] o, char *vp,
-                            ncl_intp vstride, char *outp, str code, uint8_t *empty,
-                            int64_t nvalues, char *identp):
-    cdef Py_ssize_t bad = -1
-    if code == "b":
-        with nogil: bad = _run(loop, op, o, <const int8_t *>vp, vstride, <int8_t *>outp, empty, nvalues, <const int8_t *>identp)
-    elif code == "h":
-        with nogil: bad = _run(loop, op, o, <const int16_t *>vp, vstride, <int16_t *>outp, empty, nvalues, <const int16_t *>identp)
-    elif code == "i":
-        with nogil: bad = _run(loop, op, o, <const int32_t *>vp, vstride, <int32_t *>outp, empty, nvalues, <const int32_t *>identp)
-    elif code == "l":
-        with nogil: bad = _run(loop, op, o, <const int64_t *>vp, vstride, <int64_t *>outp, empty, nvalues, <const int64_t *>identp)
-    elif code == "B":
-        with nogil: bad = _run(loop, op, o, <const uint8_t *>vp, vstride, <uint8_t *>outp, empty, nvalues, <const uint8_t *>identp)
-    elif code == "H":
-        with nogil: bad = _run(loop, op, o, <const uint16_t *>vp, vstride, <uint16_t *>outp, empty, nvalues, <const uint16_t *>identp)
-    elif code == "I":
-        with nogil: bad = _run(loop, op, o, <const uint32_t *>vp, vstride, <uint32_t *>outp, empty, nvalues, <const uint32_t *>identp)
-    elif code == "L":
-        with nogil: bad = _run(loop, op, o, <const uint64_t *>vp, vstride, <uint64_t *>outp, empty, nvalues, <const uint64_t *>identp)
-    elif code == "f":
-        with nogil: bad = _run(loop, op, o, <const float *>vp, vstride, <float *>outp, empty, nvalues, <const float *>identp)
-    else:
-        with nogil: bad = _run(loop, op, o, <const double *>vp, vstride, <double *>outp, empty, nvalues, <const double *>identp)
-    return bad
+_CODES = {np.dtype(np.int8): C_I8, np.dtype(np.int16): C_I16, np.dtype(np.int32): C_I32,
+          np.dtype(np.int64): C_I64, np.dtype(np.uint8): C_U8, np.dtype(np.uint16): C_U16,
+          np.dtype(np.uint32): C_U32, np.dtype(np.uint64): C_U64, np.dtype(np.float32): C_F32,
+          np.dtype(np.float64): C_F64}
 
 
-_CODES = {np.dtype(np.int8): "b", np.dtype(np.int16): "h", np.dtype(np.int32): "i",
-          np.dtype(np.int64): "l", np.dtype(np.uint8): "B", np.dtype(np.uint16): "H",
-          np.dtype(np.uint32): "I", np.dtype(np.uint64): "L", np.dtype(np.float32): "f",
-          np.dtype(np.float64): "d"}
-
-
-def segment_reduce(str op, values, offsets, out, empty=None, identity=None):
+def segment_reduce(str op, values, offsets, out, empty=None, identity=None, int threads=1):
     """``out[i] = op.reduce(values[offsets[i]:offsets[i + 1]])`` for every
     non-empty list; an empty list gets ``identity`` (left untouched when
     None) and, when ``empty`` (uint8, one per list) is given, ``empty[i] = 1``.  ``values``
     1-D, of ``out``'s dtype, native byte order, its stride a multiple of
     the item size; ``offsets`` validated (non-decreasing, within
     ``values``).  Returns False when nclx has no kernel for (op, dtype):
-    the caller falls back to NumPy."""
+    the caller falls back to NumPy.  ``threads`` > 1: the lists are split
+    in contiguous slices over the core's thread team (at most
+    ``threads``, capped by nclx's thread count), each list reduced whole by
+    one thread, so the split changes no bit."""
     if op not in _OPS:
         return False
     code = _CODES.get(values.dtype)
@@ -261,22 +286,44 @@ def segment_reduce(str op, values, offsets, out, empty=None, identity=None):
             or not out.flags.c_contiguous or len(out) != len(offsets) - 1 \
             or values.strides[0] % values.dtype.itemsize:
         raise ValueError("segment_reduce: 1-D values and a contiguous out of the same dtype")
-    if offsets.ndim != 1 or not offsets.flags.c_contiguous:
-        offsets = np.ascontiguousarray(offsets)
-    cdef uint8_t *ep = NULL
+    if offsets.ndim != 1 or not offsets.flags.c_contiguous \
+            or offsets.dtype not in (np.dtype(np.int32), np.dtype(np.int64)):
+        offsets = np.ascontiguousarray(offsets, dtype=np.int64 if offsets.dtype.itemsize > 4
+                                       or offsets.dtype.kind == "u" else np.int32)
+    cdef seg_job job
+    job.loop = loop
+    job.op = _OPS[op]
+    job.code = code
+    job.wide = offsets.dtype == np.int64
+    job.offs = <const char *><size_t>offsets.__array_interface__["data"][0]
+    job.n = len(offsets) - 1
+    job.vp = <const char *><size_t>values.__array_interface__["data"][0]
+    job.vstride = values.strides[0]
+    job.outp = <char *><size_t>out.__array_interface__["data"][0]
+    job.empty = NULL
+    job.nvalues = len(values)
+    job.identp = NULL
     if empty is not None:
         if empty.dtype != np.uint8 or len(empty) != len(out) or not empty.flags.c_contiguous:
             raise ValueError("segment_reduce: empty must be contiguous uint8, one per list")
-        ep = <uint8_t *><size_t>empty.__array_interface__["data"][0]
-    cdef char *identp = NULL
+        job.empty = <uint8_t *><size_t>empty.__array_interface__["data"][0]
     ident = None
     if identity is not None:
         ident = np.array(identity, dtype=values.dtype)
-        identp = <char *><size_t>ident.__array_interface__["data"][0]
-    cdef char *vp = <char *><size_t>values.__array_interface__["data"][0]
-    cdef char *outp = <char *><size_t>out.__array_interface__["data"][0]
-    cdef Py_ssize_t bad = _typed(loop, _OPS[op], offsets, vp, values.strides[0], outp, code, ep,
-                                 len(values), identp)
+        job.identp = <const char *><size_t>ident.__array_interface__["data"][0]
+    cdef int want = min(threads, ncl_threads_now(), MAX_THREADS, max(job.n, 1))
+    cdef int t
+    cdef Py_ssize_t bad = -1
+    for t in range(MAX_THREADS):
+        job.bad[t] = -1
+    with nogil:
+        if want > 1:
+            ncl_team_run(want, _job_body, &job)
+        else:
+            _job_body(&job, 0, 1)
+    for t in range(MAX_THREADS):
+        if job.bad[t] >= 0 and (bad < 0 or job.bad[t] < bad):
+            bad = job.bad[t]
     if bad >= 0:
         raise ValueError(f"list {bad}: offsets {int(offsets[bad])}..{int(offsets[bad + 1])} "
                          f"leave the values (length {len(values)}); were they built with "

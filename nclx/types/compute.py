@@ -10,12 +10,9 @@ Reductions go through nclx's kernels (``nclx.types._segments`` and
 ``nclx.ufuncs``) and the python level of nclx's hook chains
 (``nclx.aware.array_ufunc``): hooks see ``ufunc.reduceat(values, starts)``.
 """
-import threading
-
 import numpy as np
 
 from nclx import aware
-from nclx._ncl import team as _team
 from nclx.types import _bits
 from nclx.types import _segments
 
@@ -117,9 +114,9 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     """One result per list, empty lists given the identity (sum/prod) or 0
     (max/min) and flagged in ``empty``.  1-D native values: nclx's segment
     kernels (nclx.types._segments: short lists folded in order, long ones
-    through nclx's reduction kernel), the lists split across nclx's thread
-    count -- each list is reduced whole by one thread, so the split changes
-    no bit.  Otherwise nclx's ufunc's reduceat over the non-empty lists."""
+    through nclx's reduction kernel), the lists split across the core's
+    thread team above PARALLEL_MIN_VALUES values -- each list is reduced
+    whole by one thread, so the split changes no bit.  Otherwise nclx's ufunc's reduceat over the non-empty lists."""
     n = len(offsets) - 1
     name = ufunc.__name__
     identity = aware.start_value(name, dtype) if empty is None else dtype.type(0)
@@ -127,10 +124,10 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
         vals = values if values.dtype == dtype else values.astype(dtype)
         out = np.empty(n, dtype=dtype)
         if _segments.kernel_for(name, dtype):
-            _split(lambda lo, hi: _segments.segment_reduce(
-                name, vals, offsets[lo:hi + 1], out[lo:hi],
-                None if empty is None else empty[lo:hi], identity),
-                n, len(vals))
+            # the core's thread team, lists split in contiguous slices (each
+            # list reduced whole by one thread: the split changes no bit)
+            threads = 1 if len(vals) < PARALLEL_MIN_VALUES else n
+            _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads)
             return out
     lens = np.diff(offsets)
     nonempty = lens > 0
@@ -142,37 +139,6 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     if len(starts):
         out[nonempty] = aware.nclx_ufunc(ufunc).reduceat(values, starts, axis=0, dtype=dtype)
     return out
-
-
-def _split(run, nlists, nvalues):
-    """``run(lo, hi)`` over lists [0, nlists) in contiguous slices, one per
-    thread of nclx's thread count (the core team's setting, threadpoolctl's
-    cap included).  The slices run on Python threads: the core's team runs
-    only C functions (``ncl_team_run`` in nclx._ncl.team is a cdef
-    function), and the segment kernels release the GIL."""
-    threads = _team.get_num_threads()
-    if threads <= 1 or nvalues < PARALLEL_MIN_VALUES or nlists < 2:
-        run(0, nlists)
-        return
-    k = min(threads, nlists)
-    bounds = [nlists * i // k for i in range(k + 1)]
-    errors = []
-
-    def job(lo, hi):
-        try:
-            run(lo, hi)
-        except BaseException as exc:   # re-raised on the calling thread
-            errors.append(exc)
-
-    workers = [threading.Thread(target=job, args=(bounds[i], bounds[i + 1]), daemon=True)
-               for i in range(1, k)]
-    for w in workers:
-        w.start()
-    job(bounds[0], bounds[1])
-    for w in workers:
-        w.join()
-    if errors:
-        raise errors[0]
 
 
 def reduce_fixed(values, name, dtype):

@@ -371,3 +371,44 @@ def test_logical_ufuncs_take_numpys_promoters():
     r = from_list([[1, 0, 3], [4]])
     got = np.logical_or(r, np.array(0, np.uint64))
     assert got.to_list() == [[True, False, True], [True]]
+
+
+@pytest.mark.parametrize("threads", [1, 2, 4])
+@pytest.mark.parametrize("odt", [np.int32, np.int64, np.uint32, ">i8"])
+def test_a_bad_trusted_list_is_named_by_its_global_index_on_any_thread(threads, odt):
+    """The lists are split over the core's team; the first list whose
+    trusted offsets leave the values is named by its index in the whole
+    Ragged, whichever thread found it, for every offsets dtype."""
+    from nclx.types import _segments
+    n = 200_000
+    offsets = np.arange(n + 1, dtype=np.int64)
+    offsets[-40:] = offsets[-41] + 10 ** 7          # the last 40 lists leave the values
+    values = np.ones(n, np.float64)
+    out = np.empty(n)
+    old = nclx.get_num_threads()
+    try:
+        nclx.set_num_threads(threads)
+        with pytest.raises(ValueError, match=rf"^list {n - 40}: offsets"):
+            _segments.segment_reduce("maximum", values, offsets.astype(odt), out,
+                                     identity=None, threads=threads)
+    finally:
+        nclx.set_num_threads(old)
+
+
+@pytest.mark.parametrize("op", ["add", "multiply", "maximum", "minimum"])
+def test_team_split_equals_one_thread_bit_for_bit(op):
+    from nclx.types import _segments
+    r = big_ragged(3, nlists=60_000)
+    vals = np.ascontiguousarray(r.values)
+    outs = []
+    old = nclx.get_num_threads()
+    try:
+        for t in (1, 2, 3):
+            nclx.set_num_threads(t)
+            out = np.empty(len(r))
+            empty = np.zeros(len(r), np.uint8)
+            assert _segments.segment_reduce(op, vals, r.offsets, out, empty, 0.0, threads=t)
+            outs.append((out.tobytes(), empty.tobytes()))
+    finally:
+        nclx.set_num_threads(old)
+    assert outs[0] == outs[1] == outs[2]
