@@ -27,6 +27,7 @@ import time
 import numpy as np
 
 import nclx
+from nclx._timing import samples
 
 SCALING = [("add", "float64"), ("sum", "float64"), ("sqrt", "float64"), ("greater", "int64")]
 OVERHEAD = [(op, dt) for op in ("add", "greater", "sqrt", "sum") for dt in ("float64", "int64")]
@@ -48,13 +49,6 @@ def operands(op, dtype, n):
     return lambda: func(a, b, out=out)
 
 
-def _sample(fn, inner):
-    t0 = time.perf_counter()
-    for _ in range(inner):
-        fn()
-    return (time.perf_counter() - t0) / inner
-
-
 def _stock():
     nclx.uninstall()
 
@@ -72,9 +66,9 @@ def alternate(fn, rounds, budget, enter_other=nclx.install):
     try:
         for _ in range(rounds):
             _stock()
-            base.append(min(_sample(fn, inner) for _ in range(3)))
+            base.append(min(samples(fn, 3, inner=inner)))
             enter_other()
-            other.append(min(_sample(fn, inner) for _ in range(3)))
+            other.append(min(samples(fn, 3, inner=inner)))
     finally:
         _stock()
     ratio = statistics.median(b / o for b, o in zip(base, other))
