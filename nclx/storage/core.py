@@ -1,5 +1,6 @@
 """The Storage classes: one allocation's views with their dims, halo and
-layout, the array interfaces, indexing and the GDP-3 sync methods.
+layout, and their constructors (the array interfaces and GDP-3 sync methods
+come from nclx.storage.interfaces, indexing from nclx.storage.indexing).
 
 A Storage holds a host view (an ndarray), a device view (a backend array)
 or both, over one :class:`~nclx.storage.buffer.Buffer` shared by all views
@@ -19,7 +20,8 @@ from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer, locked
 from nclx.storage.devices import SyncState
 from nclx.storage.indexing import IndexingMixin, _is_int
-from nclx.storage.params import (NoSuchBufferError, StorageTypeError, default_dims,
+from nclx.storage.interfaces import BuffersMixin
+from nclx.storage.params import (StorageTypeError, default_dims,
                                  layout_from_strides, normalize_aligned_index,
                                  normalize_alignment, normalize_device, normalize_dims,
                                  normalize_dtype, normalize_halo, normalize_layout,
@@ -30,11 +32,10 @@ __all__ = ["Storage", "CPUStorage", "GPUStorage", "SoftwareManagedGPUStorage",
            "CUDAManagedGPUStorage", "make", "allocate", "wrap_host", "wrap_device",
            "CLASS_OF_KIND", "CPU_BUFFER"]
 
-_CLEAN, _HOST_DIRTY, _DEVICE_DIRTY = (SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_DIRTY,
-                                      SyncState.SYNC_DEVICE_DIRTY)
+_HOST_DIRTY = SyncState.SYNC_HOST_DIRTY
 
 
-class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
+class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
     """Base class of nclx's GDP-3 storages (use the creation functions)."""
     __slots__ = ()      # the fields live in StorageBase's C slots
 
@@ -127,102 +128,6 @@ class Storage(StorageBase, IndexingMixin, NDArrayOperatorsMixin):
         return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, "
                 f"dims={''.join(self._dims) if all(len(d) == 1 for d in self._dims) else self._dims}, "
                 f"halo={self._halo}, layout={self._layout})")
-
-    # -- host / device access -------------------------------------------------
-    def _need_host(self):
-        if self._host is None:
-            raise NoSuchBufferError(f"{type(self).__name__} has no host buffer "
-                                    "(device='gpu', managed=None): use to_cupy()")
-        return self._host
-
-    def _need_device(self):
-        if self._dev is None:
-            raise NoSuchBufferError(f"{type(self).__name__} has no device buffer: "
-                                    "create it with device='gpu'")
-        return self._dev
-
-    def _host_read(self):
-        host = self._need_host()
-        self._buf.device_to_host()
-        return host
-
-    def _device_read(self):
-        dev = self._need_device()
-        self._buf.host_to_device()
-        return dev
-
-    def to_numpy(self):
-        """The host buffer as an ndarray view.  With managed='gt4py' the host
-        is brought up to date first and then marked modified (the caller may
-        write through the view); call set_synchronized() after read-only use."""
-        host = self._need_host()
-        with locked(self._buf):        # the transfer and the marking as one step
-            self._buf.device_to_host()
-            self._buf.mark(_HOST_DIRTY)
-        return host
-
-    def to_cupy(self):
-        """The device buffer as a device array view (CuPy's ndarray)."""
-        dev = self._need_device()
-        with locked(self._buf):
-            self._buf.host_to_device()
-            self._buf.mark(_DEVICE_DIRTY)
-        return dev
-
-    def to_ndarray(self):
-        """The device view when there is a device buffer, else the host view."""
-        return self.to_cupy() if self._dev is not None else self.to_numpy()
-
-    @property
-    def __array_interface__(self):
-        host = self.to_numpy()
-        # explicit strides: NumPy's own dict says None when the flags say
-        # contiguous, which would lose the strides of extent-1 axes
-        return dict(host.__array_interface__, strides=host.strides)
-
-    @property
-    def __cuda_array_interface__(self):
-        return self._buf.backend.interface(self.to_cupy())
-
-    def __array__(self, dtype=None, copy=None):
-        host = self.to_numpy()
-        if dtype is not None and np.dtype(dtype) != host.dtype:
-            if copy is False:
-                raise ValueError(f"np.asarray(storage, dtype={dtype!r}, copy=False): "
-                                 f"the storage holds {host.dtype}; a cast needs a copy")
-            return host.astype(dtype)
-        return host.copy() if copy else host
-
-    @property
-    def __gt_data_interface__(self):
-        out = {}
-        common = {"dims": self._dims, "halo": self._halo}
-        if self._host is not None:
-            out[None] = dict(self._host.__array_interface__, acquire=self.device_to_host,
-                             touch=self.set_host_modified, **common)
-        if self._dev is not None:
-            out["gpu"] = dict(self._buf.backend.interface(self._dev), acquire=self.host_to_device,
-                              touch=self.set_device_modified, **common)
-        return out
-
-    # -- sync methods (no-ops where there is nothing to synchronise) --------
-    def device_to_host(self, *, force=False):
-        self._buf.device_to_host(force)
-
-    def host_to_device(self, *, force=False):
-        self._buf.host_to_device(force)
-
-    def synchronize(self):
-        self._buf.synchronize()
-
-    def set_device_modified(self):
-        self._buf.mark(_DEVICE_DIRTY)
-
-    def set_host_modified(self):
-        self._buf.mark(_HOST_DIRTY)
-
-    def set_synchronized(self):
-        self._buf.mark(_CLEAN)
 
     # -- views ---------------------------------------------------------------
     def _view(self, host, dev, dims, halo, layout, aligned_index=None):

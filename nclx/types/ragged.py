@@ -16,8 +16,8 @@ are module functions above it (``nclx.types.from_list``, ``to_arrow``, ...).
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx import aware
 from nclx.types import _bits, _to_arrow, compute
+from nclx.types._ragged_compute import ComputeMixin
 from nclx.types._offsets import as_offsets as _as_offsets, validate_offsets
 from nclx.types.datashape import Dim, Option, String, array_type
 
@@ -44,7 +44,7 @@ def _as_values(values):
     return _as_values(arr)
 
 
-class Ragged(NDArrayOperatorsMixin):
+class Ragged(ComputeMixin, NDArrayOperatorsMixin):
     """Lists of varying length over NumPy buffers (a ``var`` dimension).
 
     Parameters
@@ -352,130 +352,3 @@ class Ragged(NDArrayOperatorsMixin):
         return compute.values_equal(xa, xb)
 
     __hash__ = None
-
-    # --------------------------------------------------------------- compute
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """Elementwise ufuncs on the values, the lists lined up (nclx.aware's
-        contract: python-level hooks, nclx's kernels, ``out=``/``where=``);
-        ``np.add.reduce(r, axis=-1)`` and friends are per-list reductions."""
-        if aware.foreign(inputs, kwargs, own=(Ragged,)):
-            return NotImplemented         # NumPy's protocol: the other type is asked
-        if method != "__call__":
-            return _reduce_call(ufunc, method, inputs, kwargs)
-        call = _Elementwise(ufunc, inputs, kwargs)
-        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
-                                 wrap=call.wrap, kernels=aware.nclx_ufunc)
-
-    #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
-    _nclx_array_function = True
-
-    def __array_function__(self, func, types, args, kwargs):
-        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
-
-    def __array__(self, dtype=None, copy=None):
-        raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
-                        ".to_list() or pad it yourself")
-
-    def sum(self, axis=-1, dtype=None):
-        return self._reduce("sum", axis, dtype)
-
-    def prod(self, axis=-1, dtype=None):
-        return self._reduce("prod", axis, dtype)
-
-    def max(self, axis=-1):
-        return self._reduce("max", axis, None)
-
-    def min(self, axis=-1):
-        return self._reduce("min", axis, None)
-
-    def count(self, axis=-1):
-        """Number of values (not missing) in every list."""
-        return self._reduce("count", axis, None)
-
-    def _reduce(self, name, axis, dtype):
-        """Per-list ``name`` (``axis=-1``: one result per list, a Ragged of
-        them for nested lists) or over everything (``axis=None``)."""
-        if self._encoding is not None:
-            raise TypeError(f"{name} of a Ragged of strings")
-        if axis is None:
-            r = self if self._validity is None else self.take(np.flatnonzero(self.valid()))
-            values = r.window()[0]
-            while isinstance(values, Ragged):
-                values = values.window()[0]
-            return compute.reduce_flat(name, values, dtype)
-        if axis not in (-1,):
-            raise ValueError(f"axis={axis!r}: a Ragged reduces along its innermost axis "
-                             "(axis=-1) or over everything (axis=None)")
-        values, offsets = self.window()
-        if isinstance(values, Ragged) or values.ndim > 1:
-            # the innermost axis is a var or fixed dim of every element: the
-            # outer lists stay
-            inner = values._reduce(name, axis, dtype) if isinstance(values, Ragged) \
-                else compute.reduce_fixed(values, name, dtype)
-            return Ragged._trusted(offsets, inner, self._validity, self._vbit, None)
-        out = compute.segment_reduce(name, values, offsets, dtype)
-        if self._validity is not None:
-            return compute.mask_missing(out, self.valid())
-        return out
-
-
-def _reduce_call(ufunc, method, inputs, kwargs):
-    """``np.add.reduce(r, axis=-1)`` (and multiply, maximum, minimum;
-    ``axis=None``) as the per-list reduction; any other method refused."""
-    if method == "reduce" and len(inputs) == 1 and isinstance(inputs[0], Ragged):
-        name = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}.get(
-            ufunc.__name__)
-        axis = kwargs.get("axis", 0)
-        if name is not None and axis in (-1, None) and set(kwargs) <= {"axis", "dtype"}:
-            dtype = kwargs.get("dtype")
-            return inputs[0]._reduce(name, axis, dtype if name in ("sum", "prod") else None)
-    raise TypeError(f"{ufunc.__name__}.{method} on a Ragged: only elementwise calls and "
-                    "per-list reductions (r.sum(axis=-1), np.add.reduce(r, axis=-1)) are supported")
-
-
-class _Elementwise:
-    """The Ragged operands of one elementwise call lined up: ``unwrap``
-    gives the values every Ragged's lists reach, ``wrap`` puts a result on
-    the first operand's offsets (an ``out=`` Ragged comes back as itself)."""
-
-    def __init__(self, ufunc, inputs, kwargs):
-        name = ufunc.__name__
-        outs = aware.outs_of(kwargs)
-        raggeds = [x for x in inputs + outs if isinstance(x, Ragged)]
-        where = kwargs.get("where", True)
-        if isinstance(where, Ragged):
-            raggeds.append(where)
-        first = raggeds[0]
-        for r in raggeds[1:]:
-            if not compute.same_lengths(first.offsets, r.offsets):
-                raise ValueError(f"{name}: Ragged operands with different list lengths "
-                                 f"({len(first)} and {len(r)} lists, or lengths that differ)")
-            if (r.encoding is None) != (first.encoding is None):
-                raise TypeError(f"{name}: cannot combine a string Ragged with numbers")
-        for x in inputs:
-            if not isinstance(x, Ragged) and np.ndim(x) > 0:
-                raise ValueError(f"{name}: a Ragged combines with scalars and other "
-                                 f"Raggeds of the same lengths, not an array of shape {np.shape(x)}")
-        if first.encoding is not None:
-            raise TypeError(f"{name} on a Ragged of strings: decode with to_strings()")
-        # every Ragged operand contributes the values its lists reach
-        full = all(int(r.offsets[0]) == 0 and int(r.offsets[-1]) == len(r.values)
-                   for r in raggeds)
-        self.windows = {id(r): r.values if full else r.window()[0] for r in raggeds}
-        self.offsets = first.offsets if full else first.window()[1]
-        self.validity, self.vbit = compute.combine_validity(
-            [(x.validity, x.validity_offset, len(x)) for x in inputs if isinstance(x, Ragged)])
-        self.outs = outs
-
-    def unwrap(self, x):
-        return self.windows.get(id(x), x) if isinstance(x, Ragged) else x
-
-    def wrap(self, res):
-        if isinstance(res, Ragged):
-            return res
-        if isinstance(res, np.ndarray) and res.ndim >= 1:
-            for o in self.outs:
-                if isinstance(o, Ragged) and self.windows[id(o)] is res:
-                    return o
-            return Ragged._trusted(self.offsets, res, self.validity, self.vbit, None)
-        return res

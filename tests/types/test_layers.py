@@ -10,6 +10,7 @@ import nclx.types
 LAYERS = [
     {"datashape", "_bits", "_offsets", "_segments"},
     {"parser", "_arrow_types", "_to_arrow", "compute"},
+    {"_ragged_compute"},
     {"ragged"},
     {"typeof", "build", "convert", "views"},
     {"arrmeta"},

@@ -1,0 +1,148 @@
+"""How a Ragged computes: elementwise ufuncs on its values with the lists
+lined up (through :mod:`nclx.aware`'s contract: python-level hooks, nclx's
+kernels, ``out=``/``where=``, NotImplemented for foreign operands) and the
+per-list reductions (``sum``, ``prod``, ``max``, ``min``, ``count``,
+``np.add.reduce(r, axis=-1)``).
+
+A mixin of :class:`nclx.types.ragged.Ragged`, below it: it works through
+the Ragged's own attributes and constructor (``type(r)._trusted``) and the
+array-level algorithms of :mod:`nclx.types.compute`.
+"""
+import numpy as np
+
+from nclx import aware
+from nclx.types import compute
+
+__all__ = ["ComputeMixin"]
+
+
+class ComputeMixin:
+    """Ufuncs and per-list reductions of a Ragged."""
+    __slots__ = ()
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """Elementwise ufuncs on the values, the lists lined up (nclx.aware's
+        contract: python-level hooks, nclx's kernels, ``out=``/``where=``);
+        ``np.add.reduce(r, axis=-1)`` and friends are per-list reductions."""
+        if aware.foreign(inputs, kwargs, own=(ComputeMixin,)):
+            return NotImplemented         # NumPy's protocol: the other type is asked
+        if method != "__call__":
+            return _reduce_call(ufunc, method, inputs, kwargs)
+        call = _Elementwise(ufunc, inputs, kwargs)
+        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
+                                 wrap=call.wrap, kernels=aware.nclx_ufunc)
+
+    #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
+    _nclx_array_function = True
+
+    def __array_function__(self, func, types, args, kwargs):
+        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
+                        ".to_list() or pad it yourself")
+
+    def sum(self, axis=-1, dtype=None):
+        return self._reduce("sum", axis, dtype)
+
+    def prod(self, axis=-1, dtype=None):
+        return self._reduce("prod", axis, dtype)
+
+    def max(self, axis=-1):
+        return self._reduce("max", axis, None)
+
+    def min(self, axis=-1):
+        return self._reduce("min", axis, None)
+
+    def count(self, axis=-1):
+        """Number of values (not missing) in every list."""
+        return self._reduce("count", axis, None)
+
+    def _reduce(self, name, axis, dtype):
+        """Per-list ``name`` (``axis=-1``: one result per list, a Ragged of
+        them for nested lists) or over everything (``axis=None``)."""
+        if self._encoding is not None:
+            raise TypeError(f"{name} of a Ragged of strings")
+        if axis is None:
+            r = self if self._validity is None else self.take(np.flatnonzero(self.valid()))
+            values = r.window()[0]
+            while isinstance(values, ComputeMixin):
+                values = values.window()[0]
+            return compute.reduce_flat(name, values, dtype)
+        if axis not in (-1,):
+            raise ValueError(f"axis={axis!r}: a Ragged reduces along its innermost axis "
+                             "(axis=-1) or over everything (axis=None)")
+        values, offsets = self.window()
+        if isinstance(values, ComputeMixin) or values.ndim > 1:
+            # the innermost axis is a var or fixed dim of every element: the
+            # outer lists stay
+            inner = values._reduce(name, axis, dtype) if isinstance(values, ComputeMixin) \
+                else compute.reduce_fixed(values, name, dtype)
+            return type(self)._trusted(offsets, inner, self._validity, self._vbit, None)
+        out = compute.segment_reduce(name, values, offsets, dtype)
+        if self._validity is not None:
+            return compute.mask_missing(out, self.valid())
+        return out
+
+
+def _reduce_call(ufunc, method, inputs, kwargs):
+    """``np.add.reduce(r, axis=-1)`` (and multiply, maximum, minimum;
+    ``axis=None``) as the per-list reduction; any other method refused."""
+    if method == "reduce" and len(inputs) == 1 and isinstance(inputs[0], ComputeMixin):
+        name = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min"}.get(
+            ufunc.__name__)
+        axis = kwargs.get("axis", 0)
+        if name is not None and axis in (-1, None) and set(kwargs) <= {"axis", "dtype"}:
+            dtype = kwargs.get("dtype")
+            return inputs[0]._reduce(name, axis, dtype if name in ("sum", "prod") else None)
+    raise TypeError(f"{ufunc.__name__}.{method} on a Ragged: only elementwise calls and "
+                    "per-list reductions (r.sum(axis=-1), np.add.reduce(r, axis=-1)) are supported")
+
+
+class _Elementwise:
+    """The Ragged operands of one elementwise call lined up: ``unwrap``
+    gives the values every Ragged's lists reach, ``wrap`` puts a result on
+    the first operand's offsets (an ``out=`` Ragged comes back as itself)."""
+
+    def __init__(self, ufunc, inputs, kwargs):
+        name = ufunc.__name__
+        outs = aware.outs_of(kwargs)
+        raggeds = [x for x in inputs + outs if isinstance(x, ComputeMixin)]
+        where = kwargs.get("where", True)
+        if isinstance(where, ComputeMixin):
+            raggeds.append(where)
+        first = raggeds[0]
+        for r in raggeds[1:]:
+            if not compute.same_lengths(first.offsets, r.offsets):
+                raise ValueError(f"{name}: Ragged operands with different list lengths "
+                                 f"({len(first)} and {len(r)} lists, or lengths that differ)")
+            if (r.encoding is None) != (first.encoding is None):
+                raise TypeError(f"{name}: cannot combine a string Ragged with numbers")
+        for x in inputs:
+            if not isinstance(x, ComputeMixin) and np.ndim(x) > 0:
+                raise ValueError(f"{name}: a Ragged combines with scalars and other "
+                                 f"Raggeds of the same lengths, not an array of shape {np.shape(x)}")
+        if first.encoding is not None:
+            raise TypeError(f"{name} on a Ragged of strings: decode with to_strings()")
+        # every Ragged operand contributes the values its lists reach
+        full = all(int(r.offsets[0]) == 0 and int(r.offsets[-1]) == len(r.values)
+                   for r in raggeds)
+        self.windows = {id(r): r.values if full else r.window()[0] for r in raggeds}
+        self.offsets = first.offsets if full else first.window()[1]
+        self.validity, self.vbit = compute.combine_validity(
+            [(x.validity, x.validity_offset, len(x)) for x in inputs if isinstance(x, ComputeMixin)])
+        self.outs = outs
+        self.make = type(first)._trusted
+
+    def unwrap(self, x):
+        return self.windows.get(id(x), x) if isinstance(x, ComputeMixin) else x
+
+    def wrap(self, res):
+        if isinstance(res, ComputeMixin):
+            return res
+        if isinstance(res, np.ndarray) and res.ndim >= 1:
+            for o in self.outs:
+                if isinstance(o, ComputeMixin) and self.windows[id(o)] is res:
+                    return o
+            return self.make(self.offsets, res, self.validity, self.vbit, None)
+        return res
