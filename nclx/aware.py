@@ -127,7 +127,8 @@ def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, kernels=None):
     return result
 
 
-def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, kernels=None):
+def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, kernels=None,
+                own=None):
     """Walk the python-level chain, then compute.
 
     Parameters
@@ -143,7 +144,12 @@ def array_ufunc(ufunc, method, inputs, kwargs, *, unwrap, wrap, compute=None, ke
         reductions combine across ranks).
     kernels : callable, optional
         ufunc -> the ufunc that computes (e.g. :func:`nclx_ufunc`).
+    own : tuple of types, optional
+        The calling type(s): with it, a call with a :func:`foreign` operand
+        returns NotImplemented (NumPy's protocol) before anything runs.
     """
+    if own is not None and foreign(inputs, kwargs, own):
+        return NotImplemented
     sub = SUBSYSTEMS.index(subsystem_of(ufunc, method))
 
     def final(ufunc, method, inputs, kwargs):

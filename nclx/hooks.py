@@ -59,7 +59,8 @@ class NclxArray(np.ndarray):
     them (nclx.aware.array_ufunc)."""
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_plain, wrap=_wrap)
+        return _aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_plain, wrap=_wrap,
+                                  own=(NclxArray,))
 
     def __array_function__(self, func, types, args, kwargs):
         return _aware.array_function(func, types, args, kwargs,

@@ -111,3 +111,27 @@ def test_twins_fall_back_to_numpy_for_loops_outside_the_legacy_list():
     got = run_unwrapped(np.equal, "__call__", (u, u), {}, lambda v: v, kernels=nclx_ufunc)
     assert got.tolist() == [True, True]
 
+
+
+def test_nclx_array_defers_to_a_foreign_operand():
+    """NclxArray's __array_ufunc__ returns NotImplemented for a foreign
+    array type (in the inputs, out= or where=), so that type is asked."""
+    import nclx.hooks as hooks
+    a = hooks.aware(np.arange(3.0))
+    f = _Foreign()
+    assert np.add(a, f) == "foreign"
+    assert np.add(f, a) == "foreign"
+    assert np.add(a, 1.0, out=(f,)) == "foreign"
+    assert a.__array_ufunc__(np.add, "__call__", a, f) is NotImplemented
+    assert type(np.add(a, 1.0)).__name__ == "NclxArray"
+
+
+def test_array_ufunc_own_refuses_foreign_before_any_hook_runs():
+    seen = []
+
+    def unwrap(x):
+        seen.append(x)
+        return x
+    got = aware.array_ufunc(np.add, "__call__", (np.ones(2), _Foreign()), {}, unwrap=unwrap,
+                            wrap=lambda r: r, own=())
+    assert got is NotImplemented and seen == []

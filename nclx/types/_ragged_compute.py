@@ -13,7 +13,7 @@ import numpy as np
 from nclx import aware
 from nclx.types import compute
 
-__all__ = ["ComputeMixin"]
+__all__ = ["ComputeMixin", "ragged_ufunc"]
 
 
 class ComputeMixin:
@@ -21,16 +21,7 @@ class ComputeMixin:
     __slots__ = ()
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        """Elementwise ufuncs on the values, the lists lined up (nclx.aware's
-        contract: python-level hooks, nclx's kernels, ``out=``/``where=``);
-        ``np.add.reduce(r, axis=-1)`` and friends are per-list reductions."""
-        if aware.foreign(inputs, kwargs, own=(ComputeMixin,)):
-            return NotImplemented         # NumPy's protocol: the other type is asked
-        if method != "__call__":
-            return _reduce_call(ufunc, method, inputs, kwargs)
-        call = _Elementwise(ufunc, inputs, kwargs)
-        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
-                                 wrap=call.wrap, kernels=aware.nclx_ufunc)
+        return ragged_ufunc(ufunc, method, inputs, kwargs)
 
     #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
     _nclx_array_function = True
@@ -146,3 +137,17 @@ class _Elementwise:
                     return o
             return self.make(self.offsets, res, self.validity, self.vbit, None)
         return res
+
+
+def ragged_ufunc(ufunc, method, inputs, kwargs):
+    """Elementwise ufuncs on the values, the lists lined up (nclx.aware's
+    contract: python-level hooks, nclx's kernels, ``out=``/``where=``,
+    NotImplemented for foreign operands); ``np.add.reduce(r, axis=-1)`` and
+    friends are per-list reductions."""
+    if aware.foreign(inputs, kwargs, own=(ComputeMixin,)):
+        return NotImplemented         # NumPy's protocol: the other type is asked
+    if method != "__call__":
+        return _reduce_call(ufunc, method, inputs, kwargs)
+    call = _Elementwise(ufunc, inputs, kwargs)
+    return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
+                             wrap=call.wrap, kernels=aware.nclx_ufunc)
