@@ -6,6 +6,7 @@ Every installed result is compared with stock NumPy bit for bit (tobytes,
 dtype, warnings), whole and split across threads."""
 import fractions
 import math
+import re
 import threading
 
 import numpy as np
@@ -630,7 +631,13 @@ def test_np_where_on_aware_operands_matches_numpy_for_odd_operands():
              (a, [1, 2, 3], 0.5), (a, "x", "y")]
     for c, x, y in cases:
         with np.errstate(all="ignore"):
-            want = np.where(np.asarray(c), x, y)
+            try:
+                want = np.where(np.asarray(c), x, y)
+            except (OverflowError, TypeError, ValueError) as exc:
+                # NumPy 2.5 refuses a Python int that does not fit (2.4 wraps it)
+                with pytest.raises(type(exc), match=re.escape(str(exc))):
+                    np.where(c, x, y)
+                continue
             got = np.where(c, x, y)
         assert np.asarray(got).dtype == want.dtype and np.asarray(got).tolist() == want.tolist()
     z = np.where(nclx.hooks.aware(np.array(True)), 1, 2)
