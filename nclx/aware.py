@@ -29,6 +29,9 @@ __all__ = ["array_ufunc", "array_function", "subsystem_of", "nclx_ufunc", "outs_
 start_value = _spec.start_value
 
 
+_NDARRAY_UFUNC = np.ndarray.__array_ufunc__
+
+
 def outs_of(kwargs):
     """``out=`` of a ufunc call as a tuple, however it was given (``()`` when
     absent; ``out=x`` and ``out=(x,)`` both give ``(x,)``)."""
@@ -40,17 +43,25 @@ def outs_of(kwargs):
 
 def foreign(inputs, kwargs, own=()):
     """True when an operand -- an input, an ``out=`` or ``where=`` -- is of an
-    array type with its own ``__array_ufunc__`` that is neither an ndarray
-    nor one of the ``own`` types.  NumPy's protocol: the caller returns
-    NotImplemented, so that type is asked (and NumPy raises its TypeError
-    when nobody handles the call)."""
+    array type with its own ``__array_ufunc__`` that is not one of the
+    ``own`` types: any such type but a plain ndarray (or an ndarray subclass
+    that keeps ndarray's ``__array_ufunc__``, or nclx's NclxArray view).
+    NumPy's protocol, as ``ndarray.__array_ufunc__`` follows it: the caller
+    returns NotImplemented, so that type is asked (and NumPy raises its
+    TypeError when nobody handles the call)."""
     where = kwargs.get("where")
     operands = tuple(inputs) + outs_of(kwargs) + (() if where is None else (where,))
     for x in operands:
-        if isinstance(x, np.ndarray) or (own and isinstance(x, own)):
+        if own and isinstance(x, own):
             continue
-        if getattr(type(x), "__array_ufunc__", None) is not None \
-                and not isinstance(x, (np.generic, int, float, complex, bool)):
+        override = getattr(type(x), "__array_ufunc__", None)
+        if override is None or override is _NDARRAY_UFUNC:
+            continue        # no override (None: NumPy raises its own TypeError)
+        if isinstance(x, np.ndarray):
+            if getattr(type(x), "_nclx_plain_view", False):
+                continue    # NclxArray: an ndarray whose override only walks the hooks
+            return True     # an ndarray subclass with its own override
+        if not isinstance(x, (np.generic, int, float, complex, bool)):
             return True
     return False
 

@@ -58,6 +58,10 @@ class NclxArray(np.ndarray):
     ``where=`` included) walk the "python" level chains before NumPy runs
     them (nclx.aware.array_ufunc)."""
 
+    #: other nclx array types compute with an NclxArray as with an ndarray
+    #: (nclx.aware.foreign does not count it as a foreign array type)
+    _nclx_plain_view = True
+
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return _aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=_plain, wrap=_wrap,
                                   own=(NclxArray,))

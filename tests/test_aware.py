@@ -135,3 +135,27 @@ def test_array_ufunc_own_refuses_foreign_before_any_hook_runs():
     got = aware.array_ufunc(np.add, "__call__", (np.ones(2), _Foreign()), {}, unwrap=unwrap,
                             wrap=lambda r: r, own=())
     assert got is NotImplemented and seen == []
+
+
+def test_an_ndarray_subclass_with_its_own_ufunc_override_is_foreign():
+    """ndarray.__array_ufunc__ defers to such a subclass; nclx's types do
+    too (a storage used to pass it out= and return its untouched buffer)."""
+    import nclx.storage as ns
+
+    class Q(np.ndarray):
+        def __array_ufunc__(self, *args, **kwargs):
+            return np.full(3, 42.0)
+    q = np.zeros(3).view(Q)
+    assert aware.foreign((np.ones(3), q), {}) is True
+    assert aware.foreign((np.ones(3), np.ma.masked_array([1.0]), np.zeros(2).view(np.recarray)), {}) is False
+    assert np.asarray(ns.full((3,), 1.0) + q).tolist() == [42.0, 42.0, 42.0]
+    assert (np.ones(3) + q).tolist() == [42.0, 42.0, 42.0]
+
+
+def test_nclx_array_is_not_foreign_to_other_nclx_types():
+    import nclx.hooks as hooks
+    import nclx.storage as ns
+    a = hooks.aware(np.arange(3.0))
+    assert aware.foreign((a,), {}) is False
+    got = ns.full((3,), 1.0) + a
+    assert np.asarray(got).tolist() == [1.0, 2.0, 3.0]

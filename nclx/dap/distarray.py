@@ -247,7 +247,7 @@ class DistArray:
         """An elementwise call on the local blocks; ``out=`` identically distributed."""
         outs = aware.outs_of(kwargs)
         for o in outs:
-            if not isinstance(o, DistArray):
+            if o is not None and not isinstance(o, DistArray):
                 raise DapError(f"{ufunc.__name__}: out= must be an identically "
                                f"distributed DistArray, not {type(o).__name__}")
         try:
@@ -261,11 +261,14 @@ class DistArray:
                 result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap)
         except DapError as exc:
             raise DapError(f"{ufunc.__name__}: {exc}") from None
-        if outs:
-            return result            # the out= DistArrays, written through their blocks
+        # out= DistArrays come back as themselves (written through their
+        # blocks); the other results (out=None entries too) are wrapped
         if isinstance(result, tuple):
-            return tuple(DistArray(r, self.distribution, self.comm) for r in result)
-        return DistArray(result, self.distribution, self.comm)
+            return tuple(self._wrap_block(r) for r in result)
+        return self._wrap_block(result)
+
+    def _wrap_block(self, r):
+        return r if isinstance(r, DistArray) else DistArray(r, self.distribution, self.comm)
 
     def _reduce(self, ufunc, inputs, kwargs):
         """``ufunc.reduce`` across ranks (:func:`nclx.dap.reduce.reduce_block`);
@@ -306,13 +309,21 @@ class DistArray:
                 f"{self.comm.Get_rank()}/{self.comm.Get_size()} local={self._block.shape}>")
 
 
+def _refuses_ufuncs(other):
+    """``__array_ufunc__ = None``: the type asks binary operators to return
+    NotImplemented so its own reflected operator runs (NumPy's rule)."""
+    return getattr(type(other), "__array_ufunc__", False) is None
+
+
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
                    ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
                    ("ge", np.greater_equal), ("and", np.bitwise_and), ("or", np.bitwise_or),
                    ("xor", np.bitwise_xor)]:
-    setattr(DistArray, f"__{_name}__", lambda self, other, _u=_uf: _u(self, other))
-    setattr(DistArray, f"__r{_name}__", lambda self, other, _u=_uf: _u(other, self))
+    setattr(DistArray, f"__{_name}__", lambda self, other, _u=_uf: (
+        NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
+    setattr(DistArray, f"__r{_name}__", lambda self, other, _u=_uf: (
+        NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
 DistArray.__neg__ = lambda self: np.negative(self)
 DistArray.__abs__ = lambda self: np.absolute(self)
 

@@ -307,7 +307,7 @@ cdef class Creator:
                     self.recipes[key] = hit
             if key is not None:
                 self._remember(shape, dtype, kwargs, hit)
-        rc = <Recipe> hit
+        rc = <Recipe?> hit             # checked: a resolver returning anything else raises
         if not rc.host_only:
             return self._allocate(rc.resolved, rc.plan, zero)
         host = _field(rc, zero, False, &off)

@@ -27,15 +27,18 @@ def _host_array(data, kw):
     if isinstance(data, Storage):
         return data._host_read() if data._host is not None else None
     flat = {k: kw.get(k) for k in _BUFFER_KEYS if kw.get(k) is not None}
-    if not (isinstance(data, np.ndarray) or hasattr(data, "__array_interface__")
+    # read once: the array is built from the dict checked (a property could
+    # describe another extent on the next read)
+    iface = None if isinstance(data, np.ndarray) else getattr(data, "__array_interface__", None)
+    if not (isinstance(data, np.ndarray) or iface is not None
             or hasattr(data, "__array_struct__") or _has_buffer(data)):
         raise StorageTypeError(f"as_storage(data=<{type(data).__name__}>): wraps buffers "
                                "without copying; use storage(data) to copy a "
                                f"{type(data).__name__}")
-    if isinstance(data, np.ndarray) or hasattr(data, "__array_interface__") \
-            or hasattr(data, "__array_struct__"):
-        if not isinstance(data, np.ndarray):
-            _check_interface_extent(data)
+    if isinstance(data, np.ndarray) or iface is not None or hasattr(data, "__array_struct__"):
+        if iface is not None:
+            _check_interface_extent(iface)
+            data = _Interface(iface, data)
         arr = np.asarray(data)
     else:   # bytes, bytearray, memoryview, mmap: the raw bytes
         arr = np.frombuffer(data, np.uint8) if memoryview(data).contiguous else np.asarray(data)
@@ -62,12 +65,21 @@ def _host_array(data, kw):
     return arr
 
 
-def _check_interface_extent(data):
+class _Interface:
+    """One reading of an object's ``__array_interface__``, kept with the
+    object (the array's base holds both alive)."""
+    __slots__ = ("__array_interface__", "owner")
+
+    def __init__(self, iface, owner):
+        self.__array_interface__ = iface
+        self.owner = owner
+
+
+def _check_interface_extent(iface):
     """An ``__array_interface__`` whose ``data`` is a buffer object must hold
     every byte its shape, strides and offset address (NumPy does not check,
     and would read past the end).  A raw ``(pointer, read_only)`` address, and
     ``__array_struct__``, are trusted: their length is unknown."""
-    iface = getattr(data, "__array_interface__", None)
     if not isinstance(iface, dict):
         return
     buf = iface.get("data")

@@ -174,6 +174,8 @@ cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t *offs, Py_ssize_t 
     for i in range(n):
         a = offs[i]
         b = offs[i + 1]
+        if b < a:
+            return i              # trusted offsets that decrease: as the sums say
         if empty != NULL:
             empty[i] = b <= a
         if b <= a:

@@ -26,6 +26,7 @@ from typing import Any, Tuple
 import numpy as np
 
 from nclx.types.convert import content_values, from_arrow
+from nclx.types.datashape import interface_dtype
 from nclx.types.ragged import Ragged
 from nclx.types.typeof import typeof
 
@@ -212,7 +213,11 @@ def _target(x):
     if hasattr(type(x), "__gt_data_interface__") and None not in x.__gt_data_interface__:
         raise TypeError("arrmeta: a device-only storage has no host data to describe")
     if hasattr(type(x), "__array_interface__"):       # a storage's host buffer, ...
-        return np.asarray(x)
+        arr = np.asarray(x)
+        dtype = interface_dtype(x.__array_interface__)
+        if arr.dtype != dtype and arr.dtype.itemsize == dtype.itemsize:
+            arr = arr.view(dtype)          # an aligned record's padding, as exported
+        return arr
     raise TypeError(f"arrmeta: no layout for a {type(x).__module__}.{type(x).__name__}")
 
 

@@ -123,7 +123,10 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     if values.ndim == 1 and values.dtype.isnative and dtype.kind != "b":
         vals = values if values.dtype == dtype else values.astype(dtype)
         out = np.empty(n, dtype=dtype)
-        if _segments.kernel_for(name, dtype):
+        # the kernels read typed C pointers: aligned values, whole-item strides
+        # (a packed record's field is neither: NumPy's reduceat below)
+        if vals.flags.aligned and vals.strides[0] % vals.itemsize == 0 \
+                and _segments.kernel_for(name, dtype):
             # the core's thread team, lists split in contiguous slices (each
             # list reduced whole by one thread: the split changes no bit)
             threads = 1 if len(vals) < PARALLEL_MIN_VALUES else n

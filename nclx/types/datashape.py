@@ -211,6 +211,31 @@ def shape_type(shape, dtype, masked=False):
     return t
 
 
+def interface_dtype(iface):
+    """The dtype an array interface dict describes: its ``descr`` with the
+    padding entries (empty names) left out and the fields at their offsets,
+    the item size from ``typestr`` -- an aligned record comes back as the
+    very dtype that exported it (``np.asarray`` turns the padding into a
+    ``V`` field)."""
+    typestr = np.dtype(iface["typestr"])
+    descr = iface.get("descr")
+    if not descr or (len(descr) == 1 and descr[0][0] == ""):
+        return typestr
+    names, formats, offsets, at = [], [], [], 0
+    for entry in descr:
+        name, fmt = entry[0], entry[1]
+        shape = entry[2] if len(entry) > 2 else ()
+        dt = np.dtype((fmt, shape)) if shape else np.dtype(fmt) if not isinstance(fmt, list) \
+            else interface_dtype({"typestr": "|V0", "descr": fmt})
+        if name:
+            names.append(name[1] if isinstance(name, tuple) else name)
+            formats.append(dt)
+            offsets.append(at)
+        at += dt.itemsize
+    return np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                     "itemsize": max(typestr.itemsize, at)})
+
+
 def array_type(a):
     """The type of an ndarray or masked array."""
     if a.dtype.kind == "O":

@@ -13,7 +13,7 @@ dimensions into the fields).
 import numpy as np
 
 from nclx.types.datashape import (Categorical, Dim, Option, Record, Scalar, String, Type,
-                                  Union, array_type, dtype_type, shape_type)
+                                  Union, array_type, dtype_type, interface_dtype, shape_type)
 from nclx.types.ragged import Ragged
 
 __all__ = ["typeof", "type_of", "dtype_type"]
@@ -67,11 +67,7 @@ def _exported(x):
 
 def _interface_type(iface):
     """The type of an array interface dict (NumPy's or CUDA's)."""
-    descr = iface.get("descr")
-    if descr and not (len(descr) == 1 and descr[0][0] == ""):
-        dtype = np.dtype(descr)          # a structured dtype
-    else:
-        dtype = np.dtype(iface["typestr"])
+    dtype = interface_dtype(iface)
     if dtype.kind == "O":
         raise TypeError("typeof: an array of dtype object has no datashape type")
     return shape_type(tuple(iface["shape"]), dtype)

@@ -117,3 +117,30 @@ def test_reduce_block_returns_the_parts_that_distarray_wraps():
     value, _, _ = reduce_block(a._block, a.distribution, COMM, np.add, axis=None,
                                where=mask._block)
     assert value == g.sum(where=g > 5)
+
+
+def test_out_tuple_with_none_allocates_that_output():
+    """``np.divmod(da, 4, out=(None, db))``: the first result is allocated
+    (a DistArray), the second written into db, as for ndarrays."""
+    a = dap.DistArray.from_global(np.arange(10.0), comm=COMM)
+    b = dap.DistArray.from_global(np.zeros(10), comm=COMM)
+    q, r = np.divmod(a, 4, out=(None, b))
+    assert r is b and isinstance(q, dap.DistArray)
+    want_q, want_r = np.divmod(np.arange(10.0), 4)
+    assert np.asarray(q.gather()).tobytes() == want_q.tobytes()
+    assert np.asarray(b.gather()).tobytes() == want_r.tobytes()
+
+
+def test_operators_defer_to_a_type_that_refuses_ufuncs():
+    """``__array_ufunc__ = None``: binary operators return NotImplemented so
+    the other type's reflected operator runs (NumPy's rule)."""
+    class Refuses:
+        __array_ufunc__ = None
+
+        def __radd__(self, other):
+            return "radd"
+
+        def __rmul__(self, other):
+            return "rmul"
+    a = arange()
+    assert a + Refuses() == "radd" and a * Refuses() == "rmul"

@@ -195,3 +195,11 @@ def test_creation_cache_never_shares_or_skips_validation():
         bad = {**kw, key: value}
         assert_refused(functools.partial(st.zeros, (4, 5), **bad), key, value)
     assert_refused(lambda: st.zeros((4.0, 5), **kw), "shape", (4.0, 5))
+
+
+def test_a_creator_whose_resolver_returns_no_recipe_raises():
+    from nclx.storage._fastalloc import Creator
+    from nclx.storage.core import CPU_BUFFER, CPUStorage
+    bad = Creator(lambda *a: None, None, CPUStorage, CPU_BUFFER)
+    with pytest.raises(TypeError):
+        bad.empty((3,))

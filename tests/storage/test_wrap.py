@@ -266,3 +266,22 @@ def test_wrap_device_makes_what_as_storage_makes(emu):
                          halo=((1, 1), (0, 2)))
     assert _meta(got) == _meta(want) and isinstance(got, ns.GPUStorage)
     assert got._buf.backend is emu and got._dev is want._dev
+
+
+def test_an_interface_read_once_cannot_grow_after_the_check():
+    """A property describing a small extent while checked and a large one
+    afterwards is read once: the checked dict is the one wrapped."""
+    buf = bytearray(16)
+
+    class Flip:
+        reads = 0
+
+        @property
+        def __array_interface__(self):
+            Flip.reads += 1
+            shape = (2,) if Flip.reads == 1 else (4096, 4096)
+            return {"shape": shape, "typestr": "<f8", "data": buf, "version": 3}
+    s = ns.as_storage(Flip())
+    assert s.shape == (2,) and Flip.reads == 1
+    np.asarray(s)[:] = 7.0
+    assert np.frombuffer(buf, np.float64).tolist() == [7.0, 7.0]

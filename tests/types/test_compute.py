@@ -412,3 +412,24 @@ def test_team_split_equals_one_thread_bit_for_bit(op):
     finally:
         nclx.set_num_threads(old)
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_a_packed_record_field_reduces_through_numpy():
+    """Values whose stride is not a whole number of items (a packed record's
+    field) or that are unaligned go to NumPy's reduceat, not the C kernels."""
+    rec = np.zeros(10, dtype=[("a", "i4"), ("b", "f8")])
+    rec["b"] = np.arange(10)
+    r = Ragged(np.array([0, 4, 10]), rec["b"])
+    assert r.sum().tolist() == [6.0, 39.0] and r.max().tolist() == [3.0, 9.0]
+    raw = np.zeros(8 * 6 + 1, np.uint8)
+    unaligned = raw[1:].view(np.float64)
+    unaligned[:] = np.arange(6.0)
+    assert not unaligned.flags.aligned
+    assert Ragged(np.array([0, 2, 6]), unaligned).sum().tolist() == [1.0, 14.0]
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min"])
+def test_decreasing_trusted_offsets_raise_for_every_reduction(name):
+    r = Ragged(np.array([0, 3, 1, 4]), np.arange(4.0), validate=False)
+    with pytest.raises(ValueError, match=r"^list 1: offsets"):
+        getattr(r, name)()

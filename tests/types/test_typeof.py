@@ -221,3 +221,27 @@ def test_awkward_corners():
     check(ak.from_arrow(pa.array(["a", "b"]).dictionary_encode()))
     with pytest.raises(TypeError, match="parameters"):
         typeof(ak.with_parameter(ak.Array([[1]]), "x", 1))
+
+
+def test_an_exported_aligned_record_keeps_its_dtype():
+    """An aligned record's __array_interface__ lists its padding as a
+    nameless V field; typeof and arrmeta of an exporter (a storage) read the
+    record as exported, not the padding as a field."""
+    import nclx.storage as ns
+    from nclx.types import arrmeta
+    dt = np.dtype([("a", "i1"), ("b", "f8")], align=True)
+    s = ns.zeros((3,), dtype=dt)
+    assert str(typeof(s)) == str(typeof(np.zeros(3, dt))) == "3 * {a: int8, b: float64}"
+    assert arrmeta(s) is not None
+
+
+def test_interface_dtype_reads_padding_and_nesting():
+    from nclx.types.datashape import interface_dtype
+    for dt in (np.dtype([("a", "i1"), ("b", "f8")], align=True),
+               np.dtype([("x", "u1"), ("y", [("p", "i2"), ("q", "f4")]), ("z", "f8", (2,))],
+                        align=True),
+               np.dtype("<i4"), np.dtype([("a", "<f8")])):
+        got = interface_dtype(np.zeros(2, dt).__array_interface__)
+        assert got.itemsize == dt.itemsize and got.names == dt.names
+        if dt.names:
+            assert [got.fields[n][1] for n in got.names] == [dt.fields[n][1] for n in dt.names]
