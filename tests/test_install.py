@@ -308,3 +308,26 @@ def test_uninstall_gives_nclx_ufuncs_back_the_loops_of_import_time():
     assert nu.exp(x).tobytes() == np.exp(x).tobytes()
     assert entries.original_address(k) == 0
 
+
+
+def test_installed_count_is_kept_with_every_swap():
+    """is_installed() reads a count kept by swap_in/swap_out (it summed
+    every slot in Python, 8 us a call, on DistArray's per-call path): the
+    count equals the slots whose NumPy loop is saved, through install,
+    blocks, uninstall inside a block, and repeated installs."""
+    from nclx._ncl import entries
+    nslots = len(entries.signatures())
+
+    def saved():
+        return sum(1 for k in range(nslots) if entries.original_address(k))
+    nclx.uninstall()
+    assert entries.installed_count() == saved() == 0 and not nclx.is_installed()
+    nclx.install()
+    nclx.install()
+    assert entries.installed_count() == saved() > 0 and nclx.is_installed()
+    with nclx.installed():
+        nclx.uninstall()
+        assert entries.installed_count() == saved() == 0
+    with nclx.installed():
+        assert entries.installed_count() == saved() > 0
+    assert entries.installed_count() == saved() == 0
