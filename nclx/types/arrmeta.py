@@ -210,8 +210,13 @@ def _target(x):
     # arrays known by the protocol they export (no import of their package)
     if hasattr(type(x), "__distarray__"):             # a DAP producer: its local block
         return _target(x.__distarray__()["buffer"])
-    if hasattr(type(x), "__gt_data_interface__") and None not in x.__gt_data_interface__:
-        raise TypeError("arrmeta: a device-only storage has no host data to describe")
+    if hasattr(type(x), "__gt_data_interface__"):
+        gdi = x.__gt_data_interface__
+        if not isinstance(gdi, dict):
+            raise TypeError(f"arrmeta: {type(x).__name__}.__gt_data_interface__ is a "
+                            f"{type(gdi).__name__}, not the dict of buffers GDP-3 specifies")
+        if gdi and None not in gdi:
+            raise TypeError("arrmeta: a device-only storage has no host data to describe")
     if hasattr(type(x), "__array_interface__"):       # a storage's host buffer, ...
         arr = np.asarray(x)
         dtype = interface_dtype(x.__array_interface__)

@@ -52,17 +52,37 @@ def _exported(x):
     the package that made it): a DAP producer (``__distarray__``, a
     DistArray: its local block), a gt4py-style storage
     (``__gt_data_interface__``: shape and dtype from its host or device
-    entry, no synchronisation), or NumPy's ``__array_interface__``."""
-    if hasattr(type(x), "__distarray__"):
-        return type_of(x.__distarray__()["buffer"])
-    gdi = getattr(x, "__gt_data_interface__", None) if hasattr(type(x), "__gt_data_interface__") \
-        else None
-    if gdi:
-        entry = gdi.get(None) or next(iter(gdi.values()))
-        return _interface_type(entry)
-    if hasattr(type(x), "__array_interface__"):
-        return _interface_type(x.__array_interface__)
+    entry, no synchronisation), or NumPy's ``__array_interface__``.  A
+    protocol that raises or returns something malformed is a TypeError
+    naming the protocol and the type."""
+    t = type(x)
+    if hasattr(t, "__distarray__"):
+        return type_of(_protocol(x, "__distarray__", lambda d: d()["buffer"]))
+    if hasattr(t, "__gt_data_interface__"):
+        got = _protocol(x, "__gt_data_interface__",
+                        lambda gdi: _interface_type(_one_entry(gdi)) if gdi else None)
+        if got is not None:
+            return got
+    if hasattr(t, "__array_interface__"):
+        return _protocol(x, "__array_interface__", _interface_type)
     return None
+
+
+def _one_entry(gdi):
+    """The host entry of a ``__gt_data_interface__`` dict, else its first."""
+    return gdi.get(None) or next(iter(gdi.values()))
+
+
+def _protocol(x, name, read):
+    """``read(x.<name>)``; any error in the protocol itself (it raises, or its
+    value is not what the protocol says) becomes a TypeError naming both."""
+    try:
+        return read(getattr(x, name))
+    except Exception as exc:  # noqa: BLE001 - re-raised as the protocol's TypeError
+        if isinstance(exc, TypeError) and str(exc).startswith("typeof:"):
+            raise
+        raise TypeError(f"typeof: {type(x).__name__}.{name} is unusable: "
+                        f"{type(exc).__name__}: {exc}") from exc
 
 
 def _interface_type(iface):

@@ -245,3 +245,35 @@ def test_interface_dtype_reads_padding_and_nesting():
         assert got.itemsize == dt.itemsize and got.names == dt.names
         if dt.names:
             assert [got.fields[n][1] for n in got.names] == [dt.fields[n][1] for n in dt.names]
+
+
+def test_an_unusable_protocol_is_a_typeerror_naming_it():
+    """An exporter whose protocol raises or is malformed: TypeError naming
+    the protocol and the type (not the object's own error)."""
+    from nclx.types import arrmeta
+
+    class Raises:
+        @property
+        def __array_interface__(self):
+            raise RuntimeError("boom")
+
+    class NotADict:
+        __gt_data_interface__ = [1, 2]
+
+    with pytest.raises(TypeError, match=r"Raises\.__array_interface__ is unusable: RuntimeError: boom"):
+        typeof(Raises())
+    with pytest.raises(TypeError, match=r"NotADict\.__gt_data_interface__ is unusable"):
+        typeof(NotADict())
+    with pytest.raises(TypeError, match=r"NotADict\.__gt_data_interface__ is a list"):
+        arrmeta(NotADict())
+
+
+def test_an_empty_data_interface_falls_back_to_the_array_interface():
+    from nclx.types import arrmeta
+    base = np.arange(3.0)
+
+    class Empty:
+        __gt_data_interface__ = {}
+        __array_interface__ = base.__array_interface__
+    assert str(typeof(Empty())) == "3 * float64"
+    assert arrmeta(Empty()) is not None
