@@ -24,17 +24,20 @@ from nclx._ncl import install as _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
 from nclx._ncl import spec as _spec
-from nclx._ncl.dtypes import fixed_width
 
-#: One row of a ledger: ``op`` (ufunc name), ``kind`` ("elementwise" or
-#: "reduce"), ``dtypes`` (fixed-width names, output last), ``elements``,
-#: ``calls``, ``ns`` (time spent in the loops) and ``subsystem`` (NCLib's:
-#: compare, binary, unary, isunary, ternary, convert or reduce).
+#: One row of a ledger: ``op`` (ufunc name, or the call op: sort, argsort,
+#: extract, random, zeros, ...), ``kind`` ("elementwise", "reduce", or
+#: "call" for the Sort, Mask, RNG and Create subsystems), ``dtypes``
+#: (fixed-width names, the written operand last), ``elements``, ``calls``,
+#: ``ns`` (time spent in the loops) and ``subsystem`` (NCLib's: compare,
+#: binary, unary, isunary, ternary, convert, reduce, sort, mask, rng, create).
 Record = namedtuple("Record", "op kind dtypes elements calls ns subsystem")
 
 
-def _subsystem(op, is_reduce):
-    return "reduce" if is_reduce else _spec.SUBSYSTEM_OF_KIND[_spec.OPS[op][0]]
+def _subsystem(op, kind):
+    if kind == "call":
+        return _spec.CALL_OPS[op][0]
+    return "reduce" if kind == "reduce" else _spec.SUBSYSTEM_OF_KIND[_spec.OPS[op][0]]
 
 _ids = itertools.count()
 
@@ -62,12 +65,11 @@ class Ledger:
     def records(self):
         """The calls recorded, one :class:`Record` per (op, kind, dtypes)."""
         merged = {}
-        for op, chars, is_reduce, calls, elements, ns in self._table.rows():
-            dtypes = tuple(fixed_width(c) for c in chars)
-            key = (op, "reduce" if is_reduce else "elementwise", dtypes)
+        for op, kind, dtypes, calls, elements, ns in self._table.rows():
+            key = (op, kind, dtypes)
             c0, e0, n0 = merged.get(key, (0, 0, 0))
             merged[key] = (c0 + calls, e0 + elements, n0 + ns)
-        return [Record(op, kind, dtypes, elements, calls, ns, _subsystem(op, kind == "reduce"))
+        return [Record(op, kind, dtypes, elements, calls, ns, _subsystem(op, kind))
                 for (op, kind, dtypes), (calls, elements, ns) in merged.items()]
 
     def total_ns(self):

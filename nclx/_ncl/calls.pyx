@@ -7,15 +7,20 @@ keep what it was given: Python hooks never see NumPy's memory.  Inputs are
 copied in (read-only), the output is copied in and written back when the
 hook returns or punts; operands that are the same memory (``a += b``, a
 reduction's accumulator) share one mirror.
+
+A call of the Sort, Mask, RNG or Create subsystems (nclx._ncl.callops)
+gives each operand its own length (``dimensions[1 + i]``); its last operand
+is the one written (the data a sort sorts in place, a selection's output).
 """
 from libc.string cimport memcpy
 
 cimport numpy as cnp
 import numpy as np
 
-from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_dtype_name, NCL_SUB_REDUCE
+from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_dtype_name, NCL_SUB_REDUCE, NCL_NSLOTS
 from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl.registry import SUBSYSTEMS
+from nclx._ncl.spec import ALL_OP_NAMES
 
 cnp.import_array()
 
@@ -24,6 +29,13 @@ cdef object _raw_view(ncl_call *call, int i, npy_intp n, npy_intp stride):
     """A temporary zero-copy 1-d view of operand ``i`` (never handed out)."""
     return cnp.PyArray_New(np.ndarray, 1, &n, call.typenums[i], &stride,
                            <void *>call.args[i], 0, cnp.NPY_ARRAY_WRITEABLE, None)
+
+
+cdef inline npy_intp _length(ncl_call *call, int i) noexcept:
+    """Elements of operand ``i``: the loop's length, or a call op's own."""
+    if call.slot >= NCL_NSLOTS:
+        return call.dimensions[1 + i]
+    return call.dimensions[0]
 
 
 cdef class Call:
@@ -57,13 +69,14 @@ cdef class Call:
     cdef int _copy_in(self) except -1:
         """(Re)fill the mirrors from the loop's buffers."""
         cdef ncl_call *call = self.call
-        cdef npy_intp n = call.dimensions[0]
+        cdef npy_intp n
         cdef int i, j
         cdef npy_intp stride
         cdef cnp.ndarray m
         if self._mirrors is None:
             self._mirrors = []
             for i in range(call.nargs):
+                n = _length(call, i)
                 shared = -1
                 for j in range(i):
                     if call.args[j] == call.args[i] and call.steps[j] == call.steps[i] \
@@ -90,6 +103,7 @@ cdef class Call:
             m, shared = self._mirrors[i]
             if shared >= 0:
                 continue
+            n = _length(call, i)
             stride = call.steps[i]
             if stride == 0:
                 if n > 0:
@@ -112,7 +126,7 @@ cdef class Call:
             return 0
         call = self.call
         out = call.nargs - 1
-        n = call.dimensions[0]
+        n = _length(call, out)
         m = self._mirrors[out][0]
         if n == 0:
             return 0
@@ -161,9 +175,8 @@ cdef class Call:
 
     @property
     def op(self):
-        from nclx._ncl import spec
         self._check()
-        return list(spec.OPS)[self.call.op]
+        return ALL_OP_NAMES[self.call.op]
 
     @property
     def dtypes(self):
@@ -199,6 +212,8 @@ cdef class Call:
     def views(self):
         """(inputs, out): 1-d private mirrors of the loop's buffers.
 
+        A call op's operands have their own lengths; its last operand is
+        ``out`` (a sort's data: sort ``out`` in place to replace the sort).
         Inputs are read-only copies; ``out`` is written back to the loop's
         output when the hook returns or calls ``next()`` (and refreshed after
         ``next()``).  In a reduction ``inputs[0]`` and ``out`` are the same

@@ -1,13 +1,16 @@
 # cython: wraparound=True, boundscheck=True
 """The ledger's C funnel hook: per-(signature, elementwise|reduce) counters
 of calls, elements and nanoseconds, added to with atomic adds (chunks of one
-call may run on several threads)."""
+call may run on several threads); the call slots of the Sort, Mask, RNG and
+Create subsystems (nclx._ncl.callops) follow the entries' slots."""
 from libc.stdint cimport int64_t
 from libc.stdlib cimport calloc, free
 
-from nclx._ncl.ncl cimport ncl_node, ncl_call, NCL_NSLOTS, NCL_SUB_REDUCE
+from nclx._ncl.ncl cimport ncl_node, ncl_call, NCL_NSLOTS, NCL_NCALLSLOTS, NCL_SUB_REDUCE
 from nclx._ncl.walk cimport ncl_call_next
-from nclx._ncl import entries
+from nclx._ncl import entries, callops
+from nclx._ncl.dtypes import fixed_width
+
 
 cdef extern from *:
     """
@@ -33,7 +36,7 @@ cdef class LedgerTable:
     cdef ledger_rec *recs
 
     def __cinit__(self):
-        self.recs = <ledger_rec *>calloc(2 * NCL_NSLOTS, sizeof(ledger_rec))
+        self.recs = <ledger_rec *>calloc(2 * (NCL_NSLOTS + NCL_NCALLSLOTS), sizeof(ledger_rec))
         if self.recs == NULL:
             raise MemoryError()
 
@@ -46,20 +49,28 @@ cdef class LedgerTable:
         return <size_t>self.recs
 
     def rows(self):
-        """(op, type chars, is_reduce, calls, elements, ns) for every counter used."""
+        """(op, kind, dtypes, calls, elements, ns) for every counter used;
+        kind is "elementwise" or "reduce" for a loop, "call" for a call
+        slot; dtypes are fixed-width names, the written operand last."""
         cdef int k, r
         out = []
-        for k in range(NCL_NSLOTS):
+        for k in range(NCL_NSLOTS + NCL_NCALLSLOTS):
             for r in range(2):
                 rec = self.recs[2 * k + r]
                 if rec.calls:
-                    op, chars, _ = entries.slot_info(k)
-                    out.append((op, chars, bool(r), rec.calls, rec.elements, rec.ns))
+                    if k < NCL_NSLOTS:
+                        op, chars, _ = entries.slot_info(k)
+                        kind = "reduce" if r else "elementwise"
+                        dtypes = tuple(fixed_width(c) for c in chars)
+                    else:
+                        op, dtypes = callops.slot_info(k - NCL_NSLOTS)
+                        kind = "call"
+                    out.append((op, kind, dtypes, rec.calls, rec.elements, rec.ns))
         return out
 
     def clear(self):
         cdef int k
-        for k in range(2 * NCL_NSLOTS):
+        for k in range(2 * (NCL_NSLOTS + NCL_NCALLSLOTS)):
             self.recs[k].calls = self.recs[k].elements = self.recs[k].ns = 0
 
 

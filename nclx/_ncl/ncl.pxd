@@ -27,11 +27,17 @@ cdef extern from "ncl_spec.h" nogil:
         NCL_SUB_ISUNARY
         NCL_SUB_TERNARY
         NCL_SUB_CONVERT
+        NCL_SUB_SORT
+        NCL_SUB_MASK
+        NCL_SUB_RNG
+        NCL_SUB_CREATE
         NCL_NSUBSYSTEMS
 
     enum:
         NCL_NOPS
         NCL_NSLOTS
+        NCL_NCALLOPS
+        NCL_NCALLSLOTS
 
     const char *const ncl_subsystem_names[]
     const char *const ncl_op_names[]

@@ -234,8 +234,55 @@ LP64_CHARS = {
 SUBSYSTEM_OF_KIND = {"compare": "compare", "binary": "binary", "unary": "unary",
                      "isunary": "isunary", "ternary": "ternary", "convert": "convert"}
 #: Funnel subsystems, in enum order (a binary call that is a reduction goes
-#: to "reduce").
-SUBSYSTEMS = ("compare", "binary", "unary", "reduce", "isunary", "ternary", "convert")
+#: to "reduce"); the last four are NCLib's subsystems whose calls are not
+#: ufunc loops (CALL_OPS).
+SUBSYSTEMS = ("compare", "binary", "unary", "reduce", "isunary", "ternary", "convert",
+              "sort", "mask", "rng", "create")
+
+#: NCLib's Sort, Mask, RNG and Create subsystems: their ops are whole calls
+#: (a sort of n elements, a selection by a mask, a random fill, an
+#: allocation), not elementwise loops.  op -> (subsystem, dtypes, operands):
+#: one call slot (ledger row, kernel chain ``<op>_<dtype>``) per dtype; a
+#: call hands its hooks one buffer per operand, the last one is the one it
+#: writes (nclx._ncl.callops).
+CALL_OPS = {
+    "sort": ("sort", ALL, ("data",)),
+    "argsort": ("sort", ALL, ("values", "indices")),
+    "extract": ("mask", ALL, ("condition", "arr", "out")),
+    "place": ("mask", ALL, ("mask", "vals", "arr")),
+    "putmask": ("mask", ALL, ("mask", "values", "a")),
+    "count": ("mask", BOOL, ("mask", "count")),
+    "random": ("rng", FLOATS, ("out",)),
+    "uniform": ("rng", FLOATS, ("out",)),
+    "standard_normal": ("rng", FLOATS, ("out",)),
+    "normal": ("rng", FLOATS, ("out",)),
+    "exponential": ("rng", FLOATS, ("out",)),
+    "integers": ("rng", INTS, ("out",)),
+    "permutation": ("rng", ("int64",), ("out",)),
+    "empty": ("create", ALL, ("out",)),
+    "zeros": ("create", ALL, ("out",)),
+    "full": ("create", ALL, ("out",)),
+}
+
+#: every op's name, in the order of ncl_op_names (call.op): OPS, then CALL_OPS
+ALL_OP_NAMES = tuple(OPS) + tuple(CALL_OPS)
+
+
+def call_slots():
+    """(op, dtype) of every call slot, in slot order (after the entries' slots)."""
+    return [(op, dt) for op, (_sub, dts, _ops) in CALL_OPS.items() for dt in dts]
+
+
+def call_operand_dtypes(op, dtype):
+    """Fixed-width dtype of each operand of call op ``op`` on ``dtype``: masks
+    are bool, indices and counts int64 (npy_intp), the rest ``dtype``."""
+    kinds = {"condition": "bool", "mask": "bool", "indices": "int64", "count": "int64"}
+    return tuple(kinds.get(name, dtype) for name in CALL_OPS[op][2])
+
+
+def call_kernel_name(op, dtype):
+    """Kernel chain of a call op on ``dtype``: ``sort_int64``."""
+    return f"{op}_{dtype}"
 
 #: the C character NumPy uses first for each fixed-width dtype
 CANON_CHAR = {"bool": "?", "int8": "b", "uint8": "B", "int16": "h", "uint16": "H",

@@ -13,6 +13,7 @@ def kernel_chain_name(target):
     """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
     if isinstance(target, str):
         names = {name for *_, name in spec.all_kernels()}
+        names.update(spec.call_kernel_name(op, dt) for op, dt in spec.call_slots())
         if target not in names:
             raise HookError(f"no nclx kernel named {target!r}")
         return target
@@ -22,8 +23,10 @@ def kernel_chain_name(target):
     op, dt = target
     if not isinstance(op, str):
         raise TypeError(f"the op of a kernel target must be a str, not {type(op).__name__}")
+    if op in spec.CALL_OPS:
+        return _call_chain_name(op, dt, target)
     if op not in spec.OPS:
-        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.OPS)}")
+        raise HookError(f"unknown op {op!r} in kernel target; ops: {', '.join(spec.ALL_OP_NAMES)}")
     nin = spec.OPS[op][1]
     if dt is None or isinstance(dt, (bool, int, float)):
         raise TypeError(f"the dtype of kernel target {target!r} must be a dtype name, "
@@ -39,6 +42,17 @@ def kernel_chain_name(target):
         if tuple(lins) == ins:
             return spec.kernel_name(op, lins, lout)
     raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
+
+
+def _call_chain_name(op, dt, target):
+    """Kernel chain of a call op (sort, extract, random, zeros...) on one dtype."""
+    try:
+        name = spec_name(dt)
+    except TypeError as exc:
+        raise TypeError(f"kernel target {target!r}: {exc}") from None
+    if name not in spec.CALL_OPS[op][1]:
+        raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
+    return spec.call_kernel_name(op, name)
 
 
 def spec_name(dt):

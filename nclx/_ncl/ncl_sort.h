@@ -1,0 +1,178 @@
+/*
+ * nclx's parallel sort: the pieces that depend on the element type.
+ *
+ * A threaded sort (nclx._ncl.sorting) sorts runs of the data with NumPy's own
+ * sort function, one run per thread, then merges runs pairwise, each merge
+ * split across the threads by the merge path (the co-rank of an output
+ * position is found by binary search, so every thread writes its own slice
+ * of the output).  Ties take the left run's element first: stable runs give
+ * the stable order.  The order is NumPy's: for floats a NaN is greater than
+ * every number and equal to every NaN (NumPy's FLOAT_LT), so NaNs go last.
+ */
+#ifndef NCLX_NCL_SORT_H
+#define NCLX_NCL_SORT_H
+#include <stdint.h>
+#include <string.h>
+#include <numpy/npy_common.h>
+
+#define NCL_LT_INT(a, b) ((a) < (b))
+#define NCL_LT_FLT(a, b) ((a) < (b) || ((b) != (b) && (a) == (a)))
+
+/* For each type: corank/merge of values, and of indices by their values. */
+#define NCL_SORT_DEFS(NAME, T, LT)                                                      \
+static npy_intp ncl_corank_##NAME(const T *A, npy_intp la, const T *B, npy_intp lb,    \
+                                  npy_intp d)                                          \
+{                                                                                      \
+    npy_intp lo = d > lb ? d - lb : 0, hi = d < la ? d : la;                           \
+    while (lo < hi) {                                                                  \
+        npy_intp i = lo + (hi - lo) / 2, j = d - i;                                    \
+        if (j > 0 && i < la && !LT(B[j - 1], A[i])) lo = i + 1; else hi = i;           \
+    }                                                                                  \
+    return lo;                                                                         \
+}                                                                                      \
+static void ncl_merge_##NAME(const T *A, npy_intp la, const T *B, npy_intp lb,         \
+                             npy_intp d0, npy_intp d1, T *out)                         \
+{                                                                                      \
+    npy_intp i = ncl_corank_##NAME(A, la, B, lb, d0), j = d0 - i;                      \
+    npy_intp i1 = ncl_corank_##NAME(A, la, B, lb, d1), j1 = d1 - i1;                   \
+    T *o = out + d0;                                                                   \
+    while (i < i1 && j < j1) {                                                         \
+        if (LT(B[j], A[i])) *o++ = B[j++]; else *o++ = A[i++];                         \
+    }                                                                                  \
+    if (i < i1) memcpy(o, A + i, (size_t)(i1 - i) * sizeof(T));                        \
+    else if (j < j1) memcpy(o, B + j, (size_t)(j1 - j) * sizeof(T));                   \
+}                                                                                      \
+static npy_intp ncl_acorank_##NAME(const T *v, const npy_intp *A, npy_intp la,         \
+                                   const npy_intp *B, npy_intp lb, npy_intp d)         \
+{                                                                                      \
+    npy_intp lo = d > lb ? d - lb : 0, hi = d < la ? d : la;                           \
+    while (lo < hi) {                                                                  \
+        npy_intp i = lo + (hi - lo) / 2, j = d - i;                                    \
+        if (j > 0 && i < la && !LT(v[B[j - 1]], v[A[i]])) lo = i + 1; else hi = i;     \
+    }                                                                                  \
+    return lo;                                                                         \
+}                                                                                      \
+static void ncl_amerge_##NAME(const T *v, const npy_intp *A, npy_intp la,              \
+                              const npy_intp *B, npy_intp lb, npy_intp d0, npy_intp d1, \
+                              npy_intp *out)                                           \
+{                                                                                      \
+    npy_intp i = ncl_acorank_##NAME(v, A, la, B, lb, d0), j = d0 - i;                  \
+    npy_intp i1 = ncl_acorank_##NAME(v, A, la, B, lb, d1), j1 = d1 - i1;               \
+    npy_intp *o = out + d0;                                                            \
+    while (i < i1 && j < j1) {                                                         \
+        if (LT(v[B[j]], v[A[i]])) *o++ = B[j++]; else *o++ = A[i++];                   \
+    }                                                                                  \
+    if (i < i1) memcpy(o, A + i, (size_t)(i1 - i) * sizeof(npy_intp));                \
+    else if (j < j1) memcpy(o, B + j, (size_t)(j1 - j) * sizeof(npy_intp));            \
+}                                                                                      \
+static int ncl_ordered_##NAME(const T *v, const npy_intp *idx, const npy_intp *b,      \
+                              int nruns)                                               \
+{                                                                                      \
+    for (int r = 1; r < nruns; r++) {                                                  \
+        npy_intp k = b[r];                                                             \
+        if (b[r - 1] == k || b[r + 1] == k) continue;                                  \
+        if (idx ? LT(v[idx[k]], v[idx[k - 1]]) : LT(v[k], v[k - 1])) return 0;         \
+    }                                                                                  \
+    return 1;                                                                          \
+}
+
+NCL_SORT_DEFS(bool, npy_ubyte, NCL_LT_INT)
+NCL_SORT_DEFS(int8, int8_t, NCL_LT_INT)
+NCL_SORT_DEFS(int16, int16_t, NCL_LT_INT)
+NCL_SORT_DEFS(int32, int32_t, NCL_LT_INT)
+NCL_SORT_DEFS(int64, int64_t, NCL_LT_INT)
+NCL_SORT_DEFS(uint8, uint8_t, NCL_LT_INT)
+NCL_SORT_DEFS(uint16, uint16_t, NCL_LT_INT)
+NCL_SORT_DEFS(uint32, uint32_t, NCL_LT_INT)
+NCL_SORT_DEFS(uint64, uint64_t, NCL_LT_INT)
+NCL_SORT_DEFS(float32, float, NCL_LT_FLT)
+NCL_SORT_DEFS(float64, double, NCL_LT_FLT)
+
+/* dtype numbers as in ncl_spec.h's ncl_dtype */
+#define NCL_SORT_SWITCH(dt, CALL)                                                      \
+    switch (dt) {                                                                      \
+    case 0: CALL(bool, npy_ubyte); break;                                              \
+    case 1: CALL(int8, int8_t); break;                                                 \
+    case 2: CALL(int16, int16_t); break;                                               \
+    case 3: CALL(int32, int32_t); break;                                               \
+    case 4: CALL(int64, int64_t); break;                                               \
+    case 5: CALL(uint8, uint8_t); break;                                               \
+    case 6: CALL(uint16, uint16_t); break;                                             \
+    case 7: CALL(uint32, uint32_t); break;                                             \
+    case 8: CALL(uint64, uint64_t); break;                                             \
+    case 9: CALL(float32, float); break;                                               \
+    case 10: CALL(float64, double); break;                                             \
+    default: break;                                                                    \
+    }
+
+/* Merge output positions [d0, d1) of the runs A = src[lo:mid), B = src[mid:hi)
+ * into dst[lo:hi) (values, or indices when v is not NULL). */
+static void ncl_merge_part(int dt, const void *v, const char *src, char *dst, int isz,
+                           npy_intp lo, npy_intp mid, npy_intp hi, npy_intp d0, npy_intp d1)
+{
+    if (v != NULL) {
+        const npy_intp *s = (const npy_intp *)src;
+#define NCL_AM(NAME, T) ncl_amerge_##NAME((const T *)v, s + lo, mid - lo, s + mid, hi - mid, \
+                                          d0, d1, (npy_intp *)dst + lo)
+        NCL_SORT_SWITCH(dt, NCL_AM)
+#undef NCL_AM
+    }
+    else {
+#define NCL_M(NAME, T) ncl_merge_##NAME((const T *)src + lo, mid - lo, (const T *)src + mid, \
+                                        hi - mid, d0, d1, (T *)dst + lo)
+        NCL_SORT_SWITCH(dt, NCL_M)
+#undef NCL_M
+    }
+    (void)isz;
+}
+
+/* 1 when each run's first element is not below the previous run's last. */
+static int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const npy_intp *b,
+                            int nruns)
+{
+    int r = 0;
+#define NCL_O(NAME, T) r = ncl_ordered_##NAME((const T *)v, idx, b, nruns)
+    NCL_SORT_SWITCH(dt, NCL_O)
+#undef NCL_O
+    return r;
+}
+
+/* What an unstable sort of floats may order differently from NumPy's: both
+ * signs of zero (equal, different bits), or NaNs of different bits.  Bits
+ * 1: +0.0 seen, 2: -0.0 seen, 4: a NaN seen, 8: NaNs of two bit patterns;
+ * *nan gets the first NaN's bits. */
+static int ncl_scan_float64(const double *x, npy_intp n, uint64_t *nan)
+{
+    int f = 0;
+    uint64_t first = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, x + i, 8);
+        if ((u << 1) == 0) f |= (u ? 2 : 1);
+        else if (x[i] != x[i]) {
+            if (!(f & 4)) { first = u; f |= 4; }
+            else if (u != first) f |= 8;
+        }
+    }
+    *nan = first;
+    return f;
+}
+
+static int ncl_scan_float32(const float *x, npy_intp n, uint64_t *nan)
+{
+    int f = 0;
+    uint32_t first = 0;
+    for (npy_intp i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, 4);
+        if ((uint32_t)(u << 1) == 0) f |= (u ? 2 : 1);
+        else if (x[i] != x[i]) {
+            if (!(f & 4)) { first = u; f |= 4; }
+            else if (u != first) f |= 8;
+        }
+    }
+    *nan = first;
+    return f;
+}
+
+#endif
