@@ -16,6 +16,7 @@ from nclx._ncl import hooks as _hooks
 from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
+from nclx._ncl import sorting as _sorting
 from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
@@ -54,6 +55,7 @@ def _apply():
         if not _entries.installed_count():
             _looptable.check_numpy_layout()
         swapped = _entries.swap_in()
+        swapped += _sorting.swap_in()
     else:
         _restore()
     if s["funnel_explicit"] or s["funnel_holds"] > 0:
@@ -65,6 +67,9 @@ def _apply():
 
 def _restore():
     restored, foreign = _entries.swap_out()
+    sorts, sorts_foreign = _sorting.swap_out()
+    restored += sorts
+    foreign += sorts_foreign
     _pyfunnel.swap_out()
     _hooks.collect()
     if foreign:
