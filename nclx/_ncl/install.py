@@ -21,7 +21,7 @@ from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
-          "generation": 0}
+          "generation": 0, "sorts": None}
 _local = threading.local()
 
 
@@ -55,7 +55,10 @@ def _apply():
         if not _entries.installed_count():
             _looptable.check_numpy_layout()
         swapped = _entries.swap_in()
-        swapped += _sorting.swap_in()
+        if s["sorts"] is False:
+            _sorting.swap_out()
+        else:
+            swapped += _sorting.swap_in(require=s["sorts"] is True)
     else:
         _restore()
     if s["funnel_explicit"] or s["funnel_holds"] > 0:
@@ -79,7 +82,7 @@ def _restore():
     return restored
 
 
-def install(python_funnel=False):
+def install(python_funnel=False, sorts=None):
     """Route NumPy's built-in loops through nclx's hook chains.
 
     Swaps the loops of every op and dtype of the kernel library (both int64
@@ -95,21 +98,31 @@ def install(python_funnel=False):
         operators) through the "python" level chains.  Reductions and other
         ufunc methods are not reached this way (NumPy binds them elsewhere);
         nclx-aware arrays reach the python level for every method.
+    sorts : bool or None
+        Route NumPy's sorts of the fixed-width dtypes (np.sort, np.argsort,
+        ndarray.sort/argsort and what calls them) through the Sort chains.
+        None (default): where this NumPy sorts through the slots nclx
+        replaces (probed once: NumPy 2.0-2.4), else leave them NumPy's;
+        True: raise NclxInstallError where it does not; False: never.
 
     Returns
     -------
     int
         Number of loops swapped by this call.
     """
+    if sorts not in (None, True, False):
+        raise TypeError(f"install(sorts=...) takes None, True or False, not {sorts!r}")
     with _lock:
+        was = dict(_state)
         _state["explicit"] = True
+        _state["sorts"] = sorts
         if python_funnel:
             _state["funnel_explicit"] = True
         try:
             return _apply()
         except BaseException:
-            _state["explicit"] = False
-            _state["funnel_explicit"] = False
+            _state.update(explicit=was["explicit"], funnel_explicit=was["funnel_explicit"],
+                          sorts=was["sorts"])
             _apply()
             raise
 
@@ -122,7 +135,7 @@ def uninstall():
     restored.
     """
     with _lock:
-        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0)
+        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0, sorts=None)
         _state["generation"] += 1
         return _restore()
 

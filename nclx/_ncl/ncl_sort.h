@@ -150,51 +150,6 @@ static void ncl_merge_##NAME(const T *A, npy_intp la, const T *B, npy_intp lb,  
     if (p < p1) memcpy(r, A + p, (size_t)(p1 - p) * sizeof(T));                        \
     else if (q < q1) memcpy(r, B + q, (size_t)(q1 - q) * sizeof(T));                   \
 }                                                                                      \
-static npy_intp ncl_acorank_##NAME(const T *v, const npy_intp *A, npy_intp la,         \
-                                   const npy_intp *B, npy_intp lb, npy_intp d)         \
-{                                                                                      \
-    npy_intp lo = d > lb ? d - lb : 0, hi = d < la ? d : la;                           \
-    while (lo < hi) {                                                                  \
-        npy_intp i = lo + (hi - lo) / 2, j = d - i;                                    \
-        if (j > 0 && i < la && !LT(v[B[j - 1]], v[A[i]])) lo = i + 1; else hi = i;     \
-    }                                                                                  \
-    return lo;                                                                         \
-}                                                                                      \
-static void ncl_amerge_##NAME(const T *v, const npy_intp *A, npy_intp la,              \
-                              const npy_intp *B, npy_intp lb, npy_intp d0, npy_intp d1, \
-                              npy_intp *out)                                           \
-{                                                                                      \
-    npy_intp dm = d0 + (d1 - d0) / 2;                                                  \
-    npy_intp i = ncl_acorank_##NAME(v, A, la, B, lb, d0), j = d0 - i;                  \
-    npy_intp p = ncl_acorank_##NAME(v, A, la, B, lb, dm), q = dm - p;                  \
-    npy_intp i1 = p, j1 = q;                                                           \
-    npy_intp p1 = ncl_acorank_##NAME(v, A, la, B, lb, d1), q1 = d1 - p1;               \
-    npy_intp *o = out + d0, *r = out + dm;                                             \
-    while (i < i1 && j < j1 && p < p1 && q < q1) {                                     \
-        npy_intp a = A[i], b = B[j], c = A[p], e = B[q];                               \
-        int tb = LT(v[b], v[a]), te = LT(v[e], v[c]);                                  \
-        *o++ = tb ? b : a;                                                             \
-        *r++ = te ? e : c;                                                             \
-        j += tb; i += !tb;                                                             \
-        q += te; p += !te;                                                             \
-    }                                                                                  \
-    while (i < i1 && j < j1) {                                                         \
-        npy_intp a = A[i], b = B[j];                                                   \
-        int tb = LT(v[b], v[a]);                                                       \
-        *o++ = tb ? b : a;                                                             \
-        j += tb; i += !tb;                                                             \
-    }                                                                                  \
-    if (i < i1) memcpy(o, A + i, (size_t)(i1 - i) * sizeof(npy_intp));                \
-    else if (j < j1) memcpy(o, B + j, (size_t)(j1 - j) * sizeof(npy_intp));           \
-    while (p < p1 && q < q1) {                                                         \
-        npy_intp c = A[p], e = B[q];                                                   \
-        int te = LT(v[e], v[c]);                                                       \
-        *r++ = te ? e : c;                                                             \
-        q += te; p += !te;                                                             \
-    }                                                                                  \
-    if (p < p1) memcpy(r, A + p, (size_t)(p1 - p) * sizeof(npy_intp));                \
-    else if (q < q1) memcpy(r, B + q, (size_t)(q1 - q) * sizeof(npy_intp));           \
-}                                                                                      \
 static int ncl_ordered_##NAME(const T *v, const npy_intp *idx, const npy_intp *b,      \
                               int nruns)                                               \
 {                                                                                      \
@@ -204,6 +159,46 @@ static int ncl_ordered_##NAME(const T *v, const npy_intp *idx, const npy_intp *b
         if (idx ? LT(v[idx[k]], v[idx[k - 1]]) : LT(v[k], v[k - 1])) return 0;         \
     }                                                                                  \
     return 1;                                                                          \
+}
+
+/* argsort runs carry their keys: merging (key, index) pairs reads memory in
+ * order (merging indices by v[index] reads v at random, a cache miss each) */
+#define NCL_KMERGE_DEFS(NAME, T, LT)                                                    \
+static void ncl_kmerge_##NAME(const T *KA, const npy_intp *IA, npy_intp la,            \
+                              const T *KB, const npy_intp *IB, npy_intp lb,            \
+                              npy_intp d0, npy_intp d1, T *KO, npy_intp *IO)           \
+{                                                                                      \
+    npy_intp dm = d0 + (d1 - d0) / 2;                                                  \
+    npy_intp i = ncl_corank_##NAME(KA, la, KB, lb, d0), j = d0 - i;                    \
+    npy_intp p = ncl_corank_##NAME(KA, la, KB, lb, dm), q = dm - p;                    \
+    npy_intp i1 = p, j1 = q;                                                           \
+    npy_intp p1 = ncl_corank_##NAME(KA, la, KB, lb, d1), q1 = d1 - p1;                 \
+    npy_intp o = d0, r = dm;                                                           \
+    while (i < i1 && j < j1 && p < p1 && q < q1) {                                     \
+        T a = KA[i], b = KB[j], c = KA[p], e = KB[q];                                  \
+        npy_intp ia = IA[i], ib = IB[j], ic = IA[p], ie = IB[q];                       \
+        int tb = LT(b, a), te = LT(e, c);                                              \
+        KO[o] = tb ? b : a; IO[o] = tb ? ib : ia; o++;                                 \
+        KO[r] = te ? e : c; IO[r] = te ? ie : ic; r++;                                 \
+        j += tb; i += !tb;                                                             \
+        q += te; p += !te;                                                             \
+    }                                                                                  \
+    while (i < i1 && j < j1) {                                                         \
+        T a = KA[i], b = KB[j];                                                        \
+        int tb = LT(b, a);                                                             \
+        KO[o] = tb ? b : a; IO[o] = tb ? IB[j] : IA[i]; o++;                           \
+        j += tb; i += !tb;                                                             \
+    }                                                                                  \
+    for (; i < i1; i++, o++) { KO[o] = KA[i]; IO[o] = IA[i]; }                         \
+    for (; j < j1; j++, o++) { KO[o] = KB[j]; IO[o] = IB[j]; }                         \
+    while (p < p1 && q < q1) {                                                         \
+        T c = KA[p], e = KB[q];                                                        \
+        int te = LT(e, c);                                                             \
+        KO[r] = te ? e : c; IO[r] = te ? IB[q] : IA[p]; r++;                           \
+        q += te; p += !te;                                                             \
+    }                                                                                  \
+    for (; p < p1; p++, r++) { KO[r] = KA[p]; IO[r] = IA[p]; }                         \
+    for (; q < q1; q++, r++) { KO[r] = KB[q]; IO[r] = IB[q]; }                         \
 }
 
 NCL_SORT_DEFS(bool, npy_ubyte, NCL_LT_INT)
@@ -217,6 +212,22 @@ NCL_SORT_DEFS(uint32, uint32_t, NCL_LT_INT)
 NCL_SORT_DEFS(uint64, uint64_t, NCL_LT_INT)
 NCL_SORT_DEFS(float32, float, NCL_LT_FLT)
 NCL_SORT_DEFS(float64, double, NCL_LT_FLT)
+/* merges of runs' NaN-free prefixes (a sorted run keeps its NaNs at its end) */
+NCL_SORT_DEFS(float32nn, float, NCL_LT_INT)
+NCL_SORT_DEFS(float64nn, double, NCL_LT_INT)
+NCL_KMERGE_DEFS(bool, npy_ubyte, NCL_LT_INT)
+NCL_KMERGE_DEFS(int8, int8_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(int16, int16_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(int32, int32_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(int64, int64_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(uint8, uint8_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(uint16, uint16_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(uint32, uint32_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(uint64, uint64_t, NCL_LT_INT)
+NCL_KMERGE_DEFS(float32, float, NCL_LT_FLT)
+NCL_KMERGE_DEFS(float64, double, NCL_LT_FLT)
+NCL_KMERGE_DEFS(float32nn, float, NCL_LT_INT)
+NCL_KMERGE_DEFS(float64nn, double, NCL_LT_INT)
 
 /* dtype numbers as in ncl_spec.h's ncl_dtype */
 #define NCL_SORT_SWITCH(dt, CALL)                                                      \
@@ -232,28 +243,59 @@ NCL_SORT_DEFS(float64, double, NCL_LT_FLT)
     case 8: CALL(uint64, uint64_t); break;                                             \
     case 9: CALL(float32, float); break;                                               \
     case 10: CALL(float64, double); break;                                             \
+    case 11: CALL(float32nn, float); break;                                            \
+    case 12: CALL(float64nn, double); break;                                           \
     default: break;                                                                    \
     }
 
-/* Merge output positions [d0, d1) of the runs A = src[lo:mid), B = src[mid:hi)
- * into dst[lo:hi) (values, or indices when v is not NULL). */
-static void ncl_merge_part(int dt, const void *v, const char *src, char *dst, int isz,
-                           npy_intp lo, npy_intp mid, npy_intp hi, npy_intp d0, npy_intp d1)
+/* Merge output positions [d0, d1) of the runs A = keys[a0:a0+la) and
+ * B = keys[b0:b0+lb) into kout[o0:...), with their indices (isrc -> iout)
+ * when isrc is not NULL.  Float runs hold no NaN here (the caller merges
+ * their NaN tails apart). */
+static void ncl_merge_part(int dt, const char *keys, char *kout, const npy_intp *isrc,
+                           npy_intp *iout, npy_intp a0, npy_intp la, npy_intp b0, npy_intp lb,
+                           npy_intp o0, npy_intp d0, npy_intp d1)
 {
-    if (v != NULL) {
-        const npy_intp *s = (const npy_intp *)src;
-#define NCL_AM(NAME, T) ncl_amerge_##NAME((const T *)v, s + lo, mid - lo, s + mid, hi - mid, \
-                                          d0, d1, (npy_intp *)dst + lo)
-        NCL_SORT_SWITCH(dt, NCL_AM)
-#undef NCL_AM
+    if (dt == 9) dt = 11;          /* float32 -> float32nn */
+    else if (dt == 10) dt = 12;    /* float64 -> float64nn */
+    if (isrc != NULL) {
+#define NCL_KM(NAME, T) ncl_kmerge_##NAME((const T *)keys + a0, isrc + a0, la, (const T *)keys + b0, \
+                                          isrc + b0, lb, d0, d1, (T *)kout + o0, iout + o0)
+        NCL_SORT_SWITCH(dt, NCL_KM)
+#undef NCL_KM
     }
     else {
-#define NCL_M(NAME, T) ncl_merge_##NAME((const T *)src + lo, mid - lo, (const T *)src + mid, \
-                                        hi - mid, d0, d1, (T *)dst + lo)
+#define NCL_M(NAME, T) ncl_merge_##NAME((const T *)keys + a0, la, (const T *)keys + b0, lb, \
+                                        d0, d1, (T *)kout + o0)
         NCL_SORT_SWITCH(dt, NCL_M)
 #undef NCL_M
     }
-    (void)isz;
+}
+
+/* keys[i] = v[idx[i]] for i in [lo, hi) (an argsort run's keys, in order) */
+static void ncl_gather(int isz, const char *v, const npy_intp *idx, npy_intp lo, npy_intp hi,
+                       char *keys)
+{
+    npy_intp i;
+    switch (isz) {
+    case 1: for (i = lo; i < hi; i++) keys[i] = v[idx[i]]; break;
+    case 2: for (i = lo; i < hi; i++) ((uint16_t *)keys)[i] = ((const uint16_t *)v)[idx[i]]; break;
+    case 4: for (i = lo; i < hi; i++) ((uint32_t *)keys)[i] = ((const uint32_t *)v)[idx[i]]; break;
+    case 8: for (i = lo; i < hi; i++) ((uint64_t *)keys)[i] = ((const uint64_t *)v)[idx[i]]; break;
+    default: break;
+    }
+}
+
+/* First position in [lo, hi) of a sorted run holding a NaN (hi if none). */
+static npy_intp ncl_nan_start(int dt, const char *v, const npy_intp *idx, npy_intp lo, npy_intp hi)
+{
+    while (lo < hi) {
+        npy_intp m = lo + (hi - lo) / 2, k = idx ? idx[m] : m;
+        int nan = dt == 9 ? ((const float *)v)[k] != ((const float *)v)[k]
+                          : ((const double *)v)[k] != ((const double *)v)[k];
+        if (nan) hi = m; else lo = m + 1;
+    }
+    return lo;
 }
 
 /* 1 when each run's first element is not below the previous run's last. */
@@ -269,40 +311,39 @@ static int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const np
 
 /* What an unstable sort of floats may order differently from NumPy's: both
  * signs of zero (equal, different bits), or NaNs of different bits.  Bits
- * 1: +0.0 seen, 2: -0.0 seen, 4: a NaN seen, 8: NaNs of two bit patterns;
- * *nan gets the first NaN's bits. */
-static int ncl_scan_float64(const double *x, npy_intp n, uint64_t *nan)
-{
-    int f = 0;
-    uint64_t first = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        uint64_t u;
-        memcpy(&u, x + i, 8);
-        if ((u << 1) == 0) f |= (u ? 2 : 1);
-        else if (x[i] != x[i]) {
-            if (!(f & 4)) { first = u; f |= 4; }
-            else if (u != first) f |= 8;
-        }
-    }
-    *nan = first;
-    return f;
+ * 1: +0.0 seen, 2: -0.0 seen, 4: a NaN seen; *lo / *hi get the least and
+ * greatest NaN bit pattern (NaNs differ when lo < hi).  Branch-free
+ * reductions, built for AVX-512, AVX2 and the baseline: the scan runs at
+ * memory speed. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define NCL_SCAN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define NCL_SCAN_CLONES
+#endif
+#define NCL_SCAN_DEF(NAME, U, SIGN, NANLIM)                                             \
+NCL_SCAN_CLONES static int NAME(const U *x, npy_intp n, uint64_t *lo, uint64_t *hi)    \
+{                                                                                      \
+    U zp = 0, zn = 0, mn = (U)~(U)0, mx = 0;                                           \
+    for (npy_intp i = 0; i < n; i++) {                                                 \
+        U u = x[i], a = (U)(u << 1);                                                   \
+        U isn = (U)((U)0 - (U)(a > (U)NANLIM));                                        \
+        zp |= (U)(u == 0);                                                             \
+        zn |= (U)(u == (U)SIGN);                                                       \
+        U cm = (U)((u & isn) | (U)~isn), cx = (U)(u & isn);                            \
+        mn = mn < cm ? mn : cm;                                                        \
+        mx = mx > cx ? mx : cx;                                                        \
+    }                                                                                  \
+    *lo = mn;                                                                          \
+    *hi = mx;                                                                          \
+    return (int)(zp | (zn << 1) | ((mn <= mx) << 2));                                  \
 }
+NCL_SCAN_DEF(ncl_scan_u64, uint64_t, 0x8000000000000000ull, 0xFFE0000000000000ull)
+NCL_SCAN_DEF(ncl_scan_u32, uint32_t, 0x80000000u, 0xFF000000u)
 
-static int ncl_scan_float32(const float *x, npy_intp n, uint64_t *nan)
+static int ncl_scan_float(int isz, const char *x, npy_intp n, uint64_t *lo, uint64_t *hi)
 {
-    int f = 0;
-    uint32_t first = 0;
-    for (npy_intp i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, x + i, 4);
-        if ((uint32_t)(u << 1) == 0) f |= (u ? 2 : 1);
-        else if (x[i] != x[i]) {
-            if (!(f & 4)) { first = u; f |= 4; }
-            else if (u != first) f |= 8;
-        }
-    }
-    *nan = first;
-    return f;
+    if (isz == 8) return ncl_scan_u64((const uint64_t *)x, n, lo, hi);
+    return ncl_scan_u32((const uint32_t *)x, n, lo, hi);
 }
 
 #endif
