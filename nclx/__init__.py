@@ -15,6 +15,7 @@ from nclx._ncl.install import NclxInstallError, install, installed, is_installed
 from nclx import aware, hooks, ledger
 from nclx.checked import checked
 from nclx.convert import convert
+from nclx.sorting import argsort, sort
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
 # the capsule (NCLX_CAPSULE_NAME); _C_API is version 1's attribute: modules
@@ -24,5 +25,5 @@ from nclx._ncl.capi import C_API as _C_API_2, C_API as _C_API  # noqa: F401
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
-           "calibrate", "errors",
+           "calibrate", "errors", "sort", "argsort",
            "NclxInstallError"]

@@ -16,6 +16,7 @@ methods or, for ndarray subclasses, through NumPy's own reductions.
 """
 import numpy as np
 
+from nclx import sorting as _sorting
 from nclx import ufuncs as _nu
 from nclx._ncl import spec as _spec
 from nclx._ncl.pychain import run_python_chain
@@ -223,17 +224,40 @@ def _handled(types):
                for t in types)
 
 
+_SORTS = {np.sort: _sorting.sort, np.argsort: _sorting.argsort}
+
+
+def _sort(func, args, kwargs):
+    """np.sort / np.argsort of an nclx-aware ndarray (NclxArray) through
+    nclx.sort / nclx.argsort (the Sort chains), its type kept as NumPy keeps
+    a subclass's; NotImplemented for anything else."""
+    a = args[0] if args else kwargs.get("a")
+    if not (isinstance(a, np.ndarray) and getattr(type(a), "_nclx_plain_view", False)):
+        return NotImplemented
+    if args:
+        args = (a.view(np.ndarray),) + tuple(args[1:])
+    else:
+        kwargs = dict(kwargs, a=a.view(np.ndarray))
+    result = _SORTS[func](*args, **kwargs)
+    return result.view(type(a)) if isinstance(result, np.ndarray) else result
+
+
 def array_function(func, types, args, kwargs, default):
     """The one nclx-aware ``__array_function__``: ``np.where(cond, x, y)``
     runs ``nclx.ufuncs.where`` (the Ternary chain: python-level hooks, the
-    ledger row ``where``, threads); every other NumPy function runs as it
-    would without the override (``default(func, types, args, kwargs)``);
-    calls with a foreign array type return NotImplemented, so that type's
-    own override is asked."""
+    ledger row ``where``, threads), ``np.sort`` / ``np.argsort`` of an
+    NclxArray run ``nclx.sort`` / ``nclx.argsort`` (the Sort chains); every
+    other NumPy function runs as it would without the override
+    (``default(func, types, args, kwargs)``); calls with a foreign array
+    type return NotImplemented, so that type's own override is asked."""
     if not _handled(types):
         return NotImplemented
     if func is np.where:
         result = _where(*args, **kwargs)
+        if result is not NotImplemented:
+            return result
+    if func in _SORTS:
+        result = _sort(func, args, kwargs)
         if result is not NotImplemented:
             return result
     return default(func, types, args, kwargs)

@@ -24,7 +24,8 @@ The pieces run on nclx._ncl.team (OpenMP's team, nclx's thread count, fork).
 cimport numpy as cnp
 from libc.string cimport memcpy
 
-from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_NSUBSYSTEMS,
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_SUB_SORT,
+                            NCL_NSUBSYSTEMS,
                             NCL_SUB_REDUCE, NCL_FLOAT32, NCL_CALLER_CHECKED,
                             NCL_MAX_ARGS)
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_set_default_front
@@ -301,7 +302,10 @@ cdef int _threader_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     """Default first node of every funnel chain: split large calls across threads."""
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     cdef int reduce = call.subsystem == NCL_SUB_REDUCE
-    cdef int t = ncl_team_size(call, reduce)
+    cdef int t
+    if pol == NULL:          # not a loop call: nothing to split here
+        return ncl_call_next(node, call)
+    t = ncl_team_size(call, reduce)
     if t > 1 and ncl_gil_held():
         t = 1   # Python hooks after this node would need the GIL the caller holds
     if t <= 1:
@@ -316,9 +320,12 @@ cdef char _threader_name[9]
 
 
 cdef _install_threader():
+    """The threader heads the funnel chains of the elementwise subsystems;
+    the Sort, Mask, RNG and Create calls (nclx._ncl.callops) split their
+    work inside their kernels."""
     cdef int s
     _threader_name[:9] = b"threader\0"
-    for s in range(NCL_NSUBSYSTEMS):
+    for s in range(NCL_SUB_SORT):
         _threader_nodes[s].fn = _threader_fn
         _threader_nodes[s].data = NULL
         _threader_nodes[s].obj = NULL

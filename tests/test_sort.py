@@ -1,0 +1,415 @@
+"""The Sort subsystem: np.sort / np.argsort / ndarray.sort under install()
+and nclx.sort / nclx.argsort, against stock NumPy bit for bit."""
+import multiprocessing
+import sys
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import nclx
+import nclx.hooks as hooks
+from nclx._ncl import sorting
+
+CHARS = "?bBhHiIlLqQfd"
+KINDS = ["quicksort", "heapsort", "stable"]
+
+
+@pytest.fixture
+def small():
+    """Thresholds low enough that small arrays take the threaded paths."""
+    t, m = sorting.threshold(), sorting.min_run()
+    sorting.threshold(64)
+    sorting.min_run(16)
+    try:
+        yield
+    finally:
+        sorting.threshold(t)
+        sorting.min_run(m)
+
+
+@pytest.fixture(params=[1, 2, 3, 7])
+def threads(request):
+    before = nclx.get_num_threads()
+    nclx.set_num_threads(request.param)
+    try:
+        yield request.param
+    finally:
+        nclx.set_num_threads(before)
+
+
+def _reachable():
+    with nclx.installed():
+        pass
+    return sorting.reachable() == ""
+
+
+needs_slots = pytest.mark.skipif(not _reachable(), reason=f"this NumPy does not sort through "
+                                 f"the slots nclx replaces: {sorting.reachable()}")
+
+
+def _data(char, n, pattern, seed=0):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(char)
+    if dt.kind == "b":
+        a = rng.integers(0, 2, n).astype(dt)
+    elif dt.kind == "f":
+        a = rng.standard_normal(n).astype(dt) * 100
+        if pattern == "special":
+            pool = np.array([np.nan, np.inf, -np.inf, 0.0, 0.0, 1.5, -2.0], dtype=dt)
+            a = pool[rng.integers(0, len(pool), n)]
+        if pattern == "zeros":
+            a = np.where(rng.integers(0, 2, n) == 1, -0.0, 0.0).astype(dt)
+    else:
+        info = np.iinfo(dt)
+        a = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    if pattern == "sorted":
+        a = np.sort(a, kind="stable")
+    elif pattern == "reversed":
+        a = np.sort(a, kind="stable")[::-1].copy()
+    elif pattern == "equal":
+        a = np.full(n, a[0] if n else 0, dtype=dt)
+    elif pattern == "few":
+        a = a[rng.integers(0, max(1, min(n, 3)), n)] if n else a
+    return a
+
+
+def _is_sorted_perm(a, idx):
+    assert np.array_equal(np.sort(idx), np.arange(a.size))
+    ref = np.sort(a, kind="stable")
+    got = a[idx]
+    assert np.array_equal(got, ref, equal_nan=a.dtype.kind == "f")
+
+
+SIZES = [0, 1, 2, 3, 15, 16, 17, 63, 64, 65, 100, 257, 1000, 4099]
+
+
+CASES = [(c, p) for c in CHARS for p in ("random", "sorted", "reversed", "equal", "few")] + \
+    [(c, p) for c in "fd" for p in ("special", "zeros")]
+
+
+@needs_slots
+@pytest.mark.parametrize("char, pattern", CASES)
+def test_sort_equals_stock_every_dtype_kind_size(char, pattern, small, threads):
+    for n in SIZES:
+        a = _data(char, n, pattern, seed=n)
+        for kind in KINDS:
+            ref = np.sort(a, kind=kind)
+            refi = np.argsort(a, kind=kind)
+            with nclx.installed():
+                got = np.sort(a, kind=kind)
+                goti = np.argsort(a, kind=kind)
+                b = a.copy()
+                b.sort(kind=kind)
+            assert got.tobytes() == ref.tobytes(), (char, n, kind)
+            assert b.tobytes() == ref.tobytes(), (char, n, kind)
+            assert goti.dtype == refi.dtype and goti.shape == refi.shape
+            if kind == "stable":
+                assert goti.tobytes() == refi.tobytes(), (char, n, kind)
+            else:
+                _is_sorted_perm(a, goti)
+
+
+@needs_slots
+@pytest.mark.parametrize("char", "bhilfd")
+def test_axis_sorts_strided_and_orders(char, small, threads):
+    rng = np.random.default_rng(1)
+    base = (rng.standard_normal((37, 29, 5)) * 50).astype(char)
+    views = [base, base[::2], base[:, ::-3], base.transpose(2, 0, 1), np.asfortranarray(base),
+             base[..., 1], base.reshape(-1), base.reshape(-1)[::-7],
+             base.astype(base.dtype.newbyteorder(">"))]
+    for v in views:
+        for axis in [None] + list(range(-v.ndim, v.ndim)):
+            for kind in KINDS:
+                ref = np.sort(v, axis=axis, kind=kind)
+                refi = np.argsort(v, axis=axis, kind="stable")
+                with nclx.installed():
+                    got = np.sort(v, axis=axis, kind=kind)
+                    goti = np.argsort(v, axis=axis, kind="stable")
+                    w = v.copy()
+                    if axis is not None:
+                        w.sort(axis=axis, kind=kind)
+                        assert w.tobytes() == ref.tobytes()
+                assert got.tobytes() == ref.tobytes() and got.strides == ref.strides
+                assert goti.tobytes() == refi.tobytes()
+
+
+@needs_slots
+def test_row_batch_lanes_2d_3d_and_overlap(small, threads):
+    rng = np.random.default_rng(2)
+    for shape in [(1000, 100), (3, 7, 50), (2, 1), (1, 5000), (64, 64)]:
+        a = rng.standard_normal(shape)
+        ref = np.sort(a, axis=-1)
+        with nclx.installed():
+            got = np.sort(a, axis=-1)
+            b = a.copy()
+            b.sort()
+            # a second sort of the same array right after: no stale lanes
+            c = a.copy()
+            c.sort()
+        assert got.tobytes() == ref.tobytes() and b.tobytes() == ref.tobytes()
+        assert c.tobytes() == ref.tobytes()
+    # overlapping lanes (as_strided): NumPy sorts lane after lane; so must nclx
+    buf = rng.standard_normal(1100)      # room for 20 lanes of 100 at 400-byte steps
+    for stride in (8, 80, 400):
+        x = buf.copy()
+        y = buf.copy()
+        vx = np.lib.stride_tricks.as_strided(x, (20, 100), (stride, 8), writeable=True)
+        vy = np.lib.stride_tricks.as_strided(y, (20, 100), (stride, 8), writeable=True)
+        vx.sort(axis=1)
+        with nclx.installed():
+            vy.sort(axis=1)
+        assert x.tobytes() == y.tobytes()
+
+
+def _outcome(fn, args, kwargs):
+    try:
+        r = fn(*args, **kwargs)
+        return ("ok", np.asarray(r).tobytes(), np.asarray(r).shape)
+    except Exception as exc:     # noqa: BLE001 - compared with NumPy's
+        return (type(exc), str(exc))
+
+
+@needs_slots
+def test_zero_d_empty_and_errors_are_numpy_s(small):
+    cases = [((np.float64(1.0),), {}), ((np.array(2.0),), {"axis": None}),
+             ((np.arange(3.0),), {"axis": 2}), ((np.arange(3.0),), {"kind": "bogus"}),
+             ((np.arange(3.0),), {"kind": "stable", "stable": True}),
+             ((np.arange(3.0),), {"kind": 3}), ((np.zeros((0, 3)),), {"axis": 0}),
+             ((np.array([], dtype="f8"),), {}), (([3, 1, 2],), {}), ((np.arange(4.0),), {"axis": 1.5})]
+    for numpy_fn, nclx_fn in ((np.sort, nclx.sort), (np.argsort, nclx.argsort)):
+        for args, kwargs in cases:
+            ref = _outcome(numpy_fn, args, kwargs)
+            with nclx.installed():
+                assert _outcome(numpy_fn, args, kwargs) == ref, (numpy_fn, args, kwargs)
+            assert _outcome(nclx_fn, args, kwargs) == ref, (nclx_fn, args, kwargs)
+
+
+@needs_slots
+def test_lexsort_unique_median_searchsorted(small):
+    rng = np.random.default_rng(3)
+    k1 = rng.integers(0, 5, 3000)
+    k2 = rng.standard_normal(3000)
+    ref = (np.lexsort((k2, k1)), np.unique(k1), np.unique(k2, return_index=True),
+           np.median(k2), np.searchsorted(np.sort(k2), k2[:50]))
+    with nclx.installed():
+        got = (np.lexsort((k2, k1)), np.unique(k1), np.unique(k2, return_index=True),
+               np.median(k2), np.searchsorted(np.sort(k2), k2[:50]))
+    assert ref[0].tobytes() == got[0].tobytes()
+    assert ref[1].tobytes() == got[1].tobytes()
+    assert all(x.tobytes() == y.tobytes() for x, y in zip(ref[2], got[2]))
+    assert np.float64(ref[3]).tobytes() == np.float64(got[3]).tobytes()
+    assert ref[4].tobytes() == got[4].tobytes()
+
+
+def test_nclx_sort_without_install_equals_numpy(small, threads):
+    rng = np.random.default_rng(4)
+    for shape in [(5000,), (40, 30), (3, 4, 5), (0,), (1,)]:
+        a = rng.standard_normal(shape)
+        for axis in [-1, 0, None]:
+            for kind in [None, "stable", "quick", "heap", "mergesort"]:
+                assert nclx.sort(a, axis=axis, kind=kind).tobytes() == \
+                    np.sort(a, axis=axis, kind=kind).tobytes()
+            r, e = nclx.argsort(a, axis=axis, stable=True), np.argsort(a, axis=axis, stable=True)
+            assert r.tobytes() == e.tobytes() and r.strides == e.strides
+    # what nclx leaves to NumPy: field order, subclasses, other dtypes
+    rec = np.array([(2, 1.0), (1, 2.0)], dtype=[("a", "i4"), ("b", "f8")])
+    assert nclx.sort(rec, order="b").tobytes() == np.sort(rec, order="b").tobytes()
+    m = np.ma.array([3, 1, 2], mask=[0, 1, 0])
+    assert type(nclx.sort(m)) is np.ma.MaskedArray
+    c = np.array([3 + 1j, 1 - 2j])
+    assert nclx.sort(c).tobytes() == np.sort(c).tobytes()
+
+
+@needs_slots
+def test_ledger_rows_and_hooks_see_each_sort(small):
+    a = np.random.default_rng(5).standard_normal(1000)
+    with nclx.ledger.recording() as led:
+        np.sort(a)
+        np.argsort(a, kind="stable")
+    rows = {(r.op, r.kind, r.subsystem, r.dtypes) for r in led.records()}
+    assert ("sort", "call", "sort", ("float64",)) in rows
+    assert ("argsort", "call", "sort", ("float64", "int64")) in rows
+    seen = []
+
+    def spy(call):
+        seen.append((call.op, call.n, call.dtypes))
+        call.next()
+
+    with nclx.installed(), hooks.register("funnel", "sort", spy):
+        got = np.sort(a)
+    assert ("sort", 1000, ("float64",)) in seen
+    assert got.tobytes() == np.sort(a).tobytes()
+
+
+@needs_slots
+def test_hooks_replace_and_raise(small):
+    a = np.random.default_rng(6).integers(0, 100, 500)
+
+    def descending(call):
+        _, out = call.views()
+        out[:] = np.sort(out)[::-1]
+
+    with nclx.installed(), hooks.register("funnel", "sort", descending):
+        got = np.sort(a)
+    assert got.tobytes() == np.sort(a)[::-1].tobytes()
+
+    class Ones(hooks.Kernel):
+        def __call__(self, inputs, out):
+            out[:] = 1
+
+    with nclx.installed(), hooks.register("kernel", ("sort", "int64"), Ones()):
+        assert (np.sort(a) == 1).all()
+    with nclx.installed(), hooks.register("python", "sort", lambda c: "replaced"):
+        assert nclx.sort(a) == "replaced"
+
+    def boom(call):
+        raise RuntimeError("hook failed")
+
+    seen = []
+    old = sys.unraisablehook
+    sys.unraisablehook = seen.append
+    try:
+        with nclx.installed(), hooks.register("funnel", "sort", boom) as h:
+            got = np.sort(a)
+            assert h.errors == 1 and isinstance(h.last_error, RuntimeError)
+    finally:
+        sys.unraisablehook = old
+    assert got.tobytes() == np.sort(a).tobytes()        # the chain still sorted it
+    assert len(seen) == 1
+
+
+@needs_slots
+def test_nclxarray_routes_np_sort_through_python_chain():
+    a = hooks.aware(np.array([3.0, 1.0, 2.0]))
+    seen = []
+
+    def spy(c):
+        seen.append(c.ufunc.__name__)
+        return c.next()
+
+    with hooks.register("python", "sort", spy):
+        r = np.sort(a)
+        i = np.argsort(a)
+    assert seen == ["sort", "argsort"]
+    assert type(r) is hooks.NclxArray and r.view(np.ndarray).tolist() == [1.0, 2.0, 3.0]
+    assert type(i) is hooks.NclxArray and i.view(np.ndarray).tolist() == [1, 2, 0]
+
+
+@needs_slots
+def test_concurrent_threads_sort_correctly(small):
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal(20000) for _ in range(8)]
+    refs = [np.sort(x, kind="stable").tobytes() for x in arrays]
+    out = [None] * 8
+
+    def work(i):
+        for _ in range(5):
+            out[i] = np.sort(arrays[i], kind=KINDS[i % 3]).tobytes()
+
+    with nclx.installed():
+        ts = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    assert out == refs
+
+
+def _child(q):
+    a = np.random.default_rng(8).standard_normal(200000)
+    with nclx.installed():
+        q.put(np.sort(a).tobytes() == np.sort(a.copy(), kind="stable").tobytes())
+
+
+@needs_slots
+def test_sort_in_forked_child():
+    a = np.random.default_rng(8).standard_normal(200000)
+    with nclx.installed():
+        np.sort(a)                       # the team has started in the parent
+        ctx = multiprocessing.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=_child, args=(q,))
+        p.start()
+        ok = q.get(timeout=60)
+        p.join(timeout=60)
+    assert ok and p.exitcode == 0
+
+
+@needs_slots
+def test_uninstall_restores_every_slot():
+    before = {k: v[1] for k, v in sorting.slots().items()}
+    with nclx.installed():
+        during = {k: v[1] for k, v in sorting.slots().items()}
+    after = {k: v[1] for k, v in sorting.slots().items()}
+    assert after == before
+    assert all(during[k] != before[k] for k in before if before[k])
+    nclx.install(sorts=False)
+    try:
+        assert {k: v[1] for k, v in sorting.slots().items()} == before
+        assert nclx.is_installed()
+    finally:
+        nclx.uninstall()
+    with pytest.raises(TypeError, match="sorts"):
+        nclx.install(sorts="yes")
+    assert not nclx.is_installed()
+
+
+def test_install_sorts_true_refuses_where_unreachable():
+    with nclx.installed():
+        pass
+    if sorting.reachable() == "":
+        nclx.install(sorts=True)
+        nclx.uninstall()
+    else:
+        with pytest.raises(nclx.NclxInstallError, match="does not sort"):
+            nclx.install(sorts=True)
+        assert not nclx.is_installed()
+
+
+def test_settings_validate_and_scratch_release(small):
+    with pytest.raises(ValueError, match="threshold"):
+        sorting.threshold(1)
+    with pytest.raises(ValueError, match="run"):
+        sorting.min_run(0)
+    keep = sorting.scratch_keep()
+    try:
+        sorting.scratch_keep(1 << 30)
+        nclx.sort(np.random.default_rng(9).standard_normal(1_000_000))
+        assert sorting.release() > 0
+        assert sorting.release() == 0
+    finally:
+        sorting.scratch_keep(keep)
+
+
+float_arrays = st.integers(0, 3000).flatmap(lambda n: st.tuples(
+    st.sampled_from(["f4", "f8"]), st.just(n), st.integers(0, 2**32 - 1)))
+
+
+@needs_slots
+@settings(max_examples=60, deadline=None)
+@given(float_arrays, st.sampled_from(KINDS), st.sampled_from([
+    [np.nan, 0.0, 1.0], [-0.0, 0.0, 2.0], [0.0, 1.0, -1.0, np.inf], [np.nan, -np.nan, 1.0]]))
+def test_hypothesis_floats_with_specials(spec, kind, pool):
+    char, n, seed = spec
+    t, m = sorting.threshold(), sorting.min_run()
+    sorting.threshold(64)
+    sorting.min_run(16)
+    try:
+        rng = np.random.default_rng(seed)
+        a = np.asarray(pool, dtype=char)[rng.integers(0, len(pool), n)]
+        mix = rng.random(n) < 0.5
+        a[mix] = rng.standard_normal(int(mix.sum())).astype(char)
+        ref = np.sort(a, kind=kind)
+        with nclx.installed():
+            got = np.sort(a, kind=kind)
+            goti = np.argsort(a, kind=kind)
+        assert got.tobytes() == ref.tobytes()
+        if kind == "stable":
+            assert goti.tobytes() == np.argsort(a, kind="stable").tobytes()
+        else:
+            _is_sorted_perm(a, goti)
+    finally:
+        sorting.threshold(t)
+        sorting.min_run(m)
