@@ -1,0 +1,295 @@
+/*
+ * The kernels of NCLib's Mask subsystem, one piece of a call at a time
+ * (nclx._ncl.masking splits a call into pieces and runs them on the team).
+ *
+ * A mask element is selected when its byte is nonzero (NumPy's rule for bool
+ * arrays, whatever byte a view put there).  Elements move as 1, 2, 4 or 8
+ * byte words: the kernels never look at values, so every fixed-width dtype
+ * of that size shares one kernel.  Mask bytes are read eight at a time: a
+ * word of zeros skips eight elements, a word without a zero byte moves
+ * eight at once, a mixed word moves them one by one without branches.
+ */
+#ifndef NCLX_NCL_MASK_H
+#define NCLX_NCL_MASK_H
+#include <stdint.h>
+#include <string.h>
+#include <numpy/npy_common.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* element words that may alias any type (the data are floats, ints, bools) */
+typedef uint8_t ncl_w1 __attribute__((may_alias));
+typedef uint16_t ncl_w2 __attribute__((may_alias));
+typedef uint32_t ncl_w4 __attribute__((may_alias));
+typedef uint64_t ncl_w8 __attribute__((may_alias));
+
+/* c ? a : b without a branch (a branch on a random mask mispredicts half
+ * the time; compilers turn the plain conditional into one) */
+#define NCL_SEL(T, c, a, b) ((T)(((a) & (T)-(T)(c)) | ((b) & (T)~(T)-(T)(c))))
+
+#define NCL_ONES8 0x0101010101010101ULL
+#define NCL_HIGH8 0x8080808080808080ULL
+
+static inline uint64_t ncl_mask_word(const uint8_t *m)
+{
+    uint64_t w;
+    memcpy(&w, m, 8);
+    return w;
+}
+
+/* no byte of w is zero (the classic zero-byte test, exact as a whole-word test) */
+static inline int ncl_mask_full(uint64_t w)
+{
+    return ((w - NCL_ONES8) & ~w & NCL_HIGH8) == 0;
+}
+
+/* nonzero bytes of m[0:n] */
+static npy_intp ncl_mask_count(const uint8_t *m, npy_intp n)
+{
+    npy_intp zeros = 0, i = 0;
+#if defined(__SSE2__)
+    const __m128i z = _mm_setzero_si128();
+    while (n - i >= 32) {
+        /* byte counters hold at most 255 blocks before they are summed */
+        npy_intp blocks = (n - i) / 32, b;
+        __m128i acc0 = z, acc1 = z, s;
+        if (blocks > 255) blocks = 255;
+        for (b = 0; b < blocks; b++, i += 32) {
+            __m128i v0 = _mm_loadu_si128((const __m128i *)(m + i));
+            __m128i v1 = _mm_loadu_si128((const __m128i *)(m + i + 16));
+            acc0 = _mm_sub_epi8(acc0, _mm_cmpeq_epi8(v0, z));
+            acc1 = _mm_sub_epi8(acc1, _mm_cmpeq_epi8(v1, z));
+        }
+        s = _mm_add_epi64(_mm_sad_epu8(acc0, z), _mm_sad_epu8(acc1, z));
+        zeros += (npy_intp)_mm_cvtsi128_si64(s) + (npy_intp)_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s));
+    }
+#endif
+    for (; i < n; i++) {
+        zeros += (m[i] == 0);
+    }
+    return n - zeros;
+}
+
+/* one past the last selected element of m[lo:hi] (lo when none) */
+static inline npy_intp ncl_mask_end(const uint8_t *m, npy_intp lo, npy_intp hi)
+{
+    while (hi - lo >= 8 && ncl_mask_word(m + hi - 8) == 0) {
+        hi -= 8;
+    }
+    while (hi > lo && m[hi - 1] == 0) {
+        hi--;
+    }
+    return hi;
+}
+
+/*
+ * extract: d[0:] = s[lo:hi][m[lo:hi] != 0].  Every element up to the last
+ * selected one is stored at the next free slot before the slot advances, so
+ * no store lands past the piece's own count: pieces write side by side.
+ */
+#define NCL_MASK_EXTRACT(NAME, T)                                                   \
+static void ncl_extract_##NAME(const uint8_t *m, const T *s, T *d,                  \
+                               npy_intp lo, npy_intp hi)                            \
+{                                                                                   \
+    npy_intp i = lo, k = 0, end = ncl_mask_end(m, lo, hi);                          \
+    for (; end - i >= 8; i += 8) {                                                  \
+        uint64_t w = ncl_mask_word(m + i);                                          \
+        int j;                                                                      \
+        if (w == 0) continue;                                                       \
+        if (ncl_mask_full(w)) {                                                     \
+            memcpy(d + k, s + i, 8 * sizeof(T));                                    \
+            k += 8;                                                                 \
+            continue;                                                               \
+        }                                                                           \
+        for (j = 0; j < 8; j++) {                                                   \
+            d[k] = s[i + j];                                                        \
+            k += (m[i + j] != 0);                                                   \
+        }                                                                           \
+    }                                                                               \
+    for (; i < end; i++) {                                                          \
+        d[k] = s[i];                                                                \
+        k += (m[i] != 0);                                                           \
+    }                                                                               \
+}
+
+/*
+ * place: the selected elements of d[lo:hi] take v[j], v[j+1], ... in turn,
+ * wrapping to v[0] after v[nv-1] (j: the values used before this piece,
+ * modulo nv).
+ */
+#define NCL_MASK_PLACE(NAME, T)                                                     \
+static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,        \
+                             npy_intp lo, npy_intp hi, npy_intp j)                  \
+{                                                                                   \
+    npy_intp i = lo;                                                                \
+    for (; hi - i >= 8; i += 8) {                                                   \
+        uint64_t w = ncl_mask_word(m + i);                                          \
+        int t;                                                                      \
+        if (w == 0) continue;                                                       \
+        if (ncl_mask_full(w) && nv - j >= 8) {                                      \
+            memcpy(d + i, v + j, 8 * sizeof(T));                                    \
+            j += 8;                                                                 \
+            if (j == nv) j = 0;                                                     \
+            continue;                                                               \
+        }                                                                           \
+        for (t = 0; t < 8; t++) {                                                   \
+            int b = m[i + t] != 0;                                                  \
+            d[i + t] = NCL_SEL(T, b, v[j], d[i + t]);                               \
+            j += b;                                                                 \
+            j = j == nv ? 0 : j;                                                    \
+        }                                                                           \
+    }                                                                               \
+    for (; i < hi; i++) {                                                           \
+        if (m[i]) {                                                                 \
+            d[i] = v[j];                                                            \
+            j = j + 1 == nv ? 0 : j + 1;                                            \
+        }                                                                           \
+    }                                                                               \
+}
+
+/*
+ * putmask: the selected elements of d[lo:hi] take v[i % nv] (by position).
+ */
+#define NCL_MASK_PUTMASK(NAME, T)                                                   \
+static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,      \
+                               npy_intp lo, npy_intp hi)                            \
+{                                                                                   \
+    npy_intp i = lo, j;                                                             \
+    if (nv == 1) {                                                                  \
+        const T v0 = v[0];                                                          \
+        for (; hi - i >= 8; i += 8) {                                               \
+            int t;                                                                  \
+            if (ncl_mask_word(m + i) == 0) continue;                                \
+            for (t = 0; t < 8; t++) {                                               \
+                d[i + t] = NCL_SEL(T, m[i + t] != 0, v0, d[i + t]);                 \
+            }                                                                       \
+        }                                                                           \
+        for (; i < hi; i++) {                                                       \
+            if (m[i]) d[i] = v0;                                                    \
+        }                                                                           \
+        return;                                                                     \
+    }                                                                               \
+    if (nv >= hi) {                                                                 \
+        for (; hi - i >= 8; i += 8) {                                               \
+            uint64_t w = ncl_mask_word(m + i);                                      \
+            int t;                                                                  \
+            if (w == 0) continue;                                                   \
+            if (ncl_mask_full(w)) {                                                 \
+                memcpy(d + i, v + i, 8 * sizeof(T));                                \
+                continue;                                                           \
+            }                                                                       \
+            for (t = 0; t < 8; t++) {                                               \
+                d[i + t] = NCL_SEL(T, m[i + t] != 0, v[i + t], d[i + t]);           \
+            }                                                                       \
+        }                                                                           \
+        for (; i < hi; i++) {                                                       \
+            if (m[i]) d[i] = v[i];                                                  \
+        }                                                                           \
+        return;                                                                     \
+    }                                                                               \
+    j = lo % nv;                                                                    \
+    for (; hi - i >= 8; i += 8) {                                                   \
+        uint64_t w = ncl_mask_word(m + i);                                          \
+        int t;                                                                      \
+        if (w == 0) {                                                               \
+            j += 8;                                                                 \
+            if (j >= nv) j %= nv;                                                   \
+            continue;                                                               \
+        }                                                                           \
+        for (t = 0; t < 8; t++) {                                                   \
+            d[i + t] = NCL_SEL(T, m[i + t] != 0, v[j], d[i + t]);                   \
+            j = j + 1 == nv ? 0 : j + 1;                                            \
+        }                                                                           \
+    }                                                                               \
+    for (; i < hi; i++) {                                                           \
+        if (m[i]) d[i] = v[j];                                                      \
+        j = j + 1 == nv ? 0 : j + 1;                                                \
+    }                                                                               \
+}
+
+/*
+ * compress along an axis: output rows r0..r1-1 of a (pre, count, row) copy
+ * of the (pre, S, row) source, row j of each block being source row idx[j].
+ */
+#define NCL_MASK_GATHER(NAME, SZ)                                                   \
+static void ncl_gather_##NAME(const char *s, char *d, const npy_intp *idx,          \
+                              npy_intp cnt, npy_intp S, npy_intp rowbytes,          \
+                              npy_intp r0, npy_intp r1)                             \
+{                                                                                   \
+    npy_intp p = r0 / cnt, j = r0 % cnt, r;                                         \
+    const char *blk = s + p * S * rowbytes;                                         \
+    for (r = r0; r < r1; r++) {                                                     \
+        memcpy(d + r * rowbytes, blk + idx[j] * rowbytes, SZ);                      \
+        if (++j == cnt) {                                                           \
+            j = 0;                                                                  \
+            blk += S * rowbytes;                                                    \
+        }                                                                           \
+    }                                                                               \
+}
+
+NCL_MASK_EXTRACT(1, ncl_w1)
+NCL_MASK_EXTRACT(2, ncl_w2)
+NCL_MASK_EXTRACT(4, ncl_w4)
+NCL_MASK_EXTRACT(8, ncl_w8)
+NCL_MASK_PLACE(1, ncl_w1)
+NCL_MASK_PLACE(2, ncl_w2)
+NCL_MASK_PLACE(4, ncl_w4)
+NCL_MASK_PLACE(8, ncl_w8)
+NCL_MASK_PUTMASK(1, ncl_w1)
+NCL_MASK_PUTMASK(2, ncl_w2)
+NCL_MASK_PUTMASK(4, ncl_w4)
+NCL_MASK_PUTMASK(8, ncl_w8)
+NCL_MASK_GATHER(1, 1)
+NCL_MASK_GATHER(2, 2)
+NCL_MASK_GATHER(4, 4)
+NCL_MASK_GATHER(8, 8)
+NCL_MASK_GATHER(any, rowbytes)
+
+/* itemsize -> kernel (sizes 1, 2, 4, 8) */
+static void ncl_extract_piece(int isz, const uint8_t *m, const char *s, char *d,
+                              npy_intp lo, npy_intp hi)
+{
+    switch (isz) {
+    case 1: ncl_extract_1(m, (const ncl_w1 *)s, (ncl_w1 *)d, lo, hi); break;
+    case 2: ncl_extract_2(m, (const ncl_w2 *)s, (ncl_w2 *)d, lo, hi); break;
+    case 4: ncl_extract_4(m, (const ncl_w4 *)s, (ncl_w4 *)d, lo, hi); break;
+    default: ncl_extract_8(m, (const ncl_w8 *)s, (ncl_w8 *)d, lo, hi); break;
+    }
+}
+
+static void ncl_place_piece(int isz, const uint8_t *m, const char *v, npy_intp nv, char *d,
+                            npy_intp lo, npy_intp hi, npy_intp j)
+{
+    switch (isz) {
+    case 1: ncl_place_1(m, (const ncl_w1 *)v, nv, (ncl_w1 *)d, lo, hi, j); break;
+    case 2: ncl_place_2(m, (const ncl_w2 *)v, nv, (ncl_w2 *)d, lo, hi, j); break;
+    case 4: ncl_place_4(m, (const ncl_w4 *)v, nv, (ncl_w4 *)d, lo, hi, j); break;
+    default: ncl_place_8(m, (const ncl_w8 *)v, nv, (ncl_w8 *)d, lo, hi, j); break;
+    }
+}
+
+static void ncl_putmask_piece(int isz, const uint8_t *m, const char *v, npy_intp nv, char *d,
+                              npy_intp lo, npy_intp hi)
+{
+    switch (isz) {
+    case 1: ncl_putmask_1(m, (const ncl_w1 *)v, nv, (ncl_w1 *)d, lo, hi); break;
+    case 2: ncl_putmask_2(m, (const ncl_w2 *)v, nv, (ncl_w2 *)d, lo, hi); break;
+    case 4: ncl_putmask_4(m, (const ncl_w4 *)v, nv, (ncl_w4 *)d, lo, hi); break;
+    default: ncl_putmask_8(m, (const ncl_w8 *)v, nv, (ncl_w8 *)d, lo, hi); break;
+    }
+}
+
+static void ncl_gather_piece(npy_intp rowbytes, const char *s, char *d, const npy_intp *idx,
+                             npy_intp cnt, npy_intp S, npy_intp r0, npy_intp r1)
+{
+    switch (rowbytes) {
+    case 1: ncl_gather_1(s, d, idx, cnt, S, 1, r0, r1); break;
+    case 2: ncl_gather_2(s, d, idx, cnt, S, 2, r0, r1); break;
+    case 4: ncl_gather_4(s, d, idx, cnt, S, 4, r0, r1); break;
+    case 8: ncl_gather_8(s, d, idx, cnt, S, 8, r0, r1); break;
+    default: ncl_gather_any(s, d, idx, cnt, S, rowbytes, r0, r1); break;
+    }
+}
+
+#endif
