@@ -58,7 +58,8 @@ cdef int _FORCECAST = cnp.NPY_ARRAY_FORCECAST
 # below these sizes (elements) a hook-free call goes straight to NumPy's C
 # function (set_small; measured: docs/mask.md)
 cdef npy_intp _small[4]
-_small[OP_PLACE] = _small[OP_PUTMASK] = _small[OP_COUNT] = 0
+_small[OP_PLACE] = _small[OP_PUTMASK] = 0       # nclx is faster at every size
+_small[OP_COUNT] = 16384                          # NumPy's SIMD count beats one thread
 
 
 def set_small(str op, npy_intp n):

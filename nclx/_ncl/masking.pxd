@@ -29,6 +29,7 @@ cdef struct mjob:
     npy_intp rowbytes         # gather: bytes of one row
     npy_intp total            # selected elements of the mask
     npy_intp piece            # elements per piece
+    npy_intp next             # the next task a thread of the team claims
     int isz                   # bytes per element
     int typenum               # NumPy type number of the data
     int npieces

@@ -28,6 +28,15 @@ from nclx._ncl.dtypes import fixed_width
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    /* the next chunk of tasks, for whichever thread of the team runs now: a
+     * thread the OS has not scheduled yet leaves its share to the others */
+    static inline npy_intp ncl_mask_claim(npy_intp *next, npy_intp chunk)
+    { return __atomic_fetch_add(next, chunk, __ATOMIC_RELAXED); }
+    """
+    npy_intp ncl_mask_claim(npy_intp *next, npy_intp chunk) nogil
+
 cdef extern from "ncl_mask.h" nogil:
     npy_intp ncl_mask_count(const unsigned char *m, npy_intp n)
     void ncl_extract_piece(int isz, const unsigned char *m, const char *s, char *d,
@@ -93,17 +102,25 @@ cdef inline npy_intp _hi(mjob *j, int p) noexcept nogil:
 
 cdef void _count_body(void *ctx, int tid, int nth) noexcept nogil:
     cdef mjob *j = <mjob *>ctx
-    cdef int p = tid
+    cdef int p = <int>ncl_mask_claim(&j.next, 1)
     while p < j.npieces:
         j.cnt[p] = ncl_mask_count(j.m + _lo(j, p), _hi(j, p) - _lo(j, p))
-        p += nth
+        p = <int>ncl_mask_claim(&j.next, 1)
 
 
 cdef void _team(mjob *j, void (*body)(void *, int, int) noexcept nogil, npy_intp tasks) noexcept nogil:
+    """Run body over the job's tasks: each thread claims tasks until none
+    is left."""
+    j.next = 0
     if j.want > 1 and tasks > 1:
         ncl_team_run(<int>min(<npy_intp>j.want, tasks), body, j)
     else:
         body(j, 0, 1)
+
+
+cdef inline npy_intp _chunk(npy_intp tasks, int nth) noexcept nogil:
+    """Tasks claimed at once: one for a few pieces, more for many rows."""
+    return max(<npy_intp>1, tasks // (PIECES_PER_THREAD * nth))
 
 
 cdef npy_intp mask_count(mjob *j) noexcept nogil:
@@ -127,39 +144,44 @@ cdef void _extract_body(void *ctx, int tid, int nth) noexcept nogil:
     # task t: piece t % npieces of row t // npieces (rows > 1: compress
     # along the last axis, every row selected by the same mask)
     cdef mjob *j = <mjob *>ctx
-    cdef npy_intp t, r, tasks = j.rows * j.npieces
+    cdef npy_intp t, t1, r, tasks = j.rows * j.npieces, chunk = _chunk(tasks, nth)
     cdef int p
-    t = tid
+    t = ncl_mask_claim(&j.next, chunk)
     while t < tasks:
-        r = t // j.npieces
-        p = <int>(t % j.npieces)
-        ncl_extract_piece(j.isz, j.m, j.src + r * j.srow,
-                          j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p))
-        t += nth
+        t1 = min(t + chunk, tasks)
+        while t < t1:
+            r = t // j.npieces
+            p = <int>(t % j.npieces)
+            ncl_extract_piece(j.isz, j.m, j.src + r * j.srow,
+                              j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p))
+            t += 1
+        t = ncl_mask_claim(&j.next, chunk)
 
 
 cdef void _gather_body(void *ctx, int tid, int nth) noexcept nogil:
     cdef mjob *j = <mjob *>ctx
-    cdef npy_intp rows = j.rows * j.total, per = (rows + nth - 1) // nth
-    cdef npy_intp r0 = min(<npy_intp>tid * per, rows), r1 = min(r0 + per, rows)
-    if r1 > r0:
-        ncl_gather_piece(j.rowbytes, j.src, j.dst, j.idx, j.total, j.srows, r0, r1)
+    cdef npy_intp rows = j.rows * j.total, chunk = _chunk(rows, nth)
+    cdef npy_intp r0 = ncl_mask_claim(&j.next, chunk)
+    while r0 < rows:
+        ncl_gather_piece(j.rowbytes, j.src, j.dst, j.idx, j.total, j.srows, r0,
+                         min(r0 + chunk, rows))
+        r0 = ncl_mask_claim(&j.next, chunk)
 
 
 cdef void _place_body(void *ctx, int tid, int nth) noexcept nogil:
     cdef mjob *j = <mjob *>ctx
-    cdef int p = tid
+    cdef int p = <int>ncl_mask_claim(&j.next, 1)
     while p < j.npieces:
         ncl_place_piece(j.isz, j.m, j.src, j.nv, j.dst, _lo(j, p), _hi(j, p), j.cnt[p] % j.nv)
-        p += nth
+        p = <int>ncl_mask_claim(&j.next, 1)
 
 
 cdef void _putmask_body(void *ctx, int tid, int nth) noexcept nogil:
     cdef mjob *j = <mjob *>ctx
-    cdef int p = tid
+    cdef int p = <int>ncl_mask_claim(&j.next, 1)
     while p < j.npieces:
         ncl_putmask_piece(j.isz, j.m, j.src, j.nv, j.dst, _lo(j, p), _hi(j, p))
-        p += nth
+        p = <int>ncl_mask_claim(&j.next, 1)
 
 
 # ------------------------------------- loop functions of the call slots
