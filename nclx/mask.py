@@ -10,7 +10,17 @@ nclx's kernels: each call walks the "mask" chains (python, funnel, kernel
 ``<op>_<dtype>``; the ledger records it as a "call" row) and splits across
 nclx's threads -- per-piece counts, a prefix sum, then every piece copies
 its own elements.  Other inputs go to NumPy's own function (docs/mask.md).
+``nclx.install()`` does not reach ``a[m]``, ``a[m] = v`` or NumPy's
+functions: NumPy offers no slot for them (docs/mask.md says what was
+measured).
 """
+import numpy as np
+
 from nclx._ncl.maskfuncs import compress, count, extract, place, putmask
 
-__all__ = ["compress", "count", "extract", "place", "putmask"]
+__all__ = ["compress", "count", "extract", "place", "putmask", "NUMPY_TWINS"]
+
+#: NumPy's functions and their nclx.mask twins (same arguments and results),
+#: for an ``__array_function__`` that routes them
+NUMPY_TWINS = {np.extract: extract, np.compress: compress, np.place: place,
+               np.putmask: putmask}

@@ -265,6 +265,7 @@ def test_dtypes_nclx_hands_to_numpy():
     check(M.count, np.count_nonzero, m.reshape(8, 5)[:, ::2])
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 def test_subclasses_go_through_numpy():
     a = np.ma.masked_array(np.arange(10.0), mask=np.arange(10) % 4 == 0)
     m = np.arange(10) % 3 == 0
@@ -388,3 +389,14 @@ def test_small_calls_go_to_numpy_with_the_same_results():
             maskfuncs.set_small(op, n)
     with pytest.raises(KeyError):
         maskfuncs.set_small("extract", 5)
+
+
+def test_numpy_twins_take_numpy_s_arguments():
+    a = values("int64", 50)
+    m = mask_of("random", 50)
+    assert set(M.NUMPY_TWINS) == {np.extract, np.compress, np.place, np.putmask}
+    for func, twin in M.NUMPY_TWINS.items():
+        if func in (np.place, np.putmask):
+            check(twin, func, a, m, [4, 5], writes=0)
+        else:
+            check(twin, func, m, a)

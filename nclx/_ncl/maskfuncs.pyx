@@ -47,7 +47,7 @@ _np_count = np.count_nonzero
 _place_c = _mu._place
 _putmask_c = _mu.putmask
 _count_c = _mu.count_nonzero
-#: what np.count_nonzero(a) returns: a Python int (NumPy 2.0-2.2), np.intp (2.3+)
+#: what np.count_nonzero(a) returns: a Python int on NumPy 2.0, np.intp on 2.3 and later
 _COUNT_TYPE = type(_count_c(np.zeros(1, dtype=bool)))
 
 cdef int _MASK = SUBSYSTEMS.index("mask")
@@ -125,9 +125,9 @@ def putmask(a, /, mask, values):
 
 def count(mask):
     """The number of nonzero elements of ``mask``, as
-    ``numpy.count_nonzero(mask)`` (the same value and type: a Python int on
-    NumPy 2.0-2.2, ``numpy.intp`` later).  nclx counts bool arrays; other
-    inputs go to NumPy.
+    ``numpy.count_nonzero(mask)``, of the type the running NumPy returns (a
+    Python int on NumPy 2.0, ``numpy.intp`` on 2.3 and later).  nclx counts
+    bool arrays; other inputs go to NumPy.
     """
     if _py_quiet():
         return _count(mask)
