@@ -126,11 +126,16 @@ cdef inline npy_intp _chunk(npy_intp tasks, int nth) noexcept nogil:
 
 
 cdef npy_intp mask_count(mjob *j) noexcept nogil:
-    """Count every piece (in parallel), turn the counts into each piece's
-    first output position (cnt[npieces] is the total) and return it."""
-    cdef int p
+    """Count every piece, turn the counts into each piece's first output
+    position (cnt[npieces] is the total) and return it.  Counting reads a
+    byte an element: below four times the threading threshold the calling
+    thread counts every piece itself (one team start less per call)."""
+    cdef int p, want = j.want
     cdef npy_intp run = 0, c
+    if j.n // 4 < _thread_min:
+        j.want = 1
     _team(j, _count_body, j.npieces)
+    j.want = want
     for p in range(j.npieces):
         c = j.cnt[p]
         j.cnt[p] = run
