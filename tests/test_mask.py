@@ -14,8 +14,9 @@ import nclx
 import nclx.mask as M
 from nclx._ncl import maskfuncs, masking, maskselect
 
+# "q"/"Q" (long long) are NumPy dtypes of their own sharing the 64-bit slots
 DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-          "float32", "float64"]
+          "float32", "float64", "q", "Q"]
 DENSITIES = ["none", "all", "random", "runs", "sparse"]
 
 
