@@ -269,3 +269,33 @@ def test_forked_child_after_the_team_ran():
     ok, threads = q.get(timeout=60)
     p.join(60)
     assert p.exitcode == 0 and ok and threads == 1
+
+
+def test_a_mask_changed_by_another_thread_mid_call_stays_in_bounds():
+    """The count pass sizes the output; a mask another Python thread flips
+    before the copy pass cannot make a piece write past its share (the
+    result is then racy, as NumPy's is, but memory stays intact)."""
+    masking.set_split(1, 4096)
+    n = 400_000
+    a = np.arange(n, dtype=np.float64)
+    m = np.zeros(n, bool)
+    m[::3] = True
+    stop = threading.Event()
+
+    def flip():
+        while not stop.is_set():
+            m[:] = True
+            m[::3] = False
+
+    t = threading.Thread(target=flip)
+    t.start()
+    try:
+        for _ in range(200):
+            r = M.extract(m, a)
+            assert r.ndim == 1 and r.dtype == a.dtype
+    finally:
+        stop.set()
+        t.join()
+    m[:] = False
+    m[::3] = True
+    assert M.extract(m, a).tobytes() == a[::3].tobytes()

@@ -40,7 +40,7 @@ cdef extern from *:
 cdef extern from "ncl_mask.h" nogil:
     npy_intp ncl_mask_count(const unsigned char *m, npy_intp n)
     void ncl_extract_piece(int isz, const unsigned char *m, const char *s, char *d,
-                           npy_intp lo, npy_intp hi)
+                           npy_intp lo, npy_intp hi, npy_intp cap)
     void ncl_place_piece(int isz, const unsigned char *m, const char *v, npy_intp nv, char *d,
                          npy_intp lo, npy_intp hi, npy_intp j)
     void ncl_putmask_piece(int isz, const unsigned char *m, const char *v, npy_intp nv, char *d,
@@ -160,7 +160,8 @@ cdef void _extract_body(void *ctx, int tid, int nth) noexcept nogil:
             r = t // j.npieces
             p = <int>(t % j.npieces)
             ncl_extract_piece(j.isz, j.m, j.src + r * j.srow,
-                              j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p))
+                              j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p),
+                              j.cnt[p + 1] - j.cnt[p])
             t += 1
         t = ncl_mask_claim(&j.next, chunk)
 

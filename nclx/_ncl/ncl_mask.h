@@ -84,16 +84,18 @@ static inline npy_intp ncl_mask_end(const uint8_t *m, npy_intp lo, npy_intp hi)
 }
 
 /*
- * extract: d[0:] = s[lo:hi][m[lo:hi] != 0].  Every element up to the last
- * selected one is stored at the next free slot before the slot advances, so
- * no store lands past the piece's own count: pieces write side by side.
+ * extract: d[0:] = s[lo:hi][m[lo:hi] != 0], at most cap elements (the count
+ * this piece had when the output was sized: a mask another thread changes
+ * meanwhile cannot make it write past its share).  Every element up to the
+ * last selected one is stored at the next free slot before the slot
+ * advances, so no store lands past the piece's own count either.
  */
 #define NCL_MASK_EXTRACT(NAME, T)                                                   \
 static void ncl_extract_##NAME(const uint8_t *m, const T *s, T *d,                  \
-                               npy_intp lo, npy_intp hi)                            \
+                               npy_intp lo, npy_intp hi, npy_intp cap)              \
 {                                                                                   \
     npy_intp i = lo, k = 0, end = ncl_mask_end(m, lo, hi);                          \
-    for (; end - i >= 8; i += 8) {                                                  \
+    for (; end - i >= 8 && cap - k >= 8; i += 8) {                                  \
         uint64_t w = ncl_mask_word(m + i);                                          \
         int j;                                                                      \
         if (w == 0) continue;                                                       \
@@ -107,7 +109,7 @@ static void ncl_extract_##NAME(const uint8_t *m, const T *s, T *d,              
             k += (m[i + j] != 0);                                                   \
         }                                                                           \
     }                                                                               \
-    for (; i < end; i++) {                                                          \
+    for (; i < end && k < cap; i++) {                                               \
         d[k] = s[i];                                                                \
         k += (m[i] != 0);                                                           \
     }                                                                               \
@@ -248,13 +250,13 @@ NCL_MASK_GATHER(any, rowbytes)
 
 /* itemsize -> kernel (sizes 1, 2, 4, 8) */
 static void ncl_extract_piece(int isz, const uint8_t *m, const char *s, char *d,
-                              npy_intp lo, npy_intp hi)
+                              npy_intp lo, npy_intp hi, npy_intp cap)
 {
     switch (isz) {
-    case 1: ncl_extract_1(m, (const ncl_w1 *)s, (ncl_w1 *)d, lo, hi); break;
-    case 2: ncl_extract_2(m, (const ncl_w2 *)s, (ncl_w2 *)d, lo, hi); break;
-    case 4: ncl_extract_4(m, (const ncl_w4 *)s, (ncl_w4 *)d, lo, hi); break;
-    default: ncl_extract_8(m, (const ncl_w8 *)s, (ncl_w8 *)d, lo, hi); break;
+    case 1: ncl_extract_1(m, (const ncl_w1 *)s, (ncl_w1 *)d, lo, hi, cap); break;
+    case 2: ncl_extract_2(m, (const ncl_w2 *)s, (ncl_w2 *)d, lo, hi, cap); break;
+    case 4: ncl_extract_4(m, (const ncl_w4 *)s, (ncl_w4 *)d, lo, hi, cap); break;
+    default: ncl_extract_8(m, (const ncl_w8 *)s, (ncl_w8 *)d, lo, hi, cap); break;
     }
 }
 
