@@ -94,16 +94,29 @@ static inline npy_intp ncl_mask_end(const uint8_t *m, npy_intp lo, npy_intp hi)
 static void ncl_extract_##NAME(const uint8_t *m, const T *s, T *d,                  \
                                npy_intp lo, npy_intp hi, npy_intp cap)              \
 {                                                                                   \
-    npy_intp i = lo, k = 0, end = ncl_mask_end(m, lo, hi);                          \
+    npy_intp i = lo, k = 0, end = ncl_mask_end(m, lo, hi), stop;                    \
+    int j;                                                                          \
+    while (end - i >= 8) {                                                          \
+        /* a block of at most 256 elements stores at most 256 */                   \
+        stop = end - i > 256 ? i + 256 : i + ((end - i) & ~(npy_intp)7);            \
+        if (cap - k < stop - i) break;                                              \
+        for (; i < stop; i += 8) {                                                  \
+            uint64_t w = ncl_mask_word(m + i);                                      \
+            if (w == 0) continue;                                                   \
+            if (ncl_mask_full(w)) {                                                 \
+                memcpy(d + k, s + i, 8 * sizeof(T));                                \
+                k += 8;                                                             \
+                continue;                                                           \
+            }                                                                       \
+            for (j = 0; j < 8; j++) {                                               \
+                d[k] = s[i + j];                                                    \
+                k += (m[i + j] != 0);                                               \
+            }                                                                       \
+        }                                                                           \
+    }                                                                               \
     for (; end - i >= 8 && cap - k >= 8; i += 8) {                                  \
         uint64_t w = ncl_mask_word(m + i);                                          \
-        int j;                                                                      \
         if (w == 0) continue;                                                       \
-        if (ncl_mask_full(w)) {                                                     \
-            memcpy(d + k, s + i, 8 * sizeof(T));                                    \
-            k += 8;                                                                 \
-            continue;                                                               \
-        }                                                                           \
         for (j = 0; j < 8; j++) {                                                   \
             d[k] = s[i + j];                                                        \
             k += (m[i + j] != 0);                                                   \
