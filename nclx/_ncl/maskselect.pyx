@@ -173,6 +173,10 @@ cdef object select_compress(object condition, object a, object axis, object out)
     if (out is None and ax < 0 and Sm < _small
             and mask_quiet(mask_slot(OP_EXTRACT, cnp.PyArray_TYPE(arr)))):
         return _np_compress(condition, a, axis=axis, out=out)
+    if ax >= 0:
+        # along an axis the condition is read three times (count, kept
+        # indices, rows): a private copy keeps them in step
+        c = c[:Sm].copy()
     mask_prepare(&j, OP_EXTRACT, arr_data(c), Sm, arr)
     if ax < 0:
         nd = 1
