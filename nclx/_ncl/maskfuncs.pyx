@@ -15,7 +15,7 @@ cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.masking cimport (mjob, mask_count, mask_slot, mask_quiet, mask_run, mask_prepare,
+from nclx._ncl.masking cimport (mjob, mask_slot, mask_quiet, mask_run, mask_prepare,
                                 arr_data, arr_overlap, arr_served, arg_plain,
                                 OP_PLACE, OP_PUTMASK, OP_COUNT, NOGIL_MIN)
 from nclx._ncl.maskselect cimport select_extract, select_compress

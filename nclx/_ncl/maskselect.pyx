@@ -3,9 +3,10 @@
 ``numpy.compress`` (with ``axis`` and ``out``) on nclx's kernels
 (nclx._ncl.masking).
 
-An exact ndarray of a fixed-width, native, aligned dtype with a number
-condition (nonzero: selected) is served here (a non-contiguous one is first copied in C order,
-as NumPy's ravel and take copy it); anything else goes to NumPy's function.
+An exact ndarray of a fixed-width, native, aligned dtype with a condition
+of numbers (nonzero: selected) is served here -- a non-contiguous one is
+first copied in C order, as NumPy's ravel and take copy it; anything else
+goes to NumPy's function.
 Where nclx's checks find an error -- a condition longer than its axis with a
 True past the end, an ``out`` of the wrong shape -- NumPy's function is
 called so that it raises its own exception.
@@ -14,7 +15,7 @@ cimport numpy as cnp
 from cpython.ref cimport Py_INCREF
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.masking cimport (mjob, mask_plan, mask_count, mask_slot, mask_quiet, mask_threads,
+from nclx._ncl.masking cimport (mjob, mask_slot, mask_quiet, mask_threads,
                                 mask_run, mask_select, mask_prepare, arr_data, arr_overlap,
                                 arr_served, arg_plain, OP_EXTRACT, NOGIL_MIN)
 
@@ -46,8 +47,9 @@ cdef cnp.ndarray _as_bool(cnp.ndarray c):
         return c.astype(bool)
     return None
 
+
 # below this many mask elements a hook-free flat selection goes to NumPy
-# (set_small; measured: docs/mask.md)
+# (set_small): none by default, nclx measured faster from 1 element (docs/mask.md)
 cdef npy_intp _small = 0
 
 
