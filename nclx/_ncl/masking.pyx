@@ -159,9 +159,10 @@ cdef void _extract_body(void *ctx, int tid, int nth) noexcept nogil:
         while t < t1:
             r = t // j.npieces
             p = <int>(t % j.npieces)
-            ncl_extract_piece(j.isz, j.m, j.src + r * j.srow,
-                              j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p),
-                              j.cnt[p + 1] - j.cnt[p])
+            if j.cnt[p + 1] > j.cnt[p]:         # a piece with nothing selected is done
+                ncl_extract_piece(j.isz, j.m, j.src + r * j.srow,
+                                  j.dst + r * j.drow + j.cnt[p] * j.isz, _lo(j, p), _hi(j, p),
+                                  j.cnt[p + 1] - j.cnt[p])
             t += 1
         t = ncl_mask_claim(&j.next, chunk)
 
@@ -197,6 +198,8 @@ cdef void _putmask_body(void *ctx, int tid, int nth) noexcept nogil:
 
 cdef void mask_select(mjob *j) noexcept nogil:
     """Copy the selected elements (rows) of the job, its counts known."""
+    if j.total == 0:
+        return
     if j.idx != NULL:
         _team(j, _gather_body, j.rows * j.total)
     else:
