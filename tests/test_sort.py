@@ -451,3 +451,25 @@ def test_descending_sorts_are_numpy_s(char, small):
                 goti = np.argsort(a, descending=True, stable=stable)
             assert got.tobytes() == ref.tobytes()
             assert goti.tobytes() == refi.tobytes()
+
+
+@needs_slots
+def test_probe_counts_its_own_thread_only():
+    """install()'s probe counts entry calls; another thread sorting at the
+    same time must not make it see extra calls (and give up on the sorts)."""
+    stop = threading.Event()
+    a = np.arange(1000.0)[::-1].copy()
+
+    def hammer():
+        while not stop.is_set():
+            np.sort(a)
+
+    with nclx.installed():
+        t = threading.Thread(target=hammer)
+        t.start()
+        try:
+            misses = [sorting._probe() for _ in range(20)]
+        finally:
+            stop.set()
+            t.join()
+    assert misses == [[]] * 20
