@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import nclx
+from nclx._ncl import sorting
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
 from nclx._ncl import policy
@@ -42,7 +43,10 @@ def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
                   if s[0] not in spec.NUMPY_LOOPS and s[0] not in spec.NCLX_ONLY]
     assert set(kernel_ops) <= set(before)
     n = nclx.install()
-    assert n == len(before)
+    sorts = sum(1 for stock, now in sorting.slots().values() if stock and stock != now)
+    methods = 26 if sorting.way_in() == "methods" else 0        # 13 DTypes x {sort, argsort}
+    assert n == len(before) + sorts + methods
+    assert sorts == (78 if sorting.reachable() == "" else 0)   # 13 types x 3 kinds x 2
     during = _snapshot()
     for k, (key, addr) in enumerate(before.items()):
         assert during[key] != addr

@@ -12,10 +12,10 @@ MODULES = ["numpy._core.tests.test_umath", "numpy._core.tests.test_ufunc",
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _run(with_nclx, tmp_path):
+def _run(with_nclx, tmp_path, modules=MODULES, select=None):
     args = [sys.executable, "-m", "pytest", "-q", "-rf", "-p", "no:cacheprovider",
             "-W", "ignore::DeprecationWarning", "-W", "ignore::PendingDeprecationWarning",
-            "--pyargs", *MODULES]
+            "--pyargs", *modules] + (["-k", select] if select else [])
     env = dict(os.environ)
     if with_nclx:
         args[3:3] = ["-s", "-p", "nclx_installed"]
@@ -38,5 +38,23 @@ def test_numpy_suites_pass_with_nclx_installed(tmp_path):
     assert "[nclx] installed" in out1, out1[-2000:]
     assert "every NumPy loop restored" in out1, out1[-2000:]
     assert passed1 > 5000, f"too few tests ran with nclx: {passed1}"
+    new = failed1 - failed0
+    assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
+
+
+#: NumPy's own tests of sorting (test_multiarray's sort, argsort, lexsort,
+#: partition and searchsorted classes and functions), run with nclx's Sort
+#: entries in the slots and thresholds low enough that they thread
+SORT_TESTS = "sort or Sort or partition or Partition or unique or median or percentile"
+
+
+@pytest.mark.numpy_suite
+def test_numpy_sort_tests_pass_with_nclx_installed(tmp_path):
+    mods = ["numpy._core.tests.test_multiarray"]
+    rc0, passed0, failed0, out0 = _run(False, tmp_path, mods, SORT_TESTS)
+    rc1, passed1, failed1, out1 = _run(True, tmp_path, mods, SORT_TESTS)
+    assert "[nclx] installed" in out1, out1[-2000:]
+    assert "every NumPy loop restored" in out1, out1[-2000:]
+    assert passed1 == passed0 and passed1 > 100, (passed0, passed1)
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"

@@ -337,13 +337,25 @@ def test_sort_in_forked_child():
     assert ok and p.exitcode == 0
 
 
+def _methods_now():
+    """NumPy 2.5+'s sort ArrayMethods, where nclx reaches them that way."""
+    if sorting.way_in() != "methods":
+        return {}
+    from nclx._ncl import sortmeth
+    return {k: v[1] for k, v in sortmeth.methods().items()}
+
+
 @needs_slots
 def test_uninstall_restores_every_slot():
     before = {k: v[1] for k, v in sorting.slots().items()}
+    meth_before = _methods_now()
     with nclx.installed():
         during = {k: v[1] for k, v in sorting.slots().items()}
+        meth_during = _methods_now()
     after = {k: v[1] for k, v in sorting.slots().items()}
     assert after == before
+    assert _methods_now() == meth_before
+    assert all(meth_during[k] != meth_before[k] for k in meth_before)
     assert all(during[k] != before[k] for k in before if before[k])
     nclx.install(sorts=False)
     try:
@@ -413,3 +425,51 @@ def test_hypothesis_floats_with_specials(spec, kind, pool):
     finally:
         sorting.threshold(t)
         sorting.min_run(m)
+
+
+def _has_descending():
+    try:
+        np.sort(np.arange(3), descending=True)
+    except TypeError:
+        return False
+    return True
+
+
+@needs_slots
+@pytest.mark.skipif(not _has_descending(), reason="this NumPy has no descending sorts (2.5+)")
+@pytest.mark.parametrize("char", CHARS)
+def test_descending_sorts_are_numpy_s(char, small):
+    for pattern in ("random", "few", "special"):
+        if pattern == "special" and np.dtype(char).kind != "f":
+            continue
+        a = _data(char, 1000, pattern, seed=11)
+        for stable in (False, True):
+            ref = np.sort(a, descending=True, stable=stable)
+            refi = np.argsort(a, descending=True, stable=stable)
+            with nclx.installed():
+                got = np.sort(a, descending=True, stable=stable)
+                goti = np.argsort(a, descending=True, stable=stable)
+            assert got.tobytes() == ref.tobytes()
+            assert goti.tobytes() == refi.tobytes()
+
+
+@needs_slots
+def test_probe_counts_its_own_thread_only():
+    """install()'s probe counts entry calls; another thread sorting at the
+    same time must not make it see extra calls (and give up on the sorts)."""
+    stop = threading.Event()
+    a = np.arange(1000.0)[::-1].copy()
+
+    def hammer():
+        while not stop.is_set():
+            np.sort(a)
+
+    with nclx.installed():
+        t = threading.Thread(target=hammer)
+        t.start()
+        try:
+            misses = [sorting._probe() for _ in range(20)]
+        finally:
+            stop.set()
+            t.join()
+    assert misses == [[]] * 20

@@ -108,7 +108,8 @@ def install(python_funnel=False, sorts=None):
     Returns
     -------
     int
-        Number of loops swapped by this call.
+        Number of NumPy function pointers (ufunc loops, sort slots)
+        swapped by this call.
     """
     if sorts not in (None, True, False):
         raise TypeError(f"install(sorts=...) takes None, True or False, not {sorts!r}")

@@ -6,9 +6,11 @@ import nclx
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
 from nclx._ncl import policy
+from nclx._ncl import sorting
 from nclx._ncl import spec
 
 _before = {}
+_sort_slots = {}
 
 
 def pytest_configure(config):
@@ -22,6 +24,11 @@ def pytest_configure(config):
     # the strictest setting: nclx's own kernels for every call, none of
     # NumPy's loops (which nclx would otherwise pick where they are faster)
     policy.prefer_everywhere(False)
+    _sort_slots.update({k: now for k, (_stock, now) in sorting.slots().items()})
+    # NumPy's sort tests use small arrays: let every sort of 64 elements or
+    # more take nclx's threaded path (runs of 16, the merge, the row batch)
+    sorting.threshold(64)
+    sorting.min_run(16)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
@@ -31,6 +38,11 @@ def pytest_configure(config):
 def pytest_unconfigure(config):
     nclx.uninstall()
     policy.reset_preferences()
+    sorting.threshold(1 << 15)
+    sorting.min_run(1 << 13)
+    moved = [k for k, (_stock, now) in sorting.slots().items() if _sort_slots[k] != now]
+    if moved:
+        raise RuntimeError(f"uninstall() left {len(moved)} sort slots changed: {moved[:5]}")
     changed = [k for k, addr in _before.items()
                if looptable.current_loop(spec.numpy_ufunc(k[0]), k[1]) != addr]
     if changed:

@@ -1,0 +1,364 @@
+# cython: wraparound=False, boundscheck=False
+"""NumPy 2.5's sorts through the Sort chains.
+
+From NumPy 2.5 on, ``np.sort``/``np.argsort`` of a built-in dtype call the
+DType's sort ArrayMethods (``sort_meth``/``argsort_meth``, stored right
+after the ArrFuncs in the DType's slot table), not the ArrFuncs slots.
+NumPy offers one public way to make such a method (``PyUFunc_AddLoopsFromSpecs``
+with "sort"/"argsort") and none to get the old one back, so this module:
+
+- reads NumPy's methods where they are stored, after checking the layout
+  (each is a ``numpy._ArrayMethod`` with one input and one output and a
+  loop getter; ``layout()`` says what it found; anything else refuses);
+- makes nclx's methods once with ``PyUFunc_AddLoopsFromSpecs`` and puts
+  NumPy's back at once;
+- ``swap_in``/``swap_out`` exchange the two pointers in the slot table.
+
+nclx's method asks NumPy's for its loop (its own ``get_strided_loop``) and
+runs ascending sorts (flags 0 and stable) through ``sorting.ncl_sort_via``:
+runs sorted by NumPy's loop on the team and merged; descending sorts and
+unknown flags are NumPy's loop, whole.  Built only against NumPy >= 2.4
+headers; used only where the ArrFuncs slots are bypassed.
+"""
+cimport numpy as cnp
+from cpython.ref cimport PyObject, Py_INCREF
+from libc.stdlib cimport malloc, free
+from libc.string cimport strcmp
+
+from nclx._ncl.ncl cimport npy_intp
+from nclx._ncl.sorting cimport ncl_sort_via
+import numpy as np
+
+from nclx._ncl import spec
+from nclx.errors import NclxInstallError
+
+cnp.import_array()
+cnp.import_ufunc()
+
+cdef extern from "numpy/dtype_api.h":
+    cdef struct PyArrayMethodObject_tag
+    ctypedef struct PyArray_DTypeMeta
+    ctypedef struct NpyAuxData:
+        void *free
+        void *clone
+    ctypedef struct PyArrayMethod_Context:
+        PyObject *caller
+        PyArrayMethodObject_tag *method
+        void **descriptors
+        void *parameters
+    ctypedef struct PyArrayMethod_SortParameters:
+        int flags
+    ctypedef int (*strided_loop_fn "PyArrayMethod_StridedLoop *")(
+        PyArrayMethod_Context *ctx, char **data, const npy_intp *dims, const npy_intp *strides,
+        NpyAuxData *aux) noexcept nogil
+    ctypedef struct PyType_Slot:
+        int slot
+        void *pfunc
+    ctypedef struct PyArrayMethod_Spec:
+        const char *name
+        int nin, nout
+        int casting
+        int flags
+        PyArray_DTypeMeta **dtypes
+        PyType_Slot *slots
+    ctypedef struct PyUFunc_LoopSlot:
+        const char *name
+        PyArrayMethod_Spec *spec
+    enum:
+        NPY_METH_resolve_descriptors
+        NPY_METH_get_loop
+        NPY_METH_strided_loop
+
+cdef extern from "numpy/ufuncobject.h":
+    int PyUFunc_AddLoopsFromSpecs(PyUFunc_LoopSlot *slots) except -1
+
+cdef extern from "numpy/arrayobject.h":
+    ctypedef struct PyArray_ArrFuncs
+    PyArray_ArrFuncs *PyDataType_GetArrFuncs(cnp.dtype descr)
+    enum:
+        NPY_SORT_STABLE
+
+cdef extern from *:
+    """
+    #include <numpy/dtype_api.h>
+    /* The head of NumPy 2.5's PyArrayMethodObject (array_method.h): what
+     * nclx reads of NumPy's own sort methods, checked by layout(). */
+    typedef struct {
+        PyObject_HEAD
+        char *name;
+        int nin, nout;
+        int casting;
+        int flags;
+        void *static_data;
+        void *resolve_descriptors_with_scalars;
+        void *resolve_descriptors;
+        PyArrayMethod_GetLoop *get_strided_loop;
+    } ncl_meth_head;
+    static PyArrayMethod_GetLoop *ncl_meth_get_loop(void *m) { return ((ncl_meth_head *)m)->get_strided_loop; }
+    static int ncl_meth_ok(void *m) {
+        ncl_meth_head *h = (ncl_meth_head *)m;
+        return m != NULL && strcmp(Py_TYPE((PyObject *)m)->tp_name, "numpy._ArrayMethod") == 0
+            && h->nin == 1 && h->nout == 1 && h->casting >= 0 && h->casting <= 4
+            && h->get_strided_loop != NULL && h->resolve_descriptors != NULL;
+    }
+    /* sort_meth / argsort_meth follow the ArrFuncs in the DType's slots */
+    static PyObject **ncl_meth_slots(PyArray_ArrFuncs *f) { return (PyObject **)((char *)f + sizeof(PyArray_ArrFuncs)); }
+    static void *ncl_dtypemeta(void *d) { return (void *)Py_TYPE((PyObject *)d); }
+    static int ncl_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
+    """
+    ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_refs,
+                                const npy_intp *strides, strided_loop_fn *out_loop,
+                                NpyAuxData **out_aux, int *flags) noexcept
+    get_loop_fn ncl_meth_get_loop(void *m) noexcept
+    int ncl_meth_ok(void *m) noexcept
+    PyObject **ncl_meth_slots(PyArray_ArrFuncs *f) noexcept
+    void *ncl_dtypemeta(void *d) noexcept
+    int ncl_descr_type(void *d) noexcept
+
+cdef enum:
+    NCHARS = 13
+
+CHARS = spec.NUMPY_CHAR_ORDER
+
+cdef PyObject *_numpy_meth[NCHARS][2]      # NumPy's sort / argsort methods
+cdef PyObject *_nclx_meth[NCHARS][2]       # nclx's
+cdef PyObject **_slot[NCHARS]              # where the DType keeps them
+cdef int _row_of_type[32]                  # type number -> row (c), -1 if none
+cdef int _made = 0
+cdef int _swapped = 0
+
+
+cdef struct meth_aux:
+    NpyAuxData base
+    strided_loop_fn loop          # NumPy's loop and its data
+    NpyAuxData *aux
+    int c
+    int arg
+
+
+cdef struct run_ctx:
+    meth_aux *a
+    PyArrayMethod_Context *ctx
+    const npy_intp *strides
+
+
+cdef void _aux_free(NpyAuxData *p) noexcept:
+    cdef meth_aux *a = <meth_aux *>p
+    if a.aux != NULL and a.aux.free != NULL:
+        (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
+    free(a)
+
+
+cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
+    """NumPy's loop on ``n`` elements at ``p`` (with the indices ``ip``)."""
+    cdef run_ctx *r = <run_ctx *>ctx
+    cdef char *data[2]
+    data[0] = p
+    data[1] = <char *>ip if ip != NULL else p
+    return r.a.loop(r.ctx, data, &n, r.strides, r.a.aux)
+
+
+cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
+               const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
+    cdef meth_aux *a = <meth_aux *>aux
+    cdef run_ctx r
+    cdef int flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
+    if flags != 0 and flags != NPY_SORT_STABLE:
+        return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
+    r.a = a
+    r.ctx = ctx
+    r.strides = strides
+    return ncl_sort_via(a.c, 2 if flags == NPY_SORT_STABLE else 0, data[0],
+                        <npy_intp *>data[1] if a.arg else NULL, dims[0], _run, &r)
+
+
+cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const npy_intp *strides,
+                   strided_loop_fn *out_loop, NpyAuxData **out_aux, int *flags,
+                   int arg) noexcept:
+    cdef int t = ncl_descr_type(ctx.descriptors[0])
+    cdef int c = _row_of_type[t] if 0 <= t < 32 else -1
+    cdef meth_aux *a
+    cdef PyArrayMethodObject_tag *mine = ctx.method
+    cdef int rc
+    if c < 0:
+        return -1
+    a = <meth_aux *>malloc(sizeof(meth_aux))
+    if a == NULL:
+        return -1
+    a.base.free = <void *>_aux_free
+    a.base.clone = NULL
+    a.c = c
+    a.arg = arg
+    a.aux = NULL
+    ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
+    rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
+                                                        &a.loop, &a.aux, flags)
+    ctx.method = mine
+    if rc < 0:
+        free(a)
+        return rc
+    out_loop[0] = _loop
+    out_aux[0] = &a.base
+    return 0
+
+
+cdef int _get_sort_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
+                        const npy_intp *strides, strided_loop_fn *out_loop,
+                        NpyAuxData **out_aux, int *flags) noexcept:
+    return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 0)
+
+
+cdef int _get_argsort_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
+                           const npy_intp *strides, strided_loop_fn *out_loop,
+                           NpyAuxData **out_aux, int *flags) noexcept:
+    return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 1)
+
+
+cdef int _resolve(void *self, void **dtypes, void **given, void **loop, npy_intp *view_offset,
+                  int arg) noexcept with gil:
+    """The loop's descriptors: the input's, in native byte order; argsort's
+    output is intp."""
+    try:
+        d = (<object>given[0]).newbyteorder("=")
+        loop[0] = <void *>d
+        Py_INCREF(d)
+        out = np.dtype(np.intp) if arg else d
+        loop[1] = <void *>out
+        Py_INCREF(out)
+    except BaseException:
+        return -1
+    return 0      # NPY_NO_CASTING
+
+
+cdef int _resolve_sort(void *self, void **dtypes, void **given, void **loop,
+                       npy_intp *view_offset) noexcept:
+    return _resolve(self, dtypes, given, loop, view_offset, 0)
+
+
+cdef int _resolve_argsort(void *self, void **dtypes, void **given, void **loop,
+                          npy_intp *view_offset) noexcept:
+    return _resolve(self, dtypes, given, loop, view_offset, 1)
+
+
+def layout():
+    """Whether NumPy keeps sort ArrayMethods where nclx reads them: '' when
+    every one of the 13 DTypes' sort and argsort methods checks out, else
+    what did not."""
+    cdef int c, w
+    cdef PyObject **slots
+    for c in range(32):
+        _row_of_type[c] = -1
+    for c in range(NCHARS):
+        dt = np.dtype(CHARS[c])
+        slots = ncl_meth_slots(PyDataType_GetArrFuncs(dt))
+        for w in range(2):
+            if not ncl_meth_ok(<void *>slots[w]):
+                return (f"NumPy {np.__version__}: no sort ArrayMethod of the known layout for "
+                        f"dtype {dt} ({'argsort' if w else 'sort'})")
+        _slot[c] = slots
+        _row_of_type[dt.num] = c
+    return ""
+
+
+def _make():
+    """Make nclx's methods (once); NumPy's stay in place."""
+    global _made
+    cdef int c, w
+    cdef PyArrayMethod_Spec spec_
+    cdef PyUFunc_LoopSlot loops[2]
+    cdef PyType_Slot slots[4]
+    cdef void *dtypes[2]
+    if _made:
+        return
+    why = layout()
+    if why:
+        raise NclxInstallError(why)
+    intp_dt = np.dtype(np.intp)
+    intp_meta = ncl_dtypemeta(<void *>intp_dt)
+    for c in range(NCHARS):
+        dt = np.dtype(CHARS[c])
+        for w in range(2):
+            _numpy_meth[c][w] = _slot[c][w]
+            Py_INCREF(<object>_numpy_meth[c][w])
+            dtypes[0] = ncl_dtypemeta(<void *>dt)
+            dtypes[1] = intp_meta if w else dtypes[0]
+            slots[0].slot = NPY_METH_resolve_descriptors
+            slots[0].pfunc = <void *>(_resolve_argsort if w else _resolve_sort)
+            slots[1].slot = NPY_METH_get_loop
+            slots[1].pfunc = <void *>(_get_argsort_loop if w else _get_sort_loop)
+            slots[2].slot = NPY_METH_strided_loop
+            slots[2].pfunc = <void *>_loop
+            slots[3].slot = 0
+            slots[3].pfunc = NULL
+            spec_.name = b"nclx_argsort" if w else b"nclx_sort"
+            spec_.nin = 1
+            spec_.nout = 1
+            spec_.casting = 0
+            spec_.flags = 0
+            spec_.dtypes = <PyArray_DTypeMeta **>dtypes
+            spec_.slots = slots
+            loops[0].name = b"argsort" if w else b"sort"
+            loops[0].spec = &spec_
+            loops[1].name = NULL
+            loops[1].spec = NULL
+            try:
+                PyUFunc_AddLoopsFromSpecs(loops)
+            finally:
+                # the call put nclx's method in the slot: keep it, put NumPy's back
+                if _slot[c][w] != _numpy_meth[c][w]:
+                    _nclx_meth[c][w] = _slot[c][w]
+                    Py_INCREF(<object>_nclx_meth[c][w])
+                    _slot[c][w] = _numpy_meth[c][w]
+            if _nclx_meth[c][w] == NULL:
+                raise NclxInstallError(f"NumPy did not take nclx's {'argsort' if w else 'sort'} "
+                                       f"method for dtype {dt}")
+    _made = 1
+
+
+def swap_in():
+    """nclx's sort methods in the 13 DTypes' slots; returns how many."""
+    global _swapped
+    cdef int c, w
+    _make()
+    if _swapped:
+        return 0
+    for c in range(NCHARS):
+        for w in range(2):
+            if _slot[c][w] != _numpy_meth[c][w]:
+                raise NclxInstallError(f"NumPy's {'argsort' if w else 'sort'} method for dtype "
+                                       f"{np.dtype(CHARS[c])} changed since nclx read it")
+    for c in range(NCHARS):
+        for w in range(2):
+            _slot[c][w] = _nclx_meth[c][w]
+    _swapped = 1
+    return 2 * NCHARS
+
+
+def swap_out():
+    """NumPy's methods back; returns (restored, foreign)."""
+    global _swapped
+    cdef int c, w
+    if not _swapped:
+        return 0, 0
+    foreign = 0
+    for c in range(NCHARS):
+        for w in range(2):
+            if _slot[c][w] != _nclx_meth[c][w]:
+                foreign += 1
+            _slot[c][w] = _numpy_meth[c][w]
+    _swapped = 0
+    return 2 * NCHARS, foreign
+
+
+def methods():
+    """{(type char, 'sort'|'argsort'): (NumPy's method, slot now)} as addresses."""
+    cdef int c, w
+    out = {}
+    if layout():
+        return out
+    for c in range(NCHARS):
+        for w in range(2):
+            out[(CHARS[c], "argsort" if w else "sort")] = (<size_t>_slot[c][w] if not _made
+                                                          else <size_t>_numpy_meth[c][w],
+                                                          <size_t>_slot[c][w])
+    return out
