@@ -16,6 +16,7 @@ methods or, for ndarray subclasses, through NumPy's own reductions.
 """
 import numpy as np
 
+from nclx import mask as _mask
 from nclx import sorting as _sorting
 from nclx import ufuncs as _nu
 from nclx._ncl import spec as _spec
@@ -224,30 +225,49 @@ def _handled(types):
                for t in types)
 
 
-_SORTS = {np.sort: _sorting.sort, np.argsort: _sorting.argsort}
+#: NumPy functions an NclxArray's ``__array_function__`` runs through nclx
+#: (the Sort and Mask chains), with the same arguments and results
+ROUTED = {np.sort: _sorting.sort, np.argsort: _sorting.argsort, **_mask.NUMPY_TWINS}
 
 
-def _sort(func, args, kwargs):
-    """np.sort / np.argsort of an nclx-aware ndarray (NclxArray) through
-    nclx.sort / nclx.argsort (the Sort chains), its type kept as NumPy keeps
-    a subclass's; NotImplemented for anything else."""
-    a = args[0] if args else kwargs.get("a")
-    if not (isinstance(a, np.ndarray) and getattr(type(a), "_nclx_plain_view", False)):
+def _own(x):
+    return isinstance(x, np.ndarray) and getattr(type(x), "_nclx_plain_view", False)
+
+
+def _routed(func, args, kwargs):
+    """``func`` (a key of ROUTED) on NclxArray operands through nclx's twin:
+    the operands as plain views (in-place functions write through them), an
+    array result in the first NclxArray's type as NumPy gives a subclass's,
+    ``out=`` given back as the object passed; NotImplemented when no operand
+    is an NclxArray."""
+    ops = list(args) + list(kwargs.values())
+    first = next((x for x in ops if _own(x)), None)
+    if first is None:
         return NotImplemented
-    if args:
-        args = (a.view(np.ndarray),) + tuple(args[1:])
-    else:
-        kwargs = dict(kwargs, a=a.view(np.ndarray))
-    result = _SORTS[func](*args, **kwargs)
-    return result.view(type(a)) if isinstance(result, np.ndarray) else result
+    plain = {}
+
+    def unwrap(x):
+        if _own(x):
+            v = x.view(np.ndarray)
+            plain[id(v)] = (v, x)
+            return v
+        return x
+
+    result = ROUTED[func](*[unwrap(x) for x in args], **{k: unwrap(v) for k, v in kwargs.items()})
+    if id(result) in plain and plain[id(result)][0] is result:
+        return plain[id(result)][1]            # out=: the very array passed
+    if type(result) is np.ndarray:
+        return result.view(type(first))
+    return result
 
 
 def array_function(func, types, args, kwargs, default):
     """The one nclx-aware ``__array_function__``: ``np.where(cond, x, y)``
     runs ``nclx.ufuncs.where`` (the Ternary chain: python-level hooks, the
-    ledger row ``where``, threads), ``np.sort`` / ``np.argsort`` of an
-    NclxArray run ``nclx.sort`` / ``nclx.argsort`` (the Sort chains); every
-    other NumPy function runs as it would without the override
+    ledger row ``where``, threads), ``np.sort``, ``np.argsort``,
+    ``np.extract``, ``np.compress``, ``np.place`` and ``np.putmask`` with an
+    NclxArray operand run their nclx twins (ROUTED: the Sort and Mask
+    chains); every other NumPy function runs as it would without the override
     (``default(func, types, args, kwargs)``); calls with a foreign array
     type return NotImplemented, so that type's own override is asked."""
     if not _handled(types):
@@ -256,8 +276,8 @@ def array_function(func, types, args, kwargs, default):
         result = _where(*args, **kwargs)
         if result is not NotImplemented:
             return result
-    if func in _SORTS:
-        result = _sort(func, args, kwargs)
+    if func in ROUTED:
+        result = _routed(func, args, kwargs)
         if result is not NotImplemented:
             return result
     return default(func, types, args, kwargs)

@@ -159,3 +159,40 @@ def test_nclx_array_is_not_foreign_to_other_nclx_types():
     assert aware.foreign((a,), {}) is False
     got = ns.full((3,), 1.0) + a
     assert np.asarray(got).tolist() == [1.0, 2.0, 3.0]
+
+
+def test_nclxarray_routes_mask_functions_through_the_mask_chain():
+    """np.extract / np.compress / np.place / np.putmask with an NclxArray
+    operand run nclx.mask's twins (python-level Mask chain), NumPy's results."""
+    import nclx.hooks as hooks
+    rng = np.random.default_rng(3)
+    plain = rng.standard_normal(1000)
+    cond = plain > 0
+    a = hooks.aware(plain.copy())
+    seen = []
+
+    def spy(c):
+        seen.append(c.ufunc.__name__)
+        return c.next()
+
+    with hooks.register("python", "mask", spy):
+        e = np.extract(cond, a)
+        c = np.compress(cond, a)
+        out = hooks.aware(np.empty(int(cond.sum())))
+        c2 = np.compress(cond, a, out=out)
+        b = hooks.aware(plain.copy())
+        np.place(b, cond, [7.0, 8.0])
+        d = hooks.aware(plain.copy())
+        np.putmask(d, cond, [1.0, 2.0, 3.0])
+    assert seen == ["extract", "compress", "compress", "place", "putmask"]
+    assert type(e) is hooks.NclxArray and type(c) is hooks.NclxArray
+    assert c2 is out
+    assert e.view(np.ndarray).tobytes() == np.extract(cond, plain).tobytes()
+    assert c.view(np.ndarray).tobytes() == np.compress(cond, plain).tobytes()
+    assert out.view(np.ndarray).tobytes() == np.compress(cond, plain).tobytes()
+    ref = plain.copy()
+    np.place(ref, cond, [7.0, 8.0])
+    assert b.view(np.ndarray).tobytes() == ref.tobytes()
+    ref = plain.copy()
+    np.putmask(ref, cond, [1.0, 2.0, 3.0])
+    assert d.view(np.ndarray).tobytes() == ref.tobytes()

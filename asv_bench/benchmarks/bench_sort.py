@@ -32,7 +32,7 @@ def _data(dtype, pattern, n):
 
 
 def _ratio(fn, n):
-    return alternating_ratio(fn, fn, nclx.uninstall, nclx.install, rounds=7 if n >= 10**6 else 15,
+    return alternating_ratio(fn, fn, nclx.uninstall, nclx.install, rounds=5 if n >= 10**6 else 15,
                              budget=0.02 if n >= 10**6 else 0.004)
 
 
@@ -119,4 +119,4 @@ class TwoHalves:
             b = a.copy()
             list(_POOL.map(lambda s: s.sort(kind=kind), (b[:h], b[h:])))
 
-        return alternating_ratio(lambda: np.sort(a, kind=kind), halves, rounds=7, budget=0.02)
+        return alternating_ratio(lambda: np.sort(a, kind=kind), halves, rounds=5, budget=0.02)

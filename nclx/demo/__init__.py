@@ -9,6 +9,7 @@ One module per section, run in this order by :func:`run`:
 5. ``checked``: integer overflow raises instead of wrapping
 5b. ``elementwise``: unary math, IsUnary, Ternary, Convert, threaded
 5c. ``sort``: np.sort / np.argsort on nclx's threads
+5d. ``mask``: boolean selection and assignment (nclx.mask), threaded
 6. ``dap``: a distributed array on MPI ranks (``run_dap_rank`` is one rank)
 7. ``heat``: the heat example's halo exchange on MPI ranks
 8. ``storage``: GDP-3 storages
@@ -18,8 +19,8 @@ One module per section, run in this order by :func:`run`:
 ``_common`` holds what they share: headings, the median timer, mpiexec.
 """
 import nclx
-from nclx.demo import (checked, dap, elementwise, heat, identical, install, ipc, sort, speed,
-                       storage, types, ufuncs)
+from nclx.demo import (checked, dap, elementwise, heat, identical, install, ipc, mask, sort,
+                       speed, storage, types, ufuncs)
 
 __all__ = ["run"]
 
@@ -31,7 +32,7 @@ def run():
           f"{', '.join(cfg['isa_builds'])}; running the {cfg['isa_selected']} build; "
           f"OpenMP {'on' if cfg['openmp'] else 'off'}")
     for show in (ufuncs.run, identical.run, speed.run, install.run, checked.run,
-                 elementwise.run, sort.run):
+                 elementwise.run, sort.run, mask.run):
         show()
     rc, mpiexec = dap.run()
     if mpiexec is not None:       # section 7 runs only where section 6 ran and passed
