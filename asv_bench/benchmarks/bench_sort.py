@@ -27,7 +27,7 @@ def _data(dtype, pattern, n):
     if pattern == "sorted":
         a.sort()
     elif pattern == "dups":
-        a = a[rng.integers(0, 100, n)]
+        a = a[rng.integers(0, min(100, n), n)]
     return a
 
 

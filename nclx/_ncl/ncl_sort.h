@@ -298,6 +298,38 @@ static npy_intp ncl_nan_start(int dt, const char *v, const npy_intp *idx, npy_in
     return lo;
 }
 
+/* 1 when v[0:n) is in order (NumPy's order: NaNs last); stops at the
+ * first descent, so unsorted data costs a few compares. */
+static int ncl_is_sorted(int dt, const char *v, npy_intp n)
+{
+    int r = 1;
+#define NCL_S(NAME, T) { const T *x = (const T *)v; \
+        for (npy_intp i = 1; i < n; i++) if (NCL_LT_##NAME(x[i], x[i - 1])) { r = 0; break; } }
+#define NCL_LT_bool NCL_LT_INT
+#define NCL_LT_int8 NCL_LT_INT
+#define NCL_LT_int16 NCL_LT_INT
+#define NCL_LT_int32 NCL_LT_INT
+#define NCL_LT_int64 NCL_LT_INT
+#define NCL_LT_uint8 NCL_LT_INT
+#define NCL_LT_uint16 NCL_LT_INT
+#define NCL_LT_uint32 NCL_LT_INT
+#define NCL_LT_uint64 NCL_LT_INT
+#define NCL_LT_float32 NCL_LT_FLT
+#define NCL_LT_float64 NCL_LT_FLT
+#define NCL_LT_float32nn NCL_LT_INT
+#define NCL_LT_float64nn NCL_LT_INT
+    NCL_SORT_SWITCH(dt, NCL_S)
+#undef NCL_S
+    return r;
+}
+
+/* 1 when idx[0:n) is 0..n-1 */
+static int ncl_is_iota(const npy_intp *idx, npy_intp n)
+{
+    for (npy_intp i = 0; i < n; i++) if (idx[i] != i) return 0;
+    return 1;
+}
+
 /* 1 when each run's first element is not below the previous run's last. */
 static int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const npy_intp *b,
                             int nruns)
