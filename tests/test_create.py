@@ -4,6 +4,7 @@ nclx adds -- ``align`` honoured, ``zeros`` really zero, memory that
 tracemalloc sees, ``touch``."""
 import copy
 import pickle
+import sys
 import tracemalloc
 import warnings
 
@@ -302,3 +303,23 @@ def test_piece_bytes_setting_is_checked():
             creating.set_piece_bytes(100)
     finally:
         assert creating.set_piece_bytes(old) == 8192
+
+
+def _rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/statm")
+@pytest.mark.parametrize("name", ["zeros", "empty", "zeros_like"])
+def test_no_pass_over_fresh_pages_unless_touch(name):
+    n = 100 << 17                               # 100 MiB of float64: fresh mmap'd pages
+    src = np.empty(n) if name == "zeros_like" else n
+    before = _rss()
+    a = getattr(nc, name)(src)
+    assert _rss() - before < (16 << 20)         # mapped, not written
+    del a
+    before = _rss()
+    a = getattr(nc, name)(src, touch=True)
+    assert _rss() - before > (90 << 20)         # every page written once
+    assert name == "empty" or not a.any()

@@ -204,9 +204,10 @@ def test_same_bytes_on_any_number_of_threads(threads, align):
             nc.empty(n, dt, align=align, touch=True)
 
 
-def test_threads_split_large_fresh_memory():
-    nclx.set_num_threads(2)
-    for n in (10**6, 3 * 10**6 + 7, 10**7):
+@pytest.mark.parametrize("threads", [2, 3, 7])
+def test_threads_split_large_fresh_memory(threads):
+    nclx.set_num_threads(threads)       # pieces of 4 MiB and more: huge-page bounds
+    for n in (10**6, 3 * 10**6 + 7, 10**7 + 3):
         assert (nc.full(n, 2.5) == 2.5).all()
         assert (nc.ones(n, np.int16) == 1).all()
         assert not nc.zeros(n, touch=True).any()

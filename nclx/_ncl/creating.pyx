@@ -65,6 +65,7 @@ cdef extern from "numpy/arrayobject.h":
 cdef enum:
     NPY_MAXDIMS = 64
     PAGE = 4096
+    HUGE = 2 << 20            # a transparent huge page (x86-64)
     NTYPES = 32               # NumPy's built-in type numbers are below this
 
 #: the call ops of the Create subsystem (spec.CALL_OPS), in this order
@@ -259,14 +260,16 @@ cdef inline void _pattern(char *p, npy_intp nbytes, const unsigned char *v,
 
 
 cdef inline npy_intp _bound(const piece_job *j, int t) noexcept nogil:
-    """Start of piece ``t``: the pieces' starts are page boundaries."""
-    cdef npy_intp raw, b
+    """Start of piece ``t``: the pieces' starts are page boundaries (huge
+    page boundaries when the pieces are large: a transparent huge page is
+    then faulted in, and placed, by one thread)."""
+    cdef npy_intp raw, b, g = HUGE if j.nbytes // j.pieces >= 2 * HUGE else PAGE
     if t <= 0:
         return 0
     if t >= j.pieces:
         return j.nbytes
     raw = <npy_intp>(<uintptr_t>j.p) + (j.nbytes // j.pieces) * t
-    b = ((raw + PAGE - 1) & ~(<npy_intp>PAGE - 1)) - <npy_intp>(<uintptr_t>j.p)
+    b = ((raw + g - 1) & ~(g - 1)) - <npy_intp>(<uintptr_t>j.p)
     return min(b, j.nbytes)
 
 
