@@ -211,7 +211,7 @@ ALIGNS = [1, 8, 16, 32, 64, 4096, 1 << 21]
 @pytest.mark.parametrize("name", MAKERS + LIKERS)
 def test_align_is_honoured_and_results_unchanged(name, align):
     for n in (0, 1, 1000, 100_003):
-        for dtype in ("int8", "float64", "complex128", "U3", ">i2"):
+        for dtype in ("int8", "float64", "complex128", "U3", ">i2", "(2,)i4", "i2,f8"):
             dt = np.dtype(dtype)
             if align < dt.alignment:
                 continue
@@ -294,6 +294,12 @@ def test_touch_and_align_with_a_foreign_like_say_so():
     with pytest.raises(TypeError, match="touch"):
         nc.empty_like(Foreign(), touch=True)
     assert nc.zeros_like([1.0, 2.0], align=64).ctypes.data % 64 == 0
+
+    class Backwards:
+        def __array_function__(self, func, types, args, kwargs):
+            return np.arange(10.0)[::-2]
+    r = nc.ones(5, like=Backwards(), align=64)      # NumPy's answer, aligned again: a copy
+    assert r.ctypes.data % 64 == 0 and r.strides == (-16,) and r.tolist() == [9, 7, 5, 3, 1]
 
 
 def test_piece_bytes_setting_is_checked():

@@ -145,10 +145,11 @@ cdef cnp.ndarray _buffer(npy_intp nbytes, npy_intp a, bint zeroed):
 
 cdef cnp.ndarray _on(cnp.ndarray buf, npy_intp a, npy_intp lo, type subtype, cnp.dtype descr,
                      int nd, npy_intp *dims, npy_intp *strides, int flags, object obj):
-    """An array of ``descr`` whose lowest byte (``lo`` from its data pointer)
-    is the first multiple of ``a`` in ``buf``; ``buf`` is its base."""
-    cdef uintptr_t p = <uintptr_t>cnp.PyArray_DATA(buf)
-    cdef char *data = <char *>((p + <uintptr_t>(a - 1)) & ~<uintptr_t>(a - 1)) - lo
+    """An array of ``descr`` in ``buf`` (its base), its data pointer a
+    multiple of ``a``; its lowest byte is ``lo`` (<= 0) from the data
+    pointer, and ``buf`` has room for ``a - 1`` bytes more than it spans."""
+    cdef uintptr_t p = <uintptr_t>cnp.PyArray_DATA(buf) - <uintptr_t>lo
+    cdef char *data = <char *>((p + <uintptr_t>(a - 1)) & ~<uintptr_t>(a - 1))
     Py_INCREF(descr)
     out = _new(<PyTypeObject *>subtype, <void *>descr, nd, dims, strides, data, flags,
                <PyObject *>obj if obj is not None else NULL)
@@ -173,12 +174,23 @@ cdef cnp.ndarray ncl_create_alloc(cnp.dtype descr, int nd, npy_intp *dims, npy_i
         if a == 0 or (<uintptr_t>cnp.PyArray_DATA(res)) % <uintptr_t>a == 0:
             return res
     cdef npy_intp zero[NPY_MAXDIMS]
+    cdef npy_intp full[NPY_MAXDIMS]
     cdef npy_intp *strides = NULL
     cdef int i
     for i in range(nd):
         if dims[i] == 0:        # NumPy's strides of an empty array are all 0
             memset(zero, 0, sizeof(zero))
             strides = zero
+    if strides != NULL and cnp.PyDataType_HASSUBARRAY(descr):
+        # given strides, NumPy would add the subarray's own: expand it here
+        base, sub = descr.subdtype
+        if nd + len(sub) > NPY_MAXDIMS:
+            raise ValueError(f"too many dimensions with dtype {descr}")
+        memcpy(full, dims, nd * sizeof(npy_intp))
+        for i in range(len(sub)):
+            full[nd + i] = sub[i]
+        return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, base, nd + len(sub), full, strides,
+                   cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
     return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, descr, nd, dims, strides,
                cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
 
@@ -338,6 +350,23 @@ cdef void ncl_create_numpy_way(char **args, const npy_intp *dims, const npy_intp
 
 # ------------------------------------------------------------ one Create call
 
+cdef bint _dense(cnp.ndarray arr) noexcept:
+    """``arr``'s elements fill [data, data + nbytes) exactly once."""
+    cdef int i
+    cdef npy_intp span
+    cdef npy_intp *dims = cnp.PyArray_DIMS(arr)
+    cdef npy_intp *strides = cnp.PyArray_STRIDES(arr)
+    if cnp.PyArray_IS_C_CONTIGUOUS(arr) or cnp.PyArray_IS_F_CONTIGUOUS(arr):
+        return True
+    span = cnp.PyArray_ITEMSIZE(arr)
+    for i in range(cnp.PyArray_NDIM(arr)):
+        if dims[i] > 1:
+            if strides[i] <= 0:
+                return False
+            span += strides[i] * (dims[i] - 1)
+    return span == cnp.PyArray_NBYTES(arr)
+
+
 cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bint touch,
                         bint write_zeros) except -1:
     """Run the Create call ``op`` on ``arr``'s data (contiguous in memory,
@@ -351,6 +380,9 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
     dims[0] = cnp.PyArray_SIZE(arr)
     if k < 0 or dims[0] == 0:
         return 0
+    if not _dense(arr):
+        raise RuntimeError("nclx.create: internal error: a new array that is not one "
+                           "block of memory")
     d.op = op
     d.touch = touch
     d.write_zeros = write_zeros

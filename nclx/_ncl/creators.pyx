@@ -150,6 +150,12 @@ cdef bint _scalar(object v):
         return False            # np.copyto raises NumPy's own error
 
 
+cdef bint _fits_int64(object v) noexcept:
+    cdef int overflow = 0
+    PyLong_AsLongLongAndOverflow(v, &overflow)
+    return not overflow
+
+
 cdef bint _int_in(long long v, char kind, npy_intp size) noexcept:
     if kind == b"b":
         return True
@@ -367,7 +373,6 @@ cpdef _ones(shape, dtype=None, order="C", device=None, like=None, align=None, to
 
 cpdef _full(shape, fill_value, dtype=None, order="C", device=None, like=None, align=None,
             touch=False):
-    cdef int overflow = 0
     if _foreign_like(like):
         return _delegate("full", np.full(shape, fill_value, dtype, order, device=device, like=like),
                          align, touch)
@@ -375,7 +380,7 @@ cpdef _full(shape, fill_value, dtype=None, order="C", device=None, like=None, al
         # NumPy: the dtype of np.asarray(fill_value), which then fills
         if type(fill_value) is float:
             dtype = _F64
-        elif type(fill_value) is int and (PyLong_AsLongLongAndOverflow(fill_value, &overflow), not overflow)[1]:
+        elif type(fill_value) is int and _fits_int64(fill_value):
             dtype = _I64
         elif type(fill_value) is bool:
             dtype = _BOOL
