@@ -1,18 +1,18 @@
 # cython: wraparound=False, boundscheck=False
-"""NCLib's Create subsystem: the kernels that fill a new array and the calls
-that run them (nclx.create is the public face).
+"""NCLib's Create subsystem: the kernels that write a new array and the call
+that runs them (nclx.create is the public face; nclx._ncl.allocating gets
+the memory from NumPy's allocator).
 
-An array is allocated by NumPy's own allocator (``PyArray_NewFromDescr``,
-``PyArray_Zeros``: NumPy's NEP 49 handler, tracemalloc, calloc for zeros);
-then, for the fixed-width dtypes, one call of the Create subsystem's call
-op -- ``empty``, ``zeros`` or ``full`` on one operand, the array's data --
+For nclx's fixed-width dtypes, one call of the Create subsystem's call op
+-- ``empty``, ``zeros`` or ``full`` on one operand, the array's data --
 runs through ``ncl_callop_run``: the ledger counts it and hooks may observe
 or replace it.  The kernels split the data in contiguous page-aligned
-ranges, one per thread of nclx's team, so each page is first written by the
-thread that owns its range (first touch places it on that thread's NUMA
-node):
+ranges (huge-page aligned when large), one per thread of nclx's team, so
+each page is first written by the thread that owns its range (first touch
+places it on that thread's NUMA node):
 
-- ``full`` writes the value's bytes;
+- ``full`` writes the value's bytes (converted once, as ``np.copyto(...,
+  casting='unsafe')`` converts it);
 - ``zeros`` writes nothing when the memory came from calloc (fresh pages of
   the OS are zero; a reused heap block calloc zeroed itself), zeros when it
   did not (``zeros_like`` of a subclass or of a non-contiguous prototype),
@@ -25,15 +25,15 @@ without ``touch`` skip the call entirely (nothing would be written).
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject, PyTypeObject, Py_INCREF
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memset, memcpy
-from libc.stdint cimport uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t, uintptr_t
+from libc.math cimport fabs
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CREATE
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_kernel_chain
 from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
-import operator
-
 import numpy as np
 
 from nclx._ncl.dtypes import DTYPES
@@ -47,23 +47,15 @@ cdef extern from *:
     static inline int ncl_create_nouser(const ncl_chain *c) {
         return __atomic_load_n(&c->nuser, __ATOMIC_ACQUIRE) == 0;
     }
-    static int ncl_add_overflow(npy_intp a, npy_intp b, npy_intp *out) {
-        return __builtin_add_overflow(a, b, out);
-    }
     """
-    bint ncl_add_overflow(npy_intp a, npy_intp b, npy_intp *out) noexcept
     bint ncl_create_nouser(const ncl_chain *c) noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     object _new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
                                        npy_intp *dims, npy_intp *strides, void *data,
                                        int flags, PyObject *obj)
-    object _zeros "PyArray_Zeros"(int nd, npy_intp *dims, void *descr, int fortran)
-    int _set_base "PyArray_SetBaseObject"(cnp.ndarray arr, PyObject *base) except -1
-    bint PyDataType_REFCHK(cnp.dtype)
 
 cdef enum:
-    NPY_MAXDIMS = 64
     PAGE = 4096
     HUGE = 2 << 20            # a transparent huge page (x86-64)
     NTYPES = 32               # NumPy's built-in type numbers are below this
@@ -75,10 +67,7 @@ OPS = ("empty", "zeros", "full")
 PIECE_BYTES = 1 << 20
 #: calls of at least this many bytes release the GIL
 NOGIL_BYTES = 1 << 16
-#: the largest ``align`` (bytes): a 1 GiB huge page
-MAX_ALIGN = 1 << 30
-
-cdef cnp.dtype _U8 = np.dtype(np.uint8)
+_copyto = np.copyto
 
 cdef npy_intp _piece_bytes = PIECE_BYTES
 cdef int _slots[3][NTYPES]      # op, NumPy type number -> call slot, or -1
@@ -109,122 +98,6 @@ cdef int ncl_create_slot(int op, cnp.dtype descr) noexcept:
     if t >= NTYPES or t < 0 or not cnp.PyArray_ISNBO(descr.byteorder):
         return -1
     return _slots[op][t]
-
-
-# ------------------------------------------------------------ the memory
-
-cdef npy_intp ncl_create_align(object align, cnp.dtype descr) except -1:
-    """``align`` checked: 0 (None) or a power of two in [dtype alignment, MAX_ALIGN]."""
-    if align is None:
-        return 0
-    if type(align) is bool or not hasattr(type(align), "__index__"):
-        raise TypeError(f"align must be an int (bytes) or None, not {type(align).__name__}")
-    a = operator.index(align)
-    if a < descr.alignment or a > MAX_ALIGN or a & (a - 1):
-        raise ValueError(f"align must be a power of two from the dtype's alignment "
-                         f"({descr.alignment} for {descr}) to {MAX_ALIGN}, got {a}")
-    if PyDataType_REFCHK(descr):
-        raise ValueError(f"align: dtype {descr} holds Python objects, which nclx does "
-                         "not place in memory of its own")
-    return a
-
-
-
-
-cdef cnp.ndarray _buffer(npy_intp nbytes, npy_intp a, bint zeroed):
-    """``nbytes`` bytes from NumPy's allocator (calloc when ``zeroed``) with
-    room to start at a multiple of ``a``."""
-    cdef npy_intp n
-    if ncl_add_overflow(nbytes, a - 1, &n):
-        raise MemoryError(f"cannot allocate {nbytes} bytes aligned to {a}")
-    Py_INCREF(_U8)
-    if zeroed:
-        return _zeros(1, &n, <void *>_U8, 0)
-    return _new(<PyTypeObject *>cnp.ndarray, <void *>_U8, 1, &n, NULL, NULL, 0, NULL)
-
-
-cdef cnp.ndarray _on(cnp.ndarray buf, npy_intp a, npy_intp lo, type subtype, cnp.dtype descr,
-                     int nd, npy_intp *dims, npy_intp *strides, int flags, object obj):
-    """An array of ``descr`` in ``buf`` (its base), its data pointer a
-    multiple of ``a``; its lowest byte is ``lo`` (<= 0) from the data
-    pointer, and ``buf`` has room for ``a - 1`` bytes more than it spans."""
-    cdef uintptr_t p = <uintptr_t>cnp.PyArray_DATA(buf) - <uintptr_t>lo
-    cdef char *data = <char *>((p + <uintptr_t>(a - 1)) & ~<uintptr_t>(a - 1))
-    Py_INCREF(descr)
-    out = _new(<PyTypeObject *>subtype, <void *>descr, nd, dims, strides, data, flags,
-               <PyObject *>obj if obj is not None else NULL)
-    Py_INCREF(buf)
-    _set_base(out, <PyObject *>buf)
-    return out
-
-
-cdef cnp.ndarray ncl_create_alloc(cnp.dtype descr, int nd, npy_intp *dims, npy_intp nbytes, int fortran,
-                        bint zeroed, npy_intp a, type subtype, object obj):
-    """A new C- or F-contiguous array (zeroed by calloc when ``zeroed``)."""
-    cdef cnp.ndarray res
-    if a == 0 or (a <= 16 and subtype is cnp.ndarray):
-        # malloc's alignment (16) may already be enough; a subclass is made
-        # once only (its __array_finalize__ runs once, as in NumPy)
-        Py_INCREF(descr)
-        if zeroed:
-            res = _zeros(nd, dims, <void *>descr, fortran)
-        else:
-            res = _new(<PyTypeObject *>subtype, <void *>descr, nd, dims, NULL, NULL, fortran,
-                       <PyObject *>obj if obj is not None else NULL)
-        if a == 0 or (<uintptr_t>cnp.PyArray_DATA(res)) % <uintptr_t>a == 0:
-            return res
-    cdef npy_intp zero[NPY_MAXDIMS]
-    cdef npy_intp full[NPY_MAXDIMS]
-    cdef npy_intp *strides = NULL
-    cdef int i
-    for i in range(nd):
-        if dims[i] == 0:        # NumPy's strides of an empty array are all 0
-            memset(zero, 0, sizeof(zero))
-            strides = zero
-    if strides != NULL and cnp.PyDataType_HASSUBARRAY(descr):
-        # given strides, NumPy would add the subarray's own: expand it here
-        base, sub = descr.subdtype
-        if nd + len(sub) > NPY_MAXDIMS:
-            raise ValueError(f"too many dimensions with dtype {descr}")
-        memcpy(full, dims, nd * sizeof(npy_intp))
-        for i in range(len(sub)):
-            full[nd + i] = sub[i]
-        return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, base, nd + len(sub), full, strides,
-                   cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
-    return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, descr, nd, dims, strides,
-               cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
-
-
-cdef cnp.ndarray ncl_create_realign(cnp.ndarray res, npy_intp a, bint zeroed, bint copy,
-                                    type subtype, object obj):
-    """``res`` again, its data starting at a multiple of ``a`` (same dtype,
-    shape and strides; type ``subtype``, whose __array_finalize__ sees
-    ``obj``; None: ``res``'s type, as it is when already aligned);
-    ``copy``: with ``res``'s values."""
-    cdef int i, nd = cnp.PyArray_NDIM(res)
-    cdef npy_intp lo = 0, hi, span
-    cdef npy_intp *dims = cnp.PyArray_DIMS(res)
-    cdef npy_intp *strides = cnp.PyArray_STRIDES(res)
-    cdef cnp.dtype descr = <cnp.dtype>cnp.PyArray_DESCR(res)
-    if subtype is None and (a == 0 or (<uintptr_t>cnp.PyArray_DATA(res)) % <uintptr_t>a == 0):
-        return res
-    if a == 0:
-        a = 1
-    hi = descr.itemsize
-    if cnp.PyArray_SIZE(res) == 0:
-        hi = 0
-    else:
-        for i in range(nd):
-            if strides[i] < 0:
-                lo += strides[i] * (dims[i] - 1)
-            else:
-                hi += strides[i] * (dims[i] - 1)
-    span = hi - lo
-    out = _on(_buffer(span, a, zeroed), a, lo, type(res) if subtype is None else subtype, descr,
-              nd, dims, strides, cnp.NPY_ARRAY_WRITEABLE, obj)
-    if copy:
-        cnp.PyArray_CopyInto(out, res)
-    return out
 
 
 # ------------------------------------------------------------------ kernels
@@ -401,6 +274,97 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
     else:
         ncl_callop_run(k, args, dims, steps, &d, ncl_create_kernel, ncl_create_numpy_way)
     return 0
+
+
+# ------------------------------------------------------------ the fill value
+
+cdef bint _scalar(object v):
+    if isinstance(v, cnp.ndarray):
+        return cnp.PyArray_NDIM(v) == 0
+    if isinstance(v, (int, float, complex, str, bytes, np.generic)):
+        return True
+    try:
+        return np.ndim(v) == 0
+    except Exception:
+        return False            # np.copyto raises NumPy's own error
+
+
+cdef bint _int_in(long long v, char kind, npy_intp size) noexcept:
+    if kind == b"b":
+        return True
+    if kind == b"u":
+        return v >= 0 and (size == 8 or v < (1LL << (8 * size)))
+    return size == 8 or (-(1LL << (8 * size - 1)) <= v < (1LL << (8 * size - 1)))
+
+
+cdef bint _value(object fill, cnp.dtype descr, unsigned char *out) except -1:
+    """``fill`` as one element of ``descr`` (a fixed-width native dtype),
+    converted as ``np.copyto(..., casting='unsafe')`` converts it; False
+    when ``fill`` is not a scalar (np.copyto broadcasts it)."""
+    cdef char kind = descr.kind
+    cdef npy_intp size = descr.itemsize
+    cdef int overflow = 0
+    cdef long long v
+    cdef double x
+    cdef float f
+    cdef cnp.ndarray one
+    cdef npy_intp n1 = 1
+    if type(fill) is bool:
+        v = fill is True
+        fill = int(v)
+    if type(fill) is int:
+        v = PyLong_AsLongLongAndOverflow(fill, &overflow)
+        if not overflow:
+            if kind == b"b":
+                out[0] = v != 0
+                return True
+            if kind == b"i" or kind == b"u":
+                if _int_in(v, kind, size):
+                    if size == 1:
+                        (<int8_t *>out)[0] = <int8_t>v
+                    elif size == 2:
+                        (<int16_t *>out)[0] = <int16_t>v
+                    elif size == 4:
+                        (<int32_t *>out)[0] = <int32_t>v
+                    else:
+                        (<int64_t *>out)[0] = <int64_t>v
+                    return True
+            elif kind == b"f" and -(1LL << 24) <= v <= (1LL << 24):
+                if size == 8:
+                    x = <double>v
+                    memcpy(out, &x, 8)
+                else:
+                    f = <float>v
+                    memcpy(out, &f, 4)
+                return True
+    elif type(fill) is float and kind == b"f":
+        x = fill
+        if size == 8:
+            memcpy(out, &x, 8)
+            return True
+        if fabs(x) <= 3.4028234663852886e38:   # FLT_MAX: no overflow in the cast
+            f = <float>x
+            memcpy(out, &f, 4)
+            return True
+    if not _scalar(fill):
+        return False
+    Py_INCREF(descr)
+    one = _new(<PyTypeObject *>cnp.ndarray, <void *>descr, 1, &n1, NULL, NULL, 0, NULL)
+    _copyto(one, fill, casting="unsafe")
+    memcpy(out, cnp.PyArray_DATA(one), size)
+    return True
+
+
+cdef object ncl_create_fill(cnp.ndarray res, object fill, bint touch):
+    """Fill ``res`` with ``fill`` as ``np.copyto(res, fill, casting='unsafe')``."""
+    cdef unsigned char value[8]
+    if cnp.PyArray_SIZE(res) == 0 or ncl_create_slot(2, <cnp.dtype>cnp.PyArray_DESCR(res)) < 0 \
+            or not _value(fill, <cnp.dtype>cnp.PyArray_DESCR(res), value):
+        _copyto(res, fill, casting="unsafe")
+    else:
+        ncl_create_run(res, 2, value, touch, False)
+    return res
+
 
 
 def set_piece_bytes(npy_intp nbytes):

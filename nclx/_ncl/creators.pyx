@@ -15,14 +15,13 @@ cimport numpy as cnp
 from cpython.ref cimport PyObject, PyTypeObject, Py_INCREF
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memcpy
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uintptr_t
-from libc.math cimport fabs
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CREATE
 from nclx._ncl.registry cimport ncl_python_chain
 from nclx._ncl.walk cimport ncl_chain_is_default
-from nclx._ncl.creating cimport (ncl_create_slot, ncl_create_run, ncl_create_align as _align,
-                                  ncl_create_alloc as _alloc, ncl_create_realign as _realign)
+from nclx._ncl.creating cimport ncl_create_slot, ncl_create_run, ncl_create_fill as _fill
+from nclx._ncl.allocating cimport ncl_alloc_align as _align, ncl_alloc as _alloc, \
+    ncl_alloc_realign as _realign
 import numpy as np
 
 from nclx._ncl.pychain import run_python_chain
@@ -42,9 +41,6 @@ cdef extern from *:
     bint ncl_nbytes(int nd, const npy_intp *dims, npy_intp size, npy_intp *out) noexcept
 
 cdef extern from "numpy/arrayobject.h":
-    object _new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
-                                       npy_intp *dims, npy_intp *strides, void *data,
-                                       int flags, PyObject *obj)
     object _new_like "PyArray_NewLikeArray"(cnp.ndarray proto, cnp.NPY_ORDER order,
                                             void *descr, int subok)
 
@@ -127,6 +123,12 @@ cdef int _order(object order, bint like) noexcept:
     return -1
 
 
+cdef bint _fits_int64(object v) noexcept:
+    cdef int overflow = 0
+    PyLong_AsLongLongAndOverflow(v, &overflow)
+    return not overflow
+
+
 cdef bint _plain(object a) noexcept:
     """An ndarray whose type keeps ndarray's ``__array_function__``."""
     return type(a) is cnp.ndarray or (isinstance(a, cnp.ndarray)
@@ -135,102 +137,6 @@ cdef bint _plain(object a) noexcept:
 
 cdef inline bint _foreign_like(object like):
     return like is not None and not _plain(like)
-
-
-# ------------------------------------------------------------ the fill value
-
-cdef bint _scalar(object v):
-    if isinstance(v, cnp.ndarray):
-        return cnp.PyArray_NDIM(v) == 0
-    if isinstance(v, (int, float, complex, str, bytes, np.generic)):
-        return True
-    try:
-        return np.ndim(v) == 0
-    except Exception:
-        return False            # np.copyto raises NumPy's own error
-
-
-cdef bint _fits_int64(object v) noexcept:
-    cdef int overflow = 0
-    PyLong_AsLongLongAndOverflow(v, &overflow)
-    return not overflow
-
-
-cdef bint _int_in(long long v, char kind, npy_intp size) noexcept:
-    if kind == b"b":
-        return True
-    if kind == b"u":
-        return v >= 0 and (size == 8 or v < (1LL << (8 * size)))
-    return size == 8 or (-(1LL << (8 * size - 1)) <= v < (1LL << (8 * size - 1)))
-
-
-cdef bint _value(object fill, cnp.dtype descr, unsigned char *out) except -1:
-    """``fill`` as one element of ``descr`` (a fixed-width native dtype),
-    converted as ``np.copyto(..., casting='unsafe')`` converts it; False
-    when ``fill`` is not a scalar (np.copyto broadcasts it)."""
-    cdef char kind = descr.kind
-    cdef npy_intp size = descr.itemsize
-    cdef int overflow = 0
-    cdef long long v
-    cdef double x
-    cdef float f
-    cdef cnp.ndarray one
-    cdef npy_intp n1 = 1
-    if type(fill) is bool:
-        v = fill is True
-        fill = int(v)
-    if type(fill) is int:
-        v = PyLong_AsLongLongAndOverflow(fill, &overflow)
-        if not overflow:
-            if kind == b"b":
-                out[0] = v != 0
-                return True
-            if kind == b"i" or kind == b"u":
-                if _int_in(v, kind, size):
-                    if size == 1:
-                        (<int8_t *>out)[0] = <int8_t>v
-                    elif size == 2:
-                        (<int16_t *>out)[0] = <int16_t>v
-                    elif size == 4:
-                        (<int32_t *>out)[0] = <int32_t>v
-                    else:
-                        (<int64_t *>out)[0] = <int64_t>v
-                    return True
-            elif kind == b"f" and -(1LL << 24) <= v <= (1LL << 24):
-                if size == 8:
-                    x = <double>v
-                    memcpy(out, &x, 8)
-                else:
-                    f = <float>v
-                    memcpy(out, &f, 4)
-                return True
-    elif type(fill) is float and kind == b"f":
-        x = fill
-        if size == 8:
-            memcpy(out, &x, 8)
-            return True
-        if fabs(x) <= 3.4028234663852886e38:   # FLT_MAX: no overflow in the cast
-            f = <float>x
-            memcpy(out, &f, 4)
-            return True
-    if not _scalar(fill):
-        return False
-    Py_INCREF(descr)
-    one = _new(<PyTypeObject *>cnp.ndarray, <void *>descr, 1, &n1, NULL, NULL, 0, NULL)
-    _copyto(one, fill, casting="unsafe")
-    memcpy(out, cnp.PyArray_DATA(one), size)
-    return True
-
-
-cdef object _fill(cnp.ndarray res, object fill, bint touch):
-    """Fill ``res`` with ``fill`` as ``np.copyto(res, fill, casting='unsafe')``."""
-    cdef unsigned char value[8]
-    if cnp.PyArray_SIZE(res) == 0 or ncl_create_slot(FULL, <cnp.dtype>cnp.PyArray_DESCR(res)) < 0 \
-            or not _value(fill, <cnp.dtype>cnp.PyArray_DESCR(res), value):
-        _copyto(res, fill, casting="unsafe")
-    else:
-        ncl_create_run(res, FULL, value, touch, False)
-    return res
 
 
 # ------------------------------------------------------------ the calls
