@@ -1,7 +1,8 @@
 # cython: wraparound=False, boundscheck=False
 """nclx.create's functions, compiled: NumPy's signatures and results, the
-arrays allocated by NumPy's own constructors (its allocator, calloc for
-zeros), filled by the Create subsystem's call (nclx._ncl.creating).
+arrays allocated by NumPy's own constructors (nclx._ncl.allocating: its
+allocator, calloc for zeros, alignment), written by the Create subsystem's
+call (nclx._ncl.creating).
 
 Arguments NumPy reads quickly here -- an int or a tuple/list of ints for a
 shape, a dtype, a type or a string for a dtype, order 'C'/'F' (and 'K'/'A'
