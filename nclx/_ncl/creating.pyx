@@ -62,9 +62,10 @@ cdef enum:
 
 #: the call ops of the Create subsystem (spec.CALL_OPS), in this order
 OPS = ("empty", "zeros", "full")
-#: a call writing fewer bytes stays on the calling thread; each further
-#: thread takes at least this many bytes (measured, docs/create.md)
-PIECE_BYTES = 1 << 20
+#: each thread of a Create call writes at least this many bytes: a call of
+#: fewer than twice as many stays on the calling thread (measured: 2 threads
+#: pay from about 200 KiB, docs/create.md)
+PIECE_BYTES = 128 << 10
 #: calls of at least this many bytes release the GIL
 NOGIL_BYTES = 1 << 16
 _copyto = np.copyto
