@@ -251,21 +251,23 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
     cdef npy_intp steps[1]
     cdef cnp.dtype descr = <cnp.dtype>cnp.PyArray_DESCR(arr)
     cdef int k = ncl_create_slot(op, descr)
-    dims[0] = cnp.PyArray_SIZE(arr)
-    if k < 0 or dims[0] == 0:
+    if k < 0:
         return 0
-    if not _dense(arr):
-        raise RuntimeError("nclx.create: internal error: a new array that is not one "
-                           "block of memory")
     d.op = op
     d.touch = touch
     d.write_zeros = write_zeros
-    if op == 2:
-        memcpy(d.value, value, descr.itemsize)
     if not _writes(&d) and ncl_create_nouser(_funnel) \
             and ncl_create_nouser(_kchains[op][descr.type_num]):
         return 0              # nothing to write, nobody watching (a checked()
                               # mode alone would change nothing here)
+    dims[0] = cnp.PyArray_SIZE(arr)
+    if dims[0] == 0:
+        return 0
+    if not _dense(arr):
+        raise RuntimeError("nclx.create: internal error: a new array that is not one "
+                           "block of memory")
+    if op == 2:
+        memcpy(d.value, value, descr.itemsize)
     dims[1] = dims[0]
     steps[0] = descr.itemsize
     args[0] = <char *>cnp.PyArray_DATA(arr)

@@ -1,4 +1,4 @@
-# cython: wraparound=False, boundscheck=False
+# cython: wraparound=False, boundscheck=False, binding=False, embedsignature=True, embedsignature.format=clinic
 """nclx.create's functions, compiled: NumPy's signatures and results, the
 arrays allocated by NumPy's own constructors (nclx._ncl.allocating: its
 allocator, calloc for zeros, alignment), written by the Create subsystem's
@@ -42,6 +42,10 @@ cdef extern from *:
     bint ncl_nbytes(int nd, const npy_intp *dims, npy_intp size, npy_intp *out) noexcept
 
 cdef extern from "numpy/arrayobject.h":
+    object _np_new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
+                                          npy_intp *dims, npy_intp *strides, void *data,
+                                          int flags, PyObject *obj)
+    object _np_zeros "PyArray_Zeros"(int nd, npy_intp *dims, void *descr, int fortran)
     object _new_like "PyArray_NewLikeArray"(cnp.ndarray proto, cnp.NPY_ORDER order,
                                             void *descr, int subok)
 
@@ -62,7 +66,7 @@ _copyto = np.copyto
 
 # ------------------------------------------------------------ the arguments
 
-cdef object _descr(object dtype):
+cdef inline object _descr(object dtype):
     """``dtype`` as NumPy's descr, or None: NumPy's function reads it."""
     if dtype is None or dtype is float:
         return _F64
@@ -83,7 +87,7 @@ cdef object _descr(object dtype):
     return None
 
 
-cdef int _dims(object shape, npy_intp *dims) except -2:
+cdef inline int _dims(object shape, npy_intp *dims) except -2:
     """Dimensions of an int or a tuple/list of ints >= 0, or -1."""
     cdef int overflow = 0, i, nd
     cdef long long v
@@ -109,7 +113,7 @@ cdef int _dims(object shape, npy_intp *dims) except -2:
     return nd
 
 
-cdef int _order(object order, bint like) noexcept:
+cdef inline int _order(object order, bint like) noexcept:
     """0 'C', 1 'F', 2 'A', 3 'K' ('A'/'K' for the _like functions), or -1."""
     if order is None or type(order) is not str:
         return -1
@@ -155,7 +159,14 @@ cdef object _make(int op, object shape, object fill, object dtype, object order,
         nd = _dims(shape, dims)
         if nd >= 0 and not ncl_nbytes(nd, dims, (<cnp.dtype>descr).itemsize, &nbytes):
             nd = -1
-    if nd >= 0:
+    if nd >= 0 and align is None:
+        Py_INCREF(descr)                # the constructors steal a reference
+        if op == ZEROS:
+            res = _np_zeros(nd, dims, <void *>descr, f)
+        else:
+            res = _np_new(<PyTypeObject *>cnp.ndarray, <void *>descr, nd, dims, NULL, NULL, f,
+                          NULL)
+    elif nd >= 0:
         res = _alloc(descr, nd, dims, nbytes, f, op == ZEROS, _align(align, descr), cnp.ndarray,
                      None)
     else:
