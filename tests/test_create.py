@@ -170,9 +170,12 @@ def test_full_values_explicit():
         for shape in (0, 3, (2, 3)):
             with np.errstate(all="warn"):
                 assert_same(*both("full", shape, value, dtype))
-    with np.errstate(invalid="raise"):
-        both("full", 4, np.nan, np.int64)
-        both("full_like", np.zeros(4, np.int64), np.nan)
+    with np.errstate(all="raise"):
+        for value, dtype in [(np.nan, np.int64), (1e-50, np.float32), (1e300, np.float32),
+                             (1e-39, np.float32), (-3.5e38, np.float32), (2**70, np.float64),
+                             (0.1, np.float32), (-0.0, np.float32)]:
+            assert_same(*both("full", 4, value, dtype))
+            assert_same(*both("full_like", np.zeros(4, dtype), value))
 
 
 BAD_SHAPES = [-1, 2.0, "3", None, (2, -1), 2**70, (2**40, 2**40), (2**31,) * 3, [2, None],
@@ -302,13 +305,16 @@ def test_touch_and_align_with_a_foreign_like_say_so():
     assert r.ctypes.data % 64 == 0 and r.strides == (-16,) and r.tolist() == [9, 7, 5, 3, 1]
 
 
-def test_piece_bytes_setting_is_checked():
-    old = creating.set_piece_bytes(8192)
+def test_thresholds_setting_is_checked():
+    old = creating.set_thresholds(8192, 0)
     try:
-        with pytest.raises(ValueError, match="piece bytes"):
-            creating.set_piece_bytes(100)
+        with pytest.raises(ValueError, match="piece_bytes"):
+            creating.set_thresholds(100)
+        with pytest.raises(ValueError, match="cold_bytes"):
+            creating.set_thresholds(cold_bytes=-1)
     finally:
-        assert creating.set_piece_bytes(old) == 8192
+        assert creating.set_thresholds(*old) == (8192, 0)
+    assert old == (creating.PIECE_BYTES, creating.COLD_BYTES)
 
 
 def _rss():

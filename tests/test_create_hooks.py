@@ -26,11 +26,11 @@ OPS = {"empty": "empty", "zeros": "zeros", "ones": "full", "full": "full",
 @pytest.fixture(autouse=True)
 def clean():
     threads = nclx.get_num_threads()
-    pieces = creating.set_piece_bytes(creating.PIECE_BYTES)
+    thresholds = creating.set_thresholds(creating.PIECE_BYTES, 0)   # split whenever large
     hooks.reset()
     yield
     hooks.reset()
-    creating.set_piece_bytes(pieces)
+    creating.set_thresholds(*thresholds)
     nclx.set_num_threads(threads)
 
 
@@ -190,7 +190,7 @@ SIZES_BYTES = [4096 * k + d for k in (1, 2, 3, 5, 8, 17) for d in (-8, 0, 8)]
 @pytest.mark.parametrize("align", [None, 4096, 64])
 def test_same_bytes_on_any_number_of_threads(threads, align):
     nclx.set_num_threads(threads)
-    creating.set_piece_bytes(4096)              # every thread gets a piece here
+    creating.set_thresholds(4096)               # every thread gets a piece here
     for nbytes in SIZES_BYTES:
         for dt, value in (("float64", -1.25), ("int8", 7), ("uint16", 0xABCD), ("bool", True),
                           ("float32", np.float32(3.3)), ("int64", 0)):
@@ -211,6 +211,15 @@ def test_threads_split_large_fresh_memory(threads):
         assert (nc.full(n, 2.5) == 2.5).all()
         assert (nc.ones(n, np.int16) == 1).all()
         assert not nc.zeros(n, touch=True).any()
+
+
+def test_default_thresholds_around_the_cold_size():
+    creating.set_thresholds(creating.PIECE_BYTES, creating.COLD_BYTES)
+    nclx.set_num_threads(2)
+    for nbytes in (creating.COLD_BYTES - 8, creating.COLD_BYTES, creating.COLD_BYTES + 4104):
+        for _ in range(2):                      # a sleeping team, then a spinning one
+            a = nc.full(nbytes // 8, -7.0)
+            assert a.shape == (nbytes // 8,) and (a == -7.0).all()
 
 
 def _child_fills():

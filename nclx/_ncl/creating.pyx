@@ -47,8 +47,19 @@ cdef extern from *:
     static inline int ncl_create_nouser(const ncl_chain *c) {
         return __atomic_load_n(&c->nuser, __ATOMIC_ACQUIRE) == 0;
     }
+    #include <time.h>
+    static inline int64_t ncl_now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    static inline int64_t ncl_load_i64(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+    static inline void ncl_store_i64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
     """
     bint ncl_create_nouser(const ncl_chain *c) noexcept nogil
+    int64_t ncl_now_ns() noexcept nogil
+    int64_t ncl_load_i64(int64_t *p) noexcept nogil
+    void ncl_store_i64(int64_t *p, int64_t v) noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     object _new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
@@ -66,11 +77,20 @@ OPS = ("empty", "zeros", "full")
 #: fewer than twice as many stays on the calling thread (measured: 2 threads
 #: pay from about 200 KiB, docs/create.md)
 PIECE_BYTES = 128 << 10
+#: a team that ran less than this long ago still spins (OpenMP's workers
+#: spin a few ms before they sleep); waking a sleeping one took 0.2 ms
+#: (median) to 8 ms on the 2-core VM, so then only calls of COLD_BYTES and
+#: more are split (measured, docs/create.md)
+WARM_NS = 2_000_000
+COLD_BYTES = 32 << 20
 #: calls of at least this many bytes release the GIL
 NOGIL_BYTES = 1 << 16
 _copyto = np.copyto
 
 cdef npy_intp _piece_bytes = PIECE_BYTES
+cdef npy_intp _cold_bytes = COLD_BYTES
+cdef int64_t _warm_ns = WARM_NS
+cdef int64_t _warm_until = 0    # ncl_now_ns() until which the team spins
 cdef int _slots[3][NTYPES]      # op, NumPy type number -> call slot, or -1
 cdef ncl_chain *_kchains[3][NTYPES]     # ... -> the slot's kernel chain
 cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CREATE)
@@ -202,12 +222,15 @@ cdef void _run(char **args, const npy_intp *dims, const npy_intp *steps, void *d
     want = 1
     if threads > 1 and (<uintptr_t>j.p) % <uintptr_t>j.itemsize == 0:
         want = <int>min(<npy_intp>min(threads, MAX_THREADS), j.nbytes // _piece_bytes)
+        if want > 1 and j.nbytes < _cold_bytes and ncl_now_ns() > ncl_load_i64(&_warm_until):
+            want = 1          # the team sleeps: waking it costs more than it saves
     if want <= 1:
         j.pieces = 1
         _piece(&j, 0, j.nbytes)
     else:
         j.pieces = want
         ncl_team_run(want, _team_body, &j)
+        ncl_store_i64(&_warm_until, ncl_now_ns() + _warm_ns)
 
 
 cdef void ncl_create_kernel(char **args, const npy_intp *dims, const npy_intp *steps,
@@ -345,7 +368,9 @@ cdef bint _value(object fill, cnp.dtype descr, unsigned char *out) except -1:
         if size == 8:
             memcpy(out, &x, 8)
             return True
-        if fabs(x) <= 3.4028234663852886e38:   # FLT_MAX: no overflow in the cast
+        if x == 0 or 1.1754943508222875e-38 <= fabs(x) <= 3.4028234663852886e38:
+            # FLT_MIN..FLT_MAX: a rounding, no overflow or underflow flag that
+            # np.errstate could turn into an error
             f = <float>x
             memcpy(out, &f, 4)
             return True
@@ -370,12 +395,18 @@ cdef object ncl_create_fill(cnp.ndarray res, object fill, bint touch):
 
 
 
-def set_piece_bytes(npy_intp nbytes):
-    """Set the bytes each thread of a Create call takes at least (for the
-    benchmarks and tests); returns the previous value."""
-    global _piece_bytes
-    if nbytes < PAGE:
-        raise ValueError(f"piece bytes must be at least {PAGE}, got {nbytes}")
-    old = _piece_bytes
-    _piece_bytes = nbytes
+def set_thresholds(piece_bytes=None, cold_bytes=None):
+    """Set the bytes each thread of a Create call writes at least and the
+    size from which a call wakes a sleeping team (None: unchanged); returns
+    the previous pair.  For the benchmarks and tests."""
+    global _piece_bytes, _cold_bytes
+    old = (_piece_bytes, _cold_bytes)
+    if piece_bytes is not None:
+        if piece_bytes < PAGE:
+            raise ValueError(f"piece_bytes must be at least {PAGE}, got {piece_bytes}")
+        _piece_bytes = piece_bytes
+    if cold_bytes is not None:
+        if cold_bytes < 0:
+            raise ValueError(f"cold_bytes must be at least 0, got {cold_bytes}")
+        _cold_bytes = cold_bytes
     return old
