@@ -222,8 +222,10 @@ cdef void _run(char **args, const npy_intp *dims, const npy_intp *steps, void *d
     want = 1
     if threads > 1 and (<uintptr_t>j.p) % <uintptr_t>j.itemsize == 0:
         want = <int>min(<npy_intp>min(threads, MAX_THREADS), j.nbytes // _piece_bytes)
-        if want > 1 and j.nbytes < _cold_bytes and ncl_now_ns() > ncl_load_i64(&_warm_until):
+        if want > 1 and not j.d.touch and j.nbytes < _cold_bytes \
+                and ncl_now_ns() > ncl_load_i64(&_warm_until):
             want = 1          # the team sleeps: waking it costs more than it saves
+                              # (touch asks for the team's pages: it wakes it)
     if want <= 1:
         j.pieces = 1
         _piece(&j, 0, j.nbytes)
