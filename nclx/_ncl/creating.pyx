@@ -78,11 +78,12 @@ OPS = ("empty", "zeros", "full")
 #: pay from about 200 KiB, docs/create.md)
 PIECE_BYTES = 128 << 10
 #: a team that ran less than this long ago still spins (OpenMP's workers
-#: spin a few ms before they sleep); waking a sleeping one took 0.2 ms
-#: (median) to 8 ms on the 2-core VM, so then only calls of COLD_BYTES and
-#: more are split (measured, docs/create.md)
+#: spin a few ms before they sleep); a sleeping one is woken only for calls
+#: of COLD_BYTES and more (waking took about 50 us on the idle 2-core VM,
+#: where 2 threads then paid from 2 MiB; ms when other jobs load it:
+#: docs/create.md)
 WARM_NS = 2_000_000
-COLD_BYTES = 32 << 20
+COLD_BYTES = 4 << 20
 #: calls of at least this many bytes release the GIL
 NOGIL_BYTES = 1 << 16
 _copyto = np.copyto
