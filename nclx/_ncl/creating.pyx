@@ -79,11 +79,11 @@ OPS = ("empty", "zeros", "full")
 PIECE_BYTES = 128 << 10
 #: a team that ran less than this long ago still spins (OpenMP's workers
 #: spin a few ms before they sleep); a sleeping one is woken only for calls
-#: of COLD_BYTES and more (waking took about 50 us on the idle 2-core VM,
-#: where 2 threads then paid from 2 MiB; ms when other jobs load it:
-#: docs/create.md)
+#: of COLD_BYTES and more: waking took about 50 us on the idle 2-core VM
+#: (2 threads then paid from 2 MiB) but up to 8 ms while other jobs loaded
+#: it, which a call of 16 MiB (1.5 ms or more) can absorb (docs/create.md)
 WARM_NS = 2_000_000
-COLD_BYTES = 4 << 20
+COLD_BYTES = 16 << 20
 #: calls of at least this many bytes release the GIL
 NOGIL_BYTES = 1 << 16
 _copyto = np.copyto
