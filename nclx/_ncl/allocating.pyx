@@ -61,8 +61,6 @@ cdef npy_intp ncl_alloc_align(object align, cnp.dtype descr) except -1:
     return a
 
 
-
-
 cdef cnp.ndarray _buffer(npy_intp nbytes, npy_intp a, bint zeroed):
     """``nbytes`` bytes from NumPy's allocator (calloc when ``zeroed``) with
     room to start at a multiple of ``a``."""
@@ -92,7 +90,9 @@ cdef cnp.ndarray _on(cnp.ndarray buf, npy_intp a, npy_intp lo, type subtype, cnp
 
 cdef cnp.ndarray ncl_alloc(cnp.dtype descr, int nd, npy_intp *dims, npy_intp nbytes, int fortran,
                         bint zeroed, npy_intp a, type subtype, object obj):
-    """A new C- or F-contiguous array (zeroed by calloc when ``zeroed``)."""
+    """A new C- or F-contiguous array of type ``subtype`` (its
+    __array_finalize__ sees ``obj``), its data a multiple of ``a`` (0: as
+    NumPy's allocator gives it); ``zeroed`` (an ndarray only): by calloc."""
     cdef cnp.ndarray res
     if a == 0 or (a <= 16 and subtype is cnp.ndarray):
         # malloc's alignment (16) may already be enough; a subclass is made
