@@ -98,6 +98,7 @@ def _protos():
     yield 4.5
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 @pytest.mark.parametrize("name", LIKERS)
 def test_like_functions_equal_numpy(name):
     for proto in _protos():
@@ -182,6 +183,7 @@ BAD_SHAPES = [-1, 2.0, "3", None, (2, -1), 2**70, (2**40, 2**40), (2**31,) * 3, 
               np.array([[2]]), True, (1,) * 65, object()]
 
 
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
 @pytest.mark.parametrize("name", MAKERS)
 def test_bad_shapes_dtypes_orders_raise_numpys_errors(name):
     for shape in BAD_SHAPES:

@@ -65,6 +65,15 @@ def test_ledger_has_one_create_row_per_call(name):
     assert rows == sorted((OPS[name], (dt,), 1000, 1, "call", "create") for dt in FIXED)
 
 
+def test_a_subarray_dtype_is_served_as_its_base():
+    with nclx.ledger.recording() as led:
+        a = nc.full(4, 1.5, "(2,)f4")
+        b = nc.zeros_like(np.ones(3), dtype="(2,)i2")
+    assert a.shape == (4, 2) and (a == 1.5).all() and b.shape == (3, 2) and not b.any()
+    assert sorted((r.op, r.dtypes, r.elements) for r in led.records()) == \
+        [("full", ("float32",), 8), ("zeros", ("int16",), 6)]
+
+
 def test_ledger_rows_beside_other_subsystems():
     with nclx.ledger.recording() as led:
         a = nc.full(100_000, 2.0)
