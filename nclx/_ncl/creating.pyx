@@ -54,7 +54,9 @@ cdef extern from *:
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     }
     static inline int64_t ncl_load_i64(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-    static inline void ncl_store_i64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    static inline void ncl_store_i64(int64_t *p, int64_t v) {
+        __atomic_store_n(p, v, __ATOMIC_RELAXED);
+    }
     """
     bint ncl_create_nouser(const ncl_chain *c) noexcept nogil
     int64_t ncl_now_ns() noexcept nogil
@@ -192,7 +194,8 @@ cdef void _piece(const piece_job *j, npy_intp lo, npy_intp hi) noexcept nogil:
     else:
         # one byte per page (and the range's first): the page is mapped here
         j.p[lo] = 0
-        q = ((<npy_intp>(<uintptr_t>(j.p + lo)) + PAGE) & ~(<npy_intp>PAGE - 1)) - <npy_intp>(<uintptr_t>j.p)
+        q = (((<npy_intp>(<uintptr_t>(j.p + lo)) + PAGE) & ~(<npy_intp>PAGE - 1))
+             - <npy_intp>(<uintptr_t>j.p))
         while q < hi:
             j.p[q] = 0
             q += PAGE

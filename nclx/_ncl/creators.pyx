@@ -1,4 +1,5 @@
-# cython: wraparound=False, boundscheck=False, binding=False, embedsignature=True, embedsignature.format=clinic
+# cython: wraparound=False, boundscheck=False, binding=False
+# cython: embedsignature=True, embedsignature.format=clinic
 """nclx.create's functions, compiled: NumPy's signatures and results, the
 arrays allocated by NumPy's own constructors (nclx._ncl.allocating: its
 allocator, calloc for zeros, alignment), written by the Create subsystem's
@@ -273,19 +274,22 @@ cdef object _make_like(int op, object npfunc, object proto, object fill, object 
 
 cpdef _empty(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("empty", np.empty(shape, dtype, order, device=device, like=like), align, touch)
+        return _delegate("empty", np.empty(shape, dtype, order, device=device, like=like),
+                         align, touch)
     return _make(EMPTY, shape, None, dtype, order, device, align, touch)
 
 
 cpdef _zeros(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("zeros", np.zeros(shape, dtype, order, device=device, like=like), align, touch)
+        return _delegate("zeros", np.zeros(shape, dtype, order, device=device, like=like),
+                         align, touch)
     return _make(ZEROS, shape, None, dtype, order, device, align, touch)
 
 
 cpdef _ones(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("ones", np.ones(shape, dtype, order, device=device, like=like), align, touch)
+        return _delegate("ones", np.ones(shape, dtype, order, device=device, like=like),
+                         align, touch)
     return _make(FULL, shape, 1, dtype, order, device, align, touch)
 
 
