@@ -198,6 +198,18 @@ def test_bad_shapes_dtypes_orders_raise_numpys_errors(name):
         both(name, *_args(name, 2), like=like)
 
 
+def test_keywords_numpy_accepts():
+    a = np.ones(3)
+    for name, kw in [("empty", {"shape": 3, "dtype": int}), ("full", {"shape": 2, "fill_value": 1}),
+                     ("empty_like", {"prototype": a}), ("ones_like", {"a": a, "dtype": int}),
+                     ("full_like", {"a": a, "fill_value": 2, "order": "F", "subok": False})]:
+        assert_same(*both(name, **kw), values=not name.startswith("empty"))
+    with pytest.raises(TypeError):               # Python's wording, not NumPy's
+        nc.full(3)
+    with pytest.raises(TypeError, match="bogus"):
+        nc.zeros(3, bogus=1)
+
+
 @pytest.mark.parametrize("name", LIKERS)
 def test_like_bad_arguments_raise_numpys_errors(name):
     a = np.ones((2, 3))

@@ -20,7 +20,7 @@ def full(
     device: Any = None, like: Any = None, align: int | None = None, touch: bool = False,
 ) -> npt.NDArray[Any]: ...
 def empty_like(
-    prototype: npt.ArrayLike, /, dtype: npt.DTypeLike = None, order: str = "K",
+    prototype: npt.ArrayLike, dtype: npt.DTypeLike = None, order: str = "K",
     subok: bool = True, shape: Any = None, *, device: Any = None, align: int | None = None,
     touch: bool = False,
 ) -> np.ndarray: ...

@@ -388,7 +388,7 @@ def full(shape, fill_value, dtype=None, order="C", *, device=None, like=None, al
     return _full(shape, fill_value, dtype, order, device, like, align, touch)
 
 
-def empty_like(prototype, /, dtype=None, order="K", subok=True, shape=None, *, device=None,
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None,
                align=None, touch=False):
     """``numpy.empty_like``, with ``align`` and ``touch`` as :func:`empty`."""
     if not ncl_chain_is_default(_PYCHAIN):
