@@ -303,7 +303,9 @@ cdef int _threader_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
     cdef int reduce = call.subsystem == NCL_SUB_REDUCE
     cdef int t
-    if pol == NULL:          # not a loop call: nothing to split here
+    if pol == NULL:
+        # a call op (nclx._ncl.callops) has no loop policy: its kernel
+        # splits the call itself, as only it knows how
         return ncl_call_next(node, call)
     t = ncl_team_size(call, reduce)
     if t > 1 and ncl_gil_held():
