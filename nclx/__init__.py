@@ -16,6 +16,8 @@ from nclx import aware, hooks, ledger, mask
 from nclx.checked import checked
 from nclx.convert import convert
 from nclx.sorting import argsort, sort
+from nclx.create import (empty, empty_like, full, full_like, ones, ones_like, zeros,
+                         zeros_like)
 from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_thresholds,
                              set_num_threads, set_threshold)
 # the capsule (NCLX_CAPSULE_NAME); _C_API is version 1's attribute: modules
@@ -25,5 +27,6 @@ from nclx._ncl.capi import C_API as _C_API_2, C_API as _C_API  # noqa: F401
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
-           "calibrate", "errors", "sort", "argsort", "mask",
+           "calibrate", "errors", "sort", "argsort", "mask", "empty", "zeros", "ones", "full",
+           "empty_like", "zeros_like", "ones_like", "full_like",
            "NclxInstallError"]

@@ -1,4 +1,4 @@
-"""Section "Create" of ``python -m nclx demo``: NumPy's constructors with
+"""Section 5e ("Create") of ``python -m nclx demo``: NumPy's constructors with
 alignment, first touch on the team and the Create chains."""
 import numpy as np
 
