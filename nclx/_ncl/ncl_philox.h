@@ -48,52 +48,85 @@ ncl_philox(uint64_t c0, uint64_t c1, uint64_t c2, uint64_t c3,
     out[0] = x0; out[1] = x1; out[2] = x2; out[3] = x3;
 }
 
-/* A stream of words: key, upper counter words, the next block's c0. */
+/* A stream of words: key, upper counter words, the next block's c0, and
+ * the words of the last blocks made (at most NCL_STREAM_WORDS).  A 64-bit
+ * draw takes the next whole word (skipping a half a 32-bit draw left), a
+ * 32-bit draw the next half (low, then high).  How many blocks a refill
+ * makes (nblocks: fewer for a short fill) changes no value. */
+#define NCL_STREAM_WORDS 32
 typedef struct {
     uint64_t k0, k1, c1, c2, c3;
-    uint64_t c0;            /* counter of the next block */
-    uint64_t buf[4];
-    int pos;                /* next word of buf; 4: empty */
-    int has_half;           /* a high half is waiting for next32 */
-    uint32_t half;
+    uint64_t c0;                        /* counter of the next block to make */
+    unsigned pos;                       /* next 32-bit half of buf */
+    unsigned end;                       /* halves made */
+    unsigned nblocks;                   /* blocks per refill */
+    uint64_t buf[NCL_STREAM_WORDS];
 } ncl_stream;
+
+/* where a fill loop reads: kept in locals (registers), stored back into
+ * the stream around the out-of-line refill and slow paths */
+typedef struct { unsigned p, e; } ncl_cur;
 
 static inline void
 ncl_stream_init(ncl_stream *s, uint64_t k0, uint64_t k1, uint64_t c0, uint64_t c1,
-                uint64_t c2, uint64_t c3)
+                uint64_t c2, uint64_t c3, uint64_t expect_words)
 {
+    uint64_t nb = (expect_words + 3) / 4;
     s->k0 = k0; s->k1 = k1; s->c0 = c0; s->c1 = c1; s->c2 = c2; s->c3 = c3;
-    s->pos = 4; s->has_half = 0; s->half = 0;
+    s->pos = s->end = 0;
+    s->nblocks = nb < 1 ? 1 : nb > NCL_STREAM_WORDS / 4 ? NCL_STREAM_WORDS / 4 : (unsigned)nb;
+}
+
+static __attribute__((noinline)) void ncl_stream_refill(ncl_stream *s)
+{
+    unsigned b;
+    for (b = 0; b < s->nblocks; b++)
+        ncl_philox(s->c0 + (uint64_t)b, s->c1, s->c2, s->c3, s->k0, s->k1, s->buf + 4 * b);
+    s->c0 += s->nblocks;
+    s->end = 8 * s->nblocks;
+    s->nblocks = NCL_STREAM_WORDS / 4;      /* a fill that goes on wants many */
+}
+
+static inline ncl_cur ncl_cur_get(const ncl_stream *s) { ncl_cur c = {s->pos, s->end}; return c; }
+
+static inline uint64_t ncl_take64(ncl_stream *s, ncl_cur *c)
+{
+    unsigned p = (c->p + 1) & ~1u;
+    if (__builtin_expect(p >= c->e, 0)) {
+        ncl_stream_refill(s);
+        p = 0;
+        c->e = s->end;
+    }
+    c->p = p + 2;
+    return s->buf[p >> 1];
+}
+
+static inline uint32_t ncl_take32(ncl_stream *s, ncl_cur *c)
+{
+    unsigned p = c->p;
+    if (__builtin_expect(p >= c->e, 0)) {
+        ncl_stream_refill(s);
+        p = 0;
+        c->e = s->end;
+    }
+    c->p = p + 1;
+    return (uint32_t)(s->buf[p >> 1] >> ((p & 1) * 32));
 }
 
 static inline uint64_t ncl_next64(ncl_stream *s)
 {
-    if (__builtin_expect(s->pos == 4, 0)) {
-        ncl_philox(s->c0++, s->c1, s->c2, s->c3, s->k0, s->k1, s->buf);
-        s->pos = 0;
-    }
-    return s->buf[s->pos++];
+    ncl_cur c = ncl_cur_get(s);
+    uint64_t w = ncl_take64(s, &c);
+    s->pos = c.p;
+    return w;
 }
 
-/* 32-bit draws: a word's low half, then (next time) its high half. */
-static inline uint32_t ncl_next32(ncl_stream *s)
-{
-    uint64_t w;
-    if (s->has_half) {
-        s->has_half = 0;
-        return s->half;
-    }
-    w = ncl_next64(s);
-    s->has_half = 1;
-    s->half = (uint32_t)(w >> 32);
-    return (uint32_t)w;
-}
-
-/* double in [0, 1) from a word: its top 53 bits (numpy's next_double) */
-static inline double ncl_u01(uint64_t w) { return (double)(w >> 11) * (1.0 / 9007199254740992.0); }
+/* double in [0, 1) from a word: its top 53 bits (numpy's next_double; the
+ * signed conversion is one instruction, the unsigned one a branch) */
+static inline double ncl_u01(uint64_t w) { return (double)(int64_t)(w >> 11) * (1.0 / 9007199254740992.0); }
 /* float in [0, 1) from a 32-bit draw: its top 24 bits (numpy's next_float) */
-static inline float ncl_u01f(uint32_t h) { return (float)(h >> 8) * (1.0f / 16777216.0f); }
+static inline float ncl_u01f(uint32_t h) { return (float)(int32_t)(h >> 8) * (1.0f / 16777216.0f); }
 /* double in (0, 1]: a logarithm's argument */
-static inline double ncl_u01_open0(uint64_t w) { return (double)((w >> 11) + 1) * (1.0 / 9007199254740992.0); }
+static inline double ncl_u01_open0(uint64_t w) { return (double)(int64_t)((w >> 11) + 1) * (1.0 / 9007199254740992.0); }
 
 #endif

@@ -114,34 +114,56 @@ ncl_normal_slow(ncl_stream *s, const ncl_zig *z, int i, double x)
     return -1.0;
 }
 
-static inline double ncl_normal(ncl_stream *s, const ncl_zig *z)
+/* x with the sign of bit 8 of u: no branch (a random sign mispredicts) */
+static inline double ncl_signed(double x, uint64_t u)
+{
+    union { double d; uint64_t b; } v;
+    v.d = x;
+    v.b ^= (u & 0x100) << 55;
+    return v.d;
+}
+
+static inline float ncl_signedf(float x, uint32_t u)
+{
+    union { float f; uint32_t b; } v;
+    v.f = x;
+    v.b ^= (u & 0x100) << 23;
+    return v.f;
+}
+
+static inline double ncl_normal(ncl_stream *s, ncl_cur *pp, const ncl_zig *z)
 {
     for (;;) {
-        uint64_t u = ncl_next64(s), m = u >> 11;
+        uint64_t u = ncl_take64(s, pp), m = u >> 11;
         int i = (int)(u & 0xff);
-        double x = (double)m * z->w[i];
+        double x = (double)(int64_t)m * z->w[i];
         if (__builtin_expect(m >= z->k[i], 0)) {
+            s->pos = pp->p;
             x = ncl_normal_slow(s, z, i, x);
+            *pp = ncl_cur_get(s);
             if (x < 0)
                 continue;
         }
-        return (u & 0x100) ? -x : x;
+        return ncl_signed(x, u);
     }
 }
 
-static inline float ncl_normal_f(ncl_stream *s, const ncl_zig *z)
+static inline float ncl_normal_f(ncl_stream *s, ncl_cur *pp, const ncl_zig *z)
 {
     for (;;) {
-        uint32_t u = ncl_next32(s), m = u >> 9;
+        uint32_t u = ncl_take32(s, pp), m = u >> 9;
         int i = (int)(u & 0xff);
-        float x = (float)m * z->wf[i];
+        float x = (float)(int32_t)m * z->wf[i];
         if (__builtin_expect(m >= z->kf[i], 0)) {
-            double d = ncl_normal_slow(s, z, i, (double)x);
+            double d;
+            s->pos = pp->p;
+            d = ncl_normal_slow(s, z, i, (double)x);
+            *pp = ncl_cur_get(s);
             if (d < 0)
                 continue;
             x = (float)d;
         }
-        return (u & 0x100) ? -x : x;
+        return ncl_signedf(x, u);
     }
 }
 
@@ -155,14 +177,16 @@ ncl_exponential_slow(ncl_stream *s, const ncl_zig *z, int i, double x)
     return -1.0;
 }
 
-static inline double ncl_exponential(ncl_stream *s, const ncl_zig *z)
+static inline double ncl_exponential(ncl_stream *s, ncl_cur *pp, const ncl_zig *z)
 {
     for (;;) {
-        uint64_t u = ncl_next64(s), m = u >> 11;
+        uint64_t u = ncl_take64(s, pp), m = u >> 11;
         int i = (int)(u & 0xff);
-        double x = (double)m * z->w[i];
+        double x = (double)(int64_t)m * z->w[i];
         if (__builtin_expect(m >= z->k[i], 0)) {
+            s->pos = pp->p;
             x = ncl_exponential_slow(s, z, i, x);
+            *pp = ncl_cur_get(s);
             if (x < 0)
                 continue;
         }
@@ -170,14 +194,17 @@ static inline double ncl_exponential(ncl_stream *s, const ncl_zig *z)
     }
 }
 
-static inline float ncl_exponential_f(ncl_stream *s, const ncl_zig *z)
+static inline float ncl_exponential_f(ncl_stream *s, ncl_cur *pp, const ncl_zig *z)
 {
     for (;;) {
-        uint32_t u = ncl_next32(s), m = u >> 8;
+        uint32_t u = ncl_take32(s, pp), m = u >> 8;
         int i = (int)(u & 0xff);
-        float x = (float)m * z->wf[i];
+        float x = (float)(int32_t)m * z->wf[i];
         if (__builtin_expect(m >= z->kf[i], 0)) {
-            double d = ncl_exponential_slow(s, z, i, (double)x);
+            double d;
+            s->pos = pp->p;
+            d = ncl_exponential_slow(s, z, i, (double)x);
+            *pp = ncl_cur_get(s);
             if (d < 0)
                 continue;
             x = (float)d;
@@ -186,126 +213,148 @@ static inline float ncl_exponential_f(ncl_stream *s, const ncl_zig *z)
     }
 }
 
+/* out[i] = EXPR(sampler) for i < n, the position kept in a register */
+#define NCL_FILL_LOOP(EXPR) do {                                                 \
+        npy_intp i_;                                                           \
+        ncl_cur p_ = ncl_cur_get(s);                                           \
+        for (i_ = 0; i_ < n; i_++) out[i_] = EXPR;                             \
+        s->pos = p_.p;                                                         \
+    } while (0)
+
 static void ncl_fill_normal_f64(double *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
                                 int affine, double loc, double scale)
 {
-    npy_intp i;
     if (affine)
-        for (i = 0; i < n; i++) out[i] = loc + scale * ncl_normal(s, z);
+        NCL_FILL_LOOP(loc + scale * ncl_normal(s, &p_, z));
     else
-        for (i = 0; i < n; i++) out[i] = ncl_normal(s, z);
+        NCL_FILL_LOOP(ncl_normal(s, &p_, z));
 }
 
 static void ncl_fill_normal_f32(float *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
                                 int affine, float loc, float scale)
 {
-    npy_intp i;
     if (affine)
-        for (i = 0; i < n; i++) out[i] = loc + scale * ncl_normal_f(s, z);
+        NCL_FILL_LOOP(loc + scale * ncl_normal_f(s, &p_, z));
     else
-        for (i = 0; i < n; i++) out[i] = ncl_normal_f(s, z);
+        NCL_FILL_LOOP(ncl_normal_f(s, &p_, z));
 }
 
 static void ncl_fill_exponential_f64(double *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
                                      double scale)
 {
-    npy_intp i;
-    for (i = 0; i < n; i++) out[i] = scale * ncl_exponential(s, z);
+    NCL_FILL_LOOP(scale * ncl_exponential(s, &p_, z));
 }
 
 static void ncl_fill_exponential_f32(float *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
                                      float scale)
 {
-    npy_intp i;
-    for (i = 0; i < n; i++) out[i] = scale * ncl_exponential_f(s, z);
+    NCL_FILL_LOOP(scale * ncl_exponential_f(s, &p_, z));
 }
 
 /* --------------------------------------------------- bounded integers */
 
 /* uniform in [0, span) by Lemire's multiply-and-reject ("Fast random
  * integer generation in an interval", TOMS 2019); thresh = 2^32 % span */
-static inline uint32_t ncl_bounded32(ncl_stream *s, uint32_t span, uint32_t thresh)
+static inline uint32_t ncl_bounded32(ncl_stream *s, ncl_cur *pp, uint32_t span, uint32_t thresh)
 {
-    uint64_t m = (uint64_t)ncl_next32(s) * span;
+    uint64_t m = (uint64_t)ncl_take32(s, pp) * span;
     while (__builtin_expect((uint32_t)m < thresh, 0))
-        m = (uint64_t)ncl_next32(s) * span;
+        m = (uint64_t)ncl_take32(s, pp) * span;
     return (uint32_t)(m >> 32);
 }
 
-static inline uint64_t ncl_bounded64(ncl_stream *s, uint64_t span, uint64_t thresh)
+static inline uint64_t ncl_bounded64(ncl_stream *s, ncl_cur *pp, uint64_t span, uint64_t thresh)
 {
-    ncl_u128 m = (ncl_u128)ncl_next64(s) * span;
+    ncl_u128 m = (ncl_u128)ncl_take64(s, pp) * span;
     while (__builtin_expect((uint64_t)m < thresh, 0))
-        m = (ncl_u128)ncl_next64(s) * span;
+        m = (ncl_u128)ncl_take64(s, pp) * span;
     return (uint64_t)(m >> 64);
 }
 
-/* lo + a uniform integer of [0, rng] (rng = high - low, inclusive), as T */
+/* the same with the threshold computed only when a draw may be rejected
+ * (for a span that changes every draw) */
+static inline uint32_t ncl_bounded32_lazy(ncl_stream *s, ncl_cur *pp, uint32_t span)
+{
+    uint64_t m = (uint64_t)ncl_take32(s, pp) * span;
+    if (__builtin_expect((uint32_t)m < span, 0)) {
+        uint32_t thresh = (uint32_t)(-span) % span;
+        while ((uint32_t)m < thresh)
+            m = (uint64_t)ncl_take32(s, pp) * span;
+    }
+    return (uint32_t)(m >> 32);
+}
+
+static inline uint64_t ncl_bounded64_lazy(ncl_stream *s, ncl_cur *pp, uint64_t span)
+{
+    ncl_u128 m = (ncl_u128)ncl_take64(s, pp) * span;
+    if (__builtin_expect((uint64_t)m < span, 0)) {
+        uint64_t thresh = (-span) % span;
+        while ((uint64_t)m < thresh)
+            m = (ncl_u128)ncl_take64(s, pp) * span;
+    }
+    return (uint64_t)(m >> 64);
+}
+
+/* a uniform integer of [0, rng]: 32-bit draws while rng < 2^32 - 1 */
+static inline uint64_t ncl_bounded_any(ncl_stream *s, ncl_cur *pp, uint64_t rng)
+{
+    if (rng < 0xFFFFFFFFULL)
+        return rng ? ncl_bounded32_lazy(s, pp, (uint32_t)rng + 1) : 0;
+    if (rng == 0xFFFFFFFFULL)
+        return ncl_take32(s, pp);
+    if (rng == UINT64_MAX)
+        return ncl_take64(s, pp);
+    return ncl_bounded64_lazy(s, pp, rng + 1);
+}
+
+/* lo + a uniform integer of [0, rng] (rng = high - low, inclusive), as T;
+ * or per element (lo_arr, rng_arr) */
 #define NCL_FILL_INTEGERS(NAME, T)                                               \
 static void ncl_fill_integers_##NAME(T *out, npy_intp n, ncl_stream *s,        \
                                      uint64_t lo, uint64_t rng)                 \
 {                                                                                \
-    npy_intp i;                                                                  \
     if (rng == 0) {                                                              \
+        npy_intp i;                                                              \
         for (i = 0; i < n; i++) out[i] = (T)lo;                                  \
     } else if (rng == 0xFFFFFFFFULL) {                                           \
-        for (i = 0; i < n; i++) out[i] = (T)(lo + ncl_next32(s));                \
+        NCL_FILL_LOOP((T)(lo + ncl_take32(s, &p_)));                             \
     } else if (rng < 0xFFFFFFFFULL) {                                            \
         uint32_t span = (uint32_t)rng + 1, thresh = (uint32_t)(-span) % span;    \
-        for (i = 0; i < n; i++) out[i] = (T)(lo + ncl_bounded32(s, span, thresh)); \
+        npy_intp i = 0;                                                          \
+        ncl_cur c = ncl_cur_get(s);                                              \
+        while (i < n) {                                                          \
+            /* two draws from one word when neither is rejected: the same      \
+             * values as one draw at a time, without the half bookkeeping */    \
+            if (i + 2 <= n && !(c.p & 1) && c.p + 2 <= c.e) {                    \
+                uint64_t w = s->buf[c.p >> 1];                                   \
+                uint64_t m0 = (uint64_t)(uint32_t)w * span, m1 = (w >> 32) * span; \
+                if ((uint32_t)m0 >= thresh && (uint32_t)m1 >= thresh) {          \
+                    out[i] = (T)(lo + (m0 >> 32));                               \
+                    out[i + 1] = (T)(lo + (m1 >> 32));                           \
+                    c.p += 2;                                                    \
+                    i += 2;                                                      \
+                    continue;                                                    \
+                }                                                                \
+            }                                                                    \
+            out[i++] = (T)(lo + ncl_bounded32(s, &c, span, thresh));             \
+        }                                                                        \
+        s->pos = c.p;                                                            \
     } else if (rng == UINT64_MAX) {                                              \
-        for (i = 0; i < n; i++) out[i] = (T)(lo + ncl_next64(s));                \
+        NCL_FILL_LOOP((T)(lo + ncl_take64(s, &p_)));                             \
     } else {                                                                     \
         uint64_t span = rng + 1, thresh = (-span) % span;                        \
-        for (i = 0; i < n; i++) out[i] = (T)(lo + ncl_bounded64(s, span, thresh)); \
+        NCL_FILL_LOOP((T)(lo + ncl_bounded64(s, &p_, span, thresh)));            \
     }                                                                            \
+}                                                                                \
+static void ncl_fill_integers_arr_##NAME(T *out, npy_intp n, ncl_stream *s,    \
+                                         const uint64_t *lo, const uint64_t *rng) \
+{                                                                                \
+    NCL_FILL_LOOP((T)(lo[i_] + ncl_bounded_any(s, &p_, rng[i_])));               \
 }
 NCL_FILL_INTEGERS(int8, int8_t)
 NCL_FILL_INTEGERS(int16, int16_t)
 NCL_FILL_INTEGERS(int32, int32_t)
 NCL_FILL_INTEGERS(int64, int64_t)
-
-/* per-element bounds: out[i] = lo[i] + a uniform integer of [0, rng[i]] */
-static inline uint64_t ncl_bounded_any(ncl_stream *s, uint64_t rng)
-{
-    if (rng < 0xFFFFFFFFULL) {
-        uint32_t span = (uint32_t)rng + 1;
-        uint64_t m = (uint64_t)ncl_next32(s) * span;
-        if ((uint32_t)m < span) {       /* the threshold only when it may matter */
-            uint32_t thresh = (uint32_t)(-span) % span;
-            while ((uint32_t)m < thresh)
-                m = (uint64_t)ncl_next32(s) * span;
-        }
-        return m >> 32;
-    }
-    if (rng == 0xFFFFFFFFULL)
-        return ncl_next32(s);
-    if (rng == UINT64_MAX)
-        return ncl_next64(s);
-    {
-        uint64_t span = rng + 1;
-        ncl_u128 m = (ncl_u128)ncl_next64(s) * span;
-        if ((uint64_t)m < span) {
-            uint64_t thresh = (-span) % span;
-            while ((uint64_t)m < thresh)
-                m = (ncl_u128)ncl_next64(s) * span;
-        }
-        return (uint64_t)(m >> 64);
-    }
-}
-
-#define NCL_FILL_INTEGERS_ARR(NAME, T)                                           \
-static void ncl_fill_integers_arr_##NAME(T *out, npy_intp n, ncl_stream *s,    \
-                                         const uint64_t *lo, const uint64_t *rng) \
-{                                                                                \
-    npy_intp i;                                                                  \
-    for (i = 0; i < n; i++)                                                      \
-        out[i] = (T)(lo[i] + (rng[i] ? ncl_bounded_any(s, rng[i]) : 0));         \
-}
-NCL_FILL_INTEGERS_ARR(int8, int8_t)
-NCL_FILL_INTEGERS_ARR(int16, int16_t)
-NCL_FILL_INTEGERS_ARR(int32, int32_t)
-NCL_FILL_INTEGERS_ARR(int64, int64_t)
 
 /* ---------------------------------------------------------- permutation */
 
@@ -314,24 +363,25 @@ static void ncl_shuffle(int64_t *a, npy_intp n, ncl_stream *s)
 {
     npy_intp i, j;
     int64_t t;
+    ncl_cur p = ncl_cur_get(s);
     for (i = n - 1; i > 0; i--) {
-        uint64_t span = (uint64_t)i + 1;
-        if (span <= 0xFFFFFFFFULL)
-            j = (npy_intp)ncl_bounded32(s, (uint32_t)span, (uint32_t)(-(uint32_t)span) % (uint32_t)span);
+        if ((uint64_t)i < 0xFFFFFFFFULL)
+            j = (npy_intp)ncl_bounded32_lazy(s, &p, (uint32_t)i + 1);
         else
-            j = (npy_intp)ncl_bounded64(s, span, (-span) % span);
+            j = (npy_intp)ncl_bounded64_lazy(s, &p, (uint64_t)i + 1);
         t = a[i]; a[i] = a[j]; a[j] = t;
     }
+    s->pos = p.p;
 }
 
-/* the bucket (of 2^lg, lg in 1..16) of each element, in order */
-static inline uint32_t ncl_bucket(ncl_stream *s, int lg) { return ncl_next32(s) >> (32 - lg); }
-
-/* counts[k] += elements of this chunk (n of them) that fall in bucket k */
+/* counts[k] += elements of this chunk (n of them) that fall in bucket k
+ * (of 2^lg, lg in 1..16: the top lg bits of a 32-bit draw) */
 static void ncl_perm_count(npy_intp *counts, npy_intp n, ncl_stream *s, int lg)
 {
     npy_intp i;
-    for (i = 0; i < n; i++) counts[ncl_bucket(s, lg)]++;
+    ncl_cur p = ncl_cur_get(s);
+    for (i = 0; i < n; i++) counts[ncl_take32(s, &p) >> (32 - lg)]++;
+    s->pos = p.p;
 }
 
 /* element first + i goes to out[next[bucket]++] (the same draws as count) */
@@ -339,7 +389,9 @@ static void ncl_perm_scatter(int64_t *out, npy_intp *next, npy_intp first, npy_i
                              ncl_stream *s, int lg)
 {
     npy_intp i;
-    for (i = 0; i < n; i++) out[next[ncl_bucket(s, lg)]++] = (int64_t)(first + i);
+    ncl_cur p = ncl_cur_get(s);
+    for (i = 0; i < n; i++) out[next[ncl_take32(s, &p) >> (32 - lg)]++] = (int64_t)(first + i);
+    s->pos = p.p;
 }
 
 #endif

@@ -43,7 +43,7 @@ KINDS = ("random", "uniform", "standard_normal", "normal", "exponential", "integ
 DTYPES = ("float64", "float32", "int8", "int16", "int32", "int64", "uint8", "uint16",
           "uint32", "uint64")
 #: elements per block of the ops that draw from one stream per block
-default_block = 16384
+default_block = 2048
 
 cdef enum:
     NKINDS = 7
