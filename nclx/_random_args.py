@@ -3,9 +3,12 @@ exceptions and messages (NumPy 2.4): dtypes, ``out``, ``size``,
 distribution parameters (scalars or broadcast arrays) and the bounds of
 ``integers``.  Pure functions; the Generator calls them on its general path.
 """
+import math
 import operator
 
 import numpy as np
+
+from nclx._ncl.rngstream import as_double
 
 #: integers' dtypes: (lowest value, one past the highest)
 INT_BOUNDS = {"bool": (0, 2)}
@@ -19,13 +22,6 @@ _NOT_CONTIGUOUS = ("Supplied output array must be contiguous, writable, aligned,
 _NON_NATIVE = ("Providing a dtype with a non-native byteorder is not supported. If you require "
                "platform-independent byteorder, call byteswap when required.")
 _MASK64 = (1 << 64) - 1
-
-
-def as_double(x):
-    """``x`` as a C double the way CPython's PyFloat_AsDouble takes it (no strings)."""
-    if isinstance(x, (str, bytes, bytearray)):
-        raise TypeError(f"must be real number, not {type(x).__name__}")
-    return float(x)
 
 
 def float_dtype(dtype, method):
@@ -70,7 +66,11 @@ def output(size, dtype, out, shape=None):
 
 def non_negative(value, name):
     """numpy.random's "<name> < 0" check: a set sign bit (-0.0 too), NaN allowed."""
-    if np.any(np.signbit(value) & ~np.isnan(value)):
+    if isinstance(value, float):
+        bad = math.copysign(1.0, value) < 0 and value == value
+    else:
+        bad = np.any(np.signbit(value) & ~np.isnan(value))
+    if bad:
         raise ValueError(f"{name} < 0")
 
 

@@ -26,6 +26,8 @@ Every fill is one call of an RNG call op (``nclx._ncl.spec.CALL_OPS``) and
 walks the python-level chain of the "rng" subsystem, its funnel chain and
 the kernel chain ``<op>_<dtype>`` (docs/random.md).
 """
+import math
+
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
@@ -162,7 +164,7 @@ class Generator:
         scalar, (lo, hi) = A.params((low, high))
         if scalar:
             rng = hi - lo
-            if not np.isfinite(rng) or not np.isfinite(d.type(rng)):
+            if not math.isfinite(rng) or abs(rng) > float(np.finfo(d).max):
                 raise OverflowError("high - low range exceeds valid bounds")
             A.non_negative(rng, "high - low")
             return self._fill(K_UNIFORM, size, d, out, lo, rng)

@@ -379,6 +379,8 @@ cdef void ncl_rng_kernel(char **args, const npy_intp *dims, const npy_intp *step
             (<float *>out)[0] = <float>c.a + <float>c.b * (<float *>out)[0]
         out += 4
         n -= 1
+        if n == 0:
+            return
     j.c = c
     j.out = out
     j.n = n

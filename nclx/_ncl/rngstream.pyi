@@ -6,6 +6,8 @@ KINDS: tuple[str, ...]
 DTYPES: tuple[str, ...]
 default_block: int
 
+def as_double(x: Any) -> float: ...
+
 class Stream:
     @property
     def k0(self) -> int: ...

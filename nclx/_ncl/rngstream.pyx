@@ -15,6 +15,7 @@ else, and nclx.random does the rest (checks, broadcasting, the python
 chain) and calls ``fill``.
 """
 cimport numpy as cnp
+from cpython.float cimport PyFloat_AsDouble
 from libc.math cimport isfinite, signbit
 from libc.stdint cimport uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -97,6 +98,12 @@ cdef inline bint _fast_size(object size) noexcept:
 cdef inline bint _is_negative(double x) noexcept:
     """numpy.random's "< 0" of a scale: -0.0 counts, NaN does not."""
     return signbit(x) and x == x
+
+
+def as_double(x):
+    """``x`` as CPython's PyFloat_AsDouble takes it (numpy.random's scalar
+    parameters): its errors included."""
+    return PyFloat_AsDouble(x)
 
 
 cdef class Stream:
