@@ -137,7 +137,7 @@ cdef uint64_t ncl_rng_word(uint64_t k0, uint64_t k1, uint64_t p) noexcept nogil:
 
 
 cdef enum:
-    MIN_WORK_NS = 6000      # a thread's least work: about 5 team start-ups
+    MIN_WORK_NS = 2500      # a thread's least work: about twice a team start-up
     PIECES_PER_THREAD = 4   # pieces are claimed: a late thread takes fewer
     PERM_FY_LG = 18         # permutation: one Fisher-Yates shuffle up to 2**18
     PERM_BUCKET_LG = 16     # ... above, buckets of about 2**16 elements
