@@ -139,6 +139,7 @@ cdef uint64_t ncl_rng_word(uint64_t k0, uint64_t k1, uint64_t p) noexcept nogil:
 cdef enum:
     MIN_WORK_NS = 2500      # a thread's least work: about twice a team start-up
     PIECES_PER_THREAD = 4   # pieces are claimed: a late thread takes fewer
+    MAX_PIECE_NS = 400000   # ... and none holds the others up for long
     PERM_FY_LG = 18         # permutation: one Fisher-Yates shuffle up to 2**18
     PERM_BUCKET_LG = 16     # ... above, buckets of about 2**16 elements
     PERM_CHUNKS = 64        # ... chosen by at most 64 chunks
@@ -386,6 +387,7 @@ cdef void ncl_rng_kernel(char **args, const npy_intp *dims, const npy_intp *step
     j.n = n
     want = <int>min(<npy_intp>ncl_threads_now(), max(1, n * _cost_tenths(c) // (10 * MIN_WORK_NS)))
     per = (n + want * PIECES_PER_THREAD - 1) // (want * PIECES_PER_THREAD)
+    per = min(per, 10 * MAX_PIECE_NS // _cost_tenths(c))
     if c.kind <= K_UNIFORM:
         j.piece = (per + 63) // 64 * 64
     else:                           # whole blocks

@@ -85,7 +85,9 @@ cdef inline bint _small_int(object x) noexcept:
 
 
 cdef inline bint _plain_number(object x) noexcept:
-    return type(x) is float or _small_int(x)
+    """A float (numpy.float64 too) or a small int: its C double is exact
+    and NumPy's scalar path would take it the same way."""
+    return isinstance(x, float) or _small_int(x)
 
 
 cdef inline bint _fast_size(object size) noexcept:
