@@ -3,6 +3,7 @@ the same exception type and message for bad input, the same result type,
 dtype and shape for good input (values differ: another stream)."""
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 import nclx.random as R
 
@@ -182,3 +183,31 @@ def test_permutation_of_arrays_is_a_shuffled_copy():
     assert sorted(s) == sorted(a[:, 1])
     assert g.permutation(np.uint64(4)).dtype == np.float64
     assert sorted(g.permutation(np.uint64(4))) == [0.0, 1.0, 2.0, 3.0]
+
+
+_INT_DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+@given(st.sampled_from(_INT_DTYPES), st.integers(-2**64 - 2, 2**64 + 2), st.integers(-2**64 - 2, 2**64 + 2),
+       st.booleans(), st.sampled_from([None, 0, 1, 5, (2, 3)]), st.booleans())
+def test_hypothesis_integers_bounds_as_numpy(dtype, a, b, endpoint, size, as_array):
+    """Any bounds: NumPy's error, or values of the right dtype and shape in range."""
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    lo_b, hi_b = (0, 1) if info is None else (int(info.min), int(info.max))
+    # keep most draws near the dtype's edges
+    low = a % (hi_b - lo_b + 3) + lo_b - 1 if abs(a) < 2**63 else a
+    high = b % (hi_b - lo_b + 3) + lo_b - 1 if abs(b) < 2**63 else b
+    args = (np.array([low]), np.array([high], dtype=object)) if as_array else (low, high)
+    kwargs = dict(size=size, dtype=dtype, endpoint=endpoint)
+    try:
+        want = np.random.default_rng(1).integers(*args, **kwargs)
+    except Exception as exc:
+        with pytest.raises(type(exc)) as info_:
+            R.Generator(1).integers(*args, **kwargs)
+        assert str(info_.value) == str(exc)
+        return
+    got = R.Generator(1).integers(*args, **kwargs)
+    assert _describe(got) == _describe(want)
+    top = high if endpoint else high - 1
+    vals = np.asarray(got).astype(object).ravel()
+    assert all(low <= int(v) <= top for v in vals)

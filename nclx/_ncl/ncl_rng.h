@@ -29,25 +29,31 @@ ncl_fill_u01_f64(double *out, npy_intp n, uint64_t p, uint64_t k0, uint64_t k1,
                  int affine, double lo, double scale)
 {
     uint64_t w[4], q = p >> 2;
-    npy_intp i = 0;
+    npy_intp i = 0, whole;
     int j = (int)(p & 3);
-    while (i < n) {
-        ncl_philox(q + 1, 0, 0, 0, k0, k1, w);
-        q++;
-        if (j == 0 && i + 4 <= n) {
-            if (affine) {
-                out[i] = lo + scale * ncl_u01(w[0]); out[i + 1] = lo + scale * ncl_u01(w[1]);
-                out[i + 2] = lo + scale * ncl_u01(w[2]); out[i + 3] = lo + scale * ncl_u01(w[3]);
-            } else {
-                out[i] = ncl_u01(w[0]); out[i + 1] = ncl_u01(w[1]);
-                out[i + 2] = ncl_u01(w[2]); out[i + 3] = ncl_u01(w[3]);
-            }
-            i += 4;
-            continue;
-        }
+    if (j) {                        /* the rest of a block a former piece began */
+        ncl_philox(++q, 0, 0, 0, k0, k1, w);
         for (; j < 4 && i < n; j++, i++)
             out[i] = affine ? lo + scale * ncl_u01(w[j]) : ncl_u01(w[j]);
-        j = 0;
+    }
+    whole = i + (n - i) / 4 * 4;
+    if (affine) {
+        for (; i < whole; i += 4) {
+            ncl_philox(++q, 0, 0, 0, k0, k1, w);
+            out[i] = lo + scale * ncl_u01(w[0]); out[i + 1] = lo + scale * ncl_u01(w[1]);
+            out[i + 2] = lo + scale * ncl_u01(w[2]); out[i + 3] = lo + scale * ncl_u01(w[3]);
+        }
+    } else {
+        for (; i < whole; i += 4) {
+            ncl_philox(++q, 0, 0, 0, k0, k1, w);
+            out[i] = ncl_u01(w[0]); out[i + 1] = ncl_u01(w[1]);
+            out[i + 2] = ncl_u01(w[2]); out[i + 3] = ncl_u01(w[3]);
+        }
+    }
+    if (i < n) {
+        ncl_philox(++q, 0, 0, 0, k0, k1, w);
+        for (j = 0; i < n; j++, i++)
+            out[i] = affine ? lo + scale * ncl_u01(w[j]) : ncl_u01(w[j]);
     }
 }
 

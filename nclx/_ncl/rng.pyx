@@ -4,7 +4,7 @@
 A fill is one call of an RNG call op (spec.CALL_OPS: random, uniform,
 standard_normal, normal, exponential, integers, permutation) through
 ``ncl_callop_run``: a ledger row, the "rng" funnel chain and the
-``<op>_<dtype>`` kernel chain, whose nclx node is ``_kernel`` below.  The
+``<op>_<dtype>`` kernel chain, whose nclx node is ``ncl_rng_kernel``.  The
 kernel splits the output into pieces that nclx's threads fill in any order:
 
 - random and uniform read the generator's main Philox stream, element i at

@@ -57,8 +57,13 @@ cdef int _typenum[NDTYPES]
 cdef int RNG = spec.SUBSYSTEMS.index("rng")
 cdef object _F64 = np.float64
 cdef object _F32 = np.float32
-cdef object _I64 = np.int64
-cdef cnp.dtype _I64_DESCR = np.dtype(np.int64)
+
+#: integers' fast path: type -> (fill dtype code, lowest, highest, output dtype)
+cdef dict _INT_TYPES = {}
+for _t in (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64):
+    _INT_TYPES[_t] = (DTYPES.index(np.dtype(_t).name), int(np.iinfo(_t).min), int(np.iinfo(_t).max),
+                      np.dtype(_t))
+_INT_TYPES[bool] = _INT_TYPES[np.bool_] = (DTYPES.index("uint8"), 0, 1, np.dtype(bool))
 
 
 def _setup():
@@ -293,30 +298,36 @@ cdef class Stream:
         return self._floats(K_EXPONENTIAL, size, 0, 0.0, scale)
 
     def integers(self, low, high, size, dtype, endpoint):
-        """int64 draws of Python-int bounds that need no error."""
+        """Draws of Python-int bounds that need no error, of a NumPy integer
+        type (or bool) given as the type."""
         cdef rng_call c
         cdef npy_intp n
         cdef cnp.ndarray out
-        cdef long long v
-        memset(&c, 0, sizeof(c))
-        if dtype is not _I64 or not _fast_size(size):
+        cdef uint64_t v = 0
+        cdef int dt
+        info = _INT_TYPES.get(dtype) if _fast_size(size) else None
+        if info is None:
             return NotImplemented
+        dt, lb, ub, descr = info
         if high is None:
             low, high = 0, low
         if type(low) is not int or type(high) is not int or type(endpoint) is not bool:
             return NotImplemented
         if not endpoint:
             high = high - 1
-        if not (-(1 << 63) <= low <= high <= (1 << 63) - 1):
+        if not (lb <= low <= high <= ub):
             return NotImplemented
+        memset(&c, 0, sizeof(c))
         c.lo = <uint64_t>(low & 0xFFFFFFFFFFFFFFFF)
         c.rng = <uint64_t>(high - low)
         if size is None:
-            self._run(&c, K_INTEGERS, 5, <char *>&v, 1)
-            return PyArray_Scalar(&v, _I64_DESCR, None)
+            self._run(&c, K_INTEGERS, dt, <char *>&v, 1)
+            if dtype is bool or dtype is np.bool_:
+                return (<char *>&v)[0] != 0
+            return PyArray_Scalar(&v, descr, None)
         n = size
-        out = cnp.PyArray_EMPTY(1, &n, cnp.NPY_INT64, 0)
-        self._run(&c, K_INTEGERS, 5, <char *>cnp.PyArray_DATA(out), n)
+        out = cnp.PyArray_EMPTY(1, &n, (<cnp.dtype>descr).type_num, 0)
+        self._run(&c, K_INTEGERS, dt, <char *>cnp.PyArray_DATA(out), n)
         return out
 
     def permutation(self, x):
