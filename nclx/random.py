@@ -1,26 +1,23 @@
 """nclx.random: NCLib's RNG subsystem -- numpy.random.Generator's common
 methods, filled on nclx's threads from counter-based Philox4x64-10 streams.
 
->>> import nclx.random
+>>> import numpy as np, nclx.random
 >>> g = nclx.random.Generator(12345)
 >>> x = g.standard_normal(10_000_000)          # on nclx's threads
->>> g.random(3).tobytes() == nclx.random.Generator(12345).random(3).tobytes()
-False
-
-The second generator starts where the first did, but the first has moved on
-(``standard_normal`` took a call number, ``random`` nothing yet: both give
-the same first ``random`` values only when the calls before them match).
+>>> u = g.random(3)
+>>> u.tobytes() == np.random.Generator(np.random.Philox(12345)).random(3).tobytes()
+True
 
 What a result depends on: the seed, the sequence of calls made on the
 generator, and -- for every method but ``random`` and ``uniform`` -- the
 block size (``block``, default :data:`default_block`); never the thread
 count.  ``random`` and ``uniform`` read one stream at consecutive
 positions: they give exactly numpy.random.Generator(numpy.random.Philox(seed))'s
-values, call after call, for float64 and float32, as long as no other
-method is called in between.  The other methods reject and redraw, so each
-block of ``block`` output elements draws from its own Philox stream (the
-block number and the generator's call number in the counter): their
-values are NumPy's distributions but not NumPy's streams.
+values, call after call, for float64 and float32 (the other methods leave
+that stream where it is; NumPy's move theirs).  The other methods reject
+and redraw, so each block of ``block`` output elements draws from its own
+Philox stream (the block number and the generator's call number in the
+counter): their values are NumPy's distributions but not NumPy's streams.
 
 Every fill is one call of an RNG call op (``nclx._ncl.spec.CALL_OPS``) and
 walks the python-level chain of the "rng" subsystem, its funnel chain and

@@ -2,6 +2,7 @@
 random/uniform equal NumPy's Philox stream bit for bit; every method's
 errors, result types and shapes are NumPy's; results depend on the seed,
 the calls made and the block size, never on the thread count."""
+import doctest
 import pickle
 
 import numpy as np
@@ -187,3 +188,8 @@ def test_bad_seed_is_philox_error(seed):
     with pytest.raises(Exception) as theirs:
         np.random.Philox(seed)
     assert type(ours.value) is type(theirs.value) and str(ours.value) == str(theirs.value)
+
+
+def test_docstring_example_runs():
+    result = doctest.testmod(R, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

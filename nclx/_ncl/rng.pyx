@@ -140,6 +140,7 @@ cdef enum:
     MIN_WORK_NS = 2500      # a thread's least work: about twice a team start-up
     PIECES_PER_THREAD = 4   # pieces are claimed: a late thread takes fewer
     MAX_PIECE_NS = 400000   # ... and none holds the others up for long
+    PREFAULT_FROM = 8 << 20 # bytes of output from which thread 0 maps its pages first
     PERM_FY_LG = 18         # permutation: one Fisher-Yates shuffle up to 2**18
     PERM_BUCKET_LG = 16     # ... above, buckets of about 2**16 elements
     PERM_CHUNKS = 64        # ... chosen by at most 64 chunks
@@ -150,12 +151,33 @@ cdef extern from *:
     /* pieces are claimed in turn: a thread that starts late (the machine
      * busy elsewhere) takes fewer, and no piece waits for it */
     static inline npy_intp ncl_claim(npy_intp *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
+    /* Map (and zero) the pages of a fresh output from one thread, ahead of
+     * the others, which fill behind it: the kernel's zeroing of pages runs
+     * at memory speed on one core instead of in every filling thread's
+     * page faults, where the two contend.  An output already mapped costs
+     * a walk of its page tables. */
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #include <unistd.h>
+    #endif
+    static void ncl_prefault(char *p, size_t nbytes)
+    {
+    #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+        size_t lo = ((size_t)p + pg - 1) & ~(pg - 1), hi = ((size_t)p + nbytes) & ~(pg - 1);
+        if (hi > lo)
+            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+    #else
+        (void)p; (void)nbytes;
+    #endif
+    }
     /* upper counter word of the block streams: the main stream's counter
      * never gets there */
     #define NCL_RNG_TAG 0x6E636C7800000000ULL
     """
     const uint64_t NCL_RNG_TAG
     npy_intp ncl_claim(npy_intp *next) nogil
+    void ncl_prefault(char *p, size_t nbytes) nogil
 
 
 cdef struct job:
@@ -167,6 +189,7 @@ cdef struct job:
     int lg                   # permutation: log2 of the bucket count
     npy_intp nchunks
     npy_intp next            # the next piece to claim
+    int prefault             # thread 0 first maps the output's pages
 
 
 cdef inline void _block_stream(ncl_stream *s, const rng_call *c, npy_intp b, uint64_t phase,
@@ -224,6 +247,8 @@ cdef void _piece_body(void *ctx, int tid, int nthreads) noexcept nogil:
     cdef rng_call *c = j.c
     cdef npy_intp p, lo, m
     cdef bint aff = c.kind == K_UNIFORM
+    if tid == 0 and j.prefault:
+        ncl_prefault(j.out, j.n * c.itemsize)
     p = ncl_claim(&j.next)
     while p < j.npieces:
         lo = p * j.piece
@@ -394,4 +419,6 @@ cdef void ncl_rng_kernel(char **args, const npy_intp *dims, const npy_intp *step
         j.piece = c.block * ((per + c.block - 1) // c.block)
     j.npieces = (n + j.piece - 1) // j.piece
     j.next = 0
-    ncl_team_run(<int>min(<npy_intp>want, j.npieces), _piece_body, &j)
+    want = <int>min(<npy_intp>want, j.npieces)
+    j.prefault = want > 1 and n * c.itemsize >= PREFAULT_FROM
+    ncl_team_run(want, _piece_body, &j)
