@@ -2,6 +2,7 @@
 the same method of numpy.random.Generator(PCG64), timed alternately in one
 process on nclx's current thread count (> 1: nclx faster).
 
+``Into`` fills arrays given as ``out=``: the fills without allocation.
 ``Philox.track_numpy_philox`` is NumPy's own Philox against its PCG64: what
 the counter-based generator costs NumPy on one thread.
 """
@@ -66,4 +67,22 @@ class Philox:
         self.other = _call(np.random.Generator(np.random.Philox(1)), "random", n)
 
     def track_numpy_philox(self, n):
+        return _ratio(self.base, self.other, n)
+
+
+class Into:
+    """The same with ``out=`` (an array filled before): no page faults, no
+    allocation -- the fills alone."""
+    params = [["random", "standard_normal"], [1000, 100_000, 10_000_000]]
+    param_names = ["method", "size"]
+    unit = "speedup"
+    timeout = 600
+
+    def setup(self, method, n):
+        a, b = np.empty(n), np.empty(n)
+        ng, g = np.random.Generator(np.random.PCG64(1)), nclx.random.Generator(1)
+        self.base = lambda: getattr(ng, method)(out=a)
+        self.other = lambda: getattr(g, method)(out=b)
+
+    def track_speedup(self, method, n):
         return _ratio(self.base, self.other, n)

@@ -260,14 +260,41 @@ cdef class Stream:
             return 1
         return -1
 
+    cdef object _into(self, int kind, object dtype, object out):
+        """``out`` filled, when it is a plain ndarray NumPy's checks pass
+        (contiguous, aligned, writeable, native, of dtype), else None."""
+        cdef rng_call c
+        cdef cnp.ndarray a
+        cdef int dt
+        if type(out) is not cnp.ndarray or not _python_quiet():
+            return None
+        a = <cnp.ndarray>out
+        dt = 0 if dtype is _F64 else 1 if dtype is _F32 else -1
+        if dt < 0 or cnp.PyArray_TYPE(a) != _typenum[dt] or not cnp.PyArray_ISNOTSWAPPED(a):
+            return None
+        if not (cnp.PyArray_ISCARRAY(a) or cnp.PyArray_ISFARRAY(a)):
+            return None
+        memset(&c, 0, sizeof(c))
+        c.b = 1.0
+        self._run(&c, kind, dt, <char *>cnp.PyArray_DATA(a), cnp.PyArray_SIZE(a))
+        return out
+
     def random(self, size, dtype, out):
-        cdef int dt = self._float_dtype(size, dtype, out)
+        cdef int dt
+        if out is not None and size is None:
+            r = self._into(K_RANDOM, dtype, out)
+            return NotImplemented if r is None else r
+        dt = self._float_dtype(size, dtype, out)
         if dt < 0:
             return NotImplemented
         return self._floats(K_RANDOM, size, dt, 0.0, 1.0)
 
     def standard_normal(self, size, dtype, out):
-        cdef int dt = self._float_dtype(size, dtype, out)
+        cdef int dt
+        if out is not None and size is None:
+            r = self._into(K_STANDARD_NORMAL, dtype, out)
+            return NotImplemented if r is None else r
+        dt = self._float_dtype(size, dtype, out)
         if dt < 0:
             return NotImplemented
         return self._floats(K_STANDARD_NORMAL, size, dt, 0.0, 1.0)
