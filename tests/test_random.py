@@ -79,6 +79,18 @@ def test_random_out_fills_memory_order_as_numpy(order, dtype):
     same(a, b)
 
 
+@pytest.mark.parametrize("t", [1, 2, 3])
+def test_large_outputs_equal_numpy_philox(threads, t):
+    """Outputs above 8 MiB: thread 0 maps the pages first, the others fill."""
+    threads(t)
+    g, n = pair(31)
+    same(g.random(1_200_001), n.random(1_200_001))
+    same(g.random(2_500_003, dtype=np.float32), n.random(2_500_003, dtype=np.float32))
+    a, b = np.empty(1_100_000), np.empty(1_100_000)
+    same(g.random(out=a), n.random(out=b))
+    same(g.uniform(-5, 5, 1_100_000), n.uniform(-5, 5, 1_100_000))
+
+
 @given(st.lists(st.tuples(st.sampled_from(["f8", "f4", "uniform"]),
                           st.integers(0, 9000) | st.sampled_from([None, 4095, 4096, 4097, 65536])),
                 min_size=1, max_size=8),
@@ -173,6 +185,17 @@ def test_state_and_pickle_restore_the_stream():
     assert [clone.random(5).tobytes(), clone.random(dtype=np.float32),
             clone.normal(size=7).tobytes()] == want
     assert repr(g) == f"Generator(Philox4x64, block={R.default_block})"
+
+
+def test_bad_state():
+    g = R.Generator(1)
+    with pytest.raises((TypeError, ValueError)):
+        g.state = (1, 2)
+    with pytest.raises(OverflowError):
+        g.state = (-1, None, 0)
+    with pytest.raises(OverflowError):
+        g.state = (0, 2**32, 0)
+    assert g.state == (0, None, 0)
 
 
 @pytest.mark.parametrize("block", [0, -1, 1.5, "8", True, None])

@@ -136,11 +136,17 @@ cdef class Stream:
 
     @state.setter
     def state(self, value):
-        pos, half, ncall = value
+        cdef uint64_t pos, ncall
+        cdef uint32_t half = 0
+        p, h, n = value
+        pos = p
+        ncall = n
+        if h is not None:
+            half = h
         self.pos = pos
-        self.has_half = half is not None
-        self.half = half if half is not None else 0
         self.ncall = ncall
+        self.has_half = h is not None
+        self.half = half
 
     cdef int _run(self, rng_call *c, int kind, int dt, char *buf, npy_intp n) except -1:
         """Reserve what the call consumes, then fill buf (n elements)."""
