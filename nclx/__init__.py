@@ -12,7 +12,7 @@ from nclx._build_info import VERSION as __version__
 from nclx._config import config, get_include, show_config
 from nclx import errors, ufuncs
 from nclx._ncl.install import NclxInstallError, install, installed, is_installed, uninstall
-from nclx import aware, hooks, ledger, mask
+from nclx import aware, hooks, ledger, mask, random
 from nclx.checked import checked
 from nclx.convert import convert
 from nclx.sorting import argsort, sort
@@ -27,6 +27,6 @@ from nclx._ncl.capi import C_API as _C_API_2, C_API as _C_API  # noqa: F401
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
-           "calibrate", "errors", "sort", "argsort", "mask", "empty", "zeros", "ones", "full",
+           "calibrate", "errors", "sort", "argsort", "mask", "random", "empty", "zeros", "ones", "full",
            "empty_like", "zeros_like", "ones_like", "full_like",
            "NclxInstallError"]

@@ -1,0 +1,203 @@
+"""Argument checks of nclx.random.Generator, with numpy.random.Generator's
+exceptions and messages (NumPy 2.4): dtypes, ``out``, ``size``,
+distribution parameters (scalars or broadcast arrays) and the bounds of
+``integers``.  Pure functions; the Generator calls them on its general path.
+"""
+import math
+import operator
+
+import numpy as np
+
+from nclx._ncl.rngstream import as_double
+
+#: integers' dtypes: (lowest value, one past the highest)
+INT_BOUNDS = {"bool": (0, 2)}
+INT_BOUNDS.update({t: (int(np.iinfo(t).min), int(np.iinfo(t).max) + 1)
+                   for t in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")})
+#: the fill dtype of each integers dtype (bool draws as uint8)
+INT_FILL = {t: ("uint8" if t == "bool" else t) for t in INT_BOUNDS}
+
+_NOT_CONTIGUOUS = ("Supplied output array must be contiguous, writable, aligned, and in machine "
+                   "byte-order.")
+_NON_NATIVE = ("Providing a dtype with a non-native byteorder is not supported. If you require "
+               "platform-independent byteorder, call byteswap when required.")
+_MASK64 = (1 << 64) - 1
+
+
+def float_dtype(dtype, method):
+    """The native float32 or float64 dtype ``dtype`` names, else NumPy's TypeError."""
+    d = np.dtype(dtype)
+    if d == np.float64 or d == np.float32:
+        return d
+    raise TypeError(f"Unsupported dtype {d!r} for {method}")
+
+
+def check_out(out, dtype, size):
+    """NumPy's checks of a Generator method's ``out``, in its order."""
+    if not (isinstance(out, np.ndarray) and (out.flags.c_contiguous or out.flags.f_contiguous)
+            and out.flags.writeable and out.flags.aligned and out.dtype.isnative):
+        raise ValueError(_NOT_CONTIGUOUS)
+    if out.dtype != dtype:
+        raise TypeError(f"Supplied output array has the wrong type. Expected {dtype}, got {out.dtype}")
+    if size is not None:
+        try:
+            shape = tuple(size)
+        except TypeError:
+            shape = (size,)
+        if shape != out.shape:
+            raise ValueError("size must match out.shape when used together")
+
+
+def output(size, dtype, out, shape=None):
+    """(array to fill, result): ``out``, a new array of ``size`` (or of the
+    parameters' broadcast ``shape``), or a 0-d array for a scalar result
+    (result None)."""
+    if out is not None:
+        check_out(out, dtype, size)
+        return out, out
+    if size is None:
+        if shape is None:
+            return np.empty((), dtype), None
+        arr = np.empty(shape, dtype)
+        return arr, arr
+    arr = np.empty(size, dtype)
+    return arr, arr
+
+
+def non_negative(value, name):
+    """numpy.random's "<name> < 0" check: a set sign bit (-0.0 too), NaN allowed."""
+    if isinstance(value, float):
+        bad = math.copysign(1.0, value) < 0 and value == value
+    else:
+        bad = np.any(np.signbit(value) & ~np.isnan(value))
+    if bad:
+        raise ValueError(f"{name} < 0")
+
+
+def params(values):
+    """The parameters of a continuous distribution as float64 arrays, and
+    whether all are 0-d (then as Python floats, NumPy's scalar path)."""
+    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    if all(a.ndim == 0 for a in arrays):
+        return True, [as_double(v) for v in values]
+    return False, arrays
+
+
+def broadcast_shape(size, arrays, first_out=True):
+    """Shape of the output: the arrays' broadcast, or ``size`` checked
+    against it as NumPy does (the output is broadcast argument 0, or the
+    last with ``first_out=False``)."""
+    if size is None:
+        return np.broadcast(*arrays).shape
+    probe = np.empty(size, np.float64)
+    operands = [probe, *arrays] if first_out else [*arrays, probe]
+    shape = np.broadcast(*operands).shape
+    if first_out and shape != probe.shape:
+        raise ValueError(f"Output size {probe.shape} is not compatible with broadcast dimensions "
+                         f"of inputs {shape}.")
+    return probe.shape
+
+
+def int_dtype(dtype):
+    """(name, dtype) of an integers dtype, with NumPy's errors."""
+    d = np.dtype(dtype)
+    if d.name not in INT_BOUNDS:
+        raise TypeError(f"Unsupported dtype {d!r} for integers")
+    if not d.isnative:
+        raise ValueError(_NON_NATIVE)
+    return d.name, d
+
+
+def _order_error(closed, low):
+    if not np.any(low):
+        return "high < 0" if closed else "high <= 0"
+    return "low > high" if closed else "low >= high"
+
+
+def int_scalar_bounds(low, high, name, closed):
+    """(low, high - low) of 0-d bounds, as Python ints, checked."""
+    lb, ub = INT_BOUNDS[name]
+    low = int(low)
+    high = int(high) - (0 if closed else 1)
+    if low < lb:
+        raise ValueError(f"low is out of bounds for {name}")
+    if high > ub - 1:
+        raise ValueError(f"high is out of bounds for {name}")
+    if low > high:
+        raise ValueError(_order_error(closed, low))
+    return low, high - low
+
+
+def _bits(a, dtype):
+    """uint64 two's-complement bits of a, converted as NumPy's force-cast does."""
+    return np.array(a, dtype=dtype).astype(np.uint64) if dtype != np.uint64 else np.array(a, dtype=dtype)
+
+
+def int_array_bounds(low, high, name, closed):
+    """(low bits, inclusive range) arrays (uint64) of array bounds, checked
+    in NumPy's order."""
+    lb, ub = INT_BOUNDS[name]
+    low_arr, high_arr = np.asarray(low), np.asarray(high)
+    if np.any(np.less(low_arr, lb)):
+        raise ValueError(f"low is out of bounds for {name}")
+    if name not in ("int64", "uint64"):
+        if np.any((np.greater_equal if closed else np.greater)(high_arr, ub)):
+            raise ValueError(f"high is out of bounds for {name}")
+        if np.any((np.greater if closed else np.greater_equal)(low_arr, high_arr)):
+            raise ValueError(_order_error(closed, low_arr))
+        # the next wider type holds every valid bound
+        wide = {"bool": np.uint8, "int8": np.int16, "int16": np.int32, "int32": np.int64,
+                "uint8": np.uint16, "uint16": np.uint32, "uint32": np.uint64}[name]
+        lo = _bits(low, wide)
+        hi = _bits(high, wide) - np.uint64(0 if closed else 1)
+        return lo, hi - lo
+    signed = name == "int64"
+    if closed or np.issubdtype(high_arr.dtype, np.integer):
+        if np.any((np.less if closed else np.less_equal)(high_arr, lb)):
+            raise ValueError(_order_error(closed, low_arr))
+        high_m1 = high_arr if closed else high_arr - high_arr.dtype.type(1)
+        if np.any(np.greater(high_m1, ub - 1)):
+            raise ValueError(f"high is out of bounds for {name}")
+        high_m1 = np.array(high_m1, dtype=np.int64 if signed else np.uint64)
+    else:
+        flat = [int(v) - (0 if closed else 1) for v in high_arr.flat]
+        for v in flat:
+            if v > ub - 1:
+                raise ValueError(f"high is out of bounds for {name}")
+            if v < lb:
+                raise ValueError(_order_error(closed, low_arr))
+        high_m1 = np.array(flat, dtype=np.int64 if signed else np.uint64).reshape(high_arr.shape)
+    if np.any(np.greater(low_arr, high_m1)):
+        raise ValueError(_order_error(closed, low_arr))
+    lo = _bits(low, np.int64 if signed else np.uint64)
+    hi = high_m1.astype(np.uint64)
+    return lo, hi - lo
+
+
+def int_array_fill(lo, rng, size):
+    """(shape, per-element low bits, per-element range) of array bounds:
+    NumPy's broadcast of (low, high, out) walked over the output's size."""
+    shape = np.broadcast(lo, rng).shape if size is None else None
+    if size is not None:
+        probe = np.empty(size, np.uint8)
+        it = np.broadcast(lo, rng, probe)
+        shape = probe.shape
+        n = probe.size
+        lo_b = np.broadcast_to(lo, it.shape).ravel()[:n]
+        rng_b = np.broadcast_to(rng, it.shape).ravel()[:n]
+    else:
+        lo_b = np.broadcast_to(lo, shape).ravel()
+        rng_b = np.broadcast_to(rng, shape).ravel()
+    return shape, np.ascontiguousarray(lo_b, np.uint64), np.ascontiguousarray(rng_b, np.uint64)
+
+
+def size_is_empty(size):
+    """integers' early exit: NumPy returns an empty array of a zero-size
+    ``size`` before looking at the bounds."""
+    return size is not None and np.prod(size) == 0
+
+
+def permutation_length(x):
+    """(length, dtype of numpy.arange(x)) of an integer ``x``."""
+    n = operator.index(x)
+    return max(n, 0), np.arange(type(x)(0)).dtype
