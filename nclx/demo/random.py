@@ -9,7 +9,7 @@ from nclx.demo._common import median_time, section
 
 
 def run():
-    section("5e. RNG: nclx.random.Generator, Philox streams on nclx's threads")
+    section("5f. RNG: nclx.random.Generator, Philox streams on nclx's threads")
     g, philox = nclx.random.Generator(2024), np.random.Generator(np.random.Philox(2024))
     same = all(g.random(n).tobytes() == philox.random(n).tobytes() for n in (5, 1_000_000))
     same &= g.uniform(-1, 1, 777).tobytes() == philox.uniform(-1, 1, 777).tobytes()
