@@ -82,8 +82,8 @@ class Generator:
     def __init__(self, seed=None, *, block=default_block):
         ss = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
         key = ss.generate_state(2, np.uint64)
-        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or block < 1:
-            raise ValueError(f"block must be a positive integer, not {block!r}")
+        if isinstance(block, bool) or not isinstance(block, (int, np.integer)) or not 1 <= block <= 2**40:
+            raise ValueError(f"block must be a positive integer up to 2**40, not {block!r}")
         self._s = Stream(int(key[0]), int(key[1]), int(block))
         self._seed_seq = ss
 

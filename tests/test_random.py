@@ -198,10 +198,16 @@ def test_bad_state():
     assert g.state == (0, None, 0)
 
 
-@pytest.mark.parametrize("block", [0, -1, 1.5, "8", True, None])
+@pytest.mark.parametrize("block", [0, -1, 1.5, "8", True, None, 2**40 + 1, 2**63])
 def test_bad_block(block):
-    with pytest.raises(ValueError, match="block must be a positive integer"):
+    with pytest.raises(ValueError, match="block must be a positive integer up to 2"):
         R.Generator(1, block=block)
+
+
+def test_huge_block_is_one_stream():
+    a, b = R.Generator(3, block=2**40), R.Generator(3, block=300_000)
+    assert a.standard_normal(250_000).tobytes() == b.standard_normal(250_000).tobytes()
+    assert np.array_equal(np.sort(a.permutation(300_001)), np.arange(300_001))
 
 
 @pytest.mark.parametrize("seed", [-1, 1.5, "x", [1, -2]])

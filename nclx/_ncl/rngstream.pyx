@@ -123,8 +123,8 @@ cdef class Stream:
     cdef uint32_t half
 
     def __cinit__(self, uint64_t k0, uint64_t k1, npy_intp block):
-        if block < 1:
-            raise ValueError(f"block must be a positive number of elements, not {block}")
+        if not 1 <= block <= (1 << 40):
+            raise ValueError(f"block must be a positive integer up to 2**40, not {block}")
         self.k0 = k0
         self.k1 = k1
         self.block = block
@@ -216,6 +216,8 @@ cdef class Stream:
         cdef rng_call c
         cdef int dt = DTYPES.index(np.dtype(out.dtype).name)
         cdef npy_intp n = cnp.PyArray_SIZE(out)
+        if not 0 <= kind < NKINDS:
+            raise ValueError(f"no fill kind {kind}")
         if not (cnp.PyArray_ISCARRAY(out) or cnp.PyArray_ISFARRAY(out)) or not out.dtype.isnative:
             raise ValueError("Stream.fill needs a contiguous, aligned, writeable native array")
         memset(&c, 0, sizeof(c))
