@@ -16,7 +16,7 @@ class _Sentinel(hooks.Kernel):
 
 
 def run():
-    section("Create: np.empty/zeros/full/..._like with align=, first touch on the team, hooks")
+    section("5e. Create: np.empty/zeros/full/..._like with align=, first touch on the team, hooks")
     n = 10_000_000
     print(f"{'call (1e7 float64)':<34}{'numpy ms':>10}{'nclx ms':>10}  same bits")
     for label, f_np, f_nc in [
