@@ -19,13 +19,15 @@ KINDS = ["quicksort", "heapsort", "stable"]
 @pytest.fixture
 def small():
     """Thresholds low enough that small arrays take the threaded paths."""
-    t, m = sorting.threshold(), sorting.min_run()
+    t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
     sorting.threshold(64)
+    sorting.fast_threshold(64)
     sorting.min_run(16)
     try:
         yield
     finally:
         sorting.threshold(t)
+        sorting.fast_threshold(f)
         sorting.min_run(m)
 
 
@@ -385,6 +387,8 @@ def test_settings_validate_and_scratch_release(small):
         sorting.threshold(1)
     with pytest.raises(ValueError, match="run"):
         sorting.min_run(0)
+    with pytest.raises(ValueError, match="threshold"):
+        sorting.fast_threshold(0)
     keep = sorting.scratch_keep()
     try:
         sorting.scratch_keep(1 << 30)
@@ -405,8 +409,9 @@ float_arrays = st.integers(0, 3000).flatmap(lambda n: st.tuples(
     [np.nan, 0.0, 1.0], [-0.0, 0.0, 2.0], [0.0, 1.0, -1.0, np.inf], [np.nan, -np.nan, 1.0]]))
 def test_hypothesis_floats_with_specials(spec, kind, pool):
     char, n, seed = spec
-    t, m = sorting.threshold(), sorting.min_run()
+    t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
     sorting.threshold(64)
+    sorting.fast_threshold(64)
     sorting.min_run(16)
     try:
         rng = np.random.default_rng(seed)
@@ -424,6 +429,7 @@ def test_hypothesis_floats_with_specials(spec, kind, pool):
             _is_sorted_perm(a, goti)
     finally:
         sorting.threshold(t)
+        sorting.fast_threshold(f)
         sorting.min_run(m)
 
 
@@ -473,3 +479,19 @@ def test_probe_counts_its_own_thread_only():
             stop.set()
             t.join()
     assert misses == [[]] * 20
+
+
+@needs_slots
+@pytest.mark.parametrize("char", "lqfd")
+def test_large_sorts_of_few_distinct_values(char):
+    """Unstable sorts of data with few distinct values stay NumPy's (a
+    sample decides); many values split; both equal NumPy's bits."""
+    rng = np.random.default_rng(12)
+    for distinct in (3, 100, 5000):
+        pool = (rng.standard_normal(distinct) * 1e6).astype(char)
+        a = pool[rng.integers(0, distinct, 300_000)]
+        for kind in KINDS:
+            ref = np.sort(a, kind=kind)
+            with nclx.installed():
+                got = np.sort(a, kind=kind)
+            assert got.tobytes() == ref.tobytes(), (char, distinct, kind)

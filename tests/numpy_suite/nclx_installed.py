@@ -28,6 +28,7 @@ def pytest_configure(config):
     # NumPy's sort tests use small arrays: let every sort of 64 elements or
     # more take nclx's threaded path (runs of 16, the merge, the row batch)
     sorting.threshold(64)
+    sorting.fast_threshold(64)
     sorting.min_run(16)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
@@ -39,6 +40,7 @@ def pytest_unconfigure(config):
     nclx.uninstall()
     policy.reset_preferences()
     sorting.threshold(1 << 15)
+    sorting.fast_threshold(1 << 18)
     sorting.min_run(1 << 13)
     moved = [k for k, (_stock, now) in sorting.slots().items() if _sort_slots[k] != now]
     if moved:
