@@ -392,7 +392,11 @@ def test_settings_validate_and_scratch_release(small):
     keep = sorting.scratch_keep()
     try:
         sorting.scratch_keep(1 << 30)
-        nclx.sort(np.random.default_rng(9).standard_normal(1_000_000))
+        sorting.release()
+        x = np.random.default_rng(9).standard_normal(1_000_000)
+        nclx.sort(x)                      # unstable: partitioned in place, no scratch
+        assert sorting.release() == 0
+        nclx.sort(x, kind="stable")       # runs and a merge: the scratch is kept
         assert sorting.release() > 0
         assert sorting.release() == 0
     finally:
@@ -431,6 +435,72 @@ def test_hypothesis_floats_with_specials(spec, kind, pool):
         sorting.threshold(t)
         sorting.fast_threshold(f)
         sorting.min_run(m)
+
+
+int_arrays = st.tuples(st.sampled_from(["b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]),
+                       st.integers(0, 5000), st.integers(1, 300), st.integers(0, 2**32 - 1))
+
+
+@needs_slots
+@settings(max_examples=80, deadline=None)
+@given(int_arrays, st.sampled_from(["quicksort", "heapsort"]), st.sampled_from([2, 3, 5, 7]),
+       st.sampled_from(["random", "sorted", "reversed", "organ"]))
+def test_hypothesis_partition_values(spec, kind, nthreads, layout):
+    """Unstable value sorts split by value (nclx._ncl.sortpart): any dtype,
+    few or many distinct keys, any layout, any thread count: stock's bytes."""
+    char, n, distinct, seed = spec
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, distinct, n).astype(char)
+    if layout == "sorted":
+        a = np.sort(a)
+    elif layout == "reversed":
+        a = np.sort(a)[::-1].copy()
+    elif layout == "organ":
+        a = np.concatenate([np.sort(a[: n // 2]), np.sort(a[n // 2:])[::-1]])
+    ref = np.sort(a, kind=kind)
+    t, f, m, th = sorting.threshold(), sorting.fast_threshold(), sorting.min_run(), nclx.get_num_threads()
+    sorting.threshold(64)
+    sorting.fast_threshold(64)
+    sorting.min_run(16)
+    nclx.set_num_threads(nthreads)
+    try:
+        with nclx.installed():
+            got = np.sort(a, kind=kind)
+            b = a.copy()
+            b.sort(kind=kind)
+        assert got.tobytes() == ref.tobytes()
+        assert b.tobytes() == ref.tobytes()
+    finally:
+        sorting.threshold(t)
+        sorting.fast_threshold(f)
+        sorting.min_run(m)
+        nclx.set_num_threads(th)
+
+
+@needs_slots
+@pytest.mark.parametrize("char", ["b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8"])
+@pytest.mark.parametrize("outlier", [None, "low", "high", "extreme"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_counting_sort_small_range(char, outlier, kind, threads, small):
+    """Integers of a small range are counted (nclx._ncl.sortcount); a value
+    the sample missed (away from the sampled positions) sends the sort the
+    other way with the data untouched: stock's bytes either way."""
+    n = 20_011
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 2 if char == "b1" else 100, n).astype(char)
+    if outlier is not None and char != "b1":
+        info = np.iinfo(char)
+        value = {"low": 0 if info.min == 0 else -5, "high": 120,
+                 "extreme": info.max}[outlier]
+        a[1::997] = 3            # keep the sample's span
+        a[5] = value             # position 5 is not a sampled one (step 19)
+    ref = np.sort(a, kind=kind)
+    with nclx.installed():
+        got = np.sort(a, kind=kind)
+        b = a.copy()
+        b.sort(kind=kind)
+    assert got.tobytes() == ref.tobytes()
+    assert b.tobytes() == ref.tobytes()
 
 
 def _has_descending():

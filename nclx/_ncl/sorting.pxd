@@ -1,8 +1,7 @@
 # NumPy's sorts through the Sort chains (nclx._ncl.sorting, generated from
 # sorting.pyx.in): the entry other modules call with NumPy's own sort.
 from nclx._ncl.ncl cimport npy_intp
-
-ctypedef int (*ncl_sort_run_fn)(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil
+from nclx._ncl.sortjob cimport ncl_sort_run_fn
 
 cdef int ncl_sort_via(int c, int kind, char *v, npy_intp *idx, npy_intp n,
                       ncl_sort_run_fn run, void *runctx) noexcept nogil

@@ -1,0 +1,119 @@
+# cython: wraparound=False, boundscheck=False
+"""NCLib's Sort subsystem: the threaded sort of integers of a small range.
+
+A sort of integer values gives the same output whatever the kind (equal
+integers are indistinguishable), and that output is fixed by how many times
+each value occurs: each thread counts its chunk's values in its own
+histogram (ncl_count.h), the histograms are summed, and each thread writes
+its own equal slice of the output.  Taken when a sample of 1,024 evenly
+spaced elements spans at most 16,384 values (every bool, int8 and uint8
+array) and the array is at least 8 times longer than that span; a value
+outside the sample's span stops it after the counting pass, before
+anything is written, and the sort goes the other ways.
+"""
+from libc.stdlib cimport calloc, free
+
+from nclx._ncl.ncl cimport npy_intp
+from nclx._ncl.team cimport ncl_team_run, MAX_THREADS
+from nclx._ncl.sortjob cimport sort_job, ncl_part
+
+cdef extern from "ncl_count.h" nogil:
+    void ncl_count_hist(int dt, const char *v, npy_intp n, const char *lo, npy_intp range,
+                        npy_intp *hist)
+    void ncl_count_fill(int dt, char *out, npy_intp a, npy_intp b, const char *lo, npy_intp k)
+    void ncl_count_sample(int dt, const char *v, npy_intp m, npy_intp step, char *lo, char *hi)
+    npy_intp ncl_count_span(int dt, const char *lo, const char *hi, npy_intp cap)
+
+cdef enum:
+    MAX_SPAN = 1 << 14
+
+
+cdef struct count_job:
+    sort_job *j
+    int items
+    npy_intp range                # bins 0 .. range: lo .. lo + range
+    npy_intp stride               # histogram length per item (range + 2)
+    npy_intp *hist                # items histograms, then the starts (range + 2)
+    char lo[8]
+
+
+cdef void _t_hist(void *ctx, int tid, int nth) noexcept nogil:
+    cdef count_job *C = <count_job *>ctx
+    cdef sort_job *j = C.j
+    cdef npy_intp c0, c1
+    cdef int w = tid
+    while w < C.items:
+        c0 = ncl_part(j.n, w, C.items)
+        c1 = ncl_part(j.n, w + 1, C.items)
+        ncl_count_hist(j.dt, j.v + c0 * j.isz, c1 - c0, C.lo, C.range, C.hist + w * C.stride)
+        w += nth
+
+
+cdef void _t_fill(void *ctx, int tid, int nth) noexcept nogil:
+    """Item w writes output positions [o0, o1): the values whose runs
+    (starts[k] .. starts[k + 1]) cross it."""
+    cdef count_job *C = <count_job *>ctx
+    cdef sort_job *j = C.j
+    cdef npy_intp *starts = C.hist + C.items * C.stride
+    cdef npy_intp o0, o1, k, a, b, lo_, hi_
+    cdef int w = tid
+    while w < C.items:
+        o0 = ncl_part(j.n, w, C.items)
+        o1 = ncl_part(j.n, w + 1, C.items)
+        # the last value whose run starts at or before o0
+        lo_ = 0
+        hi_ = C.range
+        while lo_ < hi_:
+            k = (lo_ + hi_ + 1) // 2
+            if starts[k] <= o0:
+                lo_ = k
+            else:
+                hi_ = k - 1
+        k = lo_
+        a = o0
+        while a < o1 and k <= C.range:
+            b = starts[k + 1] if starts[k + 1] < o1 else o1
+            if b > a:
+                ncl_count_fill(j.dt, j.v, a, b, C.lo, k)
+                a = b
+            k += 1
+        w += nth
+
+
+cdef int ncl_sort_counting(sort_job *j, int items) noexcept nogil:
+    """Sort the integer values j.v[0:n) by counting; 1 when sorted, 0 when
+    not taken (the data untouched: the span is too wide, a value is outside
+    the sample's span, or no memory)."""
+    cdef count_job C
+    cdef char hi[8]
+    cdef npy_intp m = 1024, step, k, total, bad = 0
+    cdef int w
+    if j.dt > 8 or j.idx != NULL or j.n < 8 * 256:
+        return 0
+    step = j.n // m
+    ncl_count_sample(j.dt, j.v, m, step, C.lo, hi)
+    C.range = ncl_count_span(j.dt, C.lo, hi, MAX_SPAN + 1)
+    if C.range > MAX_SPAN or j.n < 8 * (C.range + 1):
+        return 0
+    C.j = j
+    C.items = items
+    C.stride = C.range + 2
+    C.hist = <npy_intp *>calloc((items + 1) * C.stride, sizeof(npy_intp))
+    if C.hist == NULL:
+        return 0
+    ncl_team_run(items, _t_hist, &C)
+    for w in range(items):
+        bad += C.hist[w * C.stride + C.range + 1]
+    if bad:
+        free(C.hist)
+        return 0
+    # starts[k]: first output position of value lo + k; starts[range + 1] = n
+    total = 0
+    for k in range(C.range + 1):
+        C.hist[items * C.stride + k] = total
+        for w in range(items):
+            total += C.hist[w * C.stride + k]
+    C.hist[items * C.stride + C.range + 1] = total
+    ncl_team_run(items, _t_fill, &C)
+    free(C.hist)
+    return 1
