@@ -153,7 +153,7 @@ def install(python_funnel=False, sorts=None, recycle=False):
     """
     if sorts not in (None, True, False):
         raise TypeError(f"install(sorts=...) takes None, True or False, not {sorts!r}")
-    if recycle not in (True, False):
+    if not isinstance(recycle, bool):
         raise TypeError(f"install(recycle=...) takes True or False, not {recycle!r}")
     with _lock:
         was = dict(_state)
