@@ -2,7 +2,9 @@
  *
  * Every block carries a 64-byte header in front of the data NumPy sees, so
  * free() and realloc() know how a block was made whatever size NumPy passes:
- *   - small (< NCL_RC_MIN requested bytes): malloc/calloc/realloc/free;
+ *   - small (< NCL_RC_MIN requested bytes): NumPy's default handler's own
+ *     functions (its small-block cache included), called with header + data
+ *     bytes: small arrays cost what they cost in stock NumPy;
  *   - big: an anonymous private mapping of `length` bytes (a size class:
  *     a multiple of 64 KiB below 2 MiB, of 2 MiB from there, 2 MiB-aligned
  *     and madvise'd MADV_HUGEPAGE), kept on a free list of its class when
@@ -52,6 +54,22 @@ typedef struct {
     int hugepages;
 } ncl_rc_state;
 
+/* NumPy's default handler (its capsule's pointer), set once at import */
+static PyDataMem_Handler *ncl_rc_small;
+
+static void *ncl_rc_small_malloc(size_t n) {
+    return ncl_rc_small->allocator.malloc(ncl_rc_small->allocator.ctx, n);
+}
+static void *ncl_rc_small_calloc(size_t n) {
+    return ncl_rc_small->allocator.calloc(ncl_rc_small->allocator.ctx, 1, n);
+}
+static void *ncl_rc_small_realloc(void *p, size_t n) {
+    return ncl_rc_small->allocator.realloc(ncl_rc_small->allocator.ctx, p, n);
+}
+static void ncl_rc_small_free(void *p, size_t n) {
+    ncl_rc_small->allocator.free(ncl_rc_small->allocator.ctx, p, n);
+}
+
 static ncl_rc_state ncl_rc = {PTHREAD_MUTEX_INITIALIZER, {0}, (size_t)1 << 30,
                               0, 0, 0, 0, 0, 0, 0, 1};
 
@@ -59,8 +77,15 @@ static void ncl_rc_prepare(void) { pthread_mutex_lock(&ncl_rc.lock); }
 static void ncl_rc_parent(void) { pthread_mutex_unlock(&ncl_rc.lock); }
 static void ncl_rc_child(void) { pthread_mutex_init(&ncl_rc.lock, NULL); }
 
-static int ncl_rc_init(void) {
-    return pthread_atfork(ncl_rc_prepare, ncl_rc_parent, ncl_rc_child);
+/* `default_capsule`: NumPy's default handler; -1 with a Python error */
+static int ncl_rc_init(PyObject *default_capsule) {
+    ncl_rc_small = (PyDataMem_Handler *)PyCapsule_GetPointer(default_capsule, "mem_handler");
+    if (!ncl_rc_small) return -1;
+    if (pthread_atfork(ncl_rc_prepare, ncl_rc_parent, ncl_rc_child) != 0) {
+        PyErr_SetString(PyExc_OSError, "nclx recycle: pthread_atfork failed");
+        return -1;
+    }
+    return 0;
 }
 
 /* the mapped length for `size` bytes of data (0 on overflow) */
@@ -131,7 +156,7 @@ static void *ncl_rc_malloc(void *ctx, size_t size) {
     (void)ctx;
     ncl_rc_hdr *h;
     if (size < NCL_RC_MIN) {
-        h = malloc(size + NCL_RC_HDR);
+        h = ncl_rc_small_malloc(size + NCL_RC_HDR);
         if (!h) return NULL;
         h->magic = NCL_RC_SMALL;
     } else {
@@ -150,7 +175,7 @@ static void *ncl_rc_calloc(void *ctx, size_t nelem, size_t elsize) {
     ncl_rc_hdr *h;
     if (__builtin_mul_overflow(nelem, elsize, &size)) return NULL;
     if (size < NCL_RC_MIN) {
-        h = calloc(1, size + NCL_RC_HDR);
+        h = ncl_rc_small_calloc(size + NCL_RC_HDR);
         if (!h) return NULL;
         h->magic = NCL_RC_SMALL;
     } else {
@@ -167,7 +192,7 @@ static void ncl_rc_free(void *ctx, void *ptr, size_t size) {
     ncl_rc_hdr *h = (ncl_rc_hdr *)((char *)ptr - NCL_RC_HDR);
     if (h->magic == NCL_RC_SMALL) {
         h->magic = 0;
-        free(h);
+        ncl_rc_small_free(h, h->size + NCL_RC_HDR);
         return;
     }
     if (h->magic != NCL_RC_BIG) {
@@ -193,7 +218,7 @@ static void *ncl_rc_realloc(void *ctx, void *ptr, size_t size) {
     if (!ptr) return ncl_rc_malloc(ctx, size);
     ncl_rc_hdr *h = (ncl_rc_hdr *)((char *)ptr - NCL_RC_HDR);
     if (h->magic == NCL_RC_SMALL && size < NCL_RC_MIN) {
-        ncl_rc_hdr *n = realloc(h, size + NCL_RC_HDR);
+        ncl_rc_hdr *n = ncl_rc_small_realloc(h, size + NCL_RC_HDR);
         if (!n) return NULL;
         n->size = size;
         return (char *)n + NCL_RC_HDR;

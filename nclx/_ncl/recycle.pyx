@@ -1,7 +1,8 @@
 # cython: wraparound=False, boundscheck=False
 """The recycling data allocator: a NumPy data-allocation handler (NEP 49)
 that keeps freed blocks of 1 MiB and more for the next allocation of the
-same size class (ncl_recycle.h).
+same size class (ncl_recycle.h); smaller blocks go to NumPy's default
+handler.
 
 ``handler()`` is the ``mem_handler`` capsule; ``set_handler`` /
 ``current_handler`` wrap ``PyDataMem_SetHandler`` / ``GetHandler`` (the
@@ -28,7 +29,7 @@ cdef extern from "ncl_recycle.h" nogil:
     PyDataMem_Handler ncl_rc_handler
     size_t NCL_RC_MIN
     size_t NCL_RC_HDR
-    int ncl_rc_init()
+    int ncl_rc_init(object default_capsule) except -1
     size_t ncl_rc_trim(size_t keep)
     size_t ncl_rc_class(size_t size)
     void ncl_rc_lock "pthread_mutex_lock"(void *m)
@@ -44,8 +45,11 @@ cdef extern from *:
     """
     object ncl_rc_set_handler(PyObject *h)
 
-if ncl_rc_init() != 0:
-    raise OSError("nclx recycle: pthread_atfork failed")
+import contextvars
+
+# NumPy's default handler: the contextvar's value in an empty context
+_numpy_default = contextvars.Context().run(PyDataMem_GetHandler)
+ncl_rc_init(_numpy_default)
 
 #: requested bytes from which blocks are recycled
 MIN_BYTES = NCL_RC_MIN
@@ -71,6 +75,11 @@ def set_handler(h):
     if h is None:
         return ncl_rc_set_handler(NULL)
     return ncl_rc_set_handler(<PyObject *>h)
+
+
+def numpy_default():
+    """NumPy's default handler capsule (the one small blocks go to)."""
+    return _numpy_default
 
 
 def is_ours(h):
