@@ -11,7 +11,8 @@ reaches nclx through the C API (``nclx/include/nclx.h``, the capsule
 from nclx._build_info import VERSION as __version__
 from nclx._config import config, get_include, show_config
 from nclx import errors, ufuncs
-from nclx._ncl.install import NclxInstallError, install, installed, is_installed, uninstall
+from nclx._ncl.install import (NclxInstallError, install, installed, is_installed,
+                               release_memory, uninstall)
 from nclx import aware, hooks, ledger, mask, random
 from nclx.checked import checked
 from nclx.convert import convert
@@ -28,5 +29,5 @@ __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninsta
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
            "calibrate", "errors", "sort", "argsort", "mask", "random", "empty", "zeros", "ones", "full",
-           "empty_like", "zeros_like", "ones_like", "full_like",
+           "empty_like", "zeros_like", "ones_like", "full_like", "release_memory",
            "NclxInstallError"]

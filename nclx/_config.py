@@ -8,11 +8,28 @@ import numpy as np
 
 from nclx import _build_info
 from nclx._ncl import _openmp
+from nclx._ncl import recycle as _recycle
 from nclx._ncl import team as _team
 from nclx._ncl import threader as _threader
 from nclx._ncl import ufuncs as _ufuncs
 
-_SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate)}
+
+def _check_bool(name, value):
+    if not isinstance(value, bool):
+        raise TypeError(f"nclx setting {name!r} takes True or False, not {value!r}")
+
+
+def _check_bytes(name, value):
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"nclx setting {name!r} takes a non-negative int (bytes), "
+                        f"not {value!r}")
+    if value < 0:
+        raise ValueError(f"nclx setting {name!r} must be >= 0 (bytes), not {value!r}")
+
+
+# name: (get, set, check)
+_SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate, _check_bool),
+            "recycle_cap": (_recycle.cap, _recycle.cap, _check_bytes)}
 
 
 class Settings:
@@ -24,10 +41,10 @@ class Settings:
         if unknown:
             raise TypeError(f"unknown nclx setting(s) {', '.join(unknown)}; "
                             f"settings: {', '.join(_SETTERS)}")
+        for k, v in changes.items():
+            _SETTERS[k][2](k, v)
         self.previous = {k: _SETTERS[k][0]() for k in changes}
         for k, v in changes.items():
-            if not isinstance(v, bool):
-                raise TypeError(f"nclx setting {k!r} takes True or False, not {v!r}")
             _SETTERS[k][1](v)
         self.changes = dict(changes)
 
@@ -45,7 +62,7 @@ class Settings:
 
 def current():
     """The runtime settings now: {name: value}."""
-    return {k: get() for k, (get, _set) in _SETTERS.items()}
+    return {k: get() for k, (get, _set, _check) in _SETTERS.items()}
 
 
 def config(**settings):
@@ -93,6 +110,8 @@ def config(**settings):
         "simd_flags": isa_flags.get(selected) or "(compiler default: baseline)",
         "num_threads": _team.get_num_threads(),
         "settings": current(),
+        "recycle": {k: v for k, v in _recycle.stats().items()
+                    if k in ("active", "cap", "cached_bytes", "hits", "misses")},
     }
 
 

@@ -16,12 +16,13 @@ from nclx._ncl import hooks as _hooks
 from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
+from nclx._ncl import recycle as _recycle
 from nclx._ncl import sorting as _sorting
 from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
-          "generation": 0, "sorts": None}
+          "generation": 0, "sorts": None, "recycle_prev": None}
 _local = threading.local()
 
 
@@ -82,7 +83,37 @@ def _restore():
     return restored
 
 
-def install(python_funnel=False, sorts=None):
+def _recycle_on():
+    """The recycling handler becomes the current context's (lock held)."""
+    current = _recycle.current_handler()
+    if not _recycle.is_ours(current):
+        _state["recycle_prev"] = current
+        _recycle.set_handler(_recycle.handler())
+    _recycle.set_active(True)
+
+
+def _recycle_off():
+    """Stop caching, unmap the cache, give the current context back the
+    handler install(recycle=True) replaced (lock held)."""
+    _recycle.set_active(False)
+    if _recycle.is_ours(_recycle.current_handler()):
+        _recycle.set_handler(_state["recycle_prev"])   # None: NumPy's default
+    _state["recycle_prev"] = None
+
+
+def release_memory():
+    """Give memory nclx keeps for reuse back to the OS: the blocks the
+    recycling allocator caches and the sort's merge scratch.
+
+    Returns
+    -------
+    int
+        Bytes released.
+    """
+    return _recycle.trim(0) + _sorting.release()
+
+
+def install(python_funnel=False, sorts=None, recycle=False):
     """Route NumPy's built-in loops through nclx's hook chains.
 
     Swaps the loops of every op and dtype of the kernel library (both int64
@@ -104,6 +135,15 @@ def install(python_funnel=False, sorts=None):
         None (default): where this NumPy sorts through the slots nclx
         replaces (probed once: NumPy 2.0-2.4), else leave them NumPy's;
         True: raise NclxInstallError where it does not; False: never.
+    recycle : bool
+        Also make nclx's recycling allocator NumPy's data-allocation
+        handler (NEP 49) in the calling context: freed array data of
+        1 MiB and more is kept (up to ``nclx.config(recycle_cap=...)``
+        bytes, 1 GiB by default) for the next array of its size class.
+        False (default) leaves the handler as it is; ``uninstall()`` puts
+        the previous handler back and unmaps the cache.  NumPy keeps the
+        handler in a contextvar: threads started later begin from NumPy's
+        default handler (docs/recycle.md).
 
     Returns
     -------
@@ -113,6 +153,8 @@ def install(python_funnel=False, sorts=None):
     """
     if sorts not in (None, True, False):
         raise TypeError(f"install(sorts=...) takes None, True or False, not {sorts!r}")
+    if not isinstance(recycle, bool):
+        raise TypeError(f"install(recycle=...) takes True or False, not {recycle!r}")
     with _lock:
         was = dict(_state)
         _state["explicit"] = True
@@ -120,16 +162,21 @@ def install(python_funnel=False, sorts=None):
         if python_funnel:
             _state["funnel_explicit"] = True
         try:
-            return _apply()
+            swapped = _apply()
         except BaseException:
             _state.update(explicit=was["explicit"], funnel_explicit=was["funnel_explicit"],
                           sorts=was["sorts"])
             _apply()
             raise
+        if recycle:
+            _recycle_on()
+        return swapped
 
 
 def uninstall():
-    """Put back every loop and call entry nclx replaced, exactly, now.
+    """Put back every loop and call entry nclx replaced, exactly, now, and
+    the data-allocation handler ``install(recycle=True)`` replaced (in the
+    calling context; its cache is unmapped).
 
     Safe to call when not installed, after hooks raised, and inside blocks
     (which then end without touching NumPy).  Returns the number of loops
@@ -138,6 +185,7 @@ def uninstall():
     with _lock:
         _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0, sorts=None)
         _state["generation"] += 1
+        _recycle_off()
         return _restore()
 
 
@@ -175,4 +223,5 @@ def installed(python_funnel=False):
                 _apply()
 
 
-__all__ = ["install", "uninstall", "is_installed", "installed", "NclxInstallError"]
+__all__ = ["install", "uninstall", "is_installed", "installed", "release_memory",
+           "NclxInstallError"]
