@@ -1,5 +1,6 @@
 """The Sort subsystem under nclx.install() (issue 23): np.sort, np.argsort
 and axis sorts, stock time / installed time alternating in one process
+(also with ``install(recycle=True)``: ``SortRecycled``, ``AxisSortRecycled``)
 (> 1: nclx faster).
 
 ``TwoHalves.track_limit`` is this machine's 2-thread limit for a sort: stock
@@ -120,3 +121,54 @@ class TwoHalves:
             list(_POOL.map(lambda s: s.sort(kind=kind), (b[:h], b[h:])))
 
         return alternating_ratio(lambda: np.sort(a, kind=kind), halves, rounds=5, budget=0.02)
+
+
+def _install_recycling():
+    nclx.install(recycle=True)
+
+
+class SortRecycled:
+    """np.sort of 1e7 elements, stock / ``install(recycle=True)``: NumPy's
+    copy of ``a`` in np.sort then reuses a freed block instead of faulting
+    in 80 MB of fresh pages (docs/recycle.md)."""
+    params = [["int64", "float64"], ["random", "sorted", "dups"], ["quicksort", "stable"]]
+    param_names = ["dtype", "data", "kind"]
+    unit = "speedup"
+    timeout = 600
+
+    def setup(self, dtype, pattern, kind):
+        nclx.uninstall()
+        a = _data(dtype, pattern, 10_000_000)
+        self.fn = lambda: np.sort(a, kind=kind)
+
+    def teardown(self, *args):
+        nclx.uninstall()
+
+    def track_speedup(self, dtype, pattern, kind):
+        try:
+            return alternating_ratio(self.fn, self.fn, nclx.uninstall, _install_recycling,
+                                     rounds=5, budget=0.02)
+        finally:
+            nclx.uninstall()
+
+
+class AxisSortRecycled:
+    """np.sort(a, axis=1) of a (1000, 10000) float64 array, stock /
+    ``install(recycle=True)``."""
+    unit = "speedup"
+    timeout = 600
+
+    def setup(self):
+        nclx.uninstall()
+        a = np.random.default_rng(0).standard_normal((1000, 10_000))
+        self.fn = lambda: np.sort(a, axis=1)
+
+    def teardown(self):
+        nclx.uninstall()
+
+    def track_speedup(self):
+        try:
+            return alternating_ratio(self.fn, self.fn, nclx.uninstall, _install_recycling,
+                                     rounds=5, budget=0.02)
+        finally:
+            nclx.uninstall()
