@@ -151,6 +151,8 @@ def _build(program):
     plan.reduce_loop = None
     if program.reduce is not None:
         rdts = _dtype_of(program.reduce_chars, "reduce_chars")
+        if dtypes[result] is None and rdts:
+            dtypes[result] = rdts[0]        # an operand reduced as it is
         rdt = dtypes[result]
         if len(rdts) != 3 or rdt is None or any(d != rdt for d in rdts):
             raise TypeError(f"nclx.blockexec: reduce_chars {program.reduce_chars!r} must be the "
