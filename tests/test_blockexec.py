@@ -286,3 +286,263 @@ def test_hypothesis_sum_and_elementwise(n, t, bb, dt, seed):
     program, eager, _ = two_a_plus_bb(dt)
     two = np.array(2, dt)
     _same(_quiet(bx.execute, program, [a, b, two], threads=t), _quiet(eager, a, b, two))
+
+
+# ------------------------------------------------- floating-point reporting
+
+N_FP = 70_001
+CATEGORIES = {          # category: (ufunc, a value, b value) raising it
+    "divide": (np.true_divide, 1.0, 0.0),
+    "over": (np.multiply, 1e308, 10.0),
+    "under": (np.multiply, 1e-308, 1e-100),
+    "invalid": (np.subtract, np.inf, np.inf),
+}
+
+
+def _fp_case(cat, where):
+    """(program, operands, eager(out)) with ``cat`` raised by the first or the last step."""
+    uf, x, y = CATEGORIES[cat]
+    a = np.full(N_FP, 1.5)
+    b = np.full(N_FP, 2.0)
+    a[N_FP - 3], b[N_FP - 3] = x, y
+    c = np.zeros(N_FP)
+    if where == "first":
+        steps = [Step(uf, "ddd", (0, 1), 3), Step(np.add, "ddd", (3, 2), 4)]
+
+        def eager(out):
+            return np.add(uf(a, b), c, out=out)
+    else:
+        steps = [Step(np.add, "ddd", (0, 2), 3), Step(uf, "ddd", (3, 1), 4)]
+
+        def eager(out):
+            return uf(np.add(a, c), b, out=out)
+    return Program(steps, 5, 3, 4), [a, b, c], eager
+
+
+def _observe(fn, out):
+    """(outcome, out's bytes, warnings, callback calls) of fn(out)."""
+    calls = []
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        old = np.seterrcall(lambda msg, flag: calls.append((msg, flag)))
+        try:
+            res = fn(out)
+            outcome = ("ok", None if out is not None else res.tobytes())
+        except FloatingPointError as e:
+            outcome = ("raise", str(e))
+        finally:
+            np.seterrcall(old)
+    got_w = [(x.category, str(x.message)) for x in w]
+    return outcome, None if out is None else out.tobytes(), got_w, calls
+
+
+@pytest.mark.parametrize("cat", list(CATEGORIES))
+@pytest.mark.parametrize("where", ["first", "last"])
+@pytest.mark.parametrize("mode", ["ignore", "warn", "raise", "call"])
+@pytest.mark.parametrize("with_out", [False, True])
+def test_errstate_modes_as_eager(cat, where, mode, with_out):
+    program, ops, eager = _fp_case(cat, where)
+    results = []
+    for fn in (eager, lambda out: bx.execute(program, ops, out=out, threads=3)):
+        out = np.full(N_FP, -7.0) if with_out else None
+        with np.errstate(all="ignore", **{cat: mode}):
+            results.append(_observe(fn, out))
+    assert results[1] == results[0]
+    if mode == "raise" and with_out:
+        touched = results[0][1] != np.full(N_FP, -7.0).tobytes()
+        assert touched == (where == "last")
+
+
+@pytest.mark.parametrize("threads", THREADS)
+def test_one_warning_per_step_in_order(threads):
+    a = np.array([1.0, 0.0, np.inf, 1e300] * 40_000)
+    b = np.array([0.0, 0.0, np.inf, 1e300] * 40_000)
+    program = Program([Step(np.true_divide, "ddd", (0, 1), 2), Step(np.multiply, "ddd", (1, 1), 3),
+                       Step(np.subtract, "ddd", (2, 3), 4), Step(np.sqrt, "dd", (4,), 5)], 6, 2, 5)
+
+    def eager(out):
+        return np.sqrt(np.subtract(np.true_divide(a, b), np.multiply(b, b)))
+    ref = _observe(eager, None)
+    got = _observe(lambda out: bx.execute(program, [a, b], threads=threads), None)
+    assert got == ref
+    assert len(ref[2]) >= 3
+
+
+def test_integer_divide_by_zero_reported_as_numpy():
+    a = np.arange(100_000, dtype=np.int64)
+    b = a % 7
+    program = Program([Step(np.floor_divide, "lll", (0, 1), 2), Step(np.remainder, "lll", (0, 1), 3),
+                       Step(np.add, "lll", (2, 3), 4)], 5, 2, 4)
+    ref = _observe(lambda out: np.add(a // b, a % b), None)
+    got = _observe(lambda out: bx.execute(program, [a, b], threads=2), None)
+    assert got == ref and ref[2]
+
+
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_reduction_reports_as_reduce(mode):
+    a = np.full(100_000, 1e300)
+    program = Program([Step(np.multiply, "ddd", (0, 0), 1)], 2, 1, 1, "sum", "ddd")
+    with np.errstate(all=mode):
+        ref = _observe(lambda out: np.add.reduce(a * a), None)
+        got = _observe(lambda out: bx.execute(program, [a], threads=2), None)
+    assert got == ref
+    b = np.full(100_000, 1e306)       # each b + b finite, their sum not
+    with np.errstate(all=mode):
+        ref = _observe(lambda out: np.add.reduce(b + b), None)
+        got = _observe(lambda out: bx.execute(Program([Step(np.add, "ddd", (0, 0), 1)], 2, 1, 1,
+                                                      "sum", "ddd"), [b], threads=3), None)
+    assert got == ref and "reduce" in str(ref)
+
+
+def test_flags_left_from_before_are_not_reported():
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = [np.ones(100), np.ones(100), np.array(2.0)]
+    _quiet(np.multiply, np.float64(1e308), np.float64(10))    # leaves overflow set
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="raise"):
+            bx.execute(program, ops)
+
+
+# ------------------------------------------------------ bad programs, bad operands
+
+def _p(*steps, nslots=4, ninputs=2, result=None, reduce=None, rc=None):
+    return Program(steps, nslots, ninputs, steps[-1].out if result is None and steps else result,
+                   reduce, rc)
+
+
+BAD_PROGRAMS = [
+    ("not a program", (np.add, "ddd", (0, 1), 2), TypeError, "Program"),
+    ("ufunc", _p(Step(len, "ddd", (0, 1), 2)), TypeError, "step 0: ufunc"),
+    ("nin", _p(Step(np.add, "ddd", (0,), 2)), ValueError, "reads 2 slots"),
+    ("chars length", _p(Step(np.add, "dd", (0, 1), 2)), ValueError, "3 type characters"),
+    ("float16", _p(Step(np.add, "eee", (0, 1), 2)), TypeError, "'e'"),
+    ("divmod", _p(Step(np.divmod, "dddd", (0, 1), 2)), ValueError, "outputs"),
+    ("no loop", _p(Step(np.isnan, "dd", (0,), 2)), TypeError, "no loop"),
+    ("slot range", _p(Step(np.add, "ddd", (0, 9), 2)), ValueError, "input slot 1"),
+    ("read first", _p(Step(np.add, "ddd", (0, 3), 2), Step(np.add, "ddd", (2, 2), 3)),
+     ValueError, "reads slot 3 before"),
+    ("write twice", _p(Step(np.add, "ddd", (0, 1), 2), Step(np.add, "ddd", (0, 1), 2)),
+     ValueError, "already written"),
+    ("write operand", _p(Step(np.add, "ddd", (0, 1), 1)), ValueError, "output slot"),
+    ("dtypes disagree", _p(Step(np.add, "ddd", (0, 1), 2), Step(np.add, "fff", (2, 2), 3)),
+     TypeError, "reads slot 2 as float32"),
+    ("result", _p(Step(np.add, "ddd", (0, 1), 2), Step(np.add, "ddd", (0, 1), 3), result=2),
+     ValueError, "result is slot 2"),
+    ("reduce kind", _p(Step(np.add, "ddd", (0, 1), 2), reduce="max", rc="ddd"), ValueError, "reduce"),
+    ("reduce chars", _p(Step(np.add, "ddd", (0, 1), 2), reduce="sum", rc="fff"), TypeError,
+     "reduce_chars"),
+    ("bool sum", _p(Step(np.logical_and, "???", (0, 1), 2), reduce="sum", rc="???"), TypeError,
+     "without a cast"),
+    ("no steps", Program([], 2, 2, 0), ValueError, "without steps"),
+    ("too many slots", Program([], 65, 1, 0, "sum", "ddd"), ValueError, "nslots"),
+]
+
+
+@pytest.mark.parametrize("name,program,exc,text", BAD_PROGRAMS, ids=[b[0] for b in BAD_PROGRAMS])
+def test_bad_programs_raise_clearly(name, program, exc, text):
+    with pytest.raises(exc, match=text):
+        bx.execute(program, [np.ones(4), np.ones(4)])
+
+
+def _misaligned(n):
+    raw = np.zeros(n * 8 + 1, np.uint8)
+    return raw[1:].view(np.float64)
+
+
+BAD_OPERANDS = [
+    ("count", lambda a: [a], {}, ValueError, "takes 2 operands"),
+    ("list", lambda a: [a, [1.0] * 10], {}, TypeError, "operand 1 must be a numpy.ndarray"),
+    ("2-d", lambda a: [a, np.ones((2, 5))], {}, ValueError, "operand 1 must be 0-d or 1-d"),
+    ("dtype", lambda a: [a.astype(np.float32), a], {}, TypeError, "operand 0 has dtype float32"),
+    ("strided", lambda a: [a, np.ones(20)[::2]], {}, ValueError, "operand 1 is not contiguous"),
+    ("byte order", lambda a: [a, a.astype(">f8")], {}, TypeError, "operand 1"),
+    ("misaligned", lambda a: [_misaligned(10), a], {}, ValueError, "operand 0 is not aligned"),
+    ("length", lambda a: [a, np.ones(11)], {}, ValueError, "operand 1 has length 11"),
+    ("subclass", lambda a: [a, np.ma.ones(10)], {}, TypeError, "operand 1"),
+    ("out length", lambda a: [a, a], {"out": np.ones(9)}, ValueError, "out has length 9"),
+    ("out dtype", lambda a: [a, a], {"out": np.ones(10, np.float32)}, TypeError, "out has dtype"),
+    ("out read-only", lambda a: [a, a], {"out": np.broadcast_to(np.ones(1), (10,))}, ValueError,
+     "out"),
+    ("threads", lambda a: [a, a], {"threads": 0}, ValueError, "threads"),
+    ("no length", lambda a: [np.array(1.0), np.array(2.0)], {}, ValueError, "no 1-d operand"),
+]
+
+
+@pytest.mark.parametrize("name,make,kw,exc,text", BAD_OPERANDS, ids=[b[0] for b in BAD_OPERANDS])
+def test_bad_operands_raise_clearly(name, make, kw, exc, text):
+    program = _p(Step(np.add, "ddd", (0, 1), 2), nslots=3)
+    with pytest.raises(exc, match=text):
+        bx.execute(program, make(np.ones(10)), **kw)
+
+
+def test_reduction_refuses_out():
+    with pytest.raises(ValueError, match="out must be None"):
+        bx.execute(sum_ab("f8"), [np.ones(4), np.ones(4)], out=np.ones(4))
+
+
+def test_settings_validate():
+    with pytest.raises(ValueError):
+        bx.threshold(-1)
+    with pytest.raises(ValueError):
+        bx.block_bytes(-1)
+
+
+# ------------------------------------------------------------ threads, fork
+
+def test_python_threads_at_once():
+    cases = [two_a_plus_bb("f8"), hypot_expr("f4"), a_minus_b_over_a_plus_b("i8")]
+    jobs = []
+    for (program, eager, _), dt in zip(cases, ["f8", "f4", "i8"]):
+        ops = _operands(eager, dt, 150_001)
+        jobs.append((program, ops, _quiet(eager, *ops)))
+    jobs.append((sum_ab("f8"), [_data("f8", 150_001), _data("f8", 150_001, 3)], None))
+    jobs[-1] = (jobs[-1][0], jobs[-1][1], _quiet(np.add.reduce, _quiet(np.multiply, *jobs[-1][1])))
+    errors = []
+
+    def work(job):
+        program, ops, ref = job
+        try:
+            for _ in range(15):
+                _same(_quiet(bx.execute, program, ops, threads=2), ref)
+        except BaseException as e:     # reported on the main thread
+            errors.append(e)
+    ths = [threading.Thread(target=work, args=(jobs[i % len(jobs)],)) for i in range(6)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    assert not errors, errors
+
+
+def _child(conn):
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 200_001)
+    got = _quiet(bx.execute, program, ops, threads=2)
+    s = _quiet(bx.execute, sum_ab("f8"), ops[:2], threads=2)
+    conn.send((got.tobytes() == _quiet(eager, *ops).tobytes(),
+               s.tobytes() == _quiet(np.add.reduce, ops[0] * ops[1]).tobytes()))
+    conn.close()
+
+
+def test_fork_after_threaded_run():
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 200_001)
+    _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    p = ctx.Process(target=_child, args=(child,))
+    p.start()
+    assert parent.poll(60)
+    assert parent.recv() == (True, True)
+    p.join(30)
+    assert p.exitcode == 0
+
+
+def test_release_then_run_again():
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 100_000)
+    bx.release()
+    _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+    bx.release()
+    _same(_quiet(bx.execute, program, ops, threads=3), _quiet(eager, *ops))
