@@ -20,6 +20,7 @@ from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_entries_quiet
 from nclx._ncl.blockplan import make_plan, l2_bytes
 
 import numpy as np
@@ -77,7 +78,8 @@ cdef struct xrun:
     int *flags                  # [tid][nflags]
     # the final reduction
     int red
-    ncl_loop_fn rfn
+    ncl_loop_fn rfn             # the loop in reduce mode (accumulator, stride 0)
+    ncl_loop_fn cfn             # the same loop, elementwise (combining partials)
     void *rdata
     npy_intp risz
     npy_intp *leaf              # leaf boundaries, nleaves + 1
@@ -199,7 +201,19 @@ cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil
     args[1] = b
     args[2] = out
     steps[0] = steps[1] = steps[2] = r.risz
-    r.rfn(args, &one, steps, r.rdata)
+    r.cfn(args, &one, steps, r.rdata)
+
+
+cdef ncl_loop_fn _direct(int k, int reduce, ncl_loop_fn entry) noexcept nogil:
+    """The loop nclx's entry ``k`` runs on a call below its split threshold
+    (its kernel or NumPy's loop, as its policy prefers): blocks are never
+    split again.  With a hook or a mode anywhere (the entries' gate shut),
+    or no entry (-1), the entry itself, which walks the chains."""
+    if k < 0 or not ncl_entries_quiet():
+        return entry
+    if ncl_slot_policy(k).prefer[reduce][0] != 0 and ncl_slot_proto(k).numpy_loop != NULL:
+        return ncl_slot_proto(k).numpy_loop
+    return ncl_slot_proto(k).nclx_loop
 
 
 cdef class _Scratch:
@@ -395,8 +409,8 @@ def execute(program, operands, out=None, threads=None):
             r.soff[s] = nbytes
             nbytes += (r.B * r.isz[s] + 63) // 64 * 64
     for k in range(ns):
-        fn, data, ins, o = plan.steps[k]
-        r.steps[k].fn = <ncl_loop_fn><size_t>fn
+        fn, data, slot, ins, o = plan.steps[k]
+        r.steps[k].fn = _direct(slot, 0, <ncl_loop_fn><size_t>fn)
         r.steps[k].data = <void *><size_t>data
         r.steps[k].nin = len(ins)
         for j in range(len(ins)):
@@ -408,7 +422,8 @@ def execute(program, operands, out=None, threads=None):
     r.partials = NULL
     if plan.reduce is not None:
         r.red = RED_SEQ if plan.reduce_seq else RED_TREE
-        r.rfn = <ncl_loop_fn><size_t>plan.reduce_loop[0]
+        r.rfn = _direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0])
+        r.cfn = _direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0])
         r.rdata = <void *><size_t>plan.reduce_loop[1]
         r.risz = plan.itemsizes[plan.result]
         accarr = np.array([plan.reduce_start], rdt)
@@ -490,4 +505,4 @@ cdef inline void _two(xrun *r, char *a, char *b, char *out) noexcept nogil:
     args[1] = b
     args[2] = out
     steps[0] = steps[1] = steps[2] = r.risz
-    r.rfn(args, &one, steps, r.rdata)
+    r.cfn(args, &one, steps, r.rdata)

@@ -18,6 +18,7 @@ _PROGRAM_FIELDS = ("steps", "nslots", "ninputs", "result", "reduce", "reduce_cha
 _cache = {}
 _ufunc_op = None
 _twins = {}
+_slots = None
 _l2 = None
 
 
@@ -50,14 +51,16 @@ def l2_bytes():
 
 
 def _loop(ufunc, chars, where):
-    """(function address, data address) of ``ufunc``'s loop ``chars``."""
-    global _ufunc_op
+    """(function address, data address, entry slot or -1) of ``ufunc``'s loop
+    ``chars``; the slot where the address is nclx's entry for it."""
+    global _ufunc_op, _slots
     if _ufunc_op is None:
         _ufunc_op = {}
         for op in spec.OPS:
             uf = spec.numpy_ufunc(op)
             if uf is not None:
                 _ufunc_op[uf] = op
+        _slots = {sig: k for k, sig in enumerate(entries.signatures())}
     op = _ufunc_op.get(ufunc)
     want = [np.dtype(c) for c in chars]
     if op is not None:
@@ -65,11 +68,13 @@ def _loop(ufunc, chars, where):
             _twins[op] = entries.twin_loops(op)
         for c, fn, data in _twins[op]:
             if len(c) == len(chars) and [np.dtype(x) for x in c] == want:
-                return fn, data
+                k = _slots.get((op, c), -1)
+                served = k >= 0 and any(e[1] == fn for e in entries.entry_loops(op) if e[0] == c)
+                return fn, data, k if served else -1
     else:
         found = find_loop(ufunc, chars)
         if found is not None:
-            return found[1], found[2]
+            return found[1], found[2], -1
     raise TypeError(f"nclx.blockexec: {where}: numpy.{ufunc.__name__} has no loop {chars!r}")
 
 
@@ -133,8 +138,8 @@ def _build(program):
             raise ValueError(f"nclx.blockexec: {where} writes slot {o}, already written")
         written[o] = True
         dtypes[o] = dts[-1]
-        fn, data = _loop(uf, st.chars, where)
-        plan.steps.append((fn, data, tuple(st.ins), o))
+        fn, data, slot = _loop(uf, st.chars, where)
+        plan.steps.append((fn, data, slot, tuple(st.ins), o))
         plan.names.append(uf.__name__.encode())
     plan.names.append(b"reduce")
     result = _int_in(program.result, 0, nslots, "result")
