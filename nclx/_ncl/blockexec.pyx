@@ -1,0 +1,508 @@
+# cython: wraparound=False, boundscheck=False
+"""The block executor: a nclx._fused_program.Program run in cache-sized
+blocks on nclx's thread team.
+
+Each step calls the loop NumPy's ufunc call would run for its signature
+(nclx's entry where nclx serves it, NumPy's own loop elsewhere) on a block
+of every slot: temporaries live in per-thread scratch of B elements per
+slot, the result is written in place once.  Elementwise loops make the
+result independent of blocks and threads.  A final float sum follows the
+split points of NumPy's pairwise sum (each leaf a node of NumPy's tree,
+leaves combined along the tree), so it equals ``np.add.reduce`` of the
+result for any thread count; a float product runs on one thread, in order.
+Floating-point flags are read per (step, block) and reported per step in
+program order through the errstate in force, as eager NumPy reports them.
+"""
+cimport numpy as cnp
+from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
+from posix.stdlib cimport posix_memalign
+
+from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
+from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_entries_quiet
+from nclx._ncl.blockplan import make_plan, l2_bytes
+
+import numpy as np
+
+cnp.import_array()
+cnp.import_ufunc()
+
+cdef extern from *:
+    """
+    #include <fenv.h>
+    static void ncl_bx_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+    /* NumPy's NPY_FPE_* bits of the flags up now (x87 and SSE both:
+     * NumPy's integer loops raise theirs through feraiseexcept) */
+    static int ncl_bx_fpe(void) {
+        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
+        if (f & FE_DIVBYZERO) r |= 1;
+        if (f & FE_OVERFLOW) r |= 2;
+        if (f & FE_UNDERFLOW) r |= 4;
+        if (f & FE_INVALID) r |= 8;
+        return r;
+    }
+    """
+    void ncl_bx_clear() nogil
+    int ncl_bx_fpe() nogil
+
+cdef extern from "numpy/ufuncobject.h":
+    int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
+
+cdef enum:
+    MAXSLOTS = 64
+    MAXSTEPS = 64
+    RED_NONE = 0
+    RED_TREE = 1        # leaves of NumPy's pairwise tree (or any split: ints)
+    RED_SEQ = 2         # one thread, in order (float products)
+
+cdef struct xstep:
+    ncl_loop_fn fn
+    void *data
+    int nin
+    int slot[3]
+
+cdef struct xrun:
+    int nsteps
+    int nflags                  # nsteps + 1 (the reduction's)
+    xstep steps[MAXSTEPS]
+    char *base[MAXSLOTS]        # operand / result data (NULL: a scratch slot)
+    npy_intp stride[MAXSLOTS]   # byte stride of base (0: a 0-d operand)
+    npy_intp soff[MAXSLOTS]     # scratch slot: byte offset in a thread's scratch
+    npy_intp isz[MAXSLOTS]
+    int result
+    npy_intp n
+    npy_intp B
+    int npieces
+    char *scratch[MAX_THREADS]
+    int *flags                  # [tid][nflags]
+    # the final reduction
+    int red
+    ncl_loop_fn rfn             # the loop in reduce mode (accumulator, stride 0)
+    ncl_loop_fn cfn             # the same loop, elementwise (combining partials)
+    void *rdata
+    npy_intp risz
+    npy_intp *leaf              # leaf boundaries, nleaves + 1
+    npy_intp nleaves
+    char *partials              # one value per leaf (RED_TREE)
+    const char *seed            # a leaf's starting value
+    char *acc                   # the running value (RED_SEQ)
+
+
+cdef inline char *_at(xrun *r, char *scr, int s, npy_intp lo) noexcept nogil:
+    if r.base[s] != NULL:
+        return r.base[s] + lo * r.stride[s]
+    return scr + r.soff[s]
+
+
+cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept nogil:
+    """Every step on elements [lo, lo + m) (m <= B)."""
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp dims[1]
+    cdef xstep *st
+    cdef int k, j, s
+    dims[0] = m
+    for k in range(r.nsteps):
+        st = &r.steps[k]
+        for j in range(st.nin + 1):
+            s = st.slot[j]
+            args[j] = _at(r, scr, s, lo)
+            steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
+        ncl_bx_clear()
+        st.fn(args, dims, steps, st.data)
+        fl[k] |= ncl_bx_fpe()
+
+
+cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
+    """Leaf i computed and reduced into its partial (RED_TREE) or the
+    running value (RED_SEQ), as NumPy's reduction calls the loop:
+    accumulator in and out with stride 0."""
+    cdef npy_intp lo = r.leaf[i], m = r.leaf[i + 1] - r.leaf[i]
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef char *dst
+    if r.nsteps:
+        _block(r, scr, fl, lo, m)
+    if r.red == RED_SEQ:
+        dst = r.acc
+    else:
+        dst = r.partials + i * r.risz
+        memcpy(dst, r.seed, r.risz)
+    args[0] = dst
+    args[1] = _at(r, scr, r.result, lo)
+    args[2] = dst
+    steps[0] = 0
+    steps[1] = r.stride[r.result] if r.base[r.result] != NULL else r.isz[r.result]
+    steps[2] = 0
+    ncl_bx_clear()
+    r.rfn(args, &m, steps, r.rdata)
+    fl[r.nsteps] |= ncl_bx_fpe()
+
+
+cdef void _body(void *ctx, int tid, int nth) noexcept nogil:
+    cdef xrun *r = <xrun *>ctx
+    cdef char *scr = r.scratch[tid]
+    cdef int *fl = r.flags + tid * r.nflags
+    cdef npy_intp per, lo, hi, m, i
+    cdef int piece
+    if r.red != RED_NONE:
+        piece = tid
+        while piece < r.npieces:
+            lo = piece * r.nleaves // r.npieces
+            hi = (piece + 1) * r.nleaves // r.npieces
+            for i in range(lo, hi):
+                _leaf_reduce(r, scr, fl, i)
+            piece += nth
+        return
+    per = (r.n + r.npieces - 1) // r.npieces
+    per = (per + 7) // 8 * 8
+    piece = tid
+    while piece < r.npieces:
+        lo = min(piece * per, r.n)
+        hi = min(lo + per, r.n)
+        while lo < hi:
+            m = min(r.B, hi - lo)
+            _block(r, scr, fl, lo, m)
+            lo += m
+        piece += nth
+
+
+cdef npy_intp _leaves(npy_intp lo, npy_intp m, npy_intp B, npy_intp *out, npy_intp k) noexcept nogil:
+    """Boundaries of the maximal nodes of NumPy's pairwise tree over
+    [lo, lo + m) holding at most B elements (B >= 128, NumPy's leaf size:
+    every node split here NumPy splits too), appended from out[k]."""
+    cdef npy_intp n2
+    if m <= B:
+        out[k] = lo + m
+        return k + 1
+    n2 = m // 2
+    n2 -= n2 % 8
+    k = _leaves(lo, n2, B, out, k)
+    return _leaves(lo + n2, m - n2, B, out, k)
+
+
+cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil:
+    """The partials of the subtree over m elements, added along the tree."""
+    cdef char a[16]
+    cdef char b[16]
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp one = 1, n2
+    if m <= r.B:
+        memcpy(out, r.partials + idx[0] * r.risz, r.risz)
+        idx[0] += 1
+        return
+    n2 = m // 2
+    n2 -= n2 % 8
+    _combine(r, n2, idx, a)
+    _combine(r, m - n2, idx, b)
+    args[0] = a
+    args[1] = b
+    args[2] = out
+    steps[0] = steps[1] = steps[2] = r.risz
+    r.cfn(args, &one, steps, r.rdata)
+
+
+cdef ncl_loop_fn _direct(int k, int reduce, ncl_loop_fn entry) noexcept nogil:
+    """The loop nclx's entry ``k`` runs on a call below its split threshold
+    (its kernel or NumPy's loop, as its policy prefers): blocks are never
+    split again.  With a hook or a mode anywhere (the entries' gate shut),
+    or no entry (-1), the entry itself, which walks the chains."""
+    if k < 0 or not ncl_entries_quiet():
+        return entry
+    if ncl_slot_policy(k).prefer[reduce][0] != 0 and ncl_slot_proto(k).numpy_loop != NULL:
+        return ncl_slot_proto(k).numpy_loop
+    return ncl_slot_proto(k).nclx_loop
+
+
+cdef class _Scratch:
+    """Per-thread scratch of one running call, kept in a pool between calls."""
+    cdef char *buf[MAX_THREADS]
+    cdef npy_intp size[MAX_THREADS]
+    cdef int flags[MAX_THREADS * (MAXSTEPS + 1)]
+
+    def __cinit__(self):
+        cdef int t
+        for t in range(MAX_THREADS):
+            self.buf[t] = NULL
+            self.size[t] = 0
+
+    cdef int ensure(self, int nthreads, npy_intp nbytes) except -1:
+        cdef int t
+        cdef void *p
+        nbytes = max(nbytes, 64)
+        for t in range(nthreads):
+            if self.size[t] < nbytes:
+                free(self.buf[t])
+                self.buf[t] = NULL
+                self.size[t] = 0
+                if posix_memalign(&p, 64, nbytes) != 0:
+                    raise MemoryError("nclx.blockexec: no memory for block scratch")
+                self.buf[t] = <char *>p
+                self.size[t] = nbytes
+        return 0
+
+    def __dealloc__(self):
+        cdef int t
+        for t in range(MAX_THREADS):
+            free(self.buf[t])
+
+
+cdef list _pool = []                 # idle _Scratch sets (one per call running at once)
+cdef npy_intp _threshold = 1 << 16
+cdef npy_intp _block_bytes = 0
+
+
+def threshold(value=None):
+    """The split threshold in elements (below it a call runs on one thread);
+    with ``value``, set it and return the previous one."""
+    global _threshold
+    old = _threshold
+    if value is not None:
+        if value < 0:
+            raise ValueError(f"threshold must be >= 0, not {value}")
+        _threshold = value
+    return old
+
+
+def block_bytes(value=None):
+    """Bytes of live slots one block may hold (default: half the L2 cache);
+    with ``value``, set it (0 restores the default) and return the previous one."""
+    global _block_bytes
+    old = _block_bytes or l2_bytes() // 2
+    if value is not None:
+        if value < 0:
+            raise ValueError(f"block_bytes must be >= 0, not {value}")
+        _block_bytes = value
+    return old
+
+
+def release():
+    """Free the scratch kept for later calls."""
+    _pool.clear()
+
+
+def block_elements(program):
+    """B, the elements per block ``program`` runs in."""
+    return _block_len(make_plan(program))
+
+
+cdef npy_intp _block_len(plan):
+    cdef npy_intp bb = _block_bytes or l2_bytes() // 2
+    cdef npy_intp B = bb // max(<npy_intp>plan.bytes_per_element, 1)
+    B -= B % 8
+    return min(max(B, 128), 1 << 20)
+
+
+cdef _check_array(a, str role, dt, bint one_d_only):
+    if type(a) is not cnp.ndarray:
+        raise TypeError(f"nclx.blockexec: {role} must be a numpy.ndarray, not {type(a).__name__}")
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    if arr.ndim > 1 or (one_d_only and arr.ndim != 1):
+        raise ValueError(f"nclx.blockexec: {role} must be "
+                         f"{'1-d' if one_d_only else '0-d or 1-d'}, not {arr.ndim}-d")
+    if dt is not None and arr.dtype != dt:
+        raise TypeError(f"nclx.blockexec: {role} has dtype {arr.dtype}, the program reads it as {dt}")
+    if not arr.dtype.isnative:
+        raise ValueError(f"nclx.blockexec: {role} is not in native byte order")
+    if not cnp.PyArray_ISALIGNED(arr):
+        raise ValueError(f"nclx.blockexec: {role} is not aligned")
+    if arr.ndim == 1 and not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+        raise ValueError(f"nclx.blockexec: {role} is not contiguous")
+
+
+cdef bint _raising_errstate():
+    for mode in np.geterr().values():
+        if mode in ("raise", "call", "log"):
+            return True
+    return False
+
+
+def execute(program, operands, out=None, threads=None):
+    """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
+    return the result (``out`` when given), or, with a reduction, the NumPy
+    scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns."""
+    plan = make_plan(program)
+    cdef xrun r
+    cdef int k, j, s, want, ns = plan.nsteps
+    cdef npy_intp n = -1, nbytes, idx
+    cdef cnp.ndarray arr, target, accarr, seedarr
+    cdef _Scratch scr
+    cdef bint private = False
+    cdef char tot[16]
+    operands = list(operands) if not isinstance(operands, list) else list(operands)
+    if len(operands) != plan.ninputs:
+        raise ValueError(f"nclx.blockexec: the program takes {plan.ninputs} operands, "
+                         f"{len(operands)} given")
+    for k in range(plan.ninputs):
+        _check_array(operands[k], f"operand {k}", plan.dtypes[k], False)
+        arr = operands[k]
+        if arr.ndim == 1:
+            if n < 0:
+                n = arr.shape[0]
+            elif arr.shape[0] != n:
+                raise ValueError(f"nclx.blockexec: operand {k} has length {arr.shape[0]}, "
+                                 f"earlier operands {n}")
+    rdt = plan.dtypes[plan.result]
+    if plan.reduce is not None:
+        if out is not None:
+            raise ValueError("nclx.blockexec: out must be None with a reduction")
+    elif out is not None:
+        _check_array(out, "out", rdt, True)
+        if not (<cnp.ndarray>out).flags.writeable:
+            raise ValueError("nclx.blockexec: out is read-only")
+        if n < 0:
+            n = (<cnp.ndarray>out).shape[0]
+        elif (<cnp.ndarray>out).shape[0] != n:
+            raise ValueError(f"nclx.blockexec: out has length {(<cnp.ndarray>out).shape[0]}, "
+                             f"the operands {n}")
+    if n < 0:
+        raise ValueError("nclx.blockexec: no 1-d operand (nor out) gives the length")
+    if threads is None:
+        want = ncl_threads_now()
+    else:
+        if threads < 1:
+            raise ValueError(f"nclx.blockexec: threads must be >= 1, not {threads}")
+        want = min(threads, MAX_THREADS)
+    if n < _threshold or plan.reduce_seq:
+        want = 1
+
+    # the result's home
+    if plan.reduce is not None:
+        target = None
+    elif out is None:
+        target = np.empty(n, rdt)
+    else:
+        target = out
+        if ns > 1 and _raising_errstate():
+            # a step before the last may raise: eager NumPy never touches out then
+            target = np.empty(n, rdt)
+            private = True
+        else:
+            for k in range(plan.ninputs):
+                arr = operands[k]
+                if np.may_share_memory(arr, target):
+                    if not (arr.ndim == 1 and cnp.PyArray_DATA(arr) == cnp.PyArray_DATA(target)
+                            and arr.itemsize == target.itemsize):
+                        operands[k] = arr.copy()       # partial overlap: as NumPy does
+
+    r.nsteps = ns
+    r.nflags = ns + 1
+    r.n = n
+    r.result = plan.result
+    r.B = _block_len(plan)
+    nbytes = 0
+    for s in range(plan.nslots):
+        r.base[s] = NULL
+        r.isz[s] = plan.itemsizes[s]
+        r.stride[s] = 0
+        r.soff[s] = 0
+        if s < plan.ninputs:
+            arr = operands[s]
+            r.base[s] = <char *>cnp.PyArray_DATA(arr)
+            r.stride[s] = arr.itemsize if arr.ndim == 1 else 0
+        elif s == plan.result and target is not None:
+            r.base[s] = <char *>cnp.PyArray_DATA(target)
+            r.stride[s] = target.itemsize
+        else:
+            r.soff[s] = nbytes
+            nbytes += (r.B * r.isz[s] + 63) // 64 * 64
+    for k in range(ns):
+        fn, data, slot, ins, o = plan.steps[k]
+        r.steps[k].fn = _direct(slot, 0, <ncl_loop_fn><size_t>fn)
+        r.steps[k].data = <void *><size_t>data
+        r.steps[k].nin = len(ins)
+        for j in range(len(ins)):
+            r.steps[k].slot[j] = ins[j]
+        r.steps[k].slot[len(ins)] = o
+
+    r.red = RED_NONE
+    r.leaf = NULL
+    r.partials = NULL
+    if plan.reduce is not None:
+        r.red = RED_SEQ if plan.reduce_seq else RED_TREE
+        r.rfn = _direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0])
+        r.cfn = _direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0])
+        r.rdata = <void *><size_t>plan.reduce_loop[1]
+        r.risz = plan.itemsizes[plan.result]
+        accarr = np.array([plan.reduce_start], rdt)
+        seedarr = np.array([plan.reduce_seed], rdt)
+        r.acc = <char *>cnp.PyArray_DATA(accarr)
+        r.seed = <const char *>cnp.PyArray_DATA(seedarr)
+        r.leaf = <npy_intp *>malloc((2 * (n // r.B) + 4) * sizeof(npy_intp))
+        if r.leaf == NULL:
+            raise MemoryError()
+        r.leaf[0] = 0
+        r.nleaves = 0
+        if n > 0:
+            if r.red == RED_TREE:
+                r.nleaves = _leaves(0, n, r.B, r.leaf + 1, 0)
+            else:
+                while r.leaf[r.nleaves] < n:
+                    r.leaf[r.nleaves + 1] = min(r.leaf[r.nleaves] + r.B, n)
+                    r.nleaves += 1
+        r.partials = <char *>malloc(max(r.nleaves, 1) * r.risz)
+        if r.partials == NULL:
+            free(r.leaf)
+            raise MemoryError()
+        if r.nleaves < want:
+            want = max(<int>r.nleaves, 1)
+    r.npieces = want
+
+    scr = _pool.pop() if _pool else _Scratch()
+    try:
+        scr.ensure(want, nbytes)
+        for k in range(want):
+            r.scratch[k] = scr.buf[k]
+        for k in range(want * r.nflags):
+            scr.flags[k] = 0
+        r.flags = scr.flags
+        with nogil:
+            if n > 0:
+                if want > 1:
+                    ncl_team_run(want, _body, &r)
+                else:
+                    _body(&r, 0, 1)
+            if r.red == RED_TREE and r.nleaves > 0:
+                idx = 0
+                ncl_bx_clear()
+                _combine(&r, n, &idx, tot)             # the tree's sum
+                _two(&r, r.acc, tot, r.acc)            # start value (0) + tree, as NumPy
+                r.flags[ns] |= ncl_bx_fpe()
+            ncl_bx_clear()
+        flags = [0] * r.nflags
+        for k in range(want):
+            for j in range(r.nflags):
+                flags[j] |= r.flags[k * r.nflags + j]
+    finally:
+        free(r.leaf)
+        free(r.partials)
+        _pool.append(scr)
+
+    # report per step, in program order, as eager NumPy does
+    for k in range(r.nflags):
+        if flags[k]:
+            try:
+                PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
+            except BaseException:
+                if private and k == ns - 1:
+                    np.copyto(out, target)     # eager NumPy wrote out, then raised
+                raise
+    if plan.reduce is not None:
+        return accarr[0]
+    if private:
+        np.copyto(out, target)
+        return out
+    return target
+
+
+cdef inline void _two(xrun *r, char *a, char *b, char *out) noexcept nogil:
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp one = 1
+    args[0] = a
+    args[1] = b
+    args[2] = out
+    steps[0] = steps[1] = steps[2] = r.risz
+    r.cfn(args, &one, steps, r.rdata)
