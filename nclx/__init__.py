@@ -16,6 +16,7 @@ from nclx._ncl.install import (NclxInstallError, install, installed, is_installe
 from nclx import aware, hooks, ledger, mask, random
 from nclx.checked import checked
 from nclx.convert import convert
+from nclx.fused import evaluate, fuse
 from nclx.sorting import argsort, sort
 from nclx.create import (empty, empty_like, full, full_like, ones, ones_like, zeros,
                          zeros_like)
@@ -29,5 +30,5 @@ __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninsta
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
            "set_num_threads", "get_num_threads", "set_threshold", "get_threshold", "reset_thresholds",
            "calibrate", "errors", "sort", "argsort", "mask", "random", "empty", "zeros", "ones", "full",
-           "empty_like", "zeros_like", "ones_like", "full_like", "release_memory",
+           "empty_like", "zeros_like", "ones_like", "full_like", "release_memory", "evaluate", "fuse",
            "NclxInstallError"]

@@ -1,0 +1,233 @@
+"""Tracing a function of arrays into a Program for the block executor.
+
+The function runs once on *probes*: one-element ndarray subclasses standing
+for its array arguments.  NumPy's own operators run on them (so ``a ** 2``
+becomes ``np.square`` exactly where NumPy makes it so, and ``2 * a`` is
+``np.multiply(2, a)`` in that order), and every ufunc call arrives in the
+probe's ``__array_ufunc__``, which records it as a Step: the ufunc, the
+loop NumPy resolves for these operand dtypes (``ufunc.resolve_dtypes``,
+Python scalars weak as NEP 50 says), the slots it reads and the slot it
+writes.  Scalars become operand slots of the loop's input dtype.  The probe
+then calls the ufunc on one-element data (errors ignored) and hands on a
+new probe of the result's dtype.
+
+Anything the executor cannot run as NumPy would raises Untraceable with
+the reason: keyword arguments, a non-ufunc call on a probe (indexing,
+``np.where``...), Python control flow on a probe's value, a loop whose
+input dtype differs from its operand's (a cast), dtypes other than bool,
+int8..uint64, float32, float64, more than one output, anything after a
+final sum or product.  Callers then run the function eagerly.
+"""
+import numpy as np
+
+from nclx._fused_program import Program, Step
+
+__all__ = ["Untraceable", "trace"]
+
+#: dtypes the executor runs (type characters)
+SUPPORTED = frozenset("?bBhHiIlLqQfd")
+_PY_SCALARS = (bool, int, float)
+
+
+class Untraceable(Exception):
+    """The function cannot be fused; str() says why."""
+
+
+class _Tape:
+    def __init__(self, ninputs):
+        self.steps = []
+        self.nslots = ninputs
+        self.constants = []          # (slot, value converted to its loop dtype)
+        self.reduced = None          # (kind, chars, slot) once a sum/prod ended it
+
+    def new_slot(self):
+        self.nslots += 1
+        return self.nslots - 1
+
+
+class _Probe(np.ndarray):
+    """A one-element stand-in for an array argument or an intermediate."""
+
+    def _nclx_init(self, tape, slot):
+        self._nclx_tape = tape
+        self._nclx_slot = slot
+        return self
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        tape = self._nclx_tape
+        if tape.reduced is not None:
+            raise Untraceable(f"{ufunc.__name__} after the final reduction")
+        if method == "reduce":
+            return _reduce(tape, ufunc, inputs, kwargs)
+        if method != "__call__":
+            raise Untraceable(f"ufunc method {ufunc.__name__}.{method}")
+        if kwargs:
+            raise Untraceable(f"{ufunc.__name__} called with keywords {sorted(kwargs)}")
+        if ufunc.nout != 1 or ufunc.nin not in (1, 2):
+            raise Untraceable(f"{ufunc.__name__} has {ufunc.nin} inputs and {ufunc.nout} "
+                              f"outputs")
+        return _record(tape, ufunc, inputs)
+
+    def __bool__(self):
+        raise Untraceable("Python control flow on an array's value")
+
+    def __array_function__(self, func, types, args, kwargs):
+        if func in (np.sum, np.prod):
+            return super().__array_function__(func, types, args, kwargs)
+        raise Untraceable(f"a non-ufunc call ({getattr(func, '__name__', func)})")
+
+    def __getitem__(self, key):
+        raise Untraceable("indexing")
+
+    def __setitem__(self, key, value):
+        raise Untraceable("item assignment")
+
+    def __index__(self):
+        raise Untraceable("an array used as an index")
+
+    __int__ = __float__ = __complex__ = __index__
+
+
+def _dtype_key(x):
+    """What resolve_dtypes takes for an operand: a dtype, or a Python
+    scalar's type (weak)."""
+    if isinstance(x, _Probe):
+        return x.dtype
+    if type(x) in _PY_SCALARS:
+        return type(x)
+    if isinstance(x, (np.generic, np.ndarray)) and np.ndim(x) == 0:
+        return np.asarray(x).dtype
+    raise Untraceable(f"an operand of type {type(x).__name__}")
+
+
+def _probe_value(x):
+    return x.view(np.ndarray) if isinstance(x, _Probe) else x
+
+
+def _record(tape, ufunc, inputs):
+    keys = tuple(_dtype_key(x) for x in inputs)
+    try:
+        resolved = ufunc.resolve_dtypes(keys + (None,))
+    except Exception as exc:          # eager NumPy raises it, with its warnings first
+        raise Untraceable(f"{ufunc.__name__}: {exc}") from None
+    chars = "".join(dt.char for dt in resolved)
+    if not set(chars) <= SUPPORTED:
+        raise Untraceable(f"{ufunc.__name__} on dtypes {chars!r}")
+    ins = []
+    for x, dt in zip(inputs, resolved):
+        if isinstance(x, _Probe):
+            if x._nclx_tape is not tape:
+                raise Untraceable("probes of two traces mixed")
+            if x.dtype != dt:
+                raise Untraceable(f"{ufunc.__name__} casts its operand from {x.dtype} to {dt}")
+            ins.append(x._nclx_slot)
+        else:
+            try:
+                with np.errstate(all="ignore"):
+                    value = np.asarray(x).astype(dt, casting="unsafe") if type(x) not in \
+                        _PY_SCALARS else np.asarray(x, dtype=dt)
+            except Exception as exc:      # int8 + 300: eager raises OverflowError
+                raise Untraceable(f"{ufunc.__name__}: {exc}") from None
+            slot = tape.new_slot()
+            tape.constants.append((slot, value))
+            ins.append(slot)
+    try:
+        with np.errstate(all="ignore"):
+            result = ufunc(*[_probe_value(x) for x in inputs])
+    except Exception as exc:
+        raise Untraceable(f"{ufunc.__name__}: {exc}") from None
+    if result.dtype != resolved[-1]:
+        raise Untraceable(f"{ufunc.__name__} gave {result.dtype}, resolved {resolved[-1]}")
+    out = tape.new_slot()
+    tape.steps.append(Step(ufunc, chars, tuple(ins), out))
+    return np.asarray(result).reshape(1).view(_Probe)._nclx_init(tape, out)
+
+
+def _reduce(tape, ufunc, inputs, kwargs):
+    if ufunc not in (np.add, np.multiply):
+        raise Untraceable(f"{ufunc.__name__}.reduce")
+    (x,) = inputs
+    if not isinstance(x, _Probe):
+        raise Untraceable("a reduction of a non-probe")
+    if kwargs.get("axis", None) not in (None, 0, (0,)) or kwargs.get("dtype") is not None \
+            or kwargs.get("out") not in (None, (None,)) or kwargs.get("keepdims", False) \
+            or "initial" in kwargs or kwargs.get("where", True) is not True:
+        raise Untraceable(f"{ufunc.__name__}.reduce with {sorted(kwargs)}")
+    with np.errstate(all="ignore"):
+        result = ufunc.reduce(x.view(np.ndarray))
+    dt = np.asarray(result).dtype
+    chars = dt.char * 3
+    if not set(chars) <= SUPPORTED:
+        raise Untraceable(f"{ufunc.__name__}.reduce to {dt}")
+    if dt != x.dtype:
+        raise Untraceable(f"{ufunc.__name__}.reduce casts {x.dtype} to {dt}")
+    tape.reduced = ("sum" if ufunc is np.add else "prod", chars, x._nclx_slot)
+    return _Reduced(result)
+
+
+class _Reduced:
+    """What a traced sum/prod returns: nothing may follow it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __getattr__(self, name):
+        raise Untraceable("an operation after the final reduction")
+
+
+def _after_reduction(self, *args):
+    raise Untraceable("an operation after the final reduction")
+
+
+for _name in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow "
+              "rpow and rand or ror xor rxor lt le gt ge eq ne neg pos abs invert bool "
+              "float int index array array_ufunc").split():
+    setattr(_Reduced, f"__{_name}__", _after_reduction)
+
+
+def trace(fn, args):
+    """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
+    slots) and anything else (passed as it is, a constant of the trace).
+    Returns (program, constants, array_positions): constants is a list of
+    (slot, 0-d array) the caller passes after the arrays."""
+    positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    tape = _Tape(len(positions))
+    call = list(args)
+    for slot, i in enumerate(positions):
+        a = args[i]
+        if a.dtype.char not in SUPPORTED:
+            raise Untraceable(f"an operand of dtype {a.dtype}")
+        one = np.zeros(1, a.dtype)
+        if a.size:
+            one[0] = a.reshape(-1)[0]
+        call[i] = one.view(_Probe)._nclx_init(tape, slot)
+    try:
+        out = fn(*call)
+    except Untraceable:
+        raise
+    except Exception as exc:
+        raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+    if tape.reduced is not None:
+        if not isinstance(out, _Reduced):
+            raise Untraceable("the reduction is not the result")
+        kind, chars, slot = tape.reduced
+        result = slot
+    else:
+        if not isinstance(out, _Probe) or out._nclx_tape is not tape:
+            raise Untraceable(f"the result is a {type(out).__name__}, not an array expression")
+        kind = chars = None
+        result = out._nclx_slot
+    if not tape.steps:
+        raise Untraceable("no ufunc step")
+    if tape.steps[-1].out != result:
+        raise Untraceable("the result is not the last step's")
+    # constants become operand slots right after the arrays: renumber
+    nin = len(positions) + len(tape.constants)
+    order = list(range(len(positions))) + [s for s, _ in tape.constants]
+    temps = [st.out for st in tape.steps]
+    remap = {old: new for new, old in enumerate(order)}
+    remap.update({old: nin + k for k, old in enumerate(temps)})
+    steps = tuple(Step(st.ufunc, st.chars, tuple(remap[i] for i in st.ins), remap[st.out])
+                  for st in tape.steps)
+    program = Program(steps, nin + len(temps), nin, remap[result], kind, chars)
+    return program, [v for _, v in tape.constants], positions

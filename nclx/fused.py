@@ -1,0 +1,226 @@
+"""Fused evaluation: ``nclx.evaluate`` and ``@nclx.fuse``.
+
+Both turn NumPy code into a Program of ufunc steps (nclx._trace: the code
+runs once on one-element probes, NumPy's own operators decide every ufunc
+and loop) and run it on the block executor (nclx._ncl.blockexec): the
+whole expression per L2-sized block on nclx's threads, temporaries never
+full size, the result written once, floating-point errors reported per
+step as eager NumPy reports them.  Results, dtypes, warnings and errors are
+those of the same code run eagerly by NumPy.
+
+Whenever fusing could change what the user sees, the code runs eagerly
+instead (same results as without nclx): a user node in any hook chain or
+``checked()`` active (hooks see every call), operands that are not plain
+ndarrays or scalars (subclasses, ``__array_ufunc__`` overriders), shapes
+other than one common shape (and 0-d / scalars), arrays that are not
+C-contiguous, aligned and native, dtypes other than bool, int8..uint64,
+float32, float64, fewer elements than ``fuse_threshold()``, or code the
+tracer cannot follow (nclx._trace says why: ``nclx.fuse(f).explain(...)``).
+"""
+import sys
+import threading
+from collections import OrderedDict
+
+import numpy as np
+
+from nclx import _expr, _trace
+from nclx._ncl import blockexec as _blockexec
+from nclx._ncl import entries as _entries
+from nclx._ncl import registry as _registry
+
+__all__ = ["evaluate", "fuse", "fuse_threshold"]
+
+_threshold = 1 << 15
+_PLANS_MAX = 256
+
+
+def fuse_threshold(n=None):
+    """The fewest elements a fused run takes (smaller calls run eagerly:
+    their temporaries fit in cache already); with ``n``, set it (>= 1)."""
+    global _threshold
+    if n is not None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"fuse_threshold takes an int >= 1, not {n!r}")
+        _threshold = n
+    return _threshold
+
+
+class _Plans:
+    """Traced programs (or why not) per key, least recently used dropped."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.items = OrderedDict()
+
+    def get(self, key):
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is not None:
+                self.items.move_to_end(key)
+            return hit
+
+    def put(self, key, value):
+        with self.lock:
+            self.items[key] = value
+            while len(self.items) > _PLANS_MAX:
+                self.items.popitem(last=False)
+
+
+def _arg_key(a):
+    """The part of a call's signature an argument gives, or None: not fusable."""
+    t = type(a)
+    if t is np.ndarray:
+        return ("a", a.dtype.str, a.ndim == 0)
+    if t in (bool, int, float):
+        return ("s", t, a)          # traced as a constant: its value is part of the key
+    if isinstance(a, np.generic):
+        return ("n", a.dtype.str, a.item())
+    return None
+
+
+def _why_not_now(args):
+    """Why these arguments run eagerly (None: fusable now)."""
+    if _entries.gate() or _registry.user_chains():
+        return "hooks or checked() are active"
+    shape = None
+    for a in args:
+        if type(a) is np.ndarray and a.ndim:
+            if shape is None:
+                shape = a.shape
+            elif a.shape != shape:
+                return "operands of different shapes (broadcasting)"
+            if not (a.flags.c_contiguous and a.flags.aligned and a.dtype.isnative):
+                return "an operand that is not C-contiguous, aligned and native"
+        elif _arg_key(a) is None:
+            return f"an operand of type {type(a).__name__}"
+    if shape is None:
+        return "no array operand"
+    n = 1
+    for d in shape:
+        n *= d
+    if n < _threshold:
+        return f"{n} elements, fewer than fuse_threshold() ({_threshold})"
+    return None
+
+
+def _run(fn, args, plans, out):
+    """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate."""
+    why = _why_not_now(args)
+    plan = None
+    if why is None:
+        key = tuple(_arg_key(a) for a in args)
+        plan = plans.get(key)
+        if plan is None:
+            try:
+                plan = _trace.trace(fn, args)
+            except _trace.Untraceable as exc:
+                plan = str(exc)
+            plans.put(key, plan)
+        if isinstance(plan, str):
+            why, plan = plan, None
+    if plan is None:
+        return _eager(fn, args, out), why
+    program, constants, positions = plan
+    shape = next(a.shape for a in args if type(a) is np.ndarray and a.ndim)
+    operands = [args[i].reshape(-1) if args[i].ndim else args[i] for i in positions]
+    operands += constants
+    if program.reduce is not None:
+        if out is not None:
+            return _eager(fn, args, out), "out= with a reduction"
+        return _blockexec.execute(program, operands), None
+    flat = None
+    if out is not None:
+        want = np.dtype(program.steps[-1].chars[-1])
+        if not (type(out) is np.ndarray and out.shape == shape and out.dtype == want
+                and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
+            return _eager(fn, args, out), "out= not a C-contiguous array of the result's shape and dtype"
+        flat = out.reshape(-1)
+    result = _blockexec.execute(program, operands, out=flat)
+    return (out if out is not None else result.reshape(shape)), None
+
+
+def _eager(fn, args, out):
+    result = fn(*args)
+    if out is None:
+        return result
+    np.copyto(out, result, casting="same_kind")
+    return out
+
+
+_expr_plans = {}
+_expr_lock = threading.Lock()
+
+
+def evaluate(ex, local_dict=None, global_dict=None, out=None):
+    """Evaluate the numexpr-style expression string ``ex`` as NumPy would
+    evaluate it written as Python code, fused (see the module doc).
+
+    Names are looked up in ``local_dict`` then ``global_dict`` (by default
+    the caller's locals and globals).  ``out``: an array the result is
+    written to (as ``np.copyto(out, result, casting="same_kind")`` would;
+    fused runs write it directly).  Returns the result array, or the NumPy
+    scalar of a final ``sum``/``prod``.
+    """
+    names, fn = _expr.compile_expression(ex)
+    if local_dict is None or global_dict is None:
+        frame = sys._getframe(1)
+        if local_dict is None:
+            local_dict = frame.f_locals
+        if global_dict is None:
+            global_dict = frame.f_globals
+    args = []
+    for name in names:
+        if name in local_dict:
+            args.append(local_dict[name])
+        elif name in global_dict:
+            args.append(global_dict[name])
+        else:
+            raise NameError(f"nclx.evaluate: name {name!r} is not defined")
+    with _expr_lock:
+        plans = _expr_plans.get(ex)
+        if plans is None:
+            plans = _expr_plans[ex] = _Plans()
+    return _run(fn, args, plans, out)[0]
+
+
+class _Fused:
+    """A function run fused per call signature (see :func:`fuse`)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.plans = _Plans()
+        self.__wrapped__ = fn
+        self.__name__ = getattr(fn, "__name__", "fused")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            return self.fn(*args, **kwargs)
+        return _run(self.fn, args, self.plans, None)[0]
+
+    def explain(self, *args):
+        """'fused' when a call with these arguments runs on the block
+        executor, else why it runs eagerly (the call is not made)."""
+        why = _why_not_now(args)
+        if why is None:
+            try:
+                _trace.trace(self.fn, args)
+            except _trace.Untraceable as exc:
+                why = str(exc)
+        return "fused" if why is None else why
+
+    def __repr__(self):
+        return f"<nclx.fuse of {self.fn!r}>"
+
+
+def fuse(fn):
+    """Decorator: run ``fn`` (a function of arrays and scalars using NumPy
+    ufuncs and operators, optionally ending in ``np.sum``/``np.prod``) on
+    the block executor.  It is traced once per call signature -- each
+    array's dtype and whether it is 0-d, each scalar's type and value (a
+    scalar is a constant of the trace) -- and runs eagerly for a signature
+    it cannot trace (decision cached; ``explain(*args)`` says why).
+    Keyword arguments run it eagerly."""
+    if not callable(fn):
+        raise TypeError(f"nclx.fuse decorates a function, not {type(fn).__name__}")
+    return _Fused(fn)
