@@ -13,6 +13,7 @@ One module per section, run in this order by :func:`run`:
 5e. ``create``: nclx.empty/zeros/full..., aligned, first touch on the team
 5f. ``random``: nclx.random.Generator, counter-based streams on the team
 5g. ``recycle``: install(recycle=True), freed array memory reused (NEP 49)
+5h. ``fused``: nclx.evaluate / @nclx.fuse on the block executor
 6. ``dap``: a distributed array on MPI ranks (``run_dap_rank`` is one rank)
 7. ``heat``: the heat example's halo exchange on MPI ranks
 8. ``storage``: GDP-3 storages
@@ -22,8 +23,8 @@ One module per section, run in this order by :func:`run`:
 ``_common`` holds what they share: headings, the median timer, mpiexec.
 """
 import nclx
-from nclx.demo import (checked, create, dap, elementwise, heat, identical, install, ipc, mask,
-                       random, recycle, sort, speed, storage, types, ufuncs)
+from nclx.demo import (checked, create, dap, elementwise, fused, heat, identical, install, ipc,
+                       mask, random, recycle, sort, speed, storage, types, ufuncs)
 
 __all__ = ["run"]
 
@@ -35,7 +36,8 @@ def run():
           f"{', '.join(cfg['isa_builds'])}; running the {cfg['isa_selected']} build; "
           f"OpenMP {'on' if cfg['openmp'] else 'off'}")
     for show in (ufuncs.run, identical.run, speed.run, install.run, checked.run,
-                 elementwise.run, sort.run, mask.run, create.run, random.run, recycle.run):
+                 elementwise.run, sort.run, mask.run, create.run, random.run, recycle.run,
+                 fused.run):
         show()
     rc, mpiexec = dap.run()
     if mpiexec is not None:       # section 7 runs only where section 6 ran and passed
