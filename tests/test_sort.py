@@ -503,6 +503,26 @@ def test_counting_sort_small_range(char, outlier, kind, threads, small):
     assert b.tobytes() == ref.tobytes()
 
 
+@needs_slots
+@pytest.mark.parametrize("char", ["i8", "f8", "u2"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_in_order_check_sees_run_boundaries(char, kind, threads, small):
+    """The in-order shortcut checks each run with the element before it:
+    one descent exactly across a run boundary is seen (stock's bytes)."""
+    n = 10_007
+    for nruns in (2, 3, 7):
+        for r in range(1, nruns):
+            b = (n // nruns) * r + min(r, n % nruns)
+            a = np.arange(n).astype(char)
+            a[b - 1], a[b] = a[b], a[b - 1]
+            ref = np.sort(a, kind=kind)
+            with nclx.installed():
+                got = np.sort(a, kind=kind)
+                goti = np.argsort(a, kind="stable")
+            assert got.tobytes() == ref.tobytes()
+            assert goti.tobytes() == np.argsort(a, kind="stable").tobytes()
+
+
 def _has_descending():
     try:
         np.sort(np.arange(3), descending=True)

@@ -165,6 +165,27 @@ cdef int _whole(sort_job *j) noexcept nogil:
     return ncl_stock(j, j.v, j.idx, j.n)
 
 
+cdef void _t_in_order(void *ctx, int tid, int nth) noexcept nogil:
+    cdef sort_job *j = <sort_job *>ctx
+    cdef npy_intp lo
+    cdef int r = tid
+    while r < j.nruns:
+        lo = j.b[r] - 1 if r > 0 else 0
+        j.scan[r] = ncl_is_sorted(j.dt, j.v + lo * j.isz, j.b[r + 1] - lo)
+        r += nth
+
+
+cdef int _in_order(sort_job *j) noexcept nogil:
+    """1 when j.v[0:n) is in NumPy's order (each run checked on the team
+    with the element before it; a thread stops at its first descent)."""
+    cdef int r
+    ncl_team_run(j.nruns, _t_in_order, j)
+    for r in range(j.nruns):
+        if not j.scan[r]:
+            return 0
+    return 1
+
+
 cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
     """Sort j.v (or j.idx by j.v) on the team: NumPy's function on one
     thread below the split threshold or where its order of equal keys is
@@ -182,17 +203,18 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
         nruns = <int>(j.n // _min_run)
     if nruns < 2 or j.n < ncl_split_min(j):
         return _whole(j)
+    j.nruns = nruns
+    for r in range(nruns + 1):
+        j.b[r] = ncl_part(j.n, r, nruns)
     # data already in order: a stable sort (and any sort of integers) leaves
-    # it as it is, an argsort of it from 0..n-1 too (the sorting permutation)
-    if (j.kind == 2 or j.dt < 9 or j.idx != NULL) and ncl_is_sorted(j.dt, j.v, j.n):
+    # it as it is, an argsort of it from 0..n-1 too (the sorting permutation);
+    # checked on the team, each run with the element before it
+    if (j.kind == 2 or j.dt < 9 or j.idx != NULL) and _in_order(j):
         if j.idx == NULL or ncl_is_iota(j.idx, j.n):
             return 0
     # integers of a small range: counted (any kind: equal integers are one)
     if j.idx == NULL and j.dt < 9 and ncl_sort_counting(j, nruns):
         return 0
-    j.nruns = nruns
-    for r in range(nruns + 1):
-        j.b[r] = ncl_part(j.n, r, nruns)
     if j.idx != NULL:
         # indices other than 0..n-1 (np.lexsort's later keys): NumPy's way
         ncl_team_run(nruns, _t_scan, j)
