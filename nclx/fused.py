@@ -26,23 +26,18 @@ import numpy as np
 from nclx import _expr, _trace
 from nclx._ncl import blockexec as _blockexec
 from nclx._ncl import entries as _entries
+from nclx._ncl import fusegate as _fusegate
 from nclx._ncl import registry as _registry
 
 __all__ = ["evaluate", "fuse", "fuse_threshold"]
 
-_threshold = 1 << 15
 _PLANS_MAX = 256
 
 
 def fuse_threshold(n=None):
     """The fewest elements a fused run takes (smaller calls run eagerly:
     their temporaries fit in cache already); with ``n``, set it (>= 1)."""
-    global _threshold
-    if n is not None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"fuse_threshold takes an int >= 1, not {n!r}")
-        _threshold = n
-    return _threshold
+    return _fusegate.threshold(n)
 
 
 class _Plans:
@@ -80,8 +75,6 @@ def _arg_key(a):
 
 def _why_not_now(args):
     """Why these arguments run eagerly (None: fusable now)."""
-    if _entries.gate() or _registry.user_chains():
-        return "hooks or checked() are active"
     shape = None
     for a in args:
         if type(a) is np.ndarray and a.ndim:
@@ -98,8 +91,10 @@ def _why_not_now(args):
     n = 1
     for d in shape:
         n *= d
-    if n < _threshold:
-        return f"{n} elements, fewer than fuse_threshold() ({_threshold})"
+    if n < _fusegate.threshold():
+        return f"{n} elements, fewer than fuse_threshold() ({_fusegate.threshold()})"
+    if _entries.gate() or _registry.user_chains():
+        return "hooks or checked() are active"
     return None
 
 
@@ -183,19 +178,18 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     return _run(fn, args, plans, out)[0]
 
 
-class _Fused:
-    """A function run fused per call signature (see :func:`fuse`)."""
+class _Fused(_fusegate.FuseGate):
+    """A function run fused per call signature (see :func:`fuse`); calls
+    below the fuse threshold are the plain function at once (the gate)."""
 
     def __init__(self, fn):
-        self.fn = fn
         self.plans = _Plans()
+        super().__init__(fn, self._fused_call)
         self.__wrapped__ = fn
         self.__name__ = getattr(fn, "__name__", "fused")
         self.__doc__ = getattr(fn, "__doc__", None)
 
-    def __call__(self, *args, **kwargs):
-        if kwargs:
-            return self.fn(*args, **kwargs)
+    def _fused_call(self, args):
         return _run(self.fn, args, self.plans, None)[0]
 
     def explain(self, *args):
