@@ -16,6 +16,7 @@ program order through the errstate in force, as eager NumPy reports them.
 cimport numpy as cnp
 from libc.stdlib cimport malloc, free
 from libc.string cimport memcpy
+from libc.stdint cimport int64_t
 from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
@@ -31,7 +32,12 @@ cnp.import_ufunc()
 cdef extern from *:
     """
     #include <fenv.h>
+    #include <time.h>
     static void ncl_bx_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+    static int64_t ncl_bx_now_ns(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
     /* NumPy's NPY_FPE_* bits of the flags up now (x87 and SSE both:
      * NumPy's integer loops raise theirs through feraiseexcept) */
     static int ncl_bx_fpe(void) {
@@ -44,6 +50,7 @@ cdef extern from *:
     }
     """
     void ncl_bx_clear() nogil
+    int64_t ncl_bx_now_ns() nogil
     int ncl_bx_fpe() nogil
 
 cdef extern from "numpy/ufuncobject.h":
@@ -60,7 +67,7 @@ cdef struct xstep:
     ncl_loop_fn fn
     void *data
     int nin
-    int slot[3]
+    int slot[4]
 
 cdef struct xrun:
     int nsteps
@@ -76,6 +83,7 @@ cdef struct xrun:
     int npieces
     char *scratch[MAX_THREADS]
     int *flags                  # [tid][nflags]
+    int64_t *ns                 # [tid][nflags] loop time, or NULL (not timed)
     # the final reduction
     int red
     ncl_loop_fn rfn             # the loop in reduce mode (accumulator, stride 0)
@@ -96,12 +104,18 @@ cdef inline char *_at(xrun *r, char *scr, int s, npy_intp lo) noexcept nogil:
 
 
 cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept nogil:
-    """Every step on elements [lo, lo + m) (m <= B)."""
-    cdef char *args[3]
-    cdef npy_intp steps[3]
+    """Every step on elements [lo, lo + m) (m <= B); with r.ns, each step's
+    time added to ns[k] (one clock read per step)."""
+    cdef char *args[4]
+    cdef npy_intp steps[4]
     cdef npy_intp dims[1]
     cdef xstep *st
     cdef int k, j, s
+    cdef int64_t t0 = 0, t1
+    cdef int64_t *ns = NULL
+    if r.ns != NULL:
+        ns = r.ns + (fl - r.flags)
+        t0 = ncl_bx_now_ns()
     dims[0] = m
     for k in range(r.nsteps):
         st = &r.steps[k]
@@ -112,6 +126,10 @@ cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept 
         ncl_bx_clear()
         st.fn(args, dims, steps, st.data)
         fl[k] |= ncl_bx_fpe()
+        if ns != NULL:
+            t1 = ncl_bx_now_ns()
+            ns[k] += t1 - t0
+            t0 = t1
 
 
 cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
@@ -122,6 +140,7 @@ cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
     cdef char *args[3]
     cdef npy_intp steps[3]
     cdef char *dst
+    cdef int64_t t0
     if r.nsteps:
         _block(r, scr, fl, lo, m)
     if r.red == RED_SEQ:
@@ -135,9 +154,12 @@ cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
     steps[0] = 0
     steps[1] = r.stride[r.result] if r.base[r.result] != NULL else r.isz[r.result]
     steps[2] = 0
+    t0 = ncl_bx_now_ns() if r.ns != NULL else 0
     ncl_bx_clear()
     r.rfn(args, &m, steps, r.rdata)
     fl[r.nsteps] |= ncl_bx_fpe()
+    if r.ns != NULL:
+        r.ns[(fl - r.flags) + r.nsteps] += ncl_bx_now_ns() - t0
 
 
 cdef void _body(void *ctx, int tid, int nth) noexcept nogil:
@@ -204,12 +226,14 @@ cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil
     r.cfn(args, &one, steps, r.rdata)
 
 
-cdef ncl_loop_fn _direct(int k, int reduce, ncl_loop_fn entry) noexcept nogil:
+cdef ncl_loop_fn _direct(int k, int reduce, ncl_loop_fn entry, bint recorded) noexcept nogil:
     """The loop nclx's entry ``k`` runs on a call below its split threshold
     (its kernel or NumPy's loop, as its policy prefers): blocks are never
     split again.  With a hook or a mode anywhere (the entries' gate shut),
-    or no entry (-1), the entry itself, which walks the chains."""
-    if k < 0 or not ncl_entries_quiet():
+    or no entry (-1), the entry itself, which walks the chains -- unless
+    the caller records the run in the ledger itself (``recorded``: it has
+    checked that the ledger's nodes are all that shut the gate)."""
+    if k < 0 or (not recorded and not ncl_entries_quiet()):
         return entry
     if ncl_slot_policy(k).prefer[reduce][0] != 0 and ncl_slot_proto(k).numpy_loop != NULL:
         return ncl_slot_proto(k).numpy_loop
@@ -221,6 +245,7 @@ cdef class _Scratch:
     cdef char *buf[MAX_THREADS]
     cdef npy_intp size[MAX_THREADS]
     cdef int flags[MAX_THREADS * (MAXSTEPS + 1)]
+    cdef int64_t ns[MAX_THREADS * (MAXSTEPS + 1)]
 
     def __cinit__(self):
         cdef int t
@@ -319,12 +344,23 @@ cdef bint _raising_errstate():
     return False
 
 
-def execute(program, operands, out=None, threads=None):
+def execute(program, operands, out=None, threads=None, ledger=None):
     """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
     return the result (``out`` when given), or, with a reduction, the NumPy
-    scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns."""
+    scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns.
+
+    ``ledger``: a list, when the caller records the run in nclx's ledger
+    itself and has checked that the ledger's nodes are the only ones linked
+    (they see and change nothing): the loops then run directly, without a
+    chain walk per block, and the list gets one (entry slot, reduce (0/1),
+    elements, ns) per step that ran with an entry of nclx (and the
+    reduction), ns being the run's wall time shared in proportion to the
+    time measured in each step's loop calls."""
     plan = make_plan(program)
     cdef xrun r
+    cdef bint recorded = ledger is not None
+    cdef int64_t wall = 0
+    rows = None
     cdef int k, j, s, want, ns = plan.nsteps
     cdef npy_intp n = -1, nbytes, idx
     cdef cnp.ndarray arr, target, accarr, seedarr
@@ -410,7 +446,7 @@ def execute(program, operands, out=None, threads=None):
             nbytes += (r.B * r.isz[s] + 63) // 64 * 64
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
-        r.steps[k].fn = _direct(slot, 0, <ncl_loop_fn><size_t>fn)
+        r.steps[k].fn = _direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)
         r.steps[k].data = <void *><size_t>data
         r.steps[k].nin = len(ins)
         for j in range(len(ins)):
@@ -422,8 +458,8 @@ def execute(program, operands, out=None, threads=None):
     r.partials = NULL
     if plan.reduce is not None:
         r.red = RED_SEQ if plan.reduce_seq else RED_TREE
-        r.rfn = _direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0])
-        r.cfn = _direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0])
+        r.rfn = _direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0], recorded)
+        r.cfn = _direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0], recorded)
         r.rdata = <void *><size_t>plan.reduce_loop[1]
         r.risz = plan.itemsizes[plan.result]
         accarr = np.array([plan.reduce_start], rdt)
@@ -457,8 +493,12 @@ def execute(program, operands, out=None, threads=None):
             r.scratch[k] = scr.buf[k]
         for k in range(want * r.nflags):
             scr.flags[k] = 0
+            scr.ns[k] = 0
         r.flags = scr.flags
+        r.ns = scr.ns if recorded else NULL
         with nogil:
+            if recorded:
+                wall = ncl_bx_now_ns()
             if n > 0:
                 if want > 1:
                     ncl_team_run(want, _body, &r)
@@ -471,17 +511,24 @@ def execute(program, operands, out=None, threads=None):
                 _two(&r, r.acc, tot, r.acc)            # start value (0) + tree, as NumPy
                 r.flags[ns] |= ncl_bx_fpe()
             ncl_bx_clear()
+            if recorded:
+                wall = ncl_bx_now_ns() - wall
         flags = [0] * r.nflags
         for k in range(want):
             for j in range(r.nflags):
                 flags[j] |= r.flags[k * r.nflags + j]
+        if recorded:
+            rows = _ledger_rows(plan, &r, want, n, wall)
     finally:
         free(r.leaf)
         free(r.partials)
         _pool.append(scr)
 
-    # report per step, in program order, as eager NumPy does
+    # report per step, in program order, as eager NumPy does (a step the
+    # ledger recorded ran; eager NumPy does not run the steps after a raise)
     for k in range(r.nflags):
+        if recorded and rows[k] is not None:
+            ledger.append(rows[k])
         if flags[k]:
             try:
                 PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
@@ -506,3 +553,28 @@ cdef inline void _two(xrun *r, char *a, char *b, char *out) noexcept nogil:
     args[2] = out
     steps[0] = steps[1] = steps[2] = r.risz
     r.cfn(args, &one, steps, r.rdata)
+
+
+
+cdef list _ledger_rows(plan, xrun *r, int want, npy_intp n, int64_t wall):
+    """(slot, reduce, elements, ns) per step and the reduction (None: no
+    entry of nclx ran it, or no reduction): the wall time shared by the
+    time measured in each step (evenly when nothing was measured)."""
+    cdef int k, t
+    cdef int64_t total = 0
+    cpu = [0] * r.nflags
+    for k in range(r.nflags):
+        for t in range(want):
+            cpu[k] += r.ns[t * r.nflags + k]
+        total += cpu[k]
+    slots = [st[2] for st in plan.steps]
+    slots.append(plan.reduce_loop[2] if plan.reduce is not None else -1)
+    nrows = r.nflags if plan.reduce is not None else r.nsteps
+    rows = []
+    for k in range(r.nflags):
+        if slots[k] < 0:
+            rows.append(None)
+            continue
+        share = wall * cpu[k] // total if total > 0 else wall // max(nrows, 1)
+        rows.append((slots[k], 1 if k == r.nsteps else 0, n, share))
+    return rows
