@@ -13,14 +13,26 @@ new probe of the result's dtype.
 
 Anything the executor cannot run as NumPy would raises Untraceable with
 the reason: keyword arguments, a non-ufunc call on a probe (indexing,
-``np.where``...), Python control flow on a probe's value, a loop whose
+``np.nonzero``...), Python control flow on a probe's value, a loop whose
 input dtype differs from its operand's (a cast), dtypes other than bool,
 int8..uint64, float32, float64, more than one output, anything after a
 final sum or product.  Callers then run the function eagerly.
+
+``np.where(c, x, y)`` (three arguments) becomes a step of nclx's own
+``where`` ufunc (nclx.ufuncs.where: x where c else y, the element copied
+bit for bit) on the loop of np.where's result dtype: ``np.where``'s own
+result on the probes' values gives it (np.result_type of x and y, Python
+scalars weak: ``where(c, f32, 2.5)`` is float32).  The condition must be
+bool (np.where tests any other dtype against zero) and x and y of the
+result dtype already (no cast); a scalar becomes an operand slot holding
+the value np.where itself converts it to (``where(c, i8, 300)`` wraps as
+NumPy does; a conversion that flags a floating-point error stays eager,
+where NumPy reports it).
 """
 import numpy as np
 
 from nclx._fused_program import Program, Step
+from nclx.ufuncs import where as _nclx_where
 
 __all__ = ["Untraceable", "trace"]
 
@@ -74,6 +86,8 @@ class _Probe(np.ndarray):
     def __array_function__(self, func, types, args, kwargs):
         if func in (np.sum, np.prod):
             return super().__array_function__(func, types, args, kwargs)
+        if func is np.where:
+            return _where(self._nclx_tape, args, kwargs)
         raise Untraceable(f"a non-ufunc call ({getattr(func, '__name__', func)})")
 
     def __getitem__(self, key):
@@ -140,6 +154,52 @@ def _record(tape, ufunc, inputs):
         raise Untraceable(f"{ufunc.__name__} gave {result.dtype}, resolved {resolved[-1]}")
     out = tape.new_slot()
     tape.steps.append(Step(ufunc, chars, tuple(ins), out))
+    return np.asarray(result).reshape(1).view(_Probe)._nclx_init(tape, out)
+
+
+def _where(tape, args, kwargs):
+    if tape.reduced is not None:
+        raise Untraceable("where after the final reduction")
+    if kwargs or len(args) != 3:
+        raise Untraceable("np.where without exactly three positional arguments")
+    keys = [_dtype_key(x) for x in args]
+    for x in args:
+        if isinstance(x, _Probe) and x._nclx_tape is not tape:
+            raise Untraceable("probes of two traces mixed")
+    c = args[0]
+    if keys[0] is not bool and keys[0] != np.dtype(bool):
+        what = keys[0].__name__ if isinstance(keys[0], type) else str(keys[0])
+        raise Untraceable(f"where with a {what} condition (np.where tests it against zero)")
+    try:
+        with np.errstate(all="ignore"):
+            result = np.where(*[_probe_value(x) for x in args])
+    except Exception as exc:
+        raise Untraceable(f"where: {exc}") from None
+    dt = result.dtype
+    if dt.char not in SUPPORTED:
+        raise Untraceable(f"where on dtype {dt}")
+    ins = []
+    for j, x in enumerate(args):
+        want = np.dtype(bool) if j == 0 else dt
+        if isinstance(x, _Probe):
+            if x.dtype != want:
+                raise Untraceable(f"where casts its operand from {x.dtype} to {want}")
+            ins.append(x._nclx_slot)
+            continue
+        try:
+            # the value np.where itself makes of the scalar (NEP 50 weak
+            # Python scalars wrap or round as NumPy converts them)
+            with np.errstate(all="raise"):
+                value = np.where(np.zeros(1, bool), np.zeros(1, want), x)
+        except Exception as exc:        # eager np.where raises or warns it
+            raise Untraceable(f"where converting {x!r} to {want}: {exc}") from None
+        if value.dtype != want:
+            raise Untraceable(f"where casts {x!r} to {value.dtype}, not {want}")
+        slot = tape.new_slot()
+        tape.constants.append((slot, value.reshape(())))
+        ins.append(slot)
+    out = tape.new_slot()
+    tape.steps.append(Step(_nclx_where, "?" + dt.char * 3, tuple(ins), out))
     return np.asarray(result).reshape(1).view(_Probe)._nclx_init(tape, out)
 
 

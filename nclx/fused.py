@@ -10,7 +10,9 @@ those of the same code run eagerly by NumPy.
 
 Whenever fusing could change what the user sees, the code runs eagerly
 instead (same results as without nclx): a user node in any hook chain or
-``checked()`` active (hooks see every call), operands that are not plain
+``checked()`` active (hooks see every call; the nodes of recording
+``nclx.ledger`` ledgers excepted: a fused run adds one row per step to
+them itself, see nclx.ledger), operands that are not plain
 ndarrays or scalars (subclasses, ``__array_ufunc__`` overriders), shapes
 other than one common shape (and 0-d / scalars), arrays that are not
 C-contiguous, aligned and native, dtypes other than bool, int8..uint64,
@@ -24,6 +26,7 @@ from collections import OrderedDict
 import numpy as np
 
 from nclx import _expr, _trace
+from nclx import ledger as _ledger
 from nclx._ncl import blockexec as _blockexec
 from nclx._ncl import entries as _entries
 from nclx._ncl import fusegate as _fusegate
@@ -73,8 +76,32 @@ def _arg_key(a):
     return None
 
 
+def _recorders():
+    """(why fusing must wait, or None; the ledgers a fused run adds its rows
+    to).  Ledgers record but change nothing: when their funnel nodes are all
+    that shuts the entries' gate (no other user node, no thread inside
+    checked(), no Python-level hook), a run stays fused and records itself."""
+    gate = _entries.gate()
+    chains = _registry.user_chains()
+    if not gate and not chains:
+        return None, ()
+    ledgers, nodes = _ledger._active()
+    if ledgers and gate == nodes and all(level == "funnel" for level, _ in chains):
+        return None, ledgers
+    return "hooks or checked() are active", ()
+
+
 def _why_not_now(args):
-    """Why these arguments run eagerly (None: fusable now)."""
+    """(why these arguments run eagerly, or None: fusable now; the ledgers
+    recording).  The arguments first: a small call never reads the hook
+    registry."""
+    why = _why_not_args(args)
+    if why is not None:
+        return why, ()
+    return _recorders()
+
+
+def _why_not_args(args):
     shape = None
     for a in args:
         if type(a) is np.ndarray and a.ndim:
@@ -93,14 +120,12 @@ def _why_not_now(args):
         n *= d
     if n < _fusegate.threshold():
         return f"{n} elements, fewer than fuse_threshold() ({_fusegate.threshold()})"
-    if _entries.gate() or _registry.user_chains():
-        return "hooks or checked() are active"
     return None
 
 
 def _run(fn, args, plans, out):
     """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate."""
-    why = _why_not_now(args)
+    why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
         key = tuple(_arg_key(a) for a in args)
@@ -122,7 +147,7 @@ def _run(fn, args, plans, out):
     if program.reduce is not None:
         if out is not None:
             return _eager(fn, args, out), "out= with a reduction"
-        return _blockexec.execute(program, operands), None
+        return _execute(program, operands, None, ledgers), None
     flat = None
     if out is not None:
         want = np.dtype(program.steps[-1].chars[-1])
@@ -130,8 +155,18 @@ def _run(fn, args, plans, out):
                 and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
             return _eager(fn, args, out), "out= not a C-contiguous array of the result's shape and dtype"
         flat = out.reshape(-1)
-    result = _blockexec.execute(program, operands, out=flat)
+    result = _execute(program, operands, flat, ledgers)
     return (out if out is not None else result.reshape(shape)), None
+
+
+def _execute(program, operands, out, ledgers):
+    if not ledgers:
+        return _blockexec.execute(program, operands, out=out)
+    rows = []
+    try:
+        return _blockexec.execute(program, operands, out=out, ledger=rows)
+    finally:
+        _ledger._add_fused(ledgers, rows)
 
 
 def _eager(fn, args, out):
@@ -195,7 +230,7 @@ class _Fused(_fusegate.FuseGate):
     def explain(self, *args):
         """'fused' when a call with these arguments runs on the block
         executor, else why it runs eagerly (the call is not made)."""
-        why = _why_not_now(args)
+        why = _why_not_now(args)[0]
         if why is None:
             try:
                 _trace.trace(self.fn, args)

@@ -15,15 +15,22 @@ add  elementwise int64,int64->int64    1     100000   0.05
 The ledger is a C node at the front of every funnel chain: it timestamps the
 rest of the chain and adds to per-signature counters with atomic adds, so it
 works while loops run on several threads and costs two clock reads per call.
+
+A fused run (``nclx.evaluate``, ``@nclx.fuse``) stays fused while ledgers
+record and adds one call per step to them, as the same code run eagerly
+records one call per ufunc call (see docs/fused.md).
 """
 import contextlib
 import itertools
+import threading
 from collections import namedtuple
 
+from nclx._ncl import entries as _entries
 from nclx._ncl import install as _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
 from nclx._ncl import spec as _spec
+from nclx._ncl.dtypes import fixed_width as _fixed_width
 
 #: One row of a ledger: ``op`` (ufunc name, or the call op: sort, argsort,
 #: extract, random, zeros, ...), ``kind`` ("elementwise", "reduce", or
@@ -40,6 +47,31 @@ def _subsystem(op, kind):
     return "reduce" if kind == "reduce" else _spec.SUBSYSTEM_OF_KIND[_spec.OPS[op][0]]
 
 _ids = itertools.count()
+_lock = threading.Lock()
+_recording = []          # the Ledgers recording now, in start order
+
+
+def _active():
+    """(ledgers recording now, how many funnel nodes they have linked)."""
+    with _lock:
+        return tuple(_recording), sum(len(led._handles) for led in _recording)
+
+
+def _add_fused(ledgers, rows):
+    """Add a fused run's rows -- (entry slot, reduce (0/1), elements, ns),
+    one call each -- to ``ledgers``."""
+    if not rows:
+        return
+    named = []
+    for slot, reduce, elements, ns in rows:
+        op, chars, _ = _entries.slot_info(slot)
+        named.append(((op, "reduce" if reduce else "elementwise",
+                       tuple(_fixed_width(c) for c in chars)), elements, ns))
+    for led in ledgers:
+        with led._extra_lock:
+            for key, elements, ns in named:
+                c0, e0, n0 = led._extra.get(key, (0, 0, 0))
+                led._extra[key] = (c0 + 1, e0 + elements, n0 + ns)
 
 
 class Ledger:
@@ -48,25 +80,43 @@ class Ledger:
     def __init__(self):
         self._table = _cledger.LedgerTable()
         self._handles = []
+        self._extra = {}             # fused runs' rows: (op, kind, dtypes) -> counters
+        self._extra_lock = threading.Lock()
         self.name = f"ledger#{next(_ids)}"
 
     def _start(self):
         addr = _cledger.ledger_hook_address()
         data = self._table.address
-        for sub in _hooks.SUBSYSTEMS:
-            self._handles.append(_hooks.register_c("funnel", sub, addr, data, name=self.name,
-                                                   keepalive=self._table))
+        with _lock:
+            try:
+                for sub in _hooks.SUBSYSTEMS:
+                    self._handles.append(_hooks.register_c("funnel", sub, addr, data,
+                                                           name=self.name, keepalive=self._table))
+            except BaseException:
+                for h in self._handles:
+                    h.remove()
+                self._handles.clear()
+                raise
+            _recording.append(self)
 
     def _stop(self):
-        for h in self._handles:
-            h.remove()
-        self._handles.clear()
+        with _lock:
+            if self in _recording:
+                _recording.remove(self)
+            for h in self._handles:
+                h.remove()
+            self._handles.clear()
 
     def records(self):
         """The calls recorded, one :class:`Record` per (op, kind, dtypes)."""
         merged = {}
         for op, kind, dtypes, calls, elements, ns in self._table.rows():
             key = (op, kind, dtypes)
+            c0, e0, n0 = merged.get(key, (0, 0, 0))
+            merged[key] = (c0 + calls, e0 + elements, n0 + ns)
+        with self._extra_lock:
+            extra = list(self._extra.items())
+        for key, (calls, elements, ns) in extra:
             c0, e0, n0 = merged.get(key, (0, 0, 0))
             merged[key] = (c0 + calls, e0 + elements, n0 + ns)
         return [Record(op, kind, dtypes, elements, calls, ns, _subsystem(op, kind))
@@ -77,6 +127,8 @@ class Ledger:
 
     def clear(self):
         self._table.clear()
+        with self._extra_lock:
+            self._extra.clear()
 
     def table(self):
         """A readable summary, slowest first."""

@@ -14,4 +14,5 @@ def execute(
     operands: Sequence[npt.NDArray[Any]],
     out: npt.NDArray[Any] | None = None,
     threads: int | None = None,
+    ledger: list[tuple[int, int, int, int]] | None = None,
 ) -> npt.NDArray[Any] | np.generic: ...

@@ -12,15 +12,19 @@ leaves combined along the tree), so it equals ``np.add.reduce`` of the
 result for any thread count; a float product runs on one thread, in order.
 Floating-point flags are read per (step, block) and reported per step in
 program order through the errstate in force, as eager NumPy reports them.
+
+This module is the Python-facing setup (checks, scratch, settings, the
+report); the run loop itself, without the GIL, is nclx._ncl.blockrun.
 """
 cimport numpy as cnp
 from libc.stdlib cimport malloc, free
-from libc.string cimport memcpy
+from libc.stdint cimport int64_t
 from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
-from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
-from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_entries_quiet
+from nclx._ncl.team cimport ncl_threads_now, MAX_THREADS
+from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
+                                 bx_direct, bx_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes
 
 import numpy as np
@@ -28,192 +32,8 @@ import numpy as np
 cnp.import_array()
 cnp.import_ufunc()
 
-cdef extern from *:
-    """
-    #include <fenv.h>
-    static void ncl_bx_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
-    /* NumPy's NPY_FPE_* bits of the flags up now (x87 and SSE both:
-     * NumPy's integer loops raise theirs through feraiseexcept) */
-    static int ncl_bx_fpe(void) {
-        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
-        if (f & FE_DIVBYZERO) r |= 1;
-        if (f & FE_OVERFLOW) r |= 2;
-        if (f & FE_UNDERFLOW) r |= 4;
-        if (f & FE_INVALID) r |= 8;
-        return r;
-    }
-    """
-    void ncl_bx_clear() nogil
-    int ncl_bx_fpe() nogil
-
 cdef extern from "numpy/ufuncobject.h":
     int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
-
-cdef enum:
-    MAXSLOTS = 64
-    MAXSTEPS = 64
-    RED_NONE = 0
-    RED_TREE = 1        # leaves of NumPy's pairwise tree (or any split: ints)
-    RED_SEQ = 2         # one thread, in order (float products)
-
-cdef struct xstep:
-    ncl_loop_fn fn
-    void *data
-    int nin
-    int slot[3]
-
-cdef struct xrun:
-    int nsteps
-    int nflags                  # nsteps + 1 (the reduction's)
-    xstep steps[MAXSTEPS]
-    char *base[MAXSLOTS]        # operand / result data (NULL: a scratch slot)
-    npy_intp stride[MAXSLOTS]   # byte stride of base (0: a 0-d operand)
-    npy_intp soff[MAXSLOTS]     # scratch slot: byte offset in a thread's scratch
-    npy_intp isz[MAXSLOTS]
-    int result
-    npy_intp n
-    npy_intp B
-    int npieces
-    char *scratch[MAX_THREADS]
-    int *flags                  # [tid][nflags]
-    # the final reduction
-    int red
-    ncl_loop_fn rfn             # the loop in reduce mode (accumulator, stride 0)
-    ncl_loop_fn cfn             # the same loop, elementwise (combining partials)
-    void *rdata
-    npy_intp risz
-    npy_intp *leaf              # leaf boundaries, nleaves + 1
-    npy_intp nleaves
-    char *partials              # one value per leaf (RED_TREE)
-    const char *seed            # a leaf's starting value
-    char *acc                   # the running value (RED_SEQ)
-
-
-cdef inline char *_at(xrun *r, char *scr, int s, npy_intp lo) noexcept nogil:
-    if r.base[s] != NULL:
-        return r.base[s] + lo * r.stride[s]
-    return scr + r.soff[s]
-
-
-cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept nogil:
-    """Every step on elements [lo, lo + m) (m <= B)."""
-    cdef char *args[3]
-    cdef npy_intp steps[3]
-    cdef npy_intp dims[1]
-    cdef xstep *st
-    cdef int k, j, s
-    dims[0] = m
-    for k in range(r.nsteps):
-        st = &r.steps[k]
-        for j in range(st.nin + 1):
-            s = st.slot[j]
-            args[j] = _at(r, scr, s, lo)
-            steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
-        ncl_bx_clear()
-        st.fn(args, dims, steps, st.data)
-        fl[k] |= ncl_bx_fpe()
-
-
-cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
-    """Leaf i computed and reduced into its partial (RED_TREE) or the
-    running value (RED_SEQ), as NumPy's reduction calls the loop:
-    accumulator in and out with stride 0."""
-    cdef npy_intp lo = r.leaf[i], m = r.leaf[i + 1] - r.leaf[i]
-    cdef char *args[3]
-    cdef npy_intp steps[3]
-    cdef char *dst
-    if r.nsteps:
-        _block(r, scr, fl, lo, m)
-    if r.red == RED_SEQ:
-        dst = r.acc
-    else:
-        dst = r.partials + i * r.risz
-        memcpy(dst, r.seed, r.risz)
-    args[0] = dst
-    args[1] = _at(r, scr, r.result, lo)
-    args[2] = dst
-    steps[0] = 0
-    steps[1] = r.stride[r.result] if r.base[r.result] != NULL else r.isz[r.result]
-    steps[2] = 0
-    ncl_bx_clear()
-    r.rfn(args, &m, steps, r.rdata)
-    fl[r.nsteps] |= ncl_bx_fpe()
-
-
-cdef void _body(void *ctx, int tid, int nth) noexcept nogil:
-    cdef xrun *r = <xrun *>ctx
-    cdef char *scr = r.scratch[tid]
-    cdef int *fl = r.flags + tid * r.nflags
-    cdef npy_intp per, lo, hi, m, i
-    cdef int piece
-    if r.red != RED_NONE:
-        piece = tid
-        while piece < r.npieces:
-            lo = piece * r.nleaves // r.npieces
-            hi = (piece + 1) * r.nleaves // r.npieces
-            for i in range(lo, hi):
-                _leaf_reduce(r, scr, fl, i)
-            piece += nth
-        return
-    per = (r.n + r.npieces - 1) // r.npieces
-    per = (per + 7) // 8 * 8
-    piece = tid
-    while piece < r.npieces:
-        lo = min(piece * per, r.n)
-        hi = min(lo + per, r.n)
-        while lo < hi:
-            m = min(r.B, hi - lo)
-            _block(r, scr, fl, lo, m)
-            lo += m
-        piece += nth
-
-
-cdef npy_intp _leaves(npy_intp lo, npy_intp m, npy_intp B, npy_intp *out, npy_intp k) noexcept nogil:
-    """Boundaries of the maximal nodes of NumPy's pairwise tree over
-    [lo, lo + m) holding at most B elements (B >= 128, NumPy's leaf size:
-    every node split here NumPy splits too), appended from out[k]."""
-    cdef npy_intp n2
-    if m <= B:
-        out[k] = lo + m
-        return k + 1
-    n2 = m // 2
-    n2 -= n2 % 8
-    k = _leaves(lo, n2, B, out, k)
-    return _leaves(lo + n2, m - n2, B, out, k)
-
-
-cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil:
-    """The partials of the subtree over m elements, added along the tree."""
-    cdef char a[16]
-    cdef char b[16]
-    cdef char *args[3]
-    cdef npy_intp steps[3]
-    cdef npy_intp one = 1, n2
-    if m <= r.B:
-        memcpy(out, r.partials + idx[0] * r.risz, r.risz)
-        idx[0] += 1
-        return
-    n2 = m // 2
-    n2 -= n2 % 8
-    _combine(r, n2, idx, a)
-    _combine(r, m - n2, idx, b)
-    args[0] = a
-    args[1] = b
-    args[2] = out
-    steps[0] = steps[1] = steps[2] = r.risz
-    r.cfn(args, &one, steps, r.rdata)
-
-
-cdef ncl_loop_fn _direct(int k, int reduce, ncl_loop_fn entry) noexcept nogil:
-    """The loop nclx's entry ``k`` runs on a call below its split threshold
-    (its kernel or NumPy's loop, as its policy prefers): blocks are never
-    split again.  With a hook or a mode anywhere (the entries' gate shut),
-    or no entry (-1), the entry itself, which walks the chains."""
-    if k < 0 or not ncl_entries_quiet():
-        return entry
-    if ncl_slot_policy(k).prefer[reduce][0] != 0 and ncl_slot_proto(k).numpy_loop != NULL:
-        return ncl_slot_proto(k).numpy_loop
-    return ncl_slot_proto(k).nclx_loop
 
 
 cdef class _Scratch:
@@ -221,6 +41,7 @@ cdef class _Scratch:
     cdef char *buf[MAX_THREADS]
     cdef npy_intp size[MAX_THREADS]
     cdef int flags[MAX_THREADS * (MAXSTEPS + 1)]
+    cdef int64_t ns[MAX_THREADS * (MAXSTEPS + 1)]
 
     def __cinit__(self):
         cdef int t
@@ -319,18 +140,28 @@ cdef bint _raising_errstate():
     return False
 
 
-def execute(program, operands, out=None, threads=None):
+def execute(program, operands, out=None, threads=None, ledger=None):
     """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
     return the result (``out`` when given), or, with a reduction, the NumPy
-    scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns."""
+    scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns.
+
+    ``ledger``: a list, when the caller records the run in nclx's ledger
+    itself and has checked that the ledger's nodes are the only ones linked
+    (they see and change nothing): the loops then run directly, without a
+    chain walk per block, and the list gets one (entry slot, reduce (0/1),
+    elements, ns) per step that ran with an entry of nclx (and the
+    reduction), ns being the run's wall time shared in proportion to the
+    time measured in each step's loop calls."""
     plan = make_plan(program)
     cdef xrun r
+    cdef bint recorded = ledger is not None
+    cdef int64_t wall = 0
+    rows = None
     cdef int k, j, s, want, ns = plan.nsteps
-    cdef npy_intp n = -1, nbytes, idx
+    cdef npy_intp n = -1, nbytes
     cdef cnp.ndarray arr, target, accarr, seedarr
     cdef _Scratch scr
     cdef bint private = False
-    cdef char tot[16]
     operands = list(operands) if not isinstance(operands, list) else list(operands)
     if len(operands) != plan.ninputs:
         raise ValueError(f"nclx.blockexec: the program takes {plan.ninputs} operands, "
@@ -410,7 +241,7 @@ def execute(program, operands, out=None, threads=None):
             nbytes += (r.B * r.isz[s] + 63) // 64 * 64
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
-        r.steps[k].fn = _direct(slot, 0, <ncl_loop_fn><size_t>fn)
+        r.steps[k].fn = bx_direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)
         r.steps[k].data = <void *><size_t>data
         r.steps[k].nin = len(ins)
         for j in range(len(ins)):
@@ -422,8 +253,8 @@ def execute(program, operands, out=None, threads=None):
     r.partials = NULL
     if plan.reduce is not None:
         r.red = RED_SEQ if plan.reduce_seq else RED_TREE
-        r.rfn = _direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0])
-        r.cfn = _direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0])
+        r.rfn = bx_direct(plan.reduce_loop[2], 1, <ncl_loop_fn><size_t>plan.reduce_loop[0], recorded)
+        r.cfn = bx_direct(plan.reduce_loop[2], 0, <ncl_loop_fn><size_t>plan.reduce_loop[0], recorded)
         r.rdata = <void *><size_t>plan.reduce_loop[1]
         r.risz = plan.itemsizes[plan.result]
         accarr = np.array([plan.reduce_start], rdt)
@@ -437,7 +268,7 @@ def execute(program, operands, out=None, threads=None):
         r.nleaves = 0
         if n > 0:
             if r.red == RED_TREE:
-                r.nleaves = _leaves(0, n, r.B, r.leaf + 1, 0)
+                r.nleaves = bx_leaves(0, n, r.B, r.leaf + 1, 0)
             else:
                 while r.leaf[r.nleaves] < n:
                     r.leaf[r.nleaves + 1] = min(r.leaf[r.nleaves] + r.B, n)
@@ -457,31 +288,27 @@ def execute(program, operands, out=None, threads=None):
             r.scratch[k] = scr.buf[k]
         for k in range(want * r.nflags):
             scr.flags[k] = 0
+            scr.ns[k] = 0
         r.flags = scr.flags
+        r.ns = scr.ns if recorded else NULL
         with nogil:
-            if n > 0:
-                if want > 1:
-                    ncl_team_run(want, _body, &r)
-                else:
-                    _body(&r, 0, 1)
-            if r.red == RED_TREE and r.nleaves > 0:
-                idx = 0
-                ncl_bx_clear()
-                _combine(&r, n, &idx, tot)             # the tree's sum
-                _two(&r, r.acc, tot, r.acc)            # start value (0) + tree, as NumPy
-                r.flags[ns] |= ncl_bx_fpe()
-            ncl_bx_clear()
+            wall = bx_run(&r, want)
         flags = [0] * r.nflags
         for k in range(want):
             for j in range(r.nflags):
                 flags[j] |= r.flags[k * r.nflags + j]
+        if recorded:
+            rows = _ledger_rows(plan, &r, want, n, wall)
     finally:
         free(r.leaf)
         free(r.partials)
         _pool.append(scr)
 
-    # report per step, in program order, as eager NumPy does
+    # report per step, in program order, as eager NumPy does (a step the
+    # ledger recorded ran; eager NumPy does not run the steps after a raise)
     for k in range(r.nflags):
+        if recorded and rows[k] is not None:
+            ledger.append(rows[k])
         if flags[k]:
             try:
                 PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
@@ -497,12 +324,25 @@ def execute(program, operands, out=None, threads=None):
     return target
 
 
-cdef inline void _two(xrun *r, char *a, char *b, char *out) noexcept nogil:
-    cdef char *args[3]
-    cdef npy_intp steps[3]
-    cdef npy_intp one = 1
-    args[0] = a
-    args[1] = b
-    args[2] = out
-    steps[0] = steps[1] = steps[2] = r.risz
-    r.cfn(args, &one, steps, r.rdata)
+cdef list _ledger_rows(plan, xrun *r, int want, npy_intp n, int64_t wall):
+    """(slot, reduce, elements, ns) per step and the reduction (None: no
+    entry of nclx ran it, or no reduction): the wall time shared by the
+    time measured in each step (evenly when nothing was measured)."""
+    cdef int k, t
+    cdef int64_t total = 0
+    cpu = [0] * r.nflags
+    for k in range(r.nflags):
+        for t in range(want):
+            cpu[k] += r.ns[t * r.nflags + k]
+        total += cpu[k]
+    slots = [st[2] for st in plan.steps]
+    slots.append(plan.reduce_loop[2] if plan.reduce is not None else -1)
+    nrows = r.nflags if plan.reduce is not None else r.nsteps
+    rows = []
+    for k in range(r.nflags):
+        if slots[k] < 0:
+            rows.append(None)
+            continue
+        share = wall * cpu[k] // total if total > 0 else wall // max(nrows, 1)
+        rows.append((slots[k], 1 if k == r.nsteps else 0, n, share))
+    return rows

@@ -19,6 +19,7 @@ _cache = {}
 _ufunc_op = None
 _twins = {}
 _slots = None
+_entry_slot = None      # entry address -> slot (nclx's own ufuncs: fma, where)
 _l2 = None
 
 
@@ -52,8 +53,10 @@ def l2_bytes():
 
 def _loop(ufunc, chars, where):
     """(function address, data address, entry slot or -1) of ``ufunc``'s loop
-    ``chars``; the slot where the address is nclx's entry for it."""
-    global _ufunc_op, _slots
+    ``chars``; the slot where the address is nclx's entry for it (for a
+    ufunc of nclx.ufuncs without a NumPy twin -- ``where``, ``fma`` -- the
+    loop its table holds, known as an entry by its address)."""
+    global _ufunc_op, _slots, _entry_slot
     if _ufunc_op is None:
         _ufunc_op = {}
         for op in spec.OPS:
@@ -61,6 +64,11 @@ def _loop(ufunc, chars, where):
             if uf is not None:
                 _ufunc_op[uf] = op
         _slots = {sig: k for k, sig in enumerate(entries.signatures())}
+        _entry_slot = {}
+        for op in spec.OPS:
+            if op != "cast" and spec.numpy_ufunc(op) is None:
+                for c, fn, _ in entries.entry_loops(op):
+                    _entry_slot[fn] = _slots.get((op, c), -1)
     op = _ufunc_op.get(ufunc)
     want = [np.dtype(c) for c in chars]
     if op is not None:
@@ -74,7 +82,7 @@ def _loop(ufunc, chars, where):
     else:
         found = find_loop(ufunc, chars)
         if found is not None:
-            return found[1], found[2], -1
+            return found[1], found[2], _entry_slot.get(found[1], -1)
     raise TypeError(f"nclx.blockexec: {where}: numpy.{ufunc.__name__} has no loop {chars!r}")
 
 
@@ -114,9 +122,9 @@ def _build(program):
         uf = st.ufunc
         if not isinstance(uf, np.ufunc):
             raise TypeError(f"nclx.blockexec: {where}: ufunc must be a numpy.ufunc, not {uf!r}")
-        if uf.nout != 1 or uf.nin not in (1, 2):
+        if uf.nout != 1 or uf.nin not in (1, 2, 3):
             raise ValueError(f"nclx.blockexec: {where}: numpy.{uf.__name__} has {uf.nin} inputs "
-                             f"and {uf.nout} outputs; the executor runs 1 or 2 inputs, 1 output")
+                             f"and {uf.nout} outputs; the executor runs 1 to 3 inputs, 1 output")
         if len(st.ins) != uf.nin:
             raise ValueError(f"nclx.blockexec: {where}: numpy.{uf.__name__} reads {uf.nin} slots, "
                              f"ins names {len(st.ins)}")

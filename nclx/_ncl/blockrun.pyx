@@ -1,0 +1,211 @@
+# cython: wraparound=False, boundscheck=False
+"""The block executor's run loop: every step of a program on a block of its
+slots, blocks spread over nclx's thread team, a final sum along NumPy's
+pairwise tree or a product in order; floating-point flags (and, for the
+ledger, loop time) kept per (thread, step).  No GIL, no Python objects:
+nclx._ncl.blockexec checks the program and operands and fills the xrun."""
+from libc.string cimport memcpy
+from libc.stdint cimport int64_t
+
+from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
+from nclx._ncl.team cimport ncl_team_run
+from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_entries_quiet
+
+cdef extern from *:
+    """
+    #include <fenv.h>
+    #include <time.h>
+    static void ncl_bx_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+    static int64_t ncl_bx_now_ns(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    /* NumPy's NPY_FPE_* bits of the flags up now (x87 and SSE both:
+     * NumPy's integer loops raise theirs through feraiseexcept) */
+    static int ncl_bx_fpe(void) {
+        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
+        if (f & FE_DIVBYZERO) r |= 1;
+        if (f & FE_OVERFLOW) r |= 2;
+        if (f & FE_UNDERFLOW) r |= 4;
+        if (f & FE_INVALID) r |= 8;
+        return r;
+    }
+    """
+    void ncl_bx_clear() nogil
+    int64_t ncl_bx_now_ns() nogil
+    int ncl_bx_fpe() nogil
+
+
+cdef inline char *_at(xrun *r, char *scr, int s, npy_intp lo) noexcept nogil:
+    if r.base[s] != NULL:
+        return r.base[s] + lo * r.stride[s]
+    return scr + r.soff[s]
+
+
+cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept nogil:
+    """Every step on elements [lo, lo + m) (m <= B); with r.ns, each step's
+    time added to ns[k] (one clock read per step)."""
+    cdef char *args[4]
+    cdef npy_intp steps[4]
+    cdef npy_intp dims[1]
+    cdef xstep *st
+    cdef int k, j, s
+    cdef int64_t t0 = 0, t1
+    cdef int64_t *ns = NULL
+    if r.ns != NULL:
+        ns = r.ns + (fl - r.flags)
+        t0 = ncl_bx_now_ns()
+    dims[0] = m
+    for k in range(r.nsteps):
+        st = &r.steps[k]
+        for j in range(st.nin + 1):
+            s = st.slot[j]
+            args[j] = _at(r, scr, s, lo)
+            steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
+        ncl_bx_clear()
+        st.fn(args, dims, steps, st.data)
+        fl[k] |= ncl_bx_fpe()
+        if ns != NULL:
+            t1 = ncl_bx_now_ns()
+            ns[k] += t1 - t0
+            t0 = t1
+
+
+cdef void _leaf_reduce(xrun *r, char *scr, int *fl, npy_intp i) noexcept nogil:
+    """Leaf i computed and reduced into its partial (RED_TREE) or the
+    running value (RED_SEQ), as NumPy's reduction calls the loop:
+    accumulator in and out with stride 0."""
+    cdef npy_intp lo = r.leaf[i], m = r.leaf[i + 1] - r.leaf[i]
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef char *dst
+    cdef int64_t t0
+    if r.nsteps:
+        _block(r, scr, fl, lo, m)
+    if r.red == RED_SEQ:
+        dst = r.acc
+    else:
+        dst = r.partials + i * r.risz
+        memcpy(dst, r.seed, r.risz)
+    args[0] = dst
+    args[1] = _at(r, scr, r.result, lo)
+    args[2] = dst
+    steps[0] = 0
+    steps[1] = r.stride[r.result] if r.base[r.result] != NULL else r.isz[r.result]
+    steps[2] = 0
+    t0 = ncl_bx_now_ns() if r.ns != NULL else 0
+    ncl_bx_clear()
+    r.rfn(args, &m, steps, r.rdata)
+    fl[r.nsteps] |= ncl_bx_fpe()
+    if r.ns != NULL:
+        r.ns[(fl - r.flags) + r.nsteps] += ncl_bx_now_ns() - t0
+
+
+cdef void _body(void *ctx, int tid, int nth) noexcept nogil:
+    cdef xrun *r = <xrun *>ctx
+    cdef char *scr = r.scratch[tid]
+    cdef int *fl = r.flags + tid * r.nflags
+    cdef npy_intp per, lo, hi, m, i
+    cdef int piece
+    if r.red != RED_NONE:
+        piece = tid
+        while piece < r.npieces:
+            lo = piece * r.nleaves // r.npieces
+            hi = (piece + 1) * r.nleaves // r.npieces
+            for i in range(lo, hi):
+                _leaf_reduce(r, scr, fl, i)
+            piece += nth
+        return
+    per = (r.n + r.npieces - 1) // r.npieces
+    per = (per + 7) // 8 * 8
+    piece = tid
+    while piece < r.npieces:
+        lo = min(piece * per, r.n)
+        hi = min(lo + per, r.n)
+        while lo < hi:
+            m = min(r.B, hi - lo)
+            _block(r, scr, fl, lo, m)
+            lo += m
+        piece += nth
+
+
+cdef npy_intp bx_leaves(npy_intp lo, npy_intp m, npy_intp B, npy_intp *out, npy_intp k) noexcept nogil:
+    """Boundaries of the maximal nodes of NumPy's pairwise tree over
+    [lo, lo + m) holding at most B elements (B >= 128, NumPy's leaf size:
+    every node split here NumPy splits too), appended from out[k]."""
+    cdef npy_intp n2
+    if m <= B:
+        out[k] = lo + m
+        return k + 1
+    n2 = m // 2
+    n2 -= n2 % 8
+    k = bx_leaves(lo, n2, B, out, k)
+    return bx_leaves(lo + n2, m - n2, B, out, k)
+
+
+cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil:
+    """The partials of the subtree over m elements, added along the tree."""
+    cdef char a[16]
+    cdef char b[16]
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp one = 1, n2
+    if m <= r.B:
+        memcpy(out, r.partials + idx[0] * r.risz, r.risz)
+        idx[0] += 1
+        return
+    n2 = m // 2
+    n2 -= n2 % 8
+    _combine(r, n2, idx, a)
+    _combine(r, m - n2, idx, b)
+    args[0] = a
+    args[1] = b
+    args[2] = out
+    steps[0] = steps[1] = steps[2] = r.risz
+    r.cfn(args, &one, steps, r.rdata)
+
+
+cdef ncl_loop_fn bx_direct(int k, int reduce, ncl_loop_fn entry, bint recorded) noexcept nogil:
+    """The loop nclx's entry ``k`` runs on a call below its split threshold
+    (its kernel or NumPy's loop, as its policy prefers): blocks are never
+    split again.  With a hook or a mode anywhere (the entries' gate shut),
+    or no entry (-1), the entry itself, which walks the chains -- unless
+    the caller records the run in the ledger itself (``recorded``: it has
+    checked that the ledger's nodes are all that shut the gate)."""
+    if k < 0 or (not recorded and not ncl_entries_quiet()):
+        return entry
+    if ncl_slot_policy(k).prefer[reduce][0] != 0 and ncl_slot_proto(k).numpy_loop != NULL:
+        return ncl_slot_proto(k).numpy_loop
+    return ncl_slot_proto(k).nclx_loop
+
+
+cdef inline void _two(xrun *r, char *a, char *b, char *out) noexcept nogil:
+    cdef char *args[3]
+    cdef npy_intp steps[3]
+    cdef npy_intp one = 1
+    args[0] = a
+    args[1] = b
+    args[2] = out
+    steps[0] = steps[1] = steps[2] = r.risz
+    r.cfn(args, &one, steps, r.rdata)
+
+
+cdef int64_t bx_run(xrun *r, int want) noexcept nogil:
+    """Run ``r`` on up to ``want`` threads (r.n > 0 or not), then combine a
+    sum's partials; returns the wall time in ns when r.ns is set, else 0."""
+    cdef int64_t wall = ncl_bx_now_ns() if r.ns != NULL else 0
+    cdef npy_intp idx
+    cdef char tot[16]
+    if r.n > 0:
+        if want > 1:
+            ncl_team_run(want, _body, r)
+        else:
+            _body(r, 0, 1)
+    if r.red == RED_TREE and r.nleaves > 0:
+        idx = 0
+        ncl_bx_clear()
+        _combine(r, r.n, &idx, tot)             # the tree's sum
+        _two(r, r.acc, tot, r.acc)              # start value (0) + tree, as NumPy
+        r.flags[r.nsteps] |= ncl_bx_fpe()
+    ncl_bx_clear()
+    return ncl_bx_now_ns() - wall if r.ns != NULL else 0
