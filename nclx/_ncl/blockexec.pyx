@@ -317,7 +317,19 @@ def execute(program, operands, out=None, threads=None, ledger=None):
                     np.copyto(out, target)     # eager NumPy wrote out, then raised
                 raise
     if plan.reduce is not None:
-        return accarr[0]
+        value = accarr[0]
+        if r.red == RED_TREE and value != value:
+            # a NaN sum: x86 keeps an add's first operand when both are NaN,
+            # and the compiler orders the operands of NumPy's pairwise
+            # recursion as it likes, so the tree above the leaves cannot
+            # tell which NaN NumPy keeps: the result once more, whole, and
+            # NumPy's own reduction of it (its flags were reported above)
+            whole = program._replace(reduce=None, reduce_chars=None)
+            with np.errstate(all="ignore"):
+                tmp = (execute(whole, operands, threads=threads) if whole.steps
+                       else operands[plan.result])
+                value = np.add.reduce(tmp)
+        return value
     if private:
         np.copyto(out, target)
         return out
