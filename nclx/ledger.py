@@ -58,20 +58,20 @@ def _active():
 
 
 def _add_fused(ledgers, rows):
-    """Add a fused run's rows -- (entry slot, reduce (0/1), elements, ns),
-    one call each -- to ``ledgers``."""
+    """Add a fused run's rows -- (entry slot, reduce (0/1), elements, ns,
+    calls: the loop calls eager NumPy makes for the step) -- to ``ledgers``."""
     if not rows:
         return
     named = []
-    for slot, reduce, elements, ns in rows:
+    for slot, reduce, elements, ns, calls in rows:
         op, chars, _ = _entries.slot_info(slot)
         named.append(((op, "reduce" if reduce else "elementwise",
-                       tuple(_fixed_width(c) for c in chars)), elements, ns))
+                       tuple(_fixed_width(c) for c in chars)), elements, ns, calls))
     for led in ledgers:
         with led._extra_lock:
-            for key, elements, ns in named:
+            for key, elements, ns, calls in named:
                 c0, e0, n0 = led._extra.get(key, (0, 0, 0))
-                led._extra[key] = (c0 + 1, e0 + elements, n0 + ns)
+                led._extra[key] = (c0 + calls, e0 + elements, n0 + ns)
 
 
 class Ledger:

@@ -140,6 +140,40 @@ cdef bint _raising_errstate():
     return False
 
 
+_chunks = None
+
+
+def _reduce_chunks():
+    """True when this NumPy reduces a contiguous float array in chunks of
+    np.getbufsize() elements (acc += pairwise(chunk), as NumPy before 2.3
+    does) rather than in one pairwise pass; measured once on data whose two
+    sums differ."""
+    global _chunks
+    if _chunks is None:
+        x = np.random.default_rng(12345).standard_normal(3 * np.getbufsize() + 77)
+        x = (x * 1e4).astype(np.float32)
+        bufsize = np.getbufsize()
+        one = np.float32(-0.0) + _pairwise(x)
+        acc = np.float32(-0.0)
+        for lo in range(0, len(x), bufsize):
+            acc = acc + _pairwise(x[lo:lo + bufsize])
+        got = np.add.reduce(x)
+        _chunks = bool(got.tobytes() == acc.tobytes() and got.tobytes() != one.tobytes())
+    return _chunks
+
+
+def _pairwise(x):
+    """NumPy's pairwise sum of a float32 array, by its own loop on pieces of
+    at most 128 elements (where NumPy does not split) added as its tree adds
+    them."""
+    n = len(x)
+    if n <= 128:
+        return np.add.reduce(x)       # -0.0 + pairwise(x): no split, one loop call
+    n2 = n // 2
+    n2 -= n2 % 8
+    return np.float32(_pairwise(x[:n2]) + _pairwise(x[n2:]))
+
+
 def execute(program, operands, out=None, threads=None, ledger=None):
     """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
     return the result (``out`` when given), or, with a reduction, the NumPy
@@ -158,7 +192,7 @@ def execute(program, operands, out=None, threads=None, ledger=None):
     cdef int64_t wall = 0
     rows = None
     cdef int k, j, s, want, ns = plan.nsteps
-    cdef npy_intp n = -1, nbytes
+    cdef npy_intp n = -1, nbytes, lo, m
     cdef cnp.ndarray arr, target, accarr, seedarr
     cdef _Scratch scr
     cdef bint private = False
@@ -261,14 +295,24 @@ def execute(program, operands, out=None, threads=None, ledger=None):
         seedarr = np.array([plan.reduce_seed], rdt)
         r.acc = <char *>cnp.PyArray_DATA(accarr)
         r.seed = <const char *>cnp.PyArray_DATA(seedarr)
-        r.leaf = <npy_intp *>malloc((2 * (n // r.B) + 4) * sizeof(npy_intp))
+        r.leaf = <npy_intp *>malloc((2 * (n // r.B) + 2 * (n // max(np.getbufsize(), 1)) + 4)
+                                    * sizeof(npy_intp))
         if r.leaf == NULL:
             raise MemoryError()
         r.leaf[0] = 0
         r.nleaves = 0
+        r.chunk = 0
         if n > 0:
             if r.red == RED_TREE:
-                r.nleaves = bx_leaves(0, n, r.B, r.leaf + 1, 0)
+                if rdt.kind == "f" and _reduce_chunks():
+                    r.chunk = np.getbufsize()
+                    lo = 0
+                    while lo < n:
+                        m = min(r.chunk, n - lo)
+                        r.nleaves = bx_leaves(lo, m, r.B, r.leaf + 1, r.nleaves)
+                        lo += m
+                else:
+                    r.nleaves = bx_leaves(0, n, r.B, r.leaf + 1, 0)
             else:
                 while r.leaf[r.nleaves] < n:
                     r.leaf[r.nleaves + 1] = min(r.leaf[r.nleaves] + r.B, n)
@@ -337,7 +381,7 @@ def execute(program, operands, out=None, threads=None, ledger=None):
 
 
 cdef list _ledger_rows(plan, xrun *r, int want, npy_intp n, int64_t wall):
-    """(slot, reduce, elements, ns) per step and the reduction (None: no
+    """(slot, reduce, elements, ns, calls) per step and the reduction (None: no
     entry of nclx ran it, or no reduction): the wall time shared by the
     time measured in each step (evenly when nothing was measured)."""
     cdef int k, t
@@ -356,5 +400,8 @@ cdef list _ledger_rows(plan, xrun *r, int want, npy_intp n, int64_t wall):
             rows.append(None)
             continue
         share = wall * cpu[k] // total if total > 0 else wall // max(nrows, 1)
-        rows.append((slots[k], 1 if k == r.nsteps else 0, n, share))
+        calls = 1
+        if k == r.nsteps and r.chunk > 0 and n > 0:
+            calls = (n + r.chunk - 1) // r.chunk      # NumPy calls its loop per chunk
+        rows.append((slots[k], 1 if k == r.nsteps else 0, n, share, calls))
     return rows

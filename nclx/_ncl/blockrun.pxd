@@ -45,6 +45,8 @@ cdef struct xrun:
     char *partials              # one value per leaf (RED_TREE)
     const char *seed            # a leaf's starting value
     char *acc                   # the running value (RED_SEQ)
+    npy_intp chunk              # RED_TREE: NumPy reduces in chunks of this many
+                                # elements (acc += pairwise(chunk)), 0: one pass
 
 
 cdef int64_t bx_run(xrun *r, int want) noexcept nogil

@@ -194,7 +194,7 @@ cdef int64_t bx_run(xrun *r, int want) noexcept nogil:
     """Run ``r`` on up to ``want`` threads (r.n > 0 or not), then combine a
     sum's partials; returns the wall time in ns when r.ns is set, else 0."""
     cdef int64_t wall = ncl_bx_now_ns() if r.ns != NULL else 0
-    cdef npy_intp idx
+    cdef npy_intp idx, lo, m
     cdef char tot[16]
     if r.n > 0:
         if want > 1:
@@ -204,8 +204,18 @@ cdef int64_t bx_run(xrun *r, int want) noexcept nogil:
     if r.red == RED_TREE and r.nleaves > 0:
         idx = 0
         ncl_bx_clear()
-        _combine(r, r.n, &idx, tot)             # the tree's sum
-        _two(r, r.acc, tot, r.acc)              # start value (0) + tree, as NumPy
+        if r.chunk <= 0:
+            _combine(r, r.n, &idx, tot)         # the tree's sum
+            _two(r, r.acc, tot, r.acc)          # start value (0) + tree, as NumPy
+        else:
+            # NumPy before 2.3 hands its reduce loop one buffer-sized chunk
+            # at a time: acc += pairwise(chunk), chunk after chunk
+            lo = 0
+            while lo < r.n:
+                m = r.chunk if r.n - lo > r.chunk else r.n - lo
+                _combine(r, m, &idx, tot)
+                _two(r, r.acc, tot, r.acc)
+                lo += m
         r.flags[r.nsteps] |= ncl_bx_fpe()
     ncl_bx_clear()
     return ncl_bx_now_ns() - wall if r.ns != NULL else 0
