@@ -32,6 +32,7 @@ where NumPy reports it).
 import numpy as np
 
 from nclx._fused_program import Program, Step
+from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
 
 __all__ = ["Untraceable", "trace"]
@@ -41,8 +42,8 @@ SUPPORTED = frozenset("?bBhHiIlLqQfd")
 _PY_SCALARS = (bool, int, float)
 
 
-class Untraceable(Exception):
-    """The function cannot be fused; str() says why."""
+class Untraceable(NclxError):
+    """The function cannot be fused; str() says why (callers run it eagerly)."""
 
 
 class _Tape:

@@ -11,7 +11,8 @@ own family in one module that derives from this one:
 - ``nclx.storage.params``: ``StorageError`` and its subclasses;
 - ``nclx.dap.validate``: ``DapError``, ``DapTypeError``;
 - ``nclx.types.parser``: ``TypeStringError``;
-- ``nclx.ipc.errors``: ``ProtocolError``, ``RemoteError`` and subclasses.
+- ``nclx.ipc.errors``: ``ProtocolError``, ``RemoteError`` and subclasses;
+- ``nclx._trace``: ``Untraceable`` (a fused call that then runs eagerly).
 
 This module imports nothing from nclx: every layer may import it.
 """

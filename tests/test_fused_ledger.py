@@ -71,7 +71,7 @@ def test_where_row_and_reduce_row(low):
         nclx.evaluate("sum(where(a>b,a,b)*2)")
     n = a.size
     # the loop calls eager NumPy makes for a sum of n (one, or one per
-    # buffer-sized chunk before NumPy 2.3), read from its own ledger rows
+    # buffer-sized chunk on NumPy 2.0), read from its own ledger rows
     before = fused.fuse_threshold()
     fused.fuse_threshold(10 ** 9)
     try:

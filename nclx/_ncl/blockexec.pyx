@@ -145,9 +145,9 @@ _chunks = None
 
 def _reduce_chunks():
     """True when this NumPy reduces a contiguous float array in chunks of
-    np.getbufsize() elements (acc += pairwise(chunk), as NumPy before 2.3
-    does) rather than in one pairwise pass; measured once on data whose two
-    sums differ."""
+    np.getbufsize() elements (acc += pairwise(chunk), as NumPy 2.0.2 does;
+    2.4.6 and 2.5 do not) rather than in one pairwise pass; measured once,
+    on data whose two sums differ."""
     global _chunks
     if _chunks is None:
         x = np.random.default_rng(12345).standard_normal(3 * np.getbufsize() + 77)

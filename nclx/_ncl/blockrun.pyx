@@ -208,7 +208,7 @@ cdef int64_t bx_run(xrun *r, int want) noexcept nogil:
             _combine(r, r.n, &idx, tot)         # the tree's sum
             _two(r, r.acc, tot, r.acc)          # start value (0) + tree, as NumPy
         else:
-            # NumPy before 2.3 hands its reduce loop one buffer-sized chunk
+            # NumPy 2.0 (not 2.4, 2.5) hands its reduce loop one buffer-sized chunk
             # at a time: acc += pairwise(chunk), chunk after chunk
             lo = 0
             while lo < r.n:

@@ -27,14 +27,16 @@ def run():
     print(f"{head:<22}{'numpy ms':>10}{'nclx ms':>9}{'same bits':>11}"
           + (f"{'numexpr ms':>12}" if numexpr else ""))
     for text, fn in EXPRESSIONS:
+        names = {"a": a, "b": b}
         ref = fn(a, b)
-        got = nclx.evaluate(text)
+        got = nclx.evaluate(text, local_dict=names)
         same = np.asarray(ref).tobytes() == np.asarray(got).tobytes()
         t_np = median_time(lambda: fn(a, b), repeat=7) * 1e3
-        t_nx = median_time(lambda: nclx.evaluate(text), repeat=7) * 1e3
+        t_nx = median_time(lambda: nclx.evaluate(text, local_dict=names), repeat=7) * 1e3
         line = f"{text:<22}{t_np:>10.2f}{t_nx:>9.2f}{str(same):>11}"
         if numexpr:
-            line += f"{median_time(lambda: numexpr.evaluate(text), repeat=7) * 1e3:>12.2f}"
+            t_ne = median_time(lambda: numexpr.evaluate(text, local_dict=names), repeat=7)
+            line += f"{t_ne * 1e3:>12.2f}"
         print(line)
     if numexpr is None:
         print("(numexpr is not installed: pip install numexpr for its column)")
