@@ -67,7 +67,8 @@ class _TwoThreads:
 
     def teardown(self, *args):
         nclx.uninstall()
-        nclx.set_num_threads(self._threads)
+        if hasattr(self, "_threads"):        # not set where setup skipped the case
+            nclx.set_num_threads(self._threads)
 
 
 def _warm(switch, fn):
