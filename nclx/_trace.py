@@ -138,11 +138,14 @@ def _record(tape, ufunc, inputs):
             ins.append(x._nclx_slot)
         else:
             try:
-                with np.errstate(all="ignore"):
+                # a conversion NumPy warns about (f32 * 1e300: "overflow
+                # encountered in cast") or refuses (int8 + 300) runs eagerly,
+                # which warns or raises as NumPy does
+                with np.errstate(all="raise"):
                     value = np.asarray(x).astype(dt, casting="unsafe") if type(x) not in \
                         _PY_SCALARS else np.asarray(x, dtype=dt)
-            except Exception as exc:      # int8 + 300: eager raises OverflowError
-                raise Untraceable(f"{ufunc.__name__}: {exc}") from None
+            except Exception as exc:
+                raise Untraceable(f"{ufunc.__name__}: converting {x!r} to {dt}: {exc}") from None
             slot = tape.new_slot()
             tape.constants.append((slot, value))
             ins.append(slot)

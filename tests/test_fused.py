@@ -106,6 +106,9 @@ def test_nep50_scalars(low):
     _same("i8 + 100", i8=i8)
     _same("a * x", a=a, x=np.float64(2.5))        # a NumPy scalar is strong: float64
     _same("a * x", a=a, x=np.array(2.5))
+    _same("a * 1e300", a=a)                       # "overflow encountered in cast"
+    _same("a * x", a=a, x=np.float64(1e300))
+    _same("a + x", a=a, x=np.float64(np.nan))
 
 
 @pytest.mark.parametrize("mode", ["ignore", "warn", "raise"])
