@@ -14,6 +14,8 @@
 #define NCLX_NCL_COUNT_H
 #include <stdint.h>
 #include <numpy/npy_common.h>
+#include "ncl_dtswitch.h"
+#include <string.h>
 
 /* hist[0 .. range] counts v - lo, hist[range + 1] the values outside */
 #define NCL_COUNT_DEFS(NAME, T, U)                                                     \
@@ -40,19 +42,7 @@ NCL_COUNT_DEFS(uint16, uint16_t, uint16_t)
 NCL_COUNT_DEFS(uint32, uint32_t, uint32_t)
 NCL_COUNT_DEFS(uint64, uint64_t, uint64_t)
 
-#define NCL_COUNT_SWITCH(dt, CALL)                                                     \
-    switch (dt) {                                                                      \
-    case 0: CALL(bool, npy_ubyte); break;                                              \
-    case 1: CALL(int8, int8_t); break;                                                 \
-    case 2: CALL(int16, int16_t); break;                                               \
-    case 3: CALL(int32, int32_t); break;                                               \
-    case 4: CALL(int64, int64_t); break;                                               \
-    case 5: CALL(uint8, uint8_t); break;                                               \
-    case 6: CALL(uint16, uint16_t); break;                                             \
-    case 7: CALL(uint32, uint32_t); break;                                             \
-    case 8: CALL(uint64, uint64_t); break;                                             \
-    default: break;                                                                    \
-    }
+#define NCL_COUNT_SWITCH(dt, CALL) switch (dt) { NCL_INT_CASES(CALL) default: break; }
 
 /* The histogram of v[0:n) over [lo, lo + range] (lo's bits at `lo`). */
 static void ncl_count_hist(int dt, const char *v, npy_intp n, const char *lo, npy_intp range,

@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <numpy/npy_common.h>
+#include "ncl_dtswitch.h"
 
 #define NCL_PB 128      /* block length (offsets fit in an unsigned char) */
 
@@ -91,21 +92,7 @@ NCL_PART_DEFS(float32, float)
 NCL_PART_DEFS(float64, double)
 
 
-#define NCL_PART_SWITCH(dt, CALL)                                                      \
-    switch (dt) {                                                                      \
-    case 0: CALL(bool, npy_ubyte); break;                                              \
-    case 1: CALL(int8, int8_t); break;                                                 \
-    case 2: CALL(int16, int16_t); break;                                               \
-    case 3: CALL(int32, int32_t); break;                                               \
-    case 4: CALL(int64, int64_t); break;                                               \
-    case 5: CALL(uint8, uint8_t); break;                                               \
-    case 6: CALL(uint16, uint16_t); break;                                             \
-    case 7: CALL(uint32, uint32_t); break;                                             \
-    case 8: CALL(uint64, uint64_t); break;                                             \
-    case 9: CALL(float32, float); break;                                               \
-    case 10: CALL(float64, double); break;                                             \
-    default: break;                                                                    \
-    }
+#define NCL_PART_SWITCH(dt, CALL) switch (dt) { NCL_DT_CASES(CALL) default: break; }
 
 /* Partition v[0:n) of ncl dtype dt in place by the pivot (its bits at
  * `pivot`): returns the number of lower elements, now at the front. */

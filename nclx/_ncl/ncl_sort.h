@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <numpy/npy_common.h>
+#include "ncl_dtswitch.h"
 
 /* Merge scratch.  A large one is mapped on 2 MiB boundaries and asked for
  * huge pages (a fresh 80 MB buffer costs 20,000 4 KiB page faults, more than
@@ -232,17 +233,7 @@ NCL_KMERGE_DEFS(float64nn, double, NCL_LT_INT)
 /* dtype numbers as in ncl_spec.h's ncl_dtype */
 #define NCL_SORT_SWITCH(dt, CALL)                                                      \
     switch (dt) {                                                                      \
-    case 0: CALL(bool, npy_ubyte); break;                                              \
-    case 1: CALL(int8, int8_t); break;                                                 \
-    case 2: CALL(int16, int16_t); break;                                               \
-    case 3: CALL(int32, int32_t); break;                                               \
-    case 4: CALL(int64, int64_t); break;                                               \
-    case 5: CALL(uint8, uint8_t); break;                                               \
-    case 6: CALL(uint16, uint16_t); break;                                             \
-    case 7: CALL(uint32, uint32_t); break;                                             \
-    case 8: CALL(uint64, uint64_t); break;                                             \
-    case 9: CALL(float32, float); break;                                               \
-    case 10: CALL(float64, double); break;                                             \
+    NCL_DT_CASES(CALL)                                                                 \
     case 11: CALL(float32nn, float); break;                                            \
     case 12: CALL(float64nn, double); break;                                           \
     default: break;                                                                    \
