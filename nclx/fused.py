@@ -19,6 +19,7 @@ C-contiguous, aligned and native, dtypes other than bool, int8..uint64,
 float32, float64, fewer elements than ``fuse_threshold()``, or code the
 tracer cannot follow (nclx._trace says why: ``nclx.fuse(f).explain(...)``).
 """
+import struct as _struct
 import sys
 import threading
 from collections import OrderedDict
@@ -69,10 +70,12 @@ def _arg_key(a):
     t = type(a)
     if t is np.ndarray:
         return ("a", a.dtype.str, a.ndim == 0)
-    if t in (bool, int, float):
-        return ("s", t, a)          # traced as a constant: its value is part of the key
+    if t is float:                  # traced as a constant: its bits are part of the key
+        return ("s", t, _struct.pack("<d", a))      # (-0.0 is not 0.0, a NaN equals itself)
+    if t in (bool, int):
+        return ("s", t, a)
     if isinstance(a, np.generic):
-        return ("n", a.dtype.str, a.item())
+        return ("n", a.dtype.str, a.tobytes())
     return None
 
 

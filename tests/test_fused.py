@@ -213,6 +213,16 @@ def test_fuse_decorator(low):
         nclx.fuse(3)
 
 
+def test_fuse_scalar_keys_are_bits(low):
+    """-0.0 and 0.0 (equal, same hash) and NaNs (never equal) are separate
+    trace keys: a plan traced for 0.0 must not serve -0.0."""
+    f = nclx.fuse(lambda a, k: a * k)
+    a = np.ones(50_000)
+    for k in (0.0, -0.0, np.float64(0.0), np.float64(-0.0), float("nan"), -float("nan")):
+        assert f(a, k).tobytes() == (a * k).tobytes(), k
+    assert len(f.plans.items) == 6
+
+
 def test_python_threads_at_once(low):
     rng = np.random.default_rng(5)
     arrays = [(rng.random(80_000), rng.random(80_000)) for _ in range(6)]
