@@ -14,8 +14,10 @@ from nclx.dap.maps import (BlockMap, CyclicMap, UnstructuredMap, map_from_dim_di
 from nclx.dap.distribution import Distribution, dims_create
 from nclx.dap.distarray import DistArray, from_distarray
 from nclx.dap.halo import HaloRequest, exchange_halos, start_halo_exchange
+from nclx.dap.registry import implemented, implements
+from nclx.dap import functions  # noqa: F401 - registers NumPy functions
 
 __all__ = ["DapError", "DapTypeError", "SUPPORTED_MAJOR", "validate", "normalize_dim_dict",
            "BlockMap", "CyclicMap", "UnstructuredMap", "map_from_dim_dict", "num_owned_indices",
            "Distribution", "dims_create", "DistArray", "from_distarray", "exchange_halos",
-           "start_halo_exchange", "HaloRequest"]
+           "start_halo_exchange", "HaloRequest", "implements", "implemented"]

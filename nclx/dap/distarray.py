@@ -9,6 +9,7 @@ import numpy as np
 from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.collective import agree, agree_same, allgather_checked
+from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
@@ -220,6 +221,17 @@ class DistArray:
             out[...] = result
             return out
         return result
+
+    # ---------------------------------------------------- NumPy functions
+    def __array_function__(self, func, types, args, kwargs):
+        """NumPy functions by the registry (:mod:`nclx.dap.registry`):
+        registered ones run collectively, the others raise TypeError."""
+        return registry.dispatch(DistArray, func, types, args, kwargs)
+
+    def __array__(self, dtype=None, copy=None):
+        """No implicit gather: ``np.asarray(da)`` raises TypeError (use
+        :meth:`gather`)."""
+        raise registry.refusal("np.asarray / __array__")
 
     # -------------------------------------------------------------- ufuncs
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
