@@ -32,6 +32,7 @@ where NumPy reports it).
 import numpy as np
 
 from nclx._fused_program import Program, Step
+from nclx._ncl import ledger as _cledger
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
 
@@ -265,12 +266,15 @@ def trace(fn, args):
         if a.size:
             one[0] = a.reshape(-1)[0]
         call[i] = one.view(_Probe)._nclx_init(tape, slot)
+    _cledger.mute(1)            # the probes' one-element calls are no calls of the user's
     try:
         out = fn(*call)
     except Untraceable:
         raise
     except Exception as exc:
         raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+    finally:
+        _cledger.mute(-1)
     if tape.reduced is not None:
         if not isinstance(out, _Reduced):
             raise Untraceable("the reduction is not the result")

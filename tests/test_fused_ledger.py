@@ -155,10 +155,42 @@ def test_python_threads_record_every_run(low):
     assert sorted((r.op, r.calls) for r in led.records()) == [("add", 20), ("multiply", 40)]
 
 
-def test_first_trace_inside_a_ledger_shows_its_probe_calls(low):
-    # documented: tracing runs each ufunc once on one-element probes
+def test_first_trace_inside_a_ledger_records_only_the_fused_run(low):
+    # tracing runs each ufunc once on one-element probes: those calls are
+    # not the user's and no ledger counts them (they did before the mute)
     a, b = _data()
     with nclx.ledger.recording() as led:
         nclx.fuse(lambda a, b: a * b - b)(a, b)
     assert sorted((r.op, r.calls, r.elements) for r in led.records()) == \
-        [("multiply", 2, a.size + 1), ("subtract", 2, a.size + 1)]
+        [("multiply", 1, a.size), ("subtract", 1, a.size)]
+
+
+def test_probe_mute_is_per_thread_and_balanced(low):
+    from nclx._ncl import ledger as cledger
+    with pytest.raises(RuntimeError, match="unmuted more often"):
+        cledger.mute(-1)
+    with pytest.raises(ValueError):
+        cledger.mute(2)
+    x = np.arange(10.0)
+    cledger.mute(1)
+    try:
+        with nclx.ledger.recording() as led:
+            t = threading.Thread(target=lambda: np.add(x, x))
+            t.start()
+            t.join()
+            np.multiply(x, x)           # this thread is muted: not counted
+    finally:
+        cledger.mute(-1)
+    assert [(r.op, r.calls) for r in led.records()] == [("add", 1)]
+
+
+def test_a_trace_that_raises_leaves_the_ledger_unmuted(low):
+    a, b = _data()
+
+    def bad(a, b):
+        raise ZeroDivisionError("in the traced function")
+    with nclx.ledger.recording() as led:
+        with pytest.raises(ZeroDivisionError):
+            nclx.fuse(bad)(a, b)
+        np.add(a, b)
+    assert [(r.op, r.calls) for r in led.records()] == [("add", 1)]

@@ -20,7 +20,10 @@ cdef extern from *:
         struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     }
+    /* > 0 while this thread runs calls no ledger may count (a trace's probes) */
+    static __thread int ncl_led_muted = 0;
     """
+    int ncl_led_muted
     void ncl_led_add(int64_t *p, int64_t v) nogil
     int64_t ncl_led_now_ns() nogil
 
@@ -75,6 +78,8 @@ cdef class LedgerTable:
 
 
 cdef int _ledger_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    if ncl_led_muted > 0:
+        return ncl_call_next(node, call)
     cdef int64_t t0 = ncl_led_now_ns()
     cdef int rc = ncl_call_next(node, call)
     cdef int64_t dt = ncl_led_now_ns() - t0
@@ -83,6 +88,18 @@ cdef int _ledger_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     ncl_led_add(&rec.elements, call.dimensions[0])
     ncl_led_add(&rec.ns, dt)
     return rc
+
+
+def mute(int delta):
+    """Add ``delta`` (1 or -1) to this thread's mute count: while it is
+    above 0, ledgers count none of this thread's calls (the fused tracer's
+    one-element probe calls, which the traced function makes only once)."""
+    global ncl_led_muted
+    if delta not in (1, -1):
+        raise ValueError(f"delta must be 1 or -1, not {delta}")
+    if delta < 0 and ncl_led_muted <= 0:
+        raise RuntimeError("nclx ledger: unmuted more often than muted")
+    ncl_led_muted += delta
 
 
 def ledger_hook_address():
