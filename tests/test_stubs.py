@@ -238,9 +238,26 @@ def test_each_compiled_module_the_python_layer_imports_has_a_stub(module_name):
     assert stub.is_file(), f"{module_name} is imported by {users} but has no {stub.name} beside it"
 
 
+#: compiled modules meson builds only against some NumPy headers (see
+#: nclx/_ncl/meson.build): module -> the NumPy it needs at build time
+BUILT_FROM = {"nclx._ncl.sortmeth": (2, 4)}
+
+
+def _import_built(name):
+    """The module; a module this build leaves out by design skips with the reason."""
+    need = BUILT_FROM.get(name)
+    if need is not None:
+        from nclx import _build_info
+        built = tuple(int(x) for x in _build_info.NUMPY_BUILD_VERSION.split(".")[:2])
+        if built < need:
+            pytest.skip(f"{name} is built only against NumPy >= {need[0]}.{need[1]} headers; "
+                        f"this copy was built against {_build_info.NUMPY_BUILD_VERSION}")
+    return importlib.import_module(name)
+
+
 @pytest.mark.parametrize("stub", STUBS, ids=lambda p: _stub_module_name(p))
 def test_stub_names_exist_at_runtime(stub):
-    module = importlib.import_module(_stub_module_name(stub))
+    module = _import_built(_stub_module_name(stub))
     declared = _declared(_parse_stub(stub))
     public = {name: node for name, node in declared.items() if not name.startswith("_")}
     assert public, f"{stub.name} declares nothing public"
@@ -262,7 +279,7 @@ def test_stub_names_exist_at_runtime(stub):
 
 @pytest.mark.parametrize("stub", STUBS, ids=lambda p: _stub_module_name(p))
 def test_stub_signatures_match_the_runtime(stub):
-    module = importlib.import_module(_stub_module_name(stub))
+    module = _import_built(_stub_module_name(stub))
     for name, node in _declared(_parse_stub(stub)).items():
         if name.startswith("_"):
             continue
