@@ -48,9 +48,12 @@ class DistArray:
     """A distributed array: ``local`` (this rank's block, padding included),
     ``distribution`` (the global view) and ``comm``.
 
-    Elementwise ufuncs and operators on identically distributed DistArrays
-    (and scalars) run nclx's kernels on the local blocks, through nclx's
-    "python" hook chains; ``sum``/``max``/``min`` reduce across ranks.
+    Elementwise ufuncs and operators on DistArrays of one global shape (and
+    scalars) run nclx's kernels on the local blocks, through nclx's "python"
+    hook chains; an operand distributed differently from the first DistArray
+    operand is first redistributed to its distribution (:meth:`redistribute`,
+    one ``Alltoallw``; ``out=`` must be distributed like the first operand).
+    ``sum``/``max``/``min`` reduce across ranks.
     """
     __array_priority__ = 20
 
@@ -98,16 +101,25 @@ class DistArray:
         return cls(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d, comm)
 
     @classmethod
-    def from_global(cls, array, dist=None, comm=None, **kw):
-        """Distribute a global array every rank holds (each keeps its block,
-        padding filled from the global array where the indices exist).
+    def from_global(cls, array, dist=None, comm=None, root=None, **kw):
+        """Distribute a global array: held by every rank (``root=None``) or by
+        rank ``root`` only (the others pass None).
 
         ``dist`` (with ``kw``) goes to :meth:`Distribution.from_shape`, or is
         a ``Distribution`` of ``array.shape`` (e.g. with 'u' dimensions, whose
-        indices must then lie in ``[0, size)``).  Every rank must pass the
-        same shape and dtype: one collective checks that and any rank's
-        error, and every rank raises the same DapError naming the ranks."""
+        indices must then lie in ``[0, size)``).  Padding is filled from the
+        global values.
+
+        Every rank (``root=None``): each keeps its block; every rank must pass
+        the same shape and dtype.  One rank (``root=r``): rank r sends each
+        rank its block in one ``Alltoallw`` (no pickling, no rank but r holds
+        more than its block); shape and dtype travel from r; a non-root rank
+        may pass None or an array of r's shape and dtype (not used).  Either
+        way one collective checks the arguments and any rank's error, and
+        every rank raises the same DapError naming the ranks."""
         comm = _comm(comm)
+        if root is not None:
+            return cls._from_root(array, dist, comm, root, kw)
         shape = dtype = d = block = error = None
         try:
             array = np.asarray(array)
@@ -134,6 +146,13 @@ class DistArray:
                    f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
         return cls(block, d, comm)
 
+    @classmethod
+    def _from_root(cls, array, dist, comm, root, kw):
+        """``from_global(..., root=root)``: see :meth:`from_global`."""
+        from nclx.dap.redistribute import from_root
+        block, d = from_root(array, dist, comm, root, kw)
+        return cls(block, d, comm)
+
     # ------------------------------------------------------------ protocol
     def __distarray__(self):
         return {"__version__": PROTOCOL_VERSION, "buffer": self._block,
@@ -157,19 +176,18 @@ class DistArray:
         return [m.global_indices() for m in self.distribution.maps(rank)]
 
     def gather(self, root=0):
-        """The global array on ``root`` (None elsewhere)."""
+        """The global array on ``root`` (None elsewhere); ``root=None``: on
+        every rank.  One ``Alltoallw`` into one buffer (no pickling)."""
+        from nclx.dap.redistribute import gather_global
         check_global_range(self.distribution)      # every rank: same verdict, no hang
-        pieces = self.comm.gather((self._owned_global_indices(), np.ascontiguousarray(self.owned)),
-                                  root=root)
-        if self.comm.Get_rank() != root:
-            return None
-        out = np.empty(self.shape, dtype=self.dtype)
-        for idx, data in pieces:
-            if idx:
-                out[np.ix_(*idx)] = data
-            else:
-                out[...] = data
-        return out
+        return gather_global(self, root)
+
+    def redistribute(self, dist=None, *, grid_shape=None, padding=None, block_size=None,
+                     periodic=None):
+        """This array in another distribution (:func:`nclx.dap.redistribute`)."""
+        from nclx.dap.redistribute import redistribute
+        return redistribute(self, dist, grid_shape=grid_shape, padding=padding,
+                            block_size=block_size, periodic=periodic)
 
     # ----------------------------------------------------------- reductions
     # np.sum(da), np.max(da), ... call these methods; they go through the
@@ -239,6 +257,11 @@ class DistArray:
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
+            if x.distribution != self.distribution and x.comm is self.comm:
+                if x.shape != self.shape:
+                    raise DapError(f"operands have global shapes {self.shape} and {x.shape}: "
+                                   f"DistArray operands must have the same global shape")
+                x = x.redistribute(self.distribution)
             self._check_same(x)
             return x._block
         if np.ndim(x) == 0:
@@ -262,6 +285,10 @@ class DistArray:
             if o is not None and not isinstance(o, DistArray):
                 raise DapError(f"{ufunc.__name__}: out= must be an identically "
                                f"distributed DistArray, not {type(o).__name__}")
+            if o is not None and o.distribution != self.distribution:
+                # written through its block: never a redistributed temporary
+                raise DapError(f"{ufunc.__name__}: out= must be distributed like the first "
+                               f"DistArray operand ({o.distribution} vs {self.distribution})")
         try:
             # installed: NumPy's ufunc reaches nclx's loops and every hook chain
             # (nclx.checked() included); otherwise nclx's own ufuncs

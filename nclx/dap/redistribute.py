@@ -1,0 +1,299 @@
+"""Moving a distributed array's elements to another layout: one
+``MPI_Alltoallw`` with derived datatypes.
+
+A *layout* says, per dimension and grid coordinate, which global indices a
+coordinate owns (a map of :mod:`nclx.dap.maps`), and which grid coordinates
+each rank has (``None``: the rank owns nothing).  A move sends, to every
+peer, the elements of this rank's source block that the peer owns in the
+target layout, and receives into this rank's target block the elements each
+peer owns in the source -- described in place by one datatype per peer and
+side (:mod:`nclx.dap.movetypes`): no packing copy, no per-element index
+array, messages of any size (mpi4py 4's large-count calls).
+
+:func:`redistribute` moves a DistArray to another Distribution;
+:func:`gather_global` (one root or every rank) and :func:`scatter_into`
+(from one root) are moves between a Distribution and "one rank owns
+everything".
+"""
+import hashlib
+
+import numpy as np
+
+from nclx.dap.collective import agree_same
+from nclx.dap.distribution import Distribution
+from nclx.dap.maps import map_from_dim_dict
+from nclx.dap.movetypes import block_type, element_type, held, segments
+from nclx.dap.validate import DapError, normalize_dim_dict
+
+__all__ = ["redistribute", "target_distribution", "gather_global", "scatter_into"]
+
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
+
+
+class Layout:
+    """Maps per dimension and grid coordinate, and each rank's coordinates."""
+
+    def __init__(self, maps, coords):
+        self.maps, self.coords = maps, coords      # coords(rank) -> tuple or None
+
+    @classmethod
+    def of(cls, dist):
+        maps = [[map_from_dim_dict(dd) for dd in col] for col in dist._dims]
+        return cls(maps, dist.coords_from_rank)
+
+    @classmethod
+    def whole(cls, shape, holders):
+        """Every rank in ``holders`` (a set, or None for all) owns the whole array."""
+        maps = [[map_from_dim_dict(normalize_dim_dict(dict(
+            dist_type="b", size=n, start=0, stop=n, proc_grid_size=1, proc_grid_rank=0), d))]
+            for d, n in enumerate(shape)]
+        zero = (0,) * len(shape)
+        return cls(maps, lambda r: zero if holders is None or r in holders else None)
+
+
+def check_partition(dist, what):
+    """DapError unless each 'u' dimension's indices give every global index
+    to exactly one grid coordinate (a move needs one owner per element)."""
+    for d, col in enumerate(dist._dims):
+        if col[0]["dist_type"] != "u":
+            continue
+        n = col[0]["size"]
+        allidx = np.concatenate([dd["indices"] for dd in col]) if col else np.zeros(0, np.int64)
+        counts = np.bincount(allidx[(allidx >= 0) & (allidx < n)], minlength=n)
+        bad = np.flatnonzero(counts != 1)
+        out = np.flatnonzero((allidx < 0) | (allidx >= n))
+        if out.size:
+            raise DapError(f"{what}: dimension {d} ('u'): index {int(allidx[out[0]])} is "
+                           f"outside [0, {n})")
+        if bad.size:
+            g = int(bad[0])
+            raise DapError(f"{what}: dimension {d} ('u'): global index {g} is owned by "
+                           f"{int(counts[g])} grid coordinates; a move needs exactly one")
+
+
+def _dim_segments(mine, other, receiving):
+    """Segments of one dimension: a sender lists its owned elements that the
+    receiver holds (padding included), in the receiver's local order; a
+    receiver lists, in the same order, where they go in its buffer."""
+    if receiving:
+        return [s for piece in held(mine) for s in segments(piece, other)]
+    return [s for piece in held(other) for s in segments(mine, piece)]
+
+
+def _message_types(mine_maps, layout, peer, cache, shape, itemsize, elem, MPI, receiving):
+    """(datatype or None, byte offset) of what this rank exchanges with ``peer``."""
+    pc = layout.coords(peer)
+    if pc is None:
+        return None, 0
+    per_dim = []
+    for d, mine in enumerate(mine_maps):
+        key = (d, pc[d])
+        if key not in cache:
+            cache[key] = _dim_segments(mine, layout.maps[d][pc[d]], receiving)
+        per_dim.append(cache[key])
+    if any(not s for s in per_dim):
+        return None, 0
+    return block_type(per_dim, shape, itemsize, elem, MPI)
+
+
+def move(comm, src_block, src, dst_block, dst):
+    """One Alltoallw: this rank's owned elements of ``src_block`` (in layout
+    ``src``) into ``dst_block`` (layout ``dst``) on their target owners.
+    Both blocks must be C-contiguous; a rank without coordinates in a
+    layout passes None as that block."""
+    MPI = _mpi()
+    rank, size = comm.Get_rank(), comm.Get_size()
+    dtype = (src_block if src_block is not None else dst_block).dtype
+    elem, elem_made = element_type(dtype, MPI)
+    items = dtype.itemsize
+    types = []
+    try:
+        sides = []
+        for block, mine_layout, other, receiving in ((src_block, src, dst, False),
+                                                     (dst_block, dst, src, True)):
+            counts, displs, dts = [0] * size, [0] * size, [elem] * size
+            mc = mine_layout.coords(rank)
+            if mc is not None and block is not None and block.size:
+                mine_maps = [mine_layout.maps[d][c] for d, c in enumerate(mc)]
+                cache = {}
+                for p in range(size):
+                    t, off = _message_types(mine_maps, other, p, cache, block.shape, items,
+                                            elem, MPI, receiving)
+                    if t is not None:
+                        types.append(t)
+                        counts[p], displs[p], dts[p] = 1, off, t
+            buf = block if block is not None and block.size else np.zeros(1, dtype)
+            sides.append([buf, (counts, displs), dts])
+        comm.Alltoallw(sides[0], sides[1])
+    finally:
+        for t in types:
+            t.Free()
+        if elem_made:
+            elem.Free()
+
+
+def _key(dist):
+    """A short fingerprint of a Distribution (every rank must target the same)."""
+    h = hashlib.sha1()
+    for col in dist._dims:
+        for dd in col:
+            for k in sorted(dd):
+                v = dd[k]
+                h.update(k.encode() + (np.asarray(v).tobytes() if isinstance(v, np.ndarray)
+                                       else repr(v).encode()))
+    return (dist.shape, dist.dist, dist.grid_shape, h.hexdigest())
+
+
+def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=None,
+                        block_size=None, periodic=None, what="redistribute"):
+    """The Distribution a move to ``dist`` (with the keywords) makes:
+    ``Distribution.from_shape(shape, dist, ..., nprocs=nprocs)``, or ``dist``
+    itself when it is a Distribution (checked against ``shape`` and
+    ``nprocs``; the keywords must then be None)."""
+    kw = dict(grid_shape=grid_shape, padding=padding, block_size=block_size, periodic=periodic)
+    if isinstance(dist, Distribution):
+        given = sorted(k for k, v in kw.items() if v is not None)
+        if given:
+            raise DapError(f"{what}: {given} cannot be given with a Distribution as dist")
+        if dist.shape != tuple(shape):
+            raise DapError(f"{what}: the array has shape {tuple(shape)}, the target "
+                           f"Distribution {dist.shape}")
+        if dist.nprocs != nprocs:
+            raise DapError(f"{what}: the target Distribution spans {dist.nprocs} processes, "
+                           f"the communicator {nprocs}")
+        return dist
+    return Distribution.from_shape(shape, dist, nprocs=nprocs, **kw)
+
+
+def _check_movable(dtype, what):
+    if np.dtype(dtype).hasobject:
+        raise DapError(f"{what}: dtype {dtype} holds Python objects, which cannot be sent")
+
+
+def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=None,
+                 periodic=None):
+    """A new DistArray with ``da``'s global values in another distribution.
+
+    ``dist`` and the keywords are those of :meth:`Distribution.from_shape`
+    (the result's distribution is exactly
+    ``Distribution.from_shape(da.shape, dist, grid_shape=..., padding=...,
+    block_size=..., periodic=..., nprocs=da.comm.Get_size())``), or ``dist``
+    is a target Distribution of ``da.shape`` (any map, 'u' included, whose
+    'u' dimensions give each index one owner).  Collective: one agreement
+    (every rank must ask for the same target; any rank's error is raised on
+    every rank as a DapError) and one ``Alltoallw``, which also fills the
+    result's communication padding from the owners."""
+    from nclx.dap.distarray import DistArray
+    comm = da.comm
+    target = error = None
+    try:
+        _check_movable(da.dtype, "redistribute")
+        target = target_distribution(da.shape, comm.Get_size(), dist, grid_shape=grid_shape,
+                                     padding=padding, block_size=block_size, periodic=periodic)
+        check_partition(da.distribution, "redistribute: the source distribution")
+        check_partition(target, "redistribute: the target distribution")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
+        error = exc
+    agree_same(comm, None if target is None else _key(target), error, "redistribute",
+               describe=lambda k: "no target" if k is None else
+               f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
+    rank = comm.Get_rank()
+    out = np.empty(target.local_shape(rank), da.dtype)
+    src = _contiguous(da._block)
+    move(comm, src, Layout.of(da.distribution), out, Layout.of(target))
+    return DistArray(out, target, comm)
+
+
+def _contiguous(block):
+    """The block itself when C-contiguous; else a C-contiguous copy (the one
+    case a move copies: MPI addresses one contiguous buffer)."""
+    return block if block.flags.c_contiguous else np.ascontiguousarray(block)
+
+
+def gather_global(da, root=0):
+    """The global array on ``root`` (None elsewhere), or on every rank with
+    ``root=None``: one Alltoallw into one buffer, no pickling."""
+    comm = da.comm
+    size = comm.Get_size()
+    error = None
+    try:
+        _check_movable(da.dtype, "gather")
+        if root is not None and not (isinstance(root, (int, np.integer))
+                                     and 0 <= root < size):
+            raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
+        check_partition(da.distribution, "gather")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
+        error = exc
+    agree_same(comm, root, error, "gather", describe=lambda r: f"root={r!r}")
+    holders = None if root is None else {int(root)}
+    rank = comm.Get_rank()
+    out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
+    move(comm, _contiguous(da._block), Layout.of(da.distribution), out,
+         Layout.whole(da.shape, holders))
+    return out
+
+
+def scatter_into(array, out, target, comm, root):
+    """Fill ``out`` (this rank's block of ``target``) from ``array`` on ``root``."""
+    src = _contiguous(array) if comm.Get_rank() == root else None
+    move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target))
+
+
+def _argkey(dist, root, kw):
+    """What every rank must pass alike to ``from_global(..., root=)``."""
+    d = ("Distribution", _key(dist)) if isinstance(dist, Distribution) else repr(dist)
+    return (d, repr(sorted(kw.items())), repr(root))
+
+
+def _shape_dtype(info):
+    return f"an array of shape {info[0]} and dtype {info[1]} ({info[1].str!r})"
+
+
+def from_root(array, dist, comm, root, kw):
+    """``DistArray.from_global(array, dist, comm, root=root, **kw)``'s block
+    and Distribution: one allgather agrees on the arguments (shape and dtype
+    from the root), one Alltoallw sends each rank its block (padding
+    included)."""
+    from nclx.dap.collective import allgather_checked, _ranges
+    size, rank = comm.Get_size(), comm.Get_rank()
+    info = key = error = None
+    try:
+        key = _argkey(dist, root, kw)
+        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
+                or not 0 <= root < size:
+            raise DapError(f"root must be a rank in [0, {size}) or None, not {root!r}")
+        if array is not None:
+            array = np.asarray(array)
+            info = (array.shape, array.dtype)
+            _check_movable(array.dtype, "from_global")
+        elif rank == root:
+            raise DapError(f"rank {rank} is the root (root={root}) and passed None: the root "
+                           f"passes the global array")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by allgather_checked
+        error = exc
+    everyone = allgather_checked(comm, (info, key), error, "DistArray.from_global")
+    # every rank holds the same values now: every check below has one verdict
+    groups = {}
+    for r, (_i, k) in enumerate(everyone):
+        groups.setdefault(k, []).append(r)
+    if len(groups) > 1:
+        lines = [f"  ranks {_ranges(rs)} passed dist/keywords/root {k[0][:60]} {k[1][:60]} "
+                 f"root={k[2]}" for k, rs in groups.items()]
+        raise DapError("DistArray.from_global: the ranks disagree on dist, keywords or root "
+                       "(every rank must pass the same):\n" + "\n".join(lines))
+    want = everyone[root][0]
+    bad = [r for r, (i, _k) in enumerate(everyone) if i is not None and
+           (i[0] != want[0] or i[1] != want[1])]
+    if bad:
+        raise DapError(f"DistArray.from_global: root {root} passed {_shape_dtype(want)}; "
+                       f"ranks {_ranges(bad)} passed " +
+                       "; ".join(f"rank {r}: {_shape_dtype(everyone[r][0])}" for r in bad[:8]) +
+                       " (the other ranks pass None or the root's shape and dtype)")
+    target = target_distribution(want[0], size, dist, what="DistArray.from_global", **kw)
+    check_partition(target, "DistArray.from_global")
+    block = np.empty(target.local_shape(rank), want[1])
+    scatter_into(array if rank == root else None, block, target, comm, root)
+    return block, target
