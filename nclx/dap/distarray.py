@@ -167,6 +167,40 @@ class DistArray:
         return self._block.dtype
 
     @property
+    def ndim(self):
+        return len(self.distribution.shape)
+
+    # ------------------------------------------- layout (nclx.dap.functions.layout)
+    def transpose(self, *axes):
+        """``np.transpose``: a view with permuted dimension dictionaries when
+        the distributed dimensions keep their order, else moved (one
+        Alltoallw) to the default layout of the transposed shape."""
+        from nclx.dap.functions.layout import transpose
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return transpose(self, axes or None)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def swapaxes(self, axis1, axis2):
+        from nclx.dap.functions.layout import swapaxes
+        return swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape, order="C", copy=None):
+        """``np.reshape`` (C order): distributed by blocks of axis 0."""
+        from nclx.dap.functions.layout import reshape
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return reshape(self, shape, order=order, copy=copy)
+
+    def ravel(self, order="C"):
+        """``np.ravel`` (C order): a 1-d DistArray in blocks."""
+        from nclx.dap.functions.layout import ravel
+        return ravel(self, order=order)
+
+    @property
     def owned(self):
         """View of the part of the local block this rank owns (no padding)."""
         return self._block[self.distribution.owned_slices(self.comm.Get_rank())]

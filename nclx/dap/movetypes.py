@@ -32,6 +32,7 @@ class RangeMap:
     """Global indices ``[lo, hi)`` at local ``g - start``: one piece of a
     padded block buffer (see :func:`held`)."""
     dist_type = "b"
+    comm_padding = (0, 0)
 
     def __init__(self, lo, hi, start):
         self.lo, self.hi, self.start = lo, hi, start
@@ -203,18 +204,15 @@ def _dim_type(segs, inner, ext, made):
     return t, base
 
 
-def block_type(per_dim, shape, itemsize, elem, MPI):
-    """One committed datatype selecting, in a C-contiguous block of
-    ``shape``, the product of the per-dimension segments; returns
+def block_type(per_dim, strides, elem, MPI):
+    """One committed datatype selecting, in a block of byte ``strides``
+    (positive), the product of the per-dimension segments; returns
     ``(datatype, byte offset)``, or ``(None, 0)`` when nothing is selected.
     The caller frees the datatype; intermediate types are freed here."""
     if any(not segs for segs in per_dim):
         return None, 0
-    strides = [itemsize] * len(shape)
-    for d in range(len(shape) - 2, -1, -1):
-        strides[d] = strides[d + 1] * shape[d + 1]
     made, t, offset = [], elem, 0
-    for d in range(len(shape) - 1, -1, -1):
+    for d in range(len(strides) - 1, -1, -1):
         ext = strides[d]
         if t.Get_extent() != (0, ext):
             t = t.Create_resized(0, ext)

@@ -83,7 +83,7 @@ def _dim_segments(mine, other, receiving):
     return [s for piece in held(other) for s in segments(mine, piece)]
 
 
-def _message_types(mine_maps, layout, peer, cache, shape, itemsize, elem, MPI, receiving):
+def _message_types(mine_maps, layout, peer, cache, strides, elem, MPI, receiving):
     """(datatype or None, byte offset) of what this rank exchanges with ``peer``."""
     pc = layout.coords(peer)
     if pc is None:
@@ -96,19 +96,39 @@ def _message_types(mine_maps, layout, peer, cache, shape, itemsize, elem, MPI, r
         per_dim.append(cache[key])
     if any(not s for s in per_dim):
         return None, 0
-    return block_type(per_dim, shape, itemsize, elem, MPI)
+    return block_type(per_dim, strides, elem, MPI)
+
+
+def buffer_of(block):
+    """``(buffer, byte strides)``: a C-contiguous array over ``block``'s
+    memory and the strides that address ``block`` in it -- the block itself,
+    or the base of a transposed view (no copy); any other layout is copied
+    (the one case a move copies: MPI addresses one contiguous buffer)."""
+    if block is None:
+        return None, None
+    strides = list(block.strides)
+    for d, n in enumerate(block.shape):
+        if n <= 1:
+            strides[d] = block.itemsize       # never stepped over
+    if block.flags.c_contiguous:
+        return block, tuple(strides)
+    order = sorted(range(block.ndim), key=lambda d: -block.strides[d])
+    base = block.transpose(order)
+    if base.flags.c_contiguous and min(block.strides, default=1) > 0:
+        return base, tuple(strides)
+    return buffer_of(np.ascontiguousarray(block))
 
 
 def move(comm, src_block, src, dst_block, dst):
     """One Alltoallw: this rank's owned elements of ``src_block`` (in layout
-    ``src``) into ``dst_block`` (layout ``dst``) on their target owners.
-    Both blocks must be C-contiguous; a rank without coordinates in a
-    layout passes None as that block."""
+    ``src``) into ``dst_block`` (layout ``dst``, padding included) on their
+    target owners.  ``dst_block`` must be C-contiguous (or a transposed view
+    of a C-contiguous array); a rank without coordinates in a layout passes
+    None as that block."""
     MPI = _mpi()
     rank, size = comm.Get_rank(), comm.Get_size()
     dtype = (src_block if src_block is not None else dst_block).dtype
     elem, elem_made = element_type(dtype, MPI)
-    items = dtype.itemsize
     types = []
     try:
         sides = []
@@ -116,16 +136,20 @@ def move(comm, src_block, src, dst_block, dst):
                                                      (dst_block, dst, src, True)):
             counts, displs, dts = [0] * size, [0] * size, [elem] * size
             mc = mine_layout.coords(rank)
+            buf, strides = buffer_of(block)
+            if receiving and buf is not None and buf is not block and \
+                    not np.shares_memory(buf, block):
+                raise DapError("move: the target block must be contiguous")
             if mc is not None and block is not None and block.size:
                 mine_maps = [mine_layout.maps[d][c] for d, c in enumerate(mc)]
                 cache = {}
                 for p in range(size):
-                    t, off = _message_types(mine_maps, other, p, cache, block.shape, items,
-                                            elem, MPI, receiving)
+                    t, off = _message_types(mine_maps, other, p, cache, strides, elem, MPI,
+                                            receiving)
                     if t is not None:
                         types.append(t)
                         counts[p], displs[p], dts[p] = 1, off, t
-            buf = block if block is not None and block.size else np.zeros(1, dtype)
+            buf = buf if buf is not None and buf.size else np.zeros(1, dtype)
             sides.append([buf, (counts, displs), dts])
         comm.Alltoallw(sides[0], sides[1])
     finally:
@@ -202,15 +226,8 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
     rank = comm.Get_rank()
     out = np.empty(target.local_shape(rank), da.dtype)
-    src = _contiguous(da._block)
-    move(comm, src, Layout.of(da.distribution), out, Layout.of(target))
+    move(comm, da._block, Layout.of(da.distribution), out, Layout.of(target))
     return DistArray(out, target, comm)
-
-
-def _contiguous(block):
-    """The block itself when C-contiguous; else a C-contiguous copy (the one
-    case a move copies: MPI addresses one contiguous buffer)."""
-    return block if block.flags.c_contiguous else np.ascontiguousarray(block)
 
 
 def gather_global(da, root=0):
@@ -231,14 +248,14 @@ def gather_global(da, root=0):
     holders = None if root is None else {int(root)}
     rank = comm.Get_rank()
     out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
-    move(comm, _contiguous(da._block), Layout.of(da.distribution), out,
+    move(comm, da._block, Layout.of(da.distribution), out,
          Layout.whole(da.shape, holders))
     return out
 
 
 def scatter_into(array, out, target, comm, root):
     """Fill ``out`` (this rank's block of ``target``) from ``array`` on ``root``."""
-    src = _contiguous(array) if comm.Get_rank() == root else None
+    src = array if comm.Get_rank() == root else None
     move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target))
 
 
