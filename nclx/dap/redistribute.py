@@ -25,7 +25,8 @@ from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.validate import DapError, normalize_dim_dict
 
-__all__ = ["redistribute", "target_distribution", "gather_global", "scatter_into"]
+__all__ = ["redistribute", "target_distribution", "gather_global", "scatter_into", "move", "Layout",
+           "layout_key"]
 
 
 def _mpi():
@@ -41,8 +42,12 @@ class Layout:
 
     @classmethod
     def of(cls, dist):
-        maps = [[map_from_dim_dict(dd) for dd in col] for col in dist._dims]
-        return cls(maps, dist.coords_from_rank)
+        """The layout of a Distribution (kept on it)."""
+        lay = getattr(dist, "_nclx_layout", None)
+        if lay is None:
+            maps = [[map_from_dim_dict(dd) for dd in col] for col in dist._dims]
+            lay = dist._nclx_layout = cls(maps, dist.coords_from_rank)
+        return lay
 
     @classmethod
     def whole(cls, shape, holders):
@@ -119,48 +124,92 @@ def buffer_of(block):
     return buffer_of(np.ascontiguousarray(block))
 
 
-def move(comm, src_block, src, dst_block, dst):
+class _Plan:
+    """Counts, byte displacements and datatypes of both sides of one move."""
+
+    def __init__(self, comm, shapes, strides, src, dst, dtype):
+        MPI = _mpi()
+        rank, size = comm.Get_rank(), comm.Get_size()
+        self.elem, self.elem_made = element_type(dtype, MPI)
+        self.types, self.sides, self.cacheable = [], [], True
+        for shape, st, mine_layout, other, receiving in ((shapes[0], strides[0], src, dst, False),
+                                                         (shapes[1], strides[1], dst, src, True)):
+            counts, displs, dts = [0] * size, [0] * size, [self.elem] * size
+            mc = mine_layout.coords(rank)
+            if mc is not None and shape is not None and 0 not in shape:
+                mine_maps = [mine_layout.maps[d][c] for d, c in enumerate(mc)]
+                cache = {}
+                for p in range(size):
+                    t, off = _message_types(mine_maps, other, p, cache, st, self.elem, MPI,
+                                            receiving)
+                    if t is not None:
+                        self.types.append(t)
+                        counts[p], displs[p], dts[p] = 1, off, t
+                # index lists ('idx' segments) can be long: such plans are not kept
+                self.cacheable &= all(seg[0] == "vec" for segs in cache.values() for seg in segs)
+            self.sides.append(((counts, displs), dts))
+
+    def free(self):
+        from mpi4py import MPI
+        if MPI.Is_finalized():
+            return
+        for t in self.types:
+            t.Free()
+        if self.elem_made:
+            self.elem.Free()
+        self.types = []
+
+
+_PLANS = {}          # key -> _Plan, oldest first
+_MAX_PLANS = 16
+
+
+def move(comm, src_block, src, dst_block, dst, key=None):
     """One Alltoallw: this rank's owned elements of ``src_block`` (in layout
     ``src``) into ``dst_block`` (layout ``dst``, padding included) on their
     target owners.  ``dst_block`` must be C-contiguous (or a transposed view
     of a C-contiguous array); a rank without coordinates in a layout passes
-    None as that block."""
-    MPI = _mpi()
+    None as that block.
+
+    With a ``key`` naming both layouts, the plan (datatypes, counts,
+    displacements) is kept for the next move of the same layouts, dtype and
+    block strides (the last 16 plans whose datatypes list no indices)."""
     rank, size = comm.Get_rank(), comm.Get_size()
     dtype = (src_block if src_block is not None else dst_block).dtype
-    elem, elem_made = element_type(dtype, MPI)
-    types = []
+    src_buf, src_strides = buffer_of(src_block)
+    dst_buf, dst_strides = buffer_of(dst_block)
+    if dst_buf is not None and not np.may_share_memory(dst_buf, dst_block) and dst_block.size:
+        raise DapError("move: the target block must be contiguous")
+    shapes = tuple(None if b is None else b.shape for b in (src_block, dst_block))
+    full = None if key is None else (key, rank, size, dtype.str, shapes, src_strides,
+                                     dst_strides)
+    plan = _PLANS.get(full) if full is not None else None
+    keep = plan is not None
+    if plan is None:
+        plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype)
+        if full is not None and plan.cacheable:
+            if len(_PLANS) >= _MAX_PLANS:
+                _PLANS.pop(next(iter(_PLANS))).free()
+            _PLANS[full] = plan
+            keep = True
     try:
-        sides = []
-        for block, mine_layout, other, receiving in ((src_block, src, dst, False),
-                                                     (dst_block, dst, src, True)):
-            counts, displs, dts = [0] * size, [0] * size, [elem] * size
-            mc = mine_layout.coords(rank)
-            buf, strides = buffer_of(block)
-            if receiving and buf is not None and buf is not block and \
-                    not np.shares_memory(buf, block):
-                raise DapError("move: the target block must be contiguous")
-            if mc is not None and block is not None and block.size:
-                mine_maps = [mine_layout.maps[d][c] for d, c in enumerate(mc)]
-                cache = {}
-                for p in range(size):
-                    t, off = _message_types(mine_maps, other, p, cache, strides, elem, MPI,
-                                            receiving)
-                    if t is not None:
-                        types.append(t)
-                        counts[p], displs[p], dts[p] = 1, off, t
-            buf = buf if buf is not None and buf.size else np.zeros(1, dtype)
-            sides.append([buf, (counts, displs), dts])
-        comm.Alltoallw(sides[0], sides[1])
+        bufs = [b if b is not None and b.size else np.zeros(1, dtype) for b in (src_buf, dst_buf)]
+        comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
     finally:
-        for t in types:
-            t.Free()
-        if elem_made:
-            elem.Free()
+        if not keep:
+            plan.free()
 
 
-def _key(dist):
-    """A short fingerprint of a Distribution (every rank must target the same)."""
+def layout_key(dist):
+    """A short fingerprint of a Distribution (every rank must target the same;
+    kept on the Distribution, which nclx never changes once built)."""
+    k = getattr(dist, "_nclx_key", None)
+    if k is None:
+        k = dist._nclx_key = _fingerprint(dist)
+    return k
+
+
+def _fingerprint(dist):
     h = hashlib.sha1()
     for col in dist._dims:
         for dd in col:
@@ -189,7 +238,17 @@ def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=No
             raise DapError(f"{what}: the target Distribution spans {dist.nprocs} processes, "
                            f"the communicator {nprocs}")
         return dist
-    return Distribution.from_shape(shape, dist, nprocs=nprocs, **kw)
+    key = repr((tuple(shape), nprocs, dist, sorted(kw.items())))
+    target = _TARGETS.get(key)
+    if target is None:
+        target = Distribution.from_shape(shape, dist, nprocs=nprocs, **kw)
+        if len(_TARGETS) >= _MAX_PLANS:
+            _TARGETS.pop(next(iter(_TARGETS)))
+        _TARGETS[key] = target
+    return target
+
+
+_TARGETS = {}        # from_shape's Distributions by their arguments (reused: immutable)
 
 
 def _check_movable(dtype, what):
@@ -221,12 +280,14 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
         check_partition(target, "redistribute: the target distribution")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
         error = exc
-    agree_same(comm, None if target is None else _key(target), error, "redistribute",
+    agree_same(comm, None if target is None else layout_key(target), error, "redistribute",
                describe=lambda k: "no target" if k is None else
                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
-    rank = comm.Get_rank()
-    out = np.empty(target.local_shape(rank), da.dtype)
-    move(comm, da._block, Layout.of(da.distribution), out, Layout.of(target))
+    lay = Layout.of(target)
+    mine = lay.coords(comm.Get_rank())
+    out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)
+    move(comm, da._block, Layout.of(da.distribution), out, lay,
+         key=(layout_key(da.distribution), layout_key(target)))
     return DistArray(out, target, comm)
 
 
@@ -249,19 +310,20 @@ def gather_global(da, root=0):
     rank = comm.Get_rank()
     out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
     move(comm, da._block, Layout.of(da.distribution), out,
-         Layout.whole(da.shape, holders))
+         Layout.whole(da.shape, holders), key=(layout_key(da.distribution), "whole", root))
     return out
 
 
 def scatter_into(array, out, target, comm, root):
     """Fill ``out`` (this rank's block of ``target``) from ``array`` on ``root``."""
     src = array if comm.Get_rank() == root else None
-    move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target))
+    move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target),
+         key=("whole", root, layout_key(target)))
 
 
 def _argkey(dist, root, kw):
     """What every rank must pass alike to ``from_global(..., root=)``."""
-    d = ("Distribution", _key(dist)) if isinstance(dist, Distribution) else repr(dist)
+    d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) else repr(dist)
     return (d, repr(sorted(kw.items())), repr(root))
 
 

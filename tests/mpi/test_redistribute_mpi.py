@@ -129,6 +129,21 @@ def test_function_and_method_agree_and_keywords_reach_from_shape():
     collective_assert(not np.shares_memory(d._block, a._block), "the result shares memory")
 
 
+def test_repeated_moves_reuse_plans_and_move_the_current_values():
+    g = _values((9, 4))
+    a = dap.DistArray.from_global(g, comm=comm)
+    for step in range(3):                      # the same layouts: a kept plan
+        a._block[...] += 1
+        for kw in (dict(dist="c"), dict(dist="c", block_size=[2, 2]), dict(dist=("n", "b"))):
+            b = a.redistribute(**kw)
+            collective_assert(*_block_ok(b, g + step + 1, f"step {step} {kw}"))
+    f = dap.DistArray.from_global(g.astype(np.float32), comm=comm)    # other dtype, same layout
+    collective_assert(*_block_ok(f.redistribute("c"), g.astype(np.float32), "float32"))
+    for k in range(1, 20):                     # more layouts than plans kept
+        b = a.redistribute("c", block_size=[k, 1])
+        collective_assert(*_block_ok(b, g + 3, f"block_size {k}"))
+
+
 @pytest.mark.parametrize("shape", [(2, 3), (0, 4), (1,), (N + 1,)])
 def test_empty_ranks_and_empty_arrays(shape):
     g = _values(shape, np.int32)

@@ -22,7 +22,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import RangeMap
-from nclx.dap.redistribute import Layout, check_partition, move
+from nclx.dap.redistribute import Layout, check_partition, layout_key, move, target_distribution
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -49,9 +49,10 @@ def transpose(a, axes=None):
     check_partition(dist, "transpose")
     src = Layout([[map_from_dim_dict(dd) for dd in col] for col in cols],
                  lambda r: tuple(dist.coords_from_rank(r)[p] for p in perm))
-    target = Distribution.from_shape(shape, nprocs=comm.Get_size())
+    target = target_distribution(shape, comm.Get_size())
     out = np.empty(target.local_shape(comm.Get_rank()), a.dtype)
-    move(comm, a._block.transpose(perm), src, out, Layout.of(target))
+    move(comm, a._block.transpose(perm), src, out, Layout.of(target),
+         key=(layout_key(dist), "transposed", perm, layout_key(target)))
     return DistArray(out, target, comm)
 
 
@@ -139,7 +140,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     b = a if a.distribution == src_rows else a.redistribute(src_rows)
     out = np.empty(dst_rows.local_shape(rank), a.dtype)
     move(comm, b._block.reshape(-1), _flat_layout(src_rows), out.reshape(-1),
-         _flat_layout(dst_rows))
+         _flat_layout(dst_rows), key=("flat", layout_key(src_rows), layout_key(dst_rows)))
     return DistArray(out, dst_rows, comm)
 
 
