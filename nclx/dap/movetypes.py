@@ -169,7 +169,10 @@ def element_type(dtype, MPI):
 
 
 def _start(seg):
-    return seg[1] if seg[0] == "vec" else int(seg[1].min())
+    """The lowest index a segment lists (a 'vec' may step backwards)."""
+    if seg[0] == "vec":
+        return seg[1] + min(0, (seg[2] - 1) * seg[4])
+    return int(seg[1].min())
 
 
 def _dim_type(segs, inner, ext, made):
