@@ -13,6 +13,8 @@ from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
+from nclx.dap.redistribute import from_root, gather_global, redistribute as _redistribute
+from nclx.dap.functions import layout as _layout
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
@@ -149,7 +151,6 @@ class DistArray:
     @classmethod
     def _from_root(cls, array, dist, comm, root, kw):
         """``from_global(..., root=root)``: see :meth:`from_global`."""
-        from nclx.dap.redistribute import from_root
         block, d = from_root(array, dist, comm, root, kw)
         return cls(block, d, comm)
 
@@ -175,30 +176,26 @@ class DistArray:
         """``np.transpose``: a view with permuted dimension dictionaries when
         the distributed dimensions keep their order, else moved (one
         Alltoallw) to the default layout of the transposed shape."""
-        from nclx.dap.functions.layout import transpose
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return transpose(self, axes or None)
+        return _layout.transpose(self, axes or None)
 
     @property
     def T(self):
         return self.transpose()
 
     def swapaxes(self, axis1, axis2):
-        from nclx.dap.functions.layout import swapaxes
-        return swapaxes(self, axis1, axis2)
+        return _layout.swapaxes(self, axis1, axis2)
 
     def reshape(self, *shape, order="C", copy=None):
         """``np.reshape`` (C order): distributed by blocks of axis 0."""
-        from nclx.dap.functions.layout import reshape
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return reshape(self, shape, order=order, copy=copy)
+        return _layout.reshape(self, shape, order=order, copy=copy)
 
     def ravel(self, order="C"):
         """``np.ravel`` (C order): a 1-d DistArray in blocks."""
-        from nclx.dap.functions.layout import ravel
-        return ravel(self, order=order)
+        return _layout.ravel(self, order=order)
 
     @property
     def owned(self):
@@ -212,15 +209,13 @@ class DistArray:
     def gather(self, root=0):
         """The global array on ``root`` (None elsewhere); ``root=None``: on
         every rank.  One ``Alltoallw`` into one buffer (no pickling)."""
-        from nclx.dap.redistribute import gather_global
         check_global_range(self.distribution)      # every rank: same verdict, no hang
         return gather_global(self, root)
 
     def redistribute(self, dist=None, *, grid_shape=None, padding=None, block_size=None,
                      periodic=None):
         """This array in another distribution (:func:`nclx.dap.redistribute`)."""
-        from nclx.dap.redistribute import redistribute
-        return redistribute(self, dist, grid_shape=grid_shape, padding=padding,
+        return _redistribute(self, dist, grid_shape=grid_shape, padding=padding,
                             block_size=block_size, periodic=periodic)
 
     # ----------------------------------------------------------- reductions

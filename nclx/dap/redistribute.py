@@ -19,7 +19,7 @@ import hashlib
 
 import numpy as np
 
-from nclx.dap.collective import agree_same
+from nclx.dap.collective import _ranges, agree_same, allgather_checked
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
@@ -269,7 +269,6 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     (every rank must ask for the same target; any rank's error is raised on
     every rank as a DapError) and one ``Alltoallw``, which also fills the
     result's communication padding from the owners."""
-    from nclx.dap.distarray import DistArray
     comm = da.comm
     target = error = None
     try:
@@ -288,7 +287,7 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)
     move(comm, da._block, Layout.of(da.distribution), out, lay,
          key=(layout_key(da.distribution), layout_key(target)))
-    return DistArray(out, target, comm)
+    return type(da)(out, target, comm)
 
 
 def gather_global(da, root=0):
@@ -336,7 +335,6 @@ def from_root(array, dist, comm, root, kw):
     and Distribution: one allgather agrees on the arguments (shape and dtype
     from the root), one Alltoallw sends each rank its block (padding
     included)."""
-    from nclx.dap.collective import allgather_checked, _ranges
     size, rank = comm.Get_size(), comm.Get_rank()
     info = key = error = None
     try:

@@ -22,20 +22,16 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import RangeMap
-from nclx.dap.redistribute import Layout, check_partition, layout_key, move, target_distribution
+from nclx.dap.redistribute import (Layout, check_partition, layout_key, move,
+                                   target_distribution)
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
-
-
-def _distarray():
-    from nclx.dap.distarray import DistArray
-    return DistArray
 
 
 @implements(np.transpose)
 def transpose(a, axes=None):
     """``np.transpose(a, axes)``: see the module docstring for the layout."""
-    DistArray = _distarray()
+    DistArray = type(a)
     nd = len(a.shape)
     perm = tuple(range(nd))[::-1] if axes is None else normalize_axis_tuple(axes, nd, "axes")
     if len(perm) != nd:
@@ -121,7 +117,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     """``np.reshape`` in C order; the result is distributed by blocks of
     axis 0 (see the module docstring).  ``order`` other than 'C' and
     ``copy=False`` raise DapError (the elements move)."""
-    DistArray = _distarray()
+    DistArray = type(a)
     if newshape is not None:
         if shape is not None:
             raise TypeError("reshape: give shape or newshape, not both")

@@ -20,15 +20,11 @@ of theirs.
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from nclx.dap.functions.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import Layout, check_partition, move, target_distribution
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
-
-
-def _distarray():
-    from nclx.dap.distarray import DistArray
-    return DistArray
 
 
 class MappedMap:
@@ -67,20 +63,18 @@ def _mapped(da, transforms, size_of=None):
     return Layout(maps, base.coords)
 
 
-def _into(target, comm, dtype, sources):
-    """The result DistArray: each ``(block, layout)`` of ``sources`` moved in."""
-    DistArray = _distarray()
+def _into(cls, target, comm, dtype, sources):
+    """The result (a ``cls``): each ``(block, layout)`` of ``sources`` moved in."""
     out = np.empty(target.local_shape(comm.Get_rank()), dtype)
     for block, layout in sources:
         move(comm, block, layout, out, Layout.of(target))
-    return DistArray(out, target, comm)
+    return cls(out, target, comm)
 
 
 @implements(np.copy)
 def copy(a, order="K", subok=False):
     """``np.copy``: the same distribution, the block copied (no message)."""
-    DistArray = _distarray()
-    return DistArray(a._block.copy(), a.distribution, a.comm)
+    return type(a)(a._block.copy(), a.distribution, a.comm)
 
 
 @implements(np.flip)
@@ -91,7 +85,7 @@ def flip(m, axis=None):
     for d in axes:
         n = m.shape[d]
         tr[d] = (lambda g, n=n: n - 1 - g,) * 2
-    return _into(m.distribution, m.comm, m.dtype, [(m._block, _mapped(m, tr))])
+    return _into(type(m), m.distribution, m.comm, m.dtype, [(m._block, _mapped(m, tr))])
 
 
 @implements(np.roll)
@@ -100,7 +94,6 @@ def roll(a, shift, axis=None):
     NumPy); ``axis=None`` rolls the flattened array, which moves the data
     three times (ravel, roll, back to ``a``'s distribution)."""
     if axis is None:
-        from nclx.dap.functions.layout import ravel, reshape
         flat = roll(ravel(a), shift, 0)
         return reshape(flat, a.shape).redistribute(a.distribution)
     axes = normalize_axis_tuple(axis, a.ndim, allow_duplicate=True)
@@ -115,16 +108,21 @@ def roll(a, shift, axis=None):
         n = a.shape[d]
         if n:
             tr[d] = (lambda g, n=n, s=s: (g + s) % n, lambda g, n=n, s=s: (g - s) % n)
-    return _into(a.distribution, a.comm, a.dtype, [(a._block, _mapped(a, tr))])
+    return _into(type(a), a.distribution, a.comm, a.dtype, [(a._block, _mapped(a, tr))])
+
+
+def _is_dist(x):
+    return hasattr(type(x), "__distarray__") and hasattr(x, "distribution")
 
 
 def _operands(arrays, what):
-    DistArray = _distarray()
+    """The operands: DistArrays (of one class) on one communicator."""
     arrays = list(arrays)
     if not arrays:
         raise ValueError(f"{what}: need at least one array")
+    DistArray = type(next((x for x in arrays if _is_dist(x)), arrays[0]))
     for i, x in enumerate(arrays):
-        if not isinstance(x, DistArray):
+        if not isinstance(x, DistArray) or not _is_dist(x):
             raise DapError(f"{what}: operand {i} is a {type(x).__name__}, not a DistArray "
                            f"(distribute it with DistArray.from_global)")
         if x.comm is not arrays[0].comm:
@@ -145,7 +143,6 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     _no_out(out, what)
     arrays = _operands(arrays, what)
     if axis is None:
-        from nclx.dap.functions.layout import ravel
         arrays, axis = [ravel(x) for x in arrays], 0
     nd = arrays[0].ndim
     if nd == 0:
@@ -167,7 +164,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         tr = {axis: (lambda g, o=off: g + o, lambda g, o=off: g - o)}
         sources.append((x._block.astype(dt, copy=False), _mapped(x, tr, {axis: total})))
         off += x.shape[axis]
-    return _into(target, arrays[0].comm, dt, sources)
+    return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
 
 
 @implements(np.stack)
@@ -198,7 +195,7 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
                   c(r)[:axis] + (0,) + c(r)[axis:])
         block = np.expand_dims(x._block.astype(dt, copy=False), axis)
         sources.append((block, Layout(maps, coords)))
-    return _into(target, arrays[0].comm, dt, sources)
+    return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
 
 
 @implements(np.vstack)
@@ -207,7 +204,6 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     arrays = _operands(tup, "vstack")
     if all(x.ndim == 1 for x in arrays):
         return stack(arrays, 0, dtype=dtype, casting=casting)
-    from nclx.dap.functions.layout import reshape
     arrays = [reshape(x, (1,) + x.shape) if x.ndim < 2 else x for x in arrays]
     return concatenate(arrays, 0, dtype=dtype, casting=casting)
 
