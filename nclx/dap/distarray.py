@@ -8,12 +8,13 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.collective import agree, agree_same, allgather_checked
+from nclx.dap.collective import agree, allgather_checked
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
-from nclx.dap.redistribute import from_root, gather_global, redistribute as _redistribute
+from nclx.dap.gather import from_every_rank, from_root, gather_global
+from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap.functions import layout as _layout
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
@@ -121,37 +122,9 @@ class DistArray:
         every rank raises the same DapError naming the ranks."""
         comm = _comm(comm)
         if root is not None:
-            return cls._from_root(array, dist, comm, root, kw)
-        shape = dtype = d = block = error = None
-        try:
-            array = np.asarray(array)
-            shape, dtype = array.shape, array.dtype
-            if isinstance(dist, Distribution):
-                if kw:
-                    raise DapError(f"{sorted(kw)} cannot be given with a Distribution as dist")
-                if dist.shape != array.shape:
-                    raise DapError(f"the array has shape {array.shape}, the Distribution "
-                                   f"{dist.shape}")
-                if dist.nprocs != comm.Get_size():
-                    raise DapError(f"the Distribution spans {dist.nprocs} processes, the "
-                                   f"communicator {comm.Get_size()}")
-                d = dist
-            else:
-                d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
-            check_global_range(d)
-            idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
-            block = array[np.ix_(*idx)].copy() if idx else array.copy()
-        except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_same
-            error = exc
-        agree_same(comm, (shape, dtype), error, "DistArray.from_global",
-                   describe=lambda v: "no array" if v[0] is None else
-                   f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
-        return cls(block, d, comm)
-
-    @classmethod
-    def _from_root(cls, array, dist, comm, root, kw):
-        """``from_global(..., root=root)``: see :meth:`from_global`."""
-        block, d = from_root(array, dist, comm, root, kw)
+            block, d = from_root(array, dist, comm, root, kw)
+        else:
+            block, d = from_every_rank(array, dist, comm, kw)
         return cls(block, d, comm)
 
     # ------------------------------------------------------------ protocol

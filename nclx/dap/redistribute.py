@@ -11,22 +11,21 @@ side (:mod:`nclx.dap.movetypes`): no packing copy, no per-element index
 array, messages of any size (mpi4py 4's large-count calls).
 
 :func:`redistribute` moves a DistArray to another Distribution;
-:func:`gather_global` (one root or every rank) and :func:`scatter_into`
-(from one root) are moves between a Distribution and "one rank owns
-everything".
+:mod:`nclx.dap.gather` moves between a Distribution and "one rank (or
+every rank) holds everything".
 """
 import hashlib
 
 import numpy as np
 
-from nclx.dap.collective import _ranges, agree_same, allgather_checked
+from nclx.dap.collective import agree_same
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.validate import DapError, normalize_dim_dict
 
-__all__ = ["redistribute", "target_distribution", "gather_global", "scatter_into", "move", "Layout",
-           "layout_key"]
+__all__ = ["redistribute", "target_distribution", "move", "Layout", "layout_key",
+           "check_partition", "check_movable"]
 
 
 def _mpi():
@@ -251,7 +250,7 @@ def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=No
 _TARGETS = {}        # from_shape's Distributions by their arguments (reused: immutable)
 
 
-def _check_movable(dtype, what):
+def check_movable(dtype, what):
     if np.dtype(dtype).hasobject:
         raise DapError(f"{what}: dtype {dtype} holds Python objects, which cannot be sent")
 
@@ -272,7 +271,7 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     comm = da.comm
     target = error = None
     try:
-        _check_movable(da.dtype, "redistribute")
+        check_movable(da.dtype, "redistribute")
         target = target_distribution(da.shape, comm.Get_size(), dist, grid_shape=grid_shape,
                                      padding=padding, block_size=block_size, periodic=periodic)
         check_partition(da.distribution, "redistribute: the source distribution")
@@ -288,89 +287,3 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     move(comm, da._block, Layout.of(da.distribution), out, lay,
          key=(layout_key(da.distribution), layout_key(target)))
     return type(da)(out, target, comm)
-
-
-def gather_global(da, root=0):
-    """The global array on ``root`` (None elsewhere), or on every rank with
-    ``root=None``: one Alltoallw into one buffer, no pickling."""
-    comm = da.comm
-    size = comm.Get_size()
-    error = None
-    try:
-        _check_movable(da.dtype, "gather")
-        if root is not None and not (isinstance(root, (int, np.integer))
-                                     and 0 <= root < size):
-            raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
-        check_partition(da.distribution, "gather")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
-        error = exc
-    agree_same(comm, root, error, "gather", describe=lambda r: f"root={r!r}")
-    holders = None if root is None else {int(root)}
-    rank = comm.Get_rank()
-    out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
-    move(comm, da._block, Layout.of(da.distribution), out,
-         Layout.whole(da.shape, holders), key=(layout_key(da.distribution), "whole", root))
-    return out
-
-
-def scatter_into(array, out, target, comm, root):
-    """Fill ``out`` (this rank's block of ``target``) from ``array`` on ``root``."""
-    src = array if comm.Get_rank() == root else None
-    move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target),
-         key=("whole", root, layout_key(target)))
-
-
-def _argkey(dist, root, kw):
-    """What every rank must pass alike to ``from_global(..., root=)``."""
-    d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) else repr(dist)
-    return (d, repr(sorted(kw.items())), repr(root))
-
-
-def _shape_dtype(info):
-    return f"an array of shape {info[0]} and dtype {info[1]} ({info[1].str!r})"
-
-
-def from_root(array, dist, comm, root, kw):
-    """``DistArray.from_global(array, dist, comm, root=root, **kw)``'s block
-    and Distribution: one allgather agrees on the arguments (shape and dtype
-    from the root), one Alltoallw sends each rank its block (padding
-    included)."""
-    size, rank = comm.Get_size(), comm.Get_rank()
-    info = key = error = None
-    try:
-        key = _argkey(dist, root, kw)
-        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
-                or not 0 <= root < size:
-            raise DapError(f"root must be a rank in [0, {size}) or None, not {root!r}")
-        if array is not None:
-            array = np.asarray(array)
-            info = (array.shape, array.dtype)
-            _check_movable(array.dtype, "from_global")
-        elif rank == root:
-            raise DapError(f"rank {rank} is the root (root={root}) and passed None: the root "
-                           f"passes the global array")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by allgather_checked
-        error = exc
-    everyone = allgather_checked(comm, (info, key), error, "DistArray.from_global")
-    # every rank holds the same values now: every check below has one verdict
-    groups = {}
-    for r, (_i, k) in enumerate(everyone):
-        groups.setdefault(k, []).append(r)
-    if len(groups) > 1:
-        lines = [f"  ranks {_ranges(rs)} passed dist/keywords/root {k[0][:60]} {k[1][:60]} "
-                 f"root={k[2]}" for k, rs in groups.items()]
-        raise DapError("DistArray.from_global: the ranks disagree on dist, keywords or root "
-                       "(every rank must pass the same):\n" + "\n".join(lines))
-    want = everyone[root][0]
-    bad = [r for r, (i, _k) in enumerate(everyone) if i is not None and
-           (i[0] != want[0] or i[1] != want[1])]
-    if bad:
-        raise DapError(f"DistArray.from_global: root {root} passed {_shape_dtype(want)}; "
-                       f"ranks {_ranges(bad)} passed " +
-                       "; ".join(f"rank {r}: {_shape_dtype(everyone[r][0])}" for r in bad[:8]) +
-                       " (the other ranks pass None or the root's shape and dtype)")
-    target = target_distribution(want[0], size, dist, what="DistArray.from_global", **kw)
-    check_partition(target, "DistArray.from_global")
-    block = np.empty(target.local_shape(rank), want[1])
-    scatter_into(array if rank == root else None, block, target, comm, root)
-    return block, target
