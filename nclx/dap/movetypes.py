@@ -190,11 +190,11 @@ def _dim_type(segs, inner, ext, made):
             disp = (start - base) * ext
         else:
             starts, lens = s[1], s[2]
-            d = ((starts - base) * ext).tolist()
+            d = (starts - base) * ext           # int64 arrays: no list of Python ints
             if np.all(lens == lens[0]):
                 t = inner.Create_hindexed_block(int(lens[0]), d)
             else:
-                t = inner.Create_hindexed(lens.tolist(), d)
+                t = inner.Create_hindexed(lens, d)
             disp = 0
         if t is not inner:
             made.append(t)
