@@ -8,7 +8,9 @@ runs of ``blen`` consecutive indices, ``stride`` apart) or ``("idx", starts,
 lengths)`` (runs listed).  Block and cyclic dimensions are computed from
 their parameters (a handful of integers, whatever the dimension's length);
 only unstructured ('u') dimensions and cyclic pairs with different
-parameters go through index arrays, never longer than the dimension.
+parameters go through index arrays, never longer than the dimension (a
+few int64 arrays of this rank's length along it, while the datatypes are
+built: the whole block's size again, or more, for a 1-d 'u' array).
 
 :func:`block_type` composes one dimension's segments over the next's
 (innermost first, each level resized to the block's stride) into one

@@ -24,7 +24,7 @@ from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.validate import DapError, normalize_dim_dict
 
-__all__ = ["redistribute", "target_distribution", "move", "Layout", "layout_key",
+__all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
            "check_partition", "check_movable"]
 
 
@@ -196,6 +196,52 @@ def move(comm, src_block, src, dst_block, dst, key=None):
         comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
     finally:
         if not keep:
+            plan.free()
+
+
+def move_many(comm, sources, dst_block, dst):
+    """Like :func:`move` for several sources ``[(block, layout), ...]`` of one
+    dtype landing in one target block: still one Alltoallw, each peer's
+    message a struct of the sources' datatypes at their absolute addresses
+    (sent from ``MPI.BOTTOM``), received in the same order."""
+    if len(sources) == 1:
+        return move(comm, sources[0][0], sources[0][1], dst_block, dst)
+    MPI = _mpi()
+    size = comm.Get_size()
+    dst_buf, dst_strides = buffer_of(dst_block)
+    plans, made, alive = [], [], []          # alive: the buffers whose addresses are sent
+    try:
+        send = [[] for _ in range(size)]
+        recv = [[] for _ in range(size)]
+        for block, layout in sources:
+            buf, strides = buffer_of(block)
+            alive.append(buf)
+            shapes = (None if block is None else block.shape, dst_block.shape)
+            plan = _Plan(comm, shapes, (strides, dst_strides), layout, dst, dst_block.dtype)
+            plans.append(plan)
+            base = MPI.Get_address(buf) if buf is not None and buf.size else 0
+            for out, side, at in ((send, plan.sides[0], base), (recv, plan.sides[1], 0)):
+                (counts, displs), dts = side
+                for p in range(size):
+                    if counts[p]:
+                        out[p].append((at + displs[p], dts[p]))
+        sides = []
+        for parts in (send, recv):
+            counts, dts = [0] * size, [plans[0].elem] * size
+            for p, entries in enumerate(parts):
+                if entries:
+                    t = MPI.Datatype.Create_struct([1] * len(entries), [e[0] for e in entries],
+                                                   [e[1] for e in entries])
+                    t.Commit()
+                    made.append(t)
+                    counts[p], dts[p] = 1, t
+            sides.append(((counts, [0] * size), dts))
+        rbuf = dst_buf if dst_buf.size else np.zeros(1, dst_block.dtype)
+        comm.Alltoallw([MPI.BOTTOM, *sides[0]], [rbuf, *sides[1]])
+    finally:
+        for t in made:
+            t.Free()
+        for plan in plans:
             plan.free()
 
 

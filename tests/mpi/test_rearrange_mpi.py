@@ -56,6 +56,11 @@ def test_joins_against_numpy():
     collective_assert(r.distribution == Distribution.from_shape(r.shape, nprocs=N), "layout")
     _same(r, np.concatenate([g1, g2]), "concatenate 0")
     _same(np.concatenate([a, a.T.T, a], axis=1), np.concatenate([g1, g1, g1], axis=1), "axis 1")
+    wide = np.zeros((a._block.shape[0], 2 * a._block.shape[1]))
+    wide[:, ::2] = a._block                    # a strided block: copied for the move
+    f = type(a)(wide[:, ::2], a.distribution, comm)
+    t = type(a)(np.asfortranarray(a._block), a.distribution, comm)    # a transposed base
+    _same(np.concatenate([f, t, f]), np.concatenate([g1, g1, g1]), "non-contiguous sources")
     _same(np.concatenate([a, b], axis=None), np.concatenate([g1, g2], axis=None), "axis None")
     _same(np.concatenate([a, a], dtype=np.float32), np.concatenate([g1, g1], dtype=np.float32),
           "dtype")

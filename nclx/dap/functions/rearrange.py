@@ -5,8 +5,8 @@ Each is "my elements land at these global indices of the result": the
 source block is described by maps that send each owned index through the
 function's index transform (``n - 1 - g`` for a flip, ``(g + s) % n`` for a
 roll, ``g + offset`` for a concatenated operand, a constant for a stacked
-one), and one ``Alltoallw`` per source array moves the elements straight
-into the result's blocks (:func:`nclx.dap.redistribute.move`).
+one), and one ``Alltoallw`` moves the elements of every source straight into
+the result's blocks (:func:`nclx.dap.redistribute.move_many`).
 
 Layouts: ``copy``, ``flip`` and ``roll`` keep the input's distribution
 (padding filled); ``concatenate``, ``stack``, ``vstack`` and ``hstack``
@@ -22,7 +22,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from nclx.dap.functions.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
-from nclx.dap.redistribute import Layout, check_partition, move, target_distribution
+from nclx.dap.redistribute import Layout, check_partition, move_many, target_distribution
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -66,8 +66,7 @@ def _mapped(da, transforms, size_of=None):
 def _into(cls, target, comm, dtype, sources):
     """The result (a ``cls``): each ``(block, layout)`` of ``sources`` moved in."""
     out = np.empty(target.local_shape(comm.Get_rank()), dtype)
-    for block, layout in sources:
-        move(comm, block, layout, out, Layout.of(target))
+    move_many(comm, sources, out, Layout.of(target))
     return cls(out, target, comm)
 
 
@@ -138,7 +137,7 @@ def _no_out(out, what):
 @implements(np.concatenate)
 def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """``np.concatenate`` (``axis=None`` joins the flattened operands): one
-    Alltoallw per operand into the default layout of the result."""
+    Alltoallw into the default layout of the result."""
     what = "concatenate"
     _no_out(out, what)
     arrays = _operands(arrays, what)
@@ -169,7 +168,7 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
 
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
-    """``np.stack``: one Alltoallw per operand into the default layout."""
+    """``np.stack``: one Alltoallw into the default layout."""
     what = "stack"
     _no_out(out, what)
     arrays = _operands(arrays, what)
