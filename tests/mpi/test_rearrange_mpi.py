@@ -4,6 +4,7 @@ of ranks, in the documented layouts (the input's for copy/flip/roll,
 padding filled; the default layout of the result's shape for the joins)."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mpi_helpers import N, collective_assert, comm, raised_everywhere, rank
 from nclx import dap
@@ -94,3 +95,19 @@ def test_join_errors_raise_on_every_rank():
         np.concatenate([a, a], dtype=np.int32)
     with pytest.raises(ValueError, match="2 shifts for 3 axes"):
         np.roll(a, (1, 2), (0, 1, 0))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True, database=None)
+@given(shape=st.lists(st.integers(0, 5), min_size=1, max_size=3),
+       dist=st.lists(st.sampled_from(["b", "c", "n"]), min_size=3, max_size=3),
+       k=st.integers(1, 3), shift=st.integers(-7, 7), axis=st.integers(0, 2))
+def test_hypothesis_flip_roll_concatenate(shape, dist, k, shift, axis):
+    # derandomized: every rank draws the same examples
+    nd = len(shape)
+    dist = dist[:nd] if N == 1 or any(d != "n" for d in dist[:nd]) else ["b"] + dist[1:nd]
+    g = _values(tuple(shape))
+    a = dap.DistArray.from_global(g, comm=comm, dist=dist, block_size=[k] * nd)
+    axis %= nd
+    _same(np.flip(a, axis), np.flip(g, axis), "flip")
+    _same(np.roll(a, shift, axis), np.roll(g, shift, axis), "roll")
+    _same(np.concatenate([a, a], axis), np.concatenate([g, g], axis), "concatenate")
