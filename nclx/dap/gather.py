@@ -9,8 +9,8 @@ import numpy as np
 from nclx.dap.collective import _ranges, agree_same, allgather_checked
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import check_global_range
-from nclx.dap.redistribute import (Layout, check_movable, check_partition, layout_key, move,
-                                   target_distribution)
+from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
+                                   layout_key, move, target_distribution)
 from nclx.dap.validate import DapError
 
 __all__ = ["gather_global", "scatter_into", "from_root", "from_every_rank"]
@@ -28,9 +28,10 @@ def gather_global(da, root=0):
                                      and 0 <= root < size):
             raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
         check_partition(da.distribution, "gather")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
-    agree_same(comm, root, error, "gather", describe=lambda r: f"root={r!r}")
+    same = int(root) if isinstance(root, (int, np.integer)) else root
+    agree_quick(comm, same, error, "gather", describe=lambda r: f"root={r!r}")
     holders = None if root is None else {int(root)}
     rank = comm.Get_rank()
     out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None

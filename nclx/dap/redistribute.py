@@ -25,7 +25,7 @@ from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.validate import DapError, normalize_dim_dict
 
 __all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
-           "check_partition", "check_movable"]
+           "check_partition", "check_movable", "agree_quick"]
 
 
 def _mpi():
@@ -265,6 +265,20 @@ def _fingerprint(dist):
     return (dist.shape, dist.dist, dist.grid_shape, h.hexdigest())
 
 
+def agree_quick(comm, value, error, what, describe=repr):
+    """:func:`nclx.dap.collective.agree_same` with one ``Allreduce`` of three
+    integers on success (an error flag and a 56-bit digest of ``value``, as
+    its maximum and minus its minimum); only on a failure or a disagreement
+    does ``agree_same`` run to report every rank's error or value."""
+    digest = int.from_bytes(hashlib.sha1(repr(value).encode()).digest()[:7], "little")
+    mine = np.array([error is not None, digest, -digest], dtype=np.int64)
+    most = np.empty(3, np.int64)
+    comm.Allreduce(mine, most, op=_mpi().MAX)
+    if most[0] or most[1] != -most[2]:
+        agree_same(comm, value, error, what, describe)
+        raise DapError(f"{what}: the ranks disagree")      # digests differ: values too
+
+
 def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=None,
                         block_size=None, periodic=None, what="redistribute"):
     """The Distribution a move to ``dist`` (with the keywords) makes:
@@ -322,11 +336,11 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
                                      padding=padding, block_size=block_size, periodic=periodic)
         check_partition(da.distribution, "redistribute: the source distribution")
         check_partition(target, "redistribute: the target distribution")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_same
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
-    agree_same(comm, None if target is None else layout_key(target), error, "redistribute",
-               describe=lambda k: "no target" if k is None else
-               f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
+    agree_quick(comm, None if target is None else layout_key(target), error, "redistribute",
+                describe=lambda k: "no target" if k is None else
+                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
     lay = Layout.of(target)
     mine = lay.coords(comm.Get_rank())
     out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)
