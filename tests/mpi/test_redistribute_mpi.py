@@ -299,6 +299,8 @@ def test_bad_targets_raise_on_every_rank():
     if N > 1:
         msg = raised_everywhere(a.redistribute, "c" if rank == last else "b")
         assert "the ranks disagree" in msg
+        msg = raised_everywhere(a.redistribute, "x" if rank == last else "b")   # one rank fails
+        assert f"rank {last} of {N} failed" in msg and "dist must be 'b', 'c' or 'n'" in msg
         one = Distribution.from_shape((6, 4), nprocs=1)
         msg = raised_everywhere(a.redistribute, one)
         assert f"spans 1 processes, the communicator {N}" in msg
