@@ -1,7 +1,8 @@
 """``python -m nclx.dap.bench_redistribute`` under mpiexec: nclx's
 redistribution against a hand-written mpi4py ``Alltoallw`` doing the same
-move with subarray (and strided vector) datatypes, on an N x N float64
-array over a balanced block grid.
+move with subarray datatypes (strided vectors for the cyclic side, resized
+column types for the transpose: a column-vector type measured twice as slow
+there), on an N x N float64 array over a balanced block grid.
 
 Cases: block -> cyclic (``redistribute('c')``), block -> block on a (P, 1)
 grid, and the 2-D transpose ``da.T`` (to the default layout of the
@@ -118,11 +119,13 @@ class Reference:
             # transpose: T[x, y] = A[y, x]; the receiver's order is x outer, y inner
             ys, xs = (max(r0, tc[0]), min(r1, tc[1])), (max(c0, tr[0]), min(c1, tr[1]))
             if ys[1] > ys[0] and xs[1] > xs[0]:
-                col = D.Create_vector(ys[1] - ys[0], 1, ncol)
+                # one element every row (a column), then the next column 8 bytes on
+                step = D.Create_resized(0, ncol * 8)
+                col = step.Create_contiguous(ys[1] - ys[0])
                 colr = col.Create_resized(0, 8)
                 t = colr.Create_contiguous(xs[1] - xs[0])
-                col.Free()
-                colr.Free()
+                for x in (step, col, colr):
+                    x.Free()
                 put(send, p, t, ((ys[0] - r0) * ncol + xs[0] - c0) * 8)
             xs, ys = (max(mr[0], sc[0]), min(mr[1], sc[1])), (max(mc[0], sr[0]), min(mc[1], sr[1]))
             if ys[1] > ys[0] and xs[1] > xs[0]:
