@@ -26,6 +26,9 @@ def main(argv=None):
     if argv[:2] == ["bench", "halo"]:   # halo exchange against hand-written mpi4py (mpiexec)
         from nclx.dap.bench_halo import launch   # lazy: only `bench halo` needs nclx.dap
         return launch(argv[2:])
+    if argv[:2] == ["bench", "redistribute"]:   # redistribute against hand-written Alltoallw
+        from nclx.dap.bench_redistribute import cli   # lazy: only this command needs nclx.dap
+        return cli(argv[2:])
     if argv[:2] == ["bench", "ipc"]:    # nclx.ipc against Arrow Flight and a plain socket
         from nclx.ipc.bench import main as ipc_bench   # lazy: nclx.ipc imports pyarrow
         return ipc_bench(argv[2:])

@@ -8,11 +8,14 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.collective import agree, agree_same, allgather_checked
+from nclx.dap.collective import agree, allgather_checked
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
+from nclx.dap.gather import from_every_rank, from_root, gather_global
+from nclx.dap.redistribute import redistribute as _redistribute
+from nclx.dap.functions import layout as _layout
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
@@ -48,9 +51,12 @@ class DistArray:
     """A distributed array: ``local`` (this rank's block, padding included),
     ``distribution`` (the global view) and ``comm``.
 
-    Elementwise ufuncs and operators on identically distributed DistArrays
-    (and scalars) run nclx's kernels on the local blocks, through nclx's
-    "python" hook chains; ``sum``/``max``/``min`` reduce across ranks.
+    Elementwise ufuncs and operators on DistArrays of one global shape (and
+    scalars) run nclx's kernels on the local blocks, through nclx's "python"
+    hook chains; an operand distributed differently from the first DistArray
+    operand is first redistributed to its distribution (:meth:`redistribute`,
+    one ``Alltoallw``; ``out=`` must be distributed like the first operand).
+    ``sum``/``max``/``min`` reduce across ranks.
     """
     __array_priority__ = 20
 
@@ -98,40 +104,27 @@ class DistArray:
         return cls(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d, comm)
 
     @classmethod
-    def from_global(cls, array, dist=None, comm=None, **kw):
-        """Distribute a global array every rank holds (each keeps its block,
-        padding filled from the global array where the indices exist).
+    def from_global(cls, array, dist=None, comm=None, root=None, **kw):
+        """Distribute a global array: held by every rank (``root=None``) or by
+        rank ``root`` only (the others pass None).
 
         ``dist`` (with ``kw``) goes to :meth:`Distribution.from_shape`, or is
         a ``Distribution`` of ``array.shape`` (e.g. with 'u' dimensions, whose
-        indices must then lie in ``[0, size)``).  Every rank must pass the
-        same shape and dtype: one collective checks that and any rank's
-        error, and every rank raises the same DapError naming the ranks."""
+        indices must then lie in ``[0, size)``).  Padding is filled from the
+        global values.
+
+        Every rank (``root=None``): each keeps its block; every rank must pass
+        the same shape and dtype.  One rank (``root=r``): rank r sends each
+        rank its block in one ``Alltoallw`` (no pickling, no rank but r holds
+        more than its block); shape and dtype travel from r; a non-root rank
+        may pass None or an array of r's shape and dtype (not used).  Either
+        way one collective checks the arguments and any rank's error, and
+        every rank raises the same DapError naming the ranks."""
         comm = _comm(comm)
-        shape = dtype = d = block = error = None
-        try:
-            array = np.asarray(array)
-            shape, dtype = array.shape, array.dtype
-            if isinstance(dist, Distribution):
-                if kw:
-                    raise DapError(f"{sorted(kw)} cannot be given with a Distribution as dist")
-                if dist.shape != array.shape:
-                    raise DapError(f"the array has shape {array.shape}, the Distribution "
-                                   f"{dist.shape}")
-                if dist.nprocs != comm.Get_size():
-                    raise DapError(f"the Distribution spans {dist.nprocs} processes, the "
-                                   f"communicator {comm.Get_size()}")
-                d = dist
-            else:
-                d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
-            check_global_range(d)
-            idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
-            block = array[np.ix_(*idx)].copy() if idx else array.copy()
-        except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_same
-            error = exc
-        agree_same(comm, (shape, dtype), error, "DistArray.from_global",
-                   describe=lambda v: "no array" if v[0] is None else
-                   f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
+        if root is not None:
+            block, d = from_root(array, dist, comm, root, kw)
+        else:
+            block, d = from_every_rank(array, dist, comm, kw)
         return cls(block, d, comm)
 
     # ------------------------------------------------------------ protocol
@@ -148,6 +141,36 @@ class DistArray:
         return self._block.dtype
 
     @property
+    def ndim(self):
+        return len(self.distribution.shape)
+
+    # ------------------------------------------- layout (nclx.dap.functions.layout)
+    def transpose(self, *axes):
+        """``np.transpose``: a view with permuted dimension dictionaries when
+        the distributed dimensions keep their order, else moved (one
+        Alltoallw) to the default layout of the transposed shape."""
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return _layout.transpose(self, axes or None)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def swapaxes(self, axis1, axis2):
+        return _layout.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape, order="C", copy=None):
+        """``np.reshape`` (C order): distributed by blocks of axis 0."""
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = shape[0]
+        return _layout.reshape(self, shape, order=order, copy=copy)
+
+    def ravel(self, order="C"):
+        """``np.ravel`` (C order): a 1-d DistArray in blocks."""
+        return _layout.ravel(self, order=order)
+
+    @property
     def owned(self):
         """View of the part of the local block this rank owns (no padding)."""
         return self._block[self.distribution.owned_slices(self.comm.Get_rank())]
@@ -157,19 +180,16 @@ class DistArray:
         return [m.global_indices() for m in self.distribution.maps(rank)]
 
     def gather(self, root=0):
-        """The global array on ``root`` (None elsewhere)."""
+        """The global array on ``root`` (None elsewhere); ``root=None``: on
+        every rank.  One ``Alltoallw`` into one buffer (no pickling)."""
         check_global_range(self.distribution)      # every rank: same verdict, no hang
-        pieces = self.comm.gather((self._owned_global_indices(), np.ascontiguousarray(self.owned)),
-                                  root=root)
-        if self.comm.Get_rank() != root:
-            return None
-        out = np.empty(self.shape, dtype=self.dtype)
-        for idx, data in pieces:
-            if idx:
-                out[np.ix_(*idx)] = data
-            else:
-                out[...] = data
-        return out
+        return gather_global(self, root)
+
+    def redistribute(self, dist=None, *, grid_shape=None, padding=None, block_size=None,
+                     periodic=None):
+        """This array in another distribution (:func:`nclx.dap.redistribute`)."""
+        return _redistribute(self, dist, grid_shape=grid_shape, padding=padding,
+                            block_size=block_size, periodic=periodic)
 
     # ----------------------------------------------------------- reductions
     # np.sum(da), np.max(da), ... call these methods; they go through the
@@ -239,6 +259,11 @@ class DistArray:
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
+            if x.distribution != self.distribution and x.comm is self.comm:
+                if x.shape != self.shape:
+                    raise DapError(f"operands have global shapes {self.shape} and {x.shape}: "
+                                   f"DistArray operands must have the same global shape")
+                x = x.redistribute(self.distribution)
             self._check_same(x)
             return x._block
         if np.ndim(x) == 0:
@@ -262,6 +287,10 @@ class DistArray:
             if o is not None and not isinstance(o, DistArray):
                 raise DapError(f"{ufunc.__name__}: out= must be an identically "
                                f"distributed DistArray, not {type(o).__name__}")
+            if o is not None and o.distribution != self.distribution:
+                # written through its block: never a redistributed temporary
+                raise DapError(f"{ufunc.__name__}: out= must be distributed like the first "
+                               f"DistArray operand ({o.distribution} vs {self.distribution})")
         try:
             # installed: NumPy's ufunc reaches nclx's loops and every hook chain
             # (nclx.checked() included); otherwise nclx's own ufuncs

@@ -204,7 +204,13 @@ class Distribution:
         return tuple(dict(self._dims[d][c]) for d, c in enumerate(coords))
 
     def maps(self, rank):
-        return [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
+        """The maps of ``rank``'s dimensions (built once per rank: a
+        Distribution does not change)."""
+        cache = self.__dict__.setdefault("_maps", {})
+        maps = cache.get(rank)
+        if maps is None:
+            maps = cache[rank] = [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
+        return list(maps)
 
     def local_shape(self, rank):
         return tuple(m.local_size for m in self.maps(rank))

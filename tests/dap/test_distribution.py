@@ -104,11 +104,12 @@ def test_from_distarray_imports_without_copying():
     assert p.buf[0] == 99 and a.sum() == 99 + 15
 
 
-def test_mismatched_distributions_are_refused():
+def test_differently_distributed_operands_are_redistributed_to_the_first():
     a = dap.DistArray.from_global(np.arange(6), comm=MPI.COMM_SELF)
     b = dap.DistArray.from_global(np.arange(6), dist="c", comm=MPI.COMM_SELF, block_size=[2])
-    with pytest.raises(DapError, match="not identically distributed"):
-        a + b
+    r = b + a
+    assert r.distribution == b.distribution
+    assert np.array_equal(r.gather(), np.arange(6) * 2)
     with pytest.raises(DapError, match="cannot combine"):
         a + np.arange(6)
 

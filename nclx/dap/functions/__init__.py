@@ -3,3 +3,5 @@
 One module per family; importing this package registers them all.
 """
 from nclx.dap.functions import reductions  # noqa: F401 - registers
+from nclx.dap.functions import layout  # noqa: F401 - registers
+from nclx.dap.functions import rearrange  # noqa: F401 - registers

@@ -1,0 +1,146 @@
+"""Axis permutations and reshapes of a DistArray (collective).
+
+``transpose`` / ``swapaxes`` / ``moveaxis`` permute the dimension
+dictionaries along with the local block (a view, as NumPy's transpose is):
+no data moves when the permutation keeps the order of the distributed
+dimensions (those whose process grid has more than one coordinate), since a
+rank's grid coordinates are its rank in C order.  Otherwise the result is
+in the default layout of the transposed shape
+(``Distribution.from_shape(shape, nprocs=P)``: block over a balanced grid),
+filled by one ``Alltoallw`` that reads the source block through transposed
+datatypes.
+
+``reshape`` / ``ravel`` (C order) give a result distributed by blocks of
+axis 0 (``Distribution.from_shape(shape, ('b', 'n', ...))``): the source is
+first moved to blocks of its own axis 0 (skipped when it already is), whose
+elements are then contiguous ranges of the flat index, and one more
+``Alltoallw`` moves those ranges.
+"""
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from nclx.dap.distribution import Distribution
+from nclx.dap.maps import map_from_dim_dict
+from nclx.dap.movetypes import RangeMap
+from nclx.dap.redistribute import (Layout, check_partition, layout_key, move,
+                                   target_distribution)
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+@implements(np.transpose)
+def transpose(a, axes=None):
+    """``np.transpose(a, axes)``: see the module docstring for the layout."""
+    DistArray = type(a)
+    nd = len(a.shape)
+    perm = tuple(range(nd))[::-1] if axes is None else normalize_axis_tuple(axes, nd, "axes")
+    if len(perm) != nd:
+        raise ValueError(f"transpose: axes {axes!r} do not match the {nd} dimensions")
+    dist, comm = a.distribution, a.comm
+    cols = [dist._dims[p] for p in perm]
+    shape = tuple(a.shape[p] for p in perm)
+    spread = [p for p in perm if dist.grid_shape[p] > 1]
+    if spread == sorted(spread):            # same coordinates, same ranks: a view
+        return DistArray(a._block.transpose(perm), Distribution(cols), comm)
+    check_partition(dist, "transpose")
+    src = Layout([[map_from_dim_dict(dd) for dd in col] for col in cols],
+                 lambda r: tuple(dist.coords_from_rank(r)[p] for p in perm))
+    target = target_distribution(shape, comm.Get_size())
+    out = np.empty(target.local_shape(comm.Get_rank()), a.dtype)
+    move(comm, a._block.transpose(perm), src, out, Layout.of(target),
+         key=(layout_key(dist), "transposed", perm, layout_key(target)))
+    return DistArray(out, target, comm)
+
+
+@implements(np.swapaxes)
+def swapaxes(a, axis1, axis2):
+    """``np.swapaxes``: :func:`transpose` with two axes exchanged."""
+    nd = len(a.shape)
+    i, j = normalize_axis_index(axis1, nd), normalize_axis_index(axis2, nd)
+    perm = list(range(nd))
+    perm[i], perm[j] = j, i
+    return transpose(a, perm)
+
+
+@implements(np.moveaxis)
+def moveaxis(a, source, destination):
+    """``np.moveaxis``: :func:`transpose` with the axes moved."""
+    nd = len(a.shape)
+    src = normalize_axis_tuple(source, nd, "source")
+    dst = normalize_axis_tuple(destination, nd, "destination")
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination must have the same number of "
+                         "elements")
+    order = [n for n in range(nd) if n not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return transpose(a, order)
+
+
+def _resolve(shape, size):
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1 or any(s < -1 for s in shape):
+        raise ValueError(f"reshape: can only specify one unknown dimension in {shape}")
+    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    if unknown:
+        if known == 0 or size % known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        shape = shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
+    if int(np.prod(shape, dtype=np.int64)) != size:
+        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+    return shape
+
+
+def _rows(shape, nprocs):
+    """Blocks of axis 0 (the whole array on one rank for a 0-d shape)."""
+    if not shape:
+        if nprocs != 1:
+            raise DapError(f"reshape: a 0-d DistArray needs one rank, the communicator has "
+                           f"{nprocs}")
+        return Distribution.from_shape((), nprocs=1)
+    return Distribution.from_shape(shape, ["b"] + ["n"] * (len(shape) - 1), nprocs=nprocs)
+
+
+def _flat_layout(rows):
+    """The flat-index ranges of a blocks-of-axis-0 distribution, one per rank."""
+    rest = int(np.prod(rows.shape[1:], dtype=np.int64))
+    if not rows.shape:
+        return Layout([[RangeMap(0, 1, 0)]], lambda r: (0,))
+    maps = [RangeMap(dd["start"] * rest, dd["stop"] * rest, dd["start"] * rest)
+            for dd in rows._dims[0]]
+    return Layout([maps], lambda r: (r,))
+
+
+@implements(np.reshape)
+def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    """``np.reshape`` in C order; the result is distributed by blocks of
+    axis 0 (see the module docstring).  ``order`` other than 'C' and
+    ``copy=False`` raise DapError (the elements move)."""
+    DistArray = type(a)
+    if newshape is not None:
+        if shape is not None:
+            raise TypeError("reshape: give shape or newshape, not both")
+        shape = newshape
+    if shape is None:
+        raise TypeError("reshape: the new shape is missing")
+    if order != "C":
+        raise DapError(f"reshape: order={order!r}: a DistArray reshapes in C order only")
+    if copy is False:
+        raise DapError("reshape: copy=False: a DistArray reshape moves elements between ranks")
+    size = int(np.prod(a.shape, dtype=np.int64))
+    new = _resolve(shape, size)
+    comm = a.comm
+    nprocs, rank = comm.Get_size(), comm.Get_rank()
+    src_rows, dst_rows = _rows(a.shape, nprocs), _rows(new, nprocs)
+    b = a if a.distribution == src_rows else a.redistribute(src_rows)
+    out = np.empty(dst_rows.local_shape(rank), a.dtype)
+    move(comm, b._block.reshape(-1), _flat_layout(src_rows), out.reshape(-1),
+         _flat_layout(dst_rows), key=("flat", layout_key(src_rows), layout_key(dst_rows)))
+    return DistArray(out, dst_rows, comm)
+
+
+@implements(np.ravel)
+def ravel(a, order="C"):
+    """``np.ravel`` in C order: a 1-d DistArray in blocks (:func:`reshape`)."""
+    return reshape(a, (-1,), order=order)

@@ -1,0 +1,215 @@
+"""copy, flip, roll, concatenate, stack, vstack and hstack of DistArrays
+(collective).
+
+Each is "my elements land at these global indices of the result": the
+source block is described by maps that send each owned index through the
+function's index transform (``n - 1 - g`` for a flip, ``(g + s) % n`` for a
+roll, ``g + offset`` for a concatenated operand, a constant for a stacked
+one), and one ``Alltoallw`` moves the elements of every source straight into
+the result's blocks (:func:`nclx.dap.redistribute.move_many`).
+
+Layouts: ``copy``, ``flip`` and ``roll`` keep the input's distribution
+(padding filled); ``concatenate``, ``stack``, ``vstack`` and ``hstack``
+give the default layout of the result's shape
+(``Distribution.from_shape(shape, nprocs=P)``: block over a balanced grid).
+Every operand of a joining function must be a DistArray on the same
+communicator (a NumPy array is refused: wrap it with
+``DistArray.from_global``); the result's dtype is NumPy's ``result_type``
+of theirs.
+"""
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from nclx.dap.functions.layout import ravel, reshape
+from nclx.dap.movetypes import RangeMap
+from nclx.dap.redistribute import Layout, check_partition, move_many, target_distribution
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+class MappedMap:
+    """A map whose owned indices are sent through ``fwd`` (a bijection onto
+    part of ``[0, size)``; ``inv`` undoes it)."""
+    dist_type = "u"
+
+    def __init__(self, orig, size, fwd, inv):
+        self.orig, self.size, self.fwd, self.inv = orig, size, fwd, inv
+        self.local_size = orig.local_size
+
+    def _owned_local(self):
+        return self.orig._owned_local()
+
+    def global_from_local(self, i):
+        return self.fwd(self.orig.global_from_local(i))
+
+    def owns(self, g):
+        h = self.inv(np.asarray(g, dtype=np.int64))
+        ok = (h >= 0) & (h < self.orig.size)
+        out = np.zeros(h.shape, bool)
+        out[ok] = self.orig.owns(h[ok])
+        return out
+
+
+def _mapped(da, transforms, size_of=None):
+    """The layout of ``da``'s blocks with dimension ``d``'s indices sent
+    through ``transforms[d] = (fwd, inv)`` (None: unchanged)."""
+    check_partition(da.distribution, "the source distribution")
+    base = Layout.of(da.distribution)
+    maps = []
+    for d, col in enumerate(base.maps):
+        t = transforms.get(d)
+        size = (size_of or {}).get(d, da.shape[d])
+        maps.append(col if t is None else [MappedMap(m, size, *t) for m in col])
+    return Layout(maps, base.coords)
+
+
+def _into(cls, target, comm, dtype, sources):
+    """The result (a ``cls``): each ``(block, layout)`` of ``sources`` moved in."""
+    out = np.empty(target.local_shape(comm.Get_rank()), dtype)
+    move_many(comm, sources, out, Layout.of(target))
+    return cls(out, target, comm)
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False):
+    """``np.copy``: the same distribution, the block copied (no message)."""
+    return type(a)(a._block.copy(), a.distribution, a.comm)
+
+
+@implements(np.flip)
+def flip(m, axis=None):
+    """``np.flip`` over ``axis`` (all axes for None): one Alltoallw."""
+    axes = range(m.ndim) if axis is None else normalize_axis_tuple(axis, m.ndim)
+    tr = {}
+    for d in axes:
+        n = m.shape[d]
+        tr[d] = (lambda g, n=n: n - 1 - g,) * 2
+    return _into(type(m), m.distribution, m.comm, m.dtype, [(m._block, _mapped(m, tr))])
+
+
+@implements(np.roll)
+def roll(a, shift, axis=None):
+    """``np.roll``: one Alltoallw (shifts along repeated axes add up, as in
+    NumPy); ``axis=None`` rolls the flattened array, which moves the data
+    three times (ravel, roll, back to ``a``'s distribution)."""
+    if axis is None:
+        flat = roll(ravel(a), shift, 0)
+        return reshape(flat, a.shape).redistribute(a.distribution)
+    axes = normalize_axis_tuple(axis, a.ndim, allow_duplicate=True)
+    shifts = np.broadcast_to(np.asarray(shift), (len(axes),)) if np.ndim(shift) == 0 else shift
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    total = {}
+    for d, s in zip(axes, shifts):
+        total[d] = total.get(d, 0) + int(s)
+    tr = {}
+    for d, s in total.items():
+        n = a.shape[d]
+        if n:
+            tr[d] = (lambda g, n=n, s=s: (g + s) % n, lambda g, n=n, s=s: (g - s) % n)
+    return _into(type(a), a.distribution, a.comm, a.dtype, [(a._block, _mapped(a, tr))])
+
+
+def _is_dist(x):
+    return hasattr(type(x), "__distarray__") and hasattr(x, "distribution")
+
+
+def _operands(arrays, what):
+    """The operands: DistArrays (of one class) on one communicator."""
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError(f"{what}: need at least one array")
+    DistArray = type(next((x for x in arrays if _is_dist(x)), arrays[0]))
+    for i, x in enumerate(arrays):
+        if not isinstance(x, DistArray) or not _is_dist(x):
+            raise DapError(f"{what}: operand {i} is a {type(x).__name__}, not a DistArray "
+                           f"(distribute it with DistArray.from_global)")
+        if x.comm is not arrays[0].comm:
+            raise DapError(f"{what}: operand {i} lives on another communicator")
+    return arrays
+
+
+def _no_out(out, what):
+    if out is not None:
+        raise DapError(f"{what}: out= is not supported for DistArrays")
+
+
+@implements(np.concatenate)
+def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """``np.concatenate`` (``axis=None`` joins the flattened operands): one
+    Alltoallw into the default layout of the result."""
+    what = "concatenate"
+    _no_out(out, what)
+    arrays = _operands(arrays, what)
+    if axis is None:
+        arrays, axis = [ravel(x) for x in arrays], 0
+    nd = arrays[0].ndim
+    if nd == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis_index(axis, nd)
+    for i, x in enumerate(arrays):
+        if x.ndim != nd or any(x.shape[d] != arrays[0].shape[d] for d in range(nd) if d != axis):
+            raise ValueError(f"{what}: operand {i} has shape {x.shape}, operand 0 "
+                             f"{arrays[0].shape}: all but axis {axis} must match")
+    dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
+    for x in arrays:
+        if not np.can_cast(x.dtype, dt, casting=casting):
+            raise TypeError(f"{what}: cannot cast {x.dtype} to {dt} with casting={casting!r}")
+    total = sum(x.shape[axis] for x in arrays)
+    shape = arrays[0].shape[:axis] + (total,) + arrays[0].shape[axis + 1:]
+    target = target_distribution(shape, arrays[0].comm.Get_size())
+    sources, off = [], 0
+    for x in arrays:
+        tr = {axis: (lambda g, o=off: g + o, lambda g, o=off: g - o)}
+        sources.append((x._block.astype(dt, copy=False), _mapped(x, tr, {axis: total})))
+        off += x.shape[axis]
+    return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
+
+
+@implements(np.stack)
+def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
+    """``np.stack``: one Alltoallw into the default layout."""
+    what = "stack"
+    _no_out(out, what)
+    arrays = _operands(arrays, what)
+    shape0 = arrays[0].shape
+    for i, x in enumerate(arrays):
+        if x.shape != shape0:
+            raise ValueError(f"{what}: all input arrays must have the same shape (operand {i} "
+                             f"has {x.shape}, operand 0 {shape0})")
+    axis = normalize_axis_index(axis, len(shape0) + 1)
+    dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
+    for x in arrays:
+        if not np.can_cast(x.dtype, dt, casting=casting):
+            raise TypeError(f"{what}: cannot cast {x.dtype} to {dt} with casting={casting!r}")
+    k = len(arrays)
+    shape = shape0[:axis] + (k,) + shape0[axis:]
+    target = target_distribution(shape, arrays[0].comm.Get_size())
+    sources = []
+    for i, x in enumerate(arrays):
+        check_partition(x.distribution, "the source distribution")
+        base = Layout.of(x.distribution)
+        maps = base.maps[:axis] + [[RangeMap(i, i + 1, i)]] + base.maps[axis:]
+        coords = (lambda r, c=base.coords: None if c(r) is None else
+                  c(r)[:axis] + (0,) + c(r)[axis:])
+        block = np.expand_dims(x._block.astype(dt, copy=False), axis)
+        sources.append((block, Layout(maps, coords)))
+    return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
+
+
+@implements(np.vstack)
+def vstack(tup, *, dtype=None, casting="same_kind"):
+    """``np.vstack``: 1-d operands stacked as rows, others joined on axis 0."""
+    arrays = _operands(tup, "vstack")
+    if all(x.ndim == 1 for x in arrays):
+        return stack(arrays, 0, dtype=dtype, casting=casting)
+    arrays = [reshape(x, (1,) + x.shape) if x.ndim < 2 else x for x in arrays]
+    return concatenate(arrays, 0, dtype=dtype, casting=casting)
+
+
+@implements(np.hstack)
+def hstack(tup, *, dtype=None, casting="same_kind"):
+    """``np.hstack``: joined on axis 0 for 1-d operands, on axis 1 otherwise."""
+    arrays = _operands(tup, "hstack")
+    axis = 0 if arrays[0].ndim == 1 else 1
+    return concatenate(arrays, axis, dtype=dtype, casting=casting)

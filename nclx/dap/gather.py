@@ -1,0 +1,134 @@
+"""Between a Distribution and one rank (or every rank) holding the whole
+array: :func:`gather_global` (``DistArray.gather``), :func:`from_root`
+(``DistArray.from_global(..., root=r)``), both one ``Alltoallw`` of
+:func:`nclx.dap.redistribute.move` into or out of one buffer (no pickling),
+and :func:`from_every_rank` (``DistArray.from_global`` with the array on
+every rank: each rank cuts its own block)."""
+import numpy as np
+
+from nclx.dap.collective import _ranges, agree_same, allgather_checked
+from nclx.dap.distribution import Distribution
+from nclx.dap.maps import check_global_range
+from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
+                                   layout_key, move, target_distribution)
+from nclx.dap.validate import DapError
+
+__all__ = ["gather_global", "scatter_into", "from_root", "from_every_rank"]
+
+
+def gather_global(da, root=0):
+    """The global array on ``root`` (None elsewhere), or on every rank with
+    ``root=None``: one Alltoallw into one buffer, no pickling."""
+    comm = da.comm
+    size = comm.Get_size()
+    error = None
+    try:
+        check_movable(da.dtype, "gather")
+        if root is not None and not (isinstance(root, (int, np.integer))
+                                     and 0 <= root < size):
+            raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
+        check_partition(da.distribution, "gather")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
+        error = exc
+    same = int(root) if isinstance(root, (int, np.integer)) else root
+    agree_quick(comm, same, error, "gather", describe=lambda r: f"root={r!r}")
+    holders = None if root is None else {int(root)}
+    rank = comm.Get_rank()
+    out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
+    move(comm, da._block, Layout.of(da.distribution), out,
+         Layout.whole(da.shape, holders), key=(layout_key(da.distribution), "whole", root))
+    return out
+
+
+def scatter_into(array, out, target, comm, root):
+    """Fill ``out`` (this rank's block of ``target``) from ``array`` on ``root``."""
+    src = array if comm.Get_rank() == root else None
+    move(comm, src, Layout.whole(target.shape, {root}), out, Layout.of(target),
+         key=("whole", root, layout_key(target)))
+
+
+def _argkey(dist, root, kw):
+    """What every rank must pass alike to ``from_global(..., root=)``."""
+    d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) else repr(dist)
+    return (d, repr(sorted(kw.items())), repr(root))
+
+
+def _shape_dtype(info):
+    return f"an array of shape {info[0]} and dtype {info[1]} ({info[1].str!r})"
+
+
+def from_root(array, dist, comm, root, kw):
+    """``DistArray.from_global(array, dist, comm, root=root, **kw)``'s block
+    and Distribution: one allgather agrees on the arguments (shape and dtype
+    from the root), one Alltoallw sends each rank its block (padding
+    included)."""
+    size, rank = comm.Get_size(), comm.Get_rank()
+    info = key = error = None
+    try:
+        key = _argkey(dist, root, kw)
+        if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
+                or not 0 <= root < size:
+            raise DapError(f"root must be a rank in [0, {size}) or None, not {root!r}")
+        if array is not None:
+            array = np.asarray(array)
+            info = (array.shape, array.dtype)
+            check_movable(array.dtype, "from_global")
+        elif rank == root:
+            raise DapError(f"rank {rank} is the root (root={root}) and passed None: the root "
+                           f"passes the global array")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by allgather_checked
+        error = exc
+    everyone = allgather_checked(comm, (info, key), error, "DistArray.from_global")
+    # every rank holds the same values now: every check below has one verdict
+    groups = {}
+    for r, (_i, k) in enumerate(everyone):
+        groups.setdefault(k, []).append(r)
+    if len(groups) > 1:
+        lines = [f"  ranks {_ranges(rs)} passed dist/keywords/root {k[0][:60]} {k[1][:60]} "
+                 f"root={k[2]}" for k, rs in groups.items()]
+        raise DapError("DistArray.from_global: the ranks disagree on dist, keywords or root "
+                       "(every rank must pass the same):\n" + "\n".join(lines))
+    want = everyone[root][0]
+    bad = [r for r, (i, _k) in enumerate(everyone) if i is not None and
+           (i[0] != want[0] or i[1] != want[1])]
+    if bad:
+        raise DapError(f"DistArray.from_global: root {root} passed {_shape_dtype(want)}; "
+                       f"ranks {_ranges(bad)} passed " +
+                       "; ".join(f"rank {r}: {_shape_dtype(everyone[r][0])}" for r in bad[:8]) +
+                       " (the other ranks pass None or the root's shape and dtype)")
+    target = target_distribution(want[0], size, dist, what="DistArray.from_global", **kw)
+    check_partition(target, "DistArray.from_global")
+    block = np.empty(target.local_shape(rank), want[1])
+    scatter_into(array if rank == root else None, block, target, comm, root)
+    return block, target
+
+
+def from_every_rank(array, dist, comm, kw):
+    """``DistArray.from_global(array, dist, comm, **kw)`` with the array on
+    every rank: this rank's block (padding filled from the global array) and
+    the Distribution; one agreement on shape, dtype and any rank's error."""
+    shape = dtype = d = block = error = None
+    try:
+        array = np.asarray(array)
+        shape, dtype = array.shape, array.dtype
+        if isinstance(dist, Distribution):
+            if kw:
+                raise DapError(f"{sorted(kw)} cannot be given with a Distribution as dist")
+            if dist.shape != array.shape:
+                raise DapError(f"the array has shape {array.shape}, the Distribution "
+                               f"{dist.shape}")
+            if dist.nprocs != comm.Get_size():
+                raise DapError(f"the Distribution spans {dist.nprocs} processes, the "
+                               f"communicator {comm.Get_size()}")
+            d = dist
+        else:
+            d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
+        check_global_range(d)
+        idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
+        block = array[np.ix_(*idx)].copy() if idx else array.copy()
+    except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_same
+        error = exc
+    agree_same(comm, (shape, dtype), error, "DistArray.from_global",
+               describe=lambda v: "no array" if v[0] is None else
+               f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
+    return block, d
