@@ -1,0 +1,99 @@
+"""Section 6b of ``python -m nclx demo``: plain NumPy code on a DistArray
+(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.linalg.norm``, a
+redistribution block -> cyclic, and ``save_npy``/``load_npy`` through
+MPI-IO.  :func:`run` starts ``mpiexec -n RANKS python -m nclx
+demo-dap-numpy``; each of those ranks runs :func:`run_rank`."""
+import os
+import re
+import shutil
+import tempfile
+
+import numpy as np
+
+import nclx.dap as dap
+from nclx.demo._common import RANKS, run_mpiexec, section
+
+_DONE = re.compile(r"^all (\d+) ranks agree with NumPy$", re.M)
+
+
+def run(mpiexec):
+    """Run :func:`run_rank` under mpiexec (``mpiexec`` from section 6);
+    returns the exit status (1 when the ranks failed or disagreed)."""
+    section(f"6b. plain NumPy code on a DistArray, {RANKS} MPI ranks")
+    print(f"mpiexec -n {RANKS} python -m nclx demo-dap-numpy: A = DistArray.from_global(g, "
+          f"root=0) with g = np.arange(24.0).reshape(4, 6) on rank 0 only; NumPy functions on A")
+    rc, out = run_mpiexec(mpiexec, ["-m", "nclx", "demo-dap-numpy"])
+    print(out.rstrip())
+    done = _DONE.search(out)
+    if rc != 0 or not done or int(done.group(1)) != RANKS:
+        print(f"mpiexec exited with {rc}")
+        return 1
+    return 0
+
+
+def _rows(da, comm):
+    """'rank r: rows [...]' for every rank, on rank 0 (None elsewhere)."""
+    rows = da.distribution.maps(comm.rank)[0].global_indices().tolist()
+    return comm.gather(f"  rank {comm.rank}: global rows {rows}", root=0)
+
+
+def run_rank():
+    """One rank of section 6b: every step is collective; rank 0 prints."""
+    from mpi4py import MPI   # the mpi extra: only the ranks mpiexec starts need it
+
+    comm = MPI.COMM_WORLD
+    g = np.arange(24.0).reshape(4, 6)
+    A = dap.DistArray.from_global(g if comm.rank == 0 else None, root=0, comm=comm)
+    say = print if comm.rank == 0 else (lambda *a: None)
+    ok = True
+
+    w = np.where(A > 5, A, 0)
+    wg = w.gather(root=0)
+    say(f"np.where(A > 5, A, 0) -> {type(w).__name__}; gathered:\n{wg}")
+    if comm.rank == 0:
+        ok &= wg.tobytes() == np.where(g > 5, g, 0).tobytes()
+
+    n = np.linalg.norm(A)
+    say(f"np.linalg.norm(A) = {n!r} (NumPy on the global array: {np.linalg.norm(g)!r})")
+    ok &= bool(np.isclose(n, np.linalg.norm(g), rtol=1e-12, atol=0))
+
+    try:
+        np.asarray(A)
+    except TypeError as exc:
+        say(f"np.asarray(A) -> TypeError: {str(exc)[:96]}...")
+    else:
+        ok = False
+
+    before = _rows(A, comm)
+    C = dap.redistribute(A, dist=("c", "n"))
+    after = _rows(C, comm)
+    say("A's rows per rank (block):\n" + "\n".join(before or []))
+    say("dap.redistribute(A, ('c', 'n')): rows per rank (cyclic, one MPI_Alltoallw):\n"
+        + "\n".join(after or []))
+    cg = C.gather(root=0)
+    if comm.rank == 0:
+        ok &= cg.tobytes() == g.tobytes()
+
+    tmp = comm.bcast(tempfile.mkdtemp(prefix="nclx-demo-") if comm.rank == 0 else None, root=0)
+    try:
+        path = os.path.join(tmp, "a.npy")
+        C.save_npy(path)
+        comm.Barrier()
+        if comm.rank == 0:
+            ok &= np.load(path).tobytes() == g.tobytes()
+        B = dap.load_npy(path, dist=("b", "n"), comm=comm)
+        say(f"C.save_npy(path) (MPI-IO, each rank writes its rows) -> np.load(path) equals g: "
+            f"{comm.rank != 0 or np.load(path).tobytes() == g.tobytes()}; "
+            f"dap.load_npy(path, dist=('b', 'n')) -> local blocks "
+            f"{comm.gather(B.owned.shape, root=0)}")
+        bg = B.gather(root=0)
+        if comm.rank == 0:
+            ok &= bg.tobytes() == g.tobytes()
+    finally:
+        comm.Barrier()
+        if comm.rank == 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+    agree = comm.allreduce(int(bool(ok)), op=MPI.SUM)
+    if agree == comm.size:
+        say(f"all {comm.size} ranks agree with NumPy")
+    return 0 if agree == comm.size else 1
