@@ -3,3 +3,4 @@
 One module per family; importing this package registers them all.
 """
 from nclx.dap.functions import reductions  # noqa: F401 - registers
+from nclx.dap.functions import sorting  # noqa: F401 - registers

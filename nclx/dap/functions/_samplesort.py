@@ -1,0 +1,156 @@
+"""Sample sort of lines held in pieces by the ranks of a communicator.
+
+Every rank of ``comm`` holds the same ``L`` lines (the rows of an ``(L, m)``
+array; ``m`` may differ between ranks, may be 0).  :func:`sample_sort`
+sorts every line across the ranks by regular sampling: each rank sorts its
+pieces (stable), picks ``P`` regular samples of its sorted sequence, one
+``allgather`` brings every rank the ``P*P`` samples, ``P - 1`` splitters
+are taken from them at regular positions, one ``Alltoallv`` moves the
+buckets, and each rank merges what it received.  The keys are
+``(line, value, source rank, source position)``: unique, so the buckets hold
+at most about ``2 L m_max`` elements however many values are equal, and equal
+values keep the order of (source rank, position), i.e. a stable sort where
+the ranks hold consecutive pieces of each line in order (block layouts).
+Values compare as NumPy's sort does: NaN last, ``-0.0 == 0.0``.
+
+:func:`deliver_block` then moves the sorted elements to a block layout of
+each line with exact counts (one ``Exscan`` and one ``Alltoallv``).
+Nothing is gathered: a rank holds its pieces, its bucket and its result.
+"""
+import numpy as np
+from mpi4py import MPI
+
+__all__ = ["sample_sort", "deliver_block"]
+
+
+def _records(lines, values):
+    """A packed record array (line, value) to send as bytes; just the values
+    for one line."""
+    if lines is None:
+        return np.ascontiguousarray(values)
+    rec = np.empty(values.shape[0], np.dtype([("l", np.int64), ("v", values.dtype)]))
+    rec["l"] = lines
+    rec["v"] = values
+    return rec
+
+
+def _alltoallv(comm, send, counts):
+    """Send ``send[...]`` (ordered by destination, ``counts[d]`` records to
+    rank ``d``) with one ``Alltoallv`` of bytes; returns the records received
+    (in source-rank order) and the counts from each source."""
+    P = comm.Get_size()
+    counts = np.asarray(counts, dtype=np.int64)
+    rcounts = np.empty(P, np.int64)
+    comm.Alltoall(counts, rcounts)
+    item = send.dtype.itemsize
+    recv = np.empty(int(rcounts.sum()), send.dtype)
+    sdis = np.concatenate(([0], np.cumsum(counts)[:-1])) * item
+    rdis = np.concatenate(([0], np.cumsum(rcounts)[:-1])) * item
+    comm.Alltoallv([send.view(np.uint8) if send.size else np.empty(0, np.uint8),
+                    (counts * item, sdis), MPI.BYTE],
+                   [recv.view(np.uint8) if recv.size else np.empty(0, np.uint8),
+                    (rcounts * item, rdis), MPI.BYTE])
+    return recv, rcounts
+
+
+def _key_order(lines, values, *tiebreaks):
+    """Stable order by (lines, values, tiebreaks...) (lines may be None)."""
+    order = np.arange(values.shape[0])
+    for key in reversed(tiebreaks):
+        order = order[np.argsort(key[order], kind="stable")]
+    order = order[np.argsort(values[order], kind="stable")]
+    if lines is not None:
+        order = order[np.argsort(lines[order], kind="stable")]
+    return order
+
+
+def _count_below(sorted_block, me, splitter):
+    """How many of this rank's elements (``sorted_block``: (L, m), every row
+    sorted) have a key below ``splitter`` = (line, value, rank, position)."""
+    L, m = sorted_block.shape
+    line, value, rank, pos = splitter
+    row = sorted_block[line]
+    lo = int(np.searchsorted(row, value, side="left"))
+    hi = int(np.searchsorted(row, value, side="right"))
+    if me < rank:
+        within = hi
+    elif me > rank:
+        within = lo
+    else:
+        within = min(max(pos - line * m, lo), hi)
+    return line * m + within
+
+
+def sample_sort(comm, block):
+    """Sort each row of the distributed ``(L, m)`` rows (see module doc).
+
+    ``block`` (C-contiguous, this rank's own copy) is sorted in place.
+    Returns ``(lines, values)``: this rank's bucket in key order (``lines``
+    is None when ``L == 1``).  Every rank of ``comm`` must call it."""
+    P, me = comm.Get_size(), comm.Get_rank()
+    L, m = block.shape
+    block.sort(axis=1, kind="stable")
+    local = block
+    flat = local.reshape(-1)
+    n = flat.shape[0]
+    picks = np.unique(np.arange(P) * n // P) if n else np.zeros(0, np.int64)
+    samples = [(int(i // m), flat[i], me, int(i)) for i in picks]
+    every = [s for part in comm.allgather(samples) for s in part]
+    splitters = []
+    if every:
+        lines_s = np.array([s[0] for s in every])
+        vals_s = np.array([s[1] for s in every], dtype=block.dtype)
+        ranks_s = np.array([s[2] for s in every])
+        pos_s = np.array([s[3] for s in every])
+        order = _key_order(lines_s, vals_s, ranks_s, pos_s)
+        S = len(every)
+        for i in range(1, P):
+            k = order[min(i * S // P, S - 1)]
+            splitters.append((int(lines_s[k]), vals_s[k], int(ranks_s[k]), int(pos_s[k])))
+    bounds = [0] + [_count_below(local, me, s) for s in splitters]
+    bounds += [n] * (P + 1 - len(bounds))
+    bounds = np.maximum.accumulate(np.asarray(bounds, np.int64))
+    counts = np.diff(bounds)
+    lines = None if L == 1 else np.repeat(np.arange(L, dtype=np.int64), m)
+    recv, _ = _alltoallv(comm, _records(lines, flat), counts)
+    del local, flat, block
+    if L == 1:
+        recv.sort(kind="stable")            # sources in rank order: a stable merge
+        return None, recv
+    order = _key_order(recv["l"], recv["v"])
+    return recv["l"][order], recv["v"][order]
+
+
+def deliver_block(comm, lines, values, L, bounds):
+    """Move sorted elements to their block owners.
+
+    ``lines``/``values`` are this rank's bucket from :func:`sample_sort`;
+    ``bounds[c]:bounds[c+1]`` is the range of sorted positions (the same for
+    every line) that rank ``c`` of ``comm`` receives.  Returns this rank's
+    ``(L, bounds[me+1] - bounds[me])`` array of sorted values."""
+    me = comm.Get_rank()
+    n_mine = values.shape[0]
+    per_line = (np.bincount(lines, minlength=L) if lines is not None
+                else np.array([n_mine])).astype(np.int64)
+    below = np.zeros(L, np.int64)
+    comm.Exscan(per_line, below, op=MPI.SUM)
+    if me == 0:
+        below[:] = 0
+    bounds = np.asarray(bounds, np.int64)
+    if lines is None:
+        # this rank's sorted positions are one run: cut it at the bounds
+        cuts = np.clip(bounds - below[0], 0, n_mine)
+        recv, _ = _alltoallv(comm, values, np.diff(cuts))
+        return recv.reshape(1, int(bounds[me + 1] - bounds[me]))
+    else:
+        starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
+        pos = below[lines] + np.arange(n_mine, dtype=np.int64) - starts[lines]
+    dest = np.searchsorted(bounds, pos, side="right") - 1
+    order = np.argsort(dest, kind="stable")
+    counts = np.bincount(dest, minlength=comm.Get_size()).astype(np.int64)
+    send = _records(lines[order], values[order])
+    recv, _ = _alltoallv(comm, send, counts)
+    width = int(bounds[me + 1] - bounds[me])
+    # sources in rank order, each in (line, position) order: a stable sort by line
+    got = recv["v"][np.argsort(recv["l"], kind="stable")]
+    return got.reshape(L, width)

@@ -1,0 +1,170 @@
+"""Sorting a DistArray: ``np.sort``, ``np.argsort``, ``np.unique``.
+
+``np.sort(da, axis=k)``:
+
+- along an axis with one grid coordinate ('n', or a grid of size 1 there)
+  every rank sorts its lines whole, in global order, with the ``kind``
+  asked: the result is ``np.sort``'s on the global array bit for bit, and
+  distributed like ``da`` (padding refreshed);
+- along a distributed axis, a sample sort over the ranks along that axis
+  (:mod:`._samplesort`: one ``allgather`` of samples, one ``Alltoallv`` of
+  buckets, one ``Exscan`` and one ``Alltoallv`` to the result's layout with
+  exact counts).  The result is distributed like ``da`` when that axis is
+  block-distributed (padding refreshed); along a cyclic or 'u' axis it is
+  ``da``'s distribution with that axis block-distributed (balanced, no
+  padding) over the same grid coordinates.  The values equal
+  ``np.sort(global, axis=k, kind='stable')`` bit for bit along a block axis:
+  equal keys (``-0.0`` and ``0.0``, NaNs of different bits) keep their
+  global order.  ``np.sort``'s default kind orders such equal keys in no
+  defined way; every other value is the same bit for bit.  Along a cyclic
+  or 'u' axis equal keys may come in another order (the values are
+  otherwise the same);
+- ``axis=None`` sorts the flattened array: a 1-D DistArray of ``da.size``
+  elements, block-distributed (balanced, no padding) over the communicator;
+  equal keys of different bits in no defined order.
+
+``kind`` only reaches the local sorts; ``order=`` is refused.  NaNs sort
+last as in NumPy.  No rank holds more than its part (plus a bucket of at
+most about twice its part).
+"""
+import numpy as np
+
+from nclx.dap.collective import agree, allgather_checked
+from nclx.dap.distarray import DistArray
+from nclx.dap.distribution import Distribution
+from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bounds,
+                                        check_permutation, flat_values, from_owned, owned_lines,
+                                        with_block_axis)
+from nclx.dap.functions._samplesort import deliver_block, sample_sort
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+def _check_common(a, kind, order, stable, what):
+    if order is not None:
+        raise DapError(f"{what}: order= (fields of a structured dtype) is not supported "
+                       f"for a DistArray")
+    if a.dtype.hasobject:
+        raise TypeError(f"{what}: a DistArray of dtype {a.dtype} (Python objects) cannot be "
+                        f"sorted across ranks")
+    np.sort(np.empty(0, a.dtype), kind=kind, stable=stable)      # NumPy's argument errors
+
+
+def _along_whole_axis(a, axis, fn):
+    """``fn`` (a NumPy sort of lines, axis last) on lines held whole; the
+    result placed back in local order.  Returns the owned result."""
+    g, order = axis_order(a, axis)
+    lines = np.moveaxis(a.owned, axis, -1)[..., order]     # global order along the axis
+    done = fn(lines)
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)                     # local i holds global g[i]
+    return np.moveaxis(done[..., back], -1, axis)
+
+
+@implements(np.sort)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.sort`` of a DistArray (see the module doc for the result's layout)."""
+    error = ax = None
+    try:
+        _check_common(a, kind, order, stable, "np.sort")
+        if axis is not None:
+            ax = axis_of(a, axis, "np.sort")
+            check_permutation(a.distribution, ax, "np.sort")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+        error = exc
+    agree(a.comm, error, "np.sort")
+    dist, comm = a.distribution, a.comm
+    if axis is None:
+        return _sort_flat(a)
+    if dist.grid_shape[ax] == 1:
+        owned = _along_whole_axis(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable))
+        return from_owned(DistArray, dist, comm, owned, a.dtype)
+    sub = axis_comm(a, ax)
+    _, order_ = axis_order(a, ax)
+    lines, values = sample_sort(sub, owned_lines(a, ax, order_))
+    target = dist if dist.dist[ax] == "b" else with_block_axis(dist, ax)
+    owned_shape = [m.num_owned for m in target.maps(comm.Get_rank())]
+    L = int(np.prod([n for d, n in enumerate(owned_shape) if d != ax], dtype=np.int64))
+    out = deliver_block(sub, lines, values, L, block_bounds(target, ax))
+    del lines, values
+    moved = [n for d, n in enumerate(owned_shape) if d != ax] + [owned_shape[ax]]
+    return from_owned(DistArray, target, comm, np.moveaxis(out.reshape(moved), -1, ax), a.dtype)
+
+
+def _sort_flat(a):
+    comm = a.comm
+    P = comm.Get_size()
+    n = int(np.prod(a.shape, dtype=np.int64))
+    target = Distribution.from_shape((n,), "b", nprocs=P)
+    _, values = sample_sort(comm, flat_values(a).reshape(1, -1))
+    out = deliver_block(comm, None, values, 1, block_bounds(target, 0))
+    return from_owned(DistArray, target, comm, out.reshape(-1), a.dtype)
+
+
+@implements(np.argsort)
+def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
+    """``np.argsort`` of a DistArray along an axis with one grid coordinate
+    ('n', or a grid of size 1 there): global indices along that axis, bit for
+    bit NumPy's, distributed like ``a`` (padding refreshed).  Along a
+    distributed axis (or ``axis=None``) it raises a DapError on every rank."""
+    error = ax = None
+    try:
+        _check_common(a, kind, order, stable, "np.argsort")
+        if axis is None:
+            raise DapError("np.argsort: axis=None (flattened indices) is not supported for a "
+                           "DistArray; sort along an axis with one grid coordinate")
+        ax = axis_of(a, axis, "np.argsort")
+        if a.distribution.grid_shape[ax] != 1:
+            raise DapError(f"np.argsort: axis {ax} is distributed over "
+                           f"{a.distribution.grid_shape[ax]} grid coordinates; argsort needs an "
+                           f"axis with one (np.sort sorts along a distributed axis)")
+        check_permutation(a.distribution, ax, "np.argsort")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+        error = exc
+    agree(a.comm, error, "np.argsort")
+    owned = _along_whole_axis(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable))
+    return from_owned(DistArray, a.distribution, a.comm, owned, np.intp)
+
+
+@implements(np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """``np.unique`` of a DistArray: the global result as a NumPy array on
+    every rank (with ``return_counts``, the counts too), equal to NumPy's.
+
+    Each rank finds its own unique values and counts; one ``allgather`` of
+    their sizes (carrying any rank's error) and one ``Allgatherv`` bring
+    them to every rank, which merges them.  A rank receives at most the
+    sum of the ranks' unique values (never more than the array's size).
+    Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with different
+    bits) the one value kept may have the other sign (bits) than NumPy's.
+    ``return_index``, ``return_inverse`` and ``axis`` are refused."""
+    from mpi4py import MPI
+    comm = ar.comm
+    error = rec = None
+    try:
+        if return_index or return_inverse:
+            raise DapError("np.unique: return_index / return_inverse (indices into the "
+                           "global array) are not supported for a DistArray")
+        if axis is not None:
+            raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
+        if ar.dtype.hasobject:
+            raise TypeError(f"np.unique: a DistArray of dtype {ar.dtype} is not supported")
+        vals, counts = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
+        rec = np.empty(vals.shape[0], np.dtype([("v", ar.dtype), ("c", np.int64)]))
+        rec["v"], rec["c"] = vals, counts
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = exc
+    sizes = np.array(allgather_checked(comm, None if rec is None else rec.shape[0], error,
+                                       "np.unique"), np.int64)
+    everyone = np.empty(int(sizes.sum()), rec.dtype)
+    item = rec.dtype.itemsize
+    displs = np.concatenate(([0], np.cumsum(sizes)[:-1])) * item
+    comm.Allgatherv([rec.view(np.uint8), MPI.BYTE],
+                    [everyone.view(np.uint8), (sizes * item, displs), MPI.BYTE])
+    values, inverse = np.unique(everyone["v"], return_inverse=True, equal_nan=equal_nan)
+    if not return_counts:
+        return values
+    total = np.zeros(values.shape[0], np.intp)
+    np.add.at(total, inverse.reshape(-1), everyone["c"])
+    return values, total
