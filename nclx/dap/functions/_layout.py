@@ -1,5 +1,7 @@
 """Shared plumbing of the order-statistics functions: lines along an axis,
 the ranks along an axis, and a DistArray built from owned parts."""
+import operator
+
 import numpy as np
 
 from nclx.dap.distribution import Distribution
@@ -15,7 +17,8 @@ __all__ = ["axis_of", "axis_comm", "owned_lines", "axis_order", "check_permutati
 def axis_of(a, axis, what):
     """``axis`` of ``a`` normalised (NumPy's AxisError otherwise)."""
     try:
-        return int(np.lib.array_utils.normalize_axis_index(int(axis), a.distribution.ndim))
+        return int(np.lib.array_utils.normalize_axis_index(operator.index(axis),
+                                                            a.distribution.ndim))
     except TypeError:
         raise TypeError(f"{what}: axis must be an integer or None, not {axis!r}") from None
 
@@ -49,9 +52,8 @@ def owned_lines(a, axis, order=None):
     """A fresh ``(L, m)`` C-contiguous copy of the owned cells, ``axis``
     last (in ``order`` along it when given)."""
     moved = np.moveaxis(a.owned, axis, -1)
-    if order is not None:
-        moved = moved[..., order]
-    out = np.array(moved, order="C", copy=True)
+    out = np.ascontiguousarray(moved[..., order]) if order is not None else \
+        np.array(moved, order="C", copy=True)
     L = int(np.prod(out.shape[:-1], dtype=np.int64))
     return out.reshape(L, out.shape[-1])
 

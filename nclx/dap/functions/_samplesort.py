@@ -3,8 +3,8 @@
 Every rank of ``comm`` holds the same ``L`` lines (the rows of an ``(L, m)``
 array; ``m`` may differ between ranks, may be 0).  :func:`sample_sort`
 sorts every line across the ranks by regular sampling: each rank sorts its
-pieces (stable), picks ``P`` regular samples of its sorted sequence, one
-``allgather`` brings every rank the ``P*P`` samples, ``P - 1`` splitters
+pieces (stable), picks ``16 P`` regular samples of its sorted sequence, one
+``allgather`` brings every rank the ``16 P*P`` samples, ``P - 1`` splitters
 are taken from them at regular positions, one ``Alltoallv`` moves the
 buckets, and each rank merges what it received.  The keys are
 ``(line, value, source rank, source position)``: unique, so the buckets hold
@@ -22,13 +22,15 @@ from mpi4py import MPI
 
 __all__ = ["sample_sort", "deliver_block"]
 
+_OVERSAMPLE = 16
+
 
 def _records(lines, values):
     """A packed record array (line, value) to send as bytes; just the values
     for one line."""
     if lines is None:
         return np.ascontiguousarray(values)
-    rec = np.empty(values.shape[0], np.dtype([("l", np.int64), ("v", values.dtype)]))
+    rec = np.empty(values.shape[0], np.dtype([("l", lines.dtype), ("v", values.dtype)]))
     rec["l"] = lines
     rec["v"] = values
     return rec
@@ -93,7 +95,8 @@ def sample_sort(comm, block):
     local = block
     flat = local.reshape(-1)
     n = flat.shape[0]
-    picks = np.unique(np.arange(P) * n // P) if n else np.zeros(0, np.int64)
+    s = _OVERSAMPLE * P               # regular samples per rank: buckets near n / P each
+    picks = np.unique(np.arange(s) * n // s) if n else np.zeros(0, np.int64)
     samples = [(int(i // m), flat[i], me, int(i)) for i in picks]
     every = [s for part in comm.allgather(samples) for s in part]
     splitters = []
@@ -111,14 +114,16 @@ def sample_sort(comm, block):
     bounds += [n] * (P + 1 - len(bounds))
     bounds = np.maximum.accumulate(np.asarray(bounds, np.int64))
     counts = np.diff(bounds)
-    lines = None if L == 1 else np.repeat(np.arange(L, dtype=np.int64), m)
+    ltype = np.int32 if L < 2 ** 31 else np.int64
+    lines = None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
     recv, _ = _alltoallv(comm, _records(lines, flat), counts)
     del local, flat, block
     if L == 1:
         recv.sort(kind="stable")            # sources in rank order: a stable merge
         return None, recv
-    order = _key_order(recv["l"], recv["v"])
-    return recv["l"][order], recv["v"][order]
+    order = np.lexsort((recv["v"], recv["l"]))        # stable: sources stay in rank order
+    lines, values = recv["l"][order], recv["v"][order]
+    return lines, values
 
 
 def deliver_block(comm, lines, values, L, bounds):
@@ -142,15 +147,32 @@ def deliver_block(comm, lines, values, L, bounds):
         cuts = np.clip(bounds - below[0], 0, n_mine)
         recv, _ = _alltoallv(comm, values, np.diff(cuts))
         return recv.reshape(1, int(bounds[me + 1] - bounds[me]))
-    else:
-        starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
-        pos = below[lines] + np.arange(n_mine, dtype=np.int64) - starts[lines]
-    dest = np.searchsorted(bounds, pos, side="right") - 1
-    order = np.argsort(dest, kind="stable")
-    counts = np.bincount(dest, minlength=comm.Get_size()).astype(np.int64)
-    send = _records(lines[order], values[order])
-    recv, _ = _alltoallv(comm, send, counts)
+    # this rank's positions of line l are one run from below[l]: cut each at the bounds
+    P = comm.Get_size()
+    cuts = np.clip(bounds[None, :] - below[:, None], 0, per_line[:, None])     # (L, P + 1)
+    seg = np.diff(cuts, axis=1)                                                # (L, P)
+    starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
+    send = values[_runs(starts[:, None] + cuts[:, :-1], seg)]
+    del values
+    rseg = np.empty((P, L), np.int64)
+    comm.Alltoall(np.ascontiguousarray(seg.T), rseg)                           # (source, line)
+    recv, _ = _alltoallv(comm, send, seg.sum(axis=0))
+    del send
     width = int(bounds[me + 1] - bounds[me])
-    # sources in rank order, each in (line, position) order: a stable sort by line
-    got = recv["v"][np.argsort(recv["l"], kind="stable")]
-    return got.reshape(L, width)
+    # from each source, line after line; line l takes the sources in rank order
+    offsets = np.cumsum(rseg, axis=0) - rseg                                   # (P, L)
+    out = np.empty((L, width), recv.dtype)
+    dst = _runs(offsets + np.arange(L, dtype=np.int64)[None, :] * width, rseg, transpose=False)
+    out.reshape(-1)[dst] = recv
+    return out
+
+
+def _runs(first, length, transpose=True):
+    """Indices of the runs ``first[i, j] + range(length[i, j])`` in
+    (j, i) order (``transpose``) or (i, j) order."""
+    if transpose:
+        first, length = first.T, length.T
+    first, length = first.reshape(-1), length.reshape(-1)
+    total = int(length.sum())
+    shift = np.repeat(first - (np.cumsum(length) - length), length)
+    return shift + np.arange(total, dtype=np.int64)

@@ -80,7 +80,7 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         owned = _along_whole_axis(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable))
         return from_owned(DistArray, dist, comm, owned, a.dtype)
     sub = axis_comm(a, ax)
-    _, order_ = axis_order(a, ax)
+    order_ = axis_order(a, ax)[1] if dist.dist[ax] == "u" else None   # b, c: in order
     lines, values = sample_sort(sub, owned_lines(a, ax, order_))
     target = dist if dist.dist[ax] == "b" else with_block_axis(dist, ax)
     owned_shape = [m.num_owned for m in target.maps(comm.Get_rank())]
