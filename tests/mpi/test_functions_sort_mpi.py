@@ -188,9 +188,9 @@ def test_unique_with_both_zeros_keeps_one_zero():
     collective_assert(np.array_equal(u, [0.0, 1.0, 2.0]) and c.tolist() == [4, 2, 1], f"{u} {c}")
 
 
-def full_outcome(fn, *args):
+def full_outcome(fn, *args, **kw):
     try:
-        return "ok", fn(*args)
+        return "ok", fn(*args, **kw)
     except Exception as exc:  # noqa: BLE001 - compared collectively
         return "exc", f"{type(exc).__name__}: {exc}"
 
@@ -249,3 +249,23 @@ def test_no_rank_comes_near_the_global_size():
         tracemalloc.stop()
         ratio = peak / (n * 8)
         collective_assert(ratio < 3.0 / N, f"{name}: peak {ratio:.2f} x the global array")
+
+
+def test_partition_whole_axis_is_numpys_and_distributed_axis_is_a_partition():
+    g = awkward(8 * 29, seed=8).reshape(8, 29)
+    a = dap.DistArray.from_global(g, comm=comm, dist=("b", "n"), padding=[1, 0])
+    for kth in (0, 14, [3, 20], -1):
+        assert_bits(global_of(np.partition(a, kth, axis=1)), np.partition(g, kth, axis=1),
+                    f"whole axis kth={kth}")
+    b = dap.DistArray.from_global(g, comm=comm, grid_shape=(N, 1))
+    stable = np.sort(g, axis=0, kind="stable")
+    for kth in (0, 5, [2, 6]):
+        got = global_of(np.partition(b, kth, axis=0))
+        for k in np.atleast_1d(kth):
+            pivot = got[k]
+            ok = (np.array_equal(pivot, stable[k], equal_nan=True)
+                  and np.all(~(got[:k] > pivot)) and np.all(~(got[k + 1:] < pivot)))
+            collective_assert(ok, f"kth={k}: {got}")
+    for bad, expect in [(29, "out of bounds"), (1.5, "kth must be an integer")]:
+        kind, msg = full_outcome(np.partition, a, bad, axis=1)
+        collective_assert(kind == "exc" and expect in msg, msg)

@@ -230,3 +230,23 @@ def test_no_rank_comes_near_the_global_size():
         tracemalloc.stop()
         ratio = peak / (n * 8)
         collective_assert(ratio < 3.0 / N, f"{name}: peak {ratio:.2f} x the global array")
+
+
+@pytest.mark.parametrize("module, name, call", [
+    ("histograms", "_extremes", lambda a: np.histogram(a)),
+    ("scans", "axis_of", lambda a: np.cumsum(a, axis=0)),
+    ("quantiles", "axis_of", lambda a: np.median(a, axis=1)),
+], ids=["histogram", "cumsum", "median"])
+def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch, module, name, call):
+    import importlib
+    mod = importlib.import_module(f"nclx.dap.functions.{module}")
+    real = getattr(mod, name)
+
+    def flaky(*args):
+        if comm.rank == N - 1:
+            raise MemoryError("no room")
+        return real(*args)
+    monkeypatch.setattr(mod, name, flaky)
+    a = dap.DistArray.from_global(np.arange(12.0).reshape(6, 2), comm=comm, grid_shape=(N, 1))
+    kind, msg = full_outcome(call, a)
+    collective_assert(kind == "exc" and f"rank {N - 1}" in msg and "MemoryError" in msg, msg)

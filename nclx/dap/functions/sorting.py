@@ -126,6 +126,47 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     return from_owned(DistArray, a.distribution, a.comm, owned, np.intp)
 
 
+def _check_kth(kth, n, kind):
+    """NumPy's errors for ``kth`` and ``kind`` along an axis of ``n``."""
+    if kind != "introselect":
+        raise ValueError(f"np.partition: kind must be 'introselect', not {kind!r}")
+    k = np.asarray(kth)
+    if k.dtype.kind not in "iu" or k.ndim > 1:
+        raise TypeError(f"np.partition: kth must be an integer or a sequence of integers, "
+                        f"not {kth!r}")
+    bad = k[(k < -n) | (k >= n)]
+    if bad.size:
+        raise ValueError(f"np.partition: kth(={int(bad[0])}) out of bounds ({n})")
+
+
+@implements(np.partition)
+def partition(a, kth, axis=-1, kind="introselect", order=None):
+    """``np.partition`` of a DistArray.  Along an axis with one grid
+    coordinate every rank partitions its lines whole, in global order: NumPy's
+    result bit for bit, distributed like ``a``.  Along a distributed axis (or
+    ``axis=None``) the result is :func:`sort`'s (distributed as documented
+    there): a valid partition for every ``kth`` -- the element at each ``kth``
+    is the one NumPy puts there, no larger one before it, no smaller one
+    after -- whose other positions are ordered (NumPy's order there is
+    unspecified)."""
+    error = ax = None
+    try:
+        _check_common(a, None, order, None, "np.partition")
+        n = int(np.prod(a.shape, dtype=np.int64)) if axis is None else None
+        if axis is not None:
+            ax = axis_of(a, axis, "np.partition")
+            n = a.shape[ax]
+            check_permutation(a.distribution, ax, "np.partition")
+        _check_kth(kth, n, kind)
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+        error = exc
+    agree(a.comm, error, "np.partition")
+    if axis is not None and a.distribution.grid_shape[ax] == 1:
+        owned = _along_whole_axis(a, ax, lambda x: np.partition(x, kth, axis=-1, kind=kind))
+        return from_owned(DistArray, a.distribution, a.comm, owned, a.dtype)
+    return sort(a, axis=axis, kind="stable")
+
+
 @implements(np.unique)
 def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
            equal_nan=True, sorted=True):
