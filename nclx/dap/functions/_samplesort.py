@@ -18,11 +18,16 @@ each line with exact counts (one ``Exscan`` and one ``Alltoallv``).
 Nothing is gathered: a rank holds its pieces, its bucket and its result.
 """
 import numpy as np
-from mpi4py import MPI
 
-__all__ = ["sample_sort", "deliver_block"]
+__all__ = ["sample_sort", "deliver_block", "alltoallv", "mpi"]
 
 _OVERSAMPLE = 16
+
+
+def mpi():
+    """mpi4py's ``MPI``, imported when first needed (nclx.dap imports without it)."""
+    from mpi4py import MPI   # optional dependency: only a DistArray's operations need it
+    return MPI
 
 
 def _records(lines, values):
@@ -36,7 +41,7 @@ def _records(lines, values):
     return rec
 
 
-def _alltoallv(comm, send, counts):
+def alltoallv(comm, send, counts):
     """Send ``send[...]`` (ordered by destination, ``counts[d]`` records to
     rank ``d``) with one ``Alltoallv`` of bytes; returns the records received
     (in source-rank order) and the counts from each source."""
@@ -49,9 +54,9 @@ def _alltoallv(comm, send, counts):
     sdis = np.concatenate(([0], np.cumsum(counts)[:-1])) * item
     rdis = np.concatenate(([0], np.cumsum(rcounts)[:-1])) * item
     comm.Alltoallv([send.view(np.uint8) if send.size else np.empty(0, np.uint8),
-                    (counts * item, sdis), MPI.BYTE],
+                    (counts * item, sdis), mpi().BYTE],
                    [recv.view(np.uint8) if recv.size else np.empty(0, np.uint8),
-                    (rcounts * item, rdis), MPI.BYTE])
+                    (rcounts * item, rdis), mpi().BYTE])
     return recv, rcounts
 
 
@@ -116,7 +121,7 @@ def sample_sort(comm, block):
     counts = np.diff(bounds)
     ltype = np.int32 if L < 2 ** 31 else np.int64
     lines = None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
-    recv, _ = _alltoallv(comm, _records(lines, flat), counts)
+    recv, _ = alltoallv(comm, _records(lines, flat), counts)
     del local, flat, block
     if L == 1:
         recv.sort(kind="stable")            # sources in rank order: a stable merge
@@ -138,14 +143,14 @@ def deliver_block(comm, lines, values, L, bounds):
     per_line = (np.bincount(lines, minlength=L) if lines is not None
                 else np.array([n_mine])).astype(np.int64)
     below = np.zeros(L, np.int64)
-    comm.Exscan(per_line, below, op=MPI.SUM)
+    comm.Exscan(per_line, below, op=mpi().SUM)
     if me == 0:
         below[:] = 0
     bounds = np.asarray(bounds, np.int64)
     if lines is None:
         # this rank's sorted positions are one run: cut it at the bounds
         cuts = np.clip(bounds - below[0], 0, n_mine)
-        recv, _ = _alltoallv(comm, values, np.diff(cuts))
+        recv, _ = alltoallv(comm, values, np.diff(cuts))
         return recv.reshape(1, int(bounds[me + 1] - bounds[me]))
     # this rank's positions of line l are one run from below[l]: cut each at the bounds
     P = comm.Get_size()
@@ -156,7 +161,7 @@ def deliver_block(comm, lines, values, L, bounds):
     del values
     rseg = np.empty((P, L), np.int64)
     comm.Alltoall(np.ascontiguousarray(seg.T), rseg)                           # (source, line)
-    recv, _ = _alltoallv(comm, send, seg.sum(axis=0))
+    recv, _ = alltoallv(comm, send, seg.sum(axis=0))
     del send
     width = int(bounds[me + 1] - bounds[me])
     # from each source, line after line; line l takes the sources in rank order

@@ -17,15 +17,16 @@ the other axes, distributed as in ``a`` (``keepdims`` keeps axis ``k`` with
 size 1).  A distributed axis is refused (DapError), as are ``weights=``,
 ``out=`` and ``overwrite_input=True``.
 """
+import inspect
+
 import numpy as np
-from mpi4py import MPI
 from numpy.lib import _function_base_impl as _fb
 
 from nclx.dap.collective import agree
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import axis_of, flat_values
-from nclx.dap.functions._samplesort import sample_sort
+from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -37,14 +38,14 @@ def _order_statistics(a, positions):
     _, bucket = sample_sort(comm, flat_values(a).reshape(1, -1))
     mine = np.array([bucket.shape[0]], np.int64)
     base = np.zeros(1, np.int64)
-    comm.Exscan(mine, base, op=MPI.SUM)
+    comm.Exscan(mine, base, op=mpi().SUM)
     base = 0 if comm.Get_rank() == 0 else int(base[0])
     out = np.zeros(positions.shape[0], a.dtype)
     here = (positions >= base) & (positions < base + bucket.shape[0])
     out[here] = bucket[positions[here] - base]
     bits = np.ascontiguousarray(out).view(np.uint8)
     got = np.empty_like(bits)
-    comm.Allreduce(bits, got, op=MPI.BOR)
+    comm.Allreduce(bits, got, op=mpi().BOR)
     return got.view(a.dtype)
 
 
@@ -59,11 +60,17 @@ def _fetch(a, n, indices):
     return (got[()] if got.ndim == 0 else got), last
 
 
-def _quantile_flat(a, q, method, weak_q):
-    """NumPy's ``_quantile`` of the flattened array (``q`` in [0, 1])."""
+# newer NumPy types the result by a Python scalar q's weak promotion (weak_q)
+_WEAK_Q = "weak_q" in inspect.signature(_fb._quantile).parameters
+
+
+def _quantile_flat(a, q, method, weak_q, empty):
+    """NumPy's ``_quantile`` of the flattened array (``q`` in [0, 1]);
+    ``empty()`` is NumPy's outcome for no elements."""
     n = int(np.prod(a.shape, dtype=np.int64))
     if n == 0:   # NumPy's outcome (an error or NaN with its warning) on every rank
-        return _fb._quantile(np.empty(0, a.dtype), q, axis=0, method=method, weak_q=weak_q)
+        return empty()
+    weak_q = weak_q and _WEAK_Q
     props = _fb._QuantileMethods[method]
     virtual = np.asanyarray(props["get_virtual_index"](n, q))
     supports_nans = np.issubdtype(a.dtype, np.inexact) or a.dtype.kind in "Mm"
@@ -142,7 +149,8 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
     numpy_fn = getattr(np, name)
     return _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
                 check=lambda: numpy_fn(np.zeros(2, a.dtype), q, method=method),
-                flat=lambda: _quantile_flat(a, np.asanyarray(qs), method, weak_q),
+                flat=lambda: _quantile_flat(a, np.asanyarray(qs), method, weak_q, lambda: numpy_fn(
+                    np.empty(0, a.dtype), q, method=method)),
                 local=lambda ax: _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
                     o, q, axis=x, method=method), np.shape(qs)))
 

@@ -25,6 +25,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bounds,
                                         check_permutation, from_owned)
+from nclx.dap.functions._samplesort import alltoallv
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -64,8 +65,7 @@ def _flat_block(a):
     rec["i"], rec["v"] = flat[order], values[order]
     del flat, values, order
     counts = np.bincount(dest, minlength=comm.Get_size()).astype(np.int64)
-    from nclx.dap.functions._samplesort import _alltoallv
-    recv, _ = _alltoallv(comm, rec, counts)
+    recv, _ = alltoallv(comm, rec, counts)
     del rec
     out = np.empty(int(bounds[rank + 1] - bounds[rank]), a.dtype)
     out[recv["i"] - bounds[rank]] = recv["v"]

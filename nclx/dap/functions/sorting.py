@@ -35,7 +35,7 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bounds,
                                         check_permutation, flat_values, from_owned, owned_lines,
                                         with_block_axis)
-from nclx.dap.functions._samplesort import deliver_block, sample_sort
+from nclx.dap.functions._samplesort import deliver_block, mpi, sample_sort
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -180,7 +180,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with different
     bits) the one value kept may have the other sign (bits) than NumPy's.
     ``return_index``, ``return_inverse`` and ``axis`` are refused."""
-    from mpi4py import MPI
     comm = ar.comm
     error = rec = None
     try:
@@ -201,8 +200,8 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     everyone = np.empty(int(sizes.sum()), rec.dtype)
     item = rec.dtype.itemsize
     displs = np.concatenate(([0], np.cumsum(sizes)[:-1])) * item
-    comm.Allgatherv([rec.view(np.uint8), MPI.BYTE],
-                    [everyone.view(np.uint8), (sizes * item, displs), MPI.BYTE])
+    comm.Allgatherv([rec.view(np.uint8), mpi().BYTE],
+                    [everyone.view(np.uint8), (sizes * item, displs), mpi().BYTE])
     values, inverse = np.unique(everyone["v"], return_inverse=True, equal_nan=equal_nan)
     if not return_counts:
         return values
