@@ -7,9 +7,9 @@ pieces (stable), picks ``16 P`` regular samples of its sorted sequence, one
 ``allgather`` brings every rank the ``16 P*P`` samples, ``P - 1`` splitters
 are taken from them at regular positions, one ``Alltoallv`` moves the
 buckets, and each rank merges what it received.  The keys are
-``(line, value, source rank, source position)``: unique, so the buckets hold
-at most about ``2 L m_max`` elements however many values are equal, and equal
-values keep the order of (source rank, position), i.e. a stable sort where
+``(line, value, source rank, source position)``: unique, so equal values
+never pile up in one bucket (the buckets stay near ``n / P`` elements), and
+equal values keep the order of (source rank, position), i.e. a stable sort where
 the ranks hold consecutive pieces of each line in order (block layouts).
 Values compare as NumPy's sort does: NaN last, ``-0.0 == 0.0``.
 
