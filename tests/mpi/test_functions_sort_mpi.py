@@ -13,6 +13,7 @@ from mpi4py import MPI
 import nclx.dap as dap
 from mpi_helpers import N, collective_assert, global_of, outcome
 from nclx.dap.distribution import Distribution, dims_create
+from nclx.dap.functions._wholelines import lines_go_whole
 
 comm = MPI.COMM_WORLD
 
@@ -110,8 +111,9 @@ def test_sort_2d_each_axis_and_flat(grid, dtype):
                                   periodic=[True, False])
     for axis in (0, 1, -1):
         r = np.sort(a, axis=axis)
-        # a whole axis: NumPy's default kind bit for bit; a distributed one: the stable order
-        kind = None if grid[axis] == 1 else "stable"
+        # lines held or moved whole: NumPy's default kind bit for bit; sample sort: stable
+        whole = grid[axis] == 1 or lines_go_whole(a.distribution, axis % 2)
+        kind = None if whole else "stable"
         assert_bits(global_of(r), np.sort(g, axis=axis, kind=kind), f"axis {axis}")
         collective_assert(r.distribution == a.distribution and padding_is_fresh(r),
                           f"axis {axis}: layout or padding")
@@ -121,6 +123,36 @@ def test_sort_2d_each_axis_and_flat(grid, dtype):
     got, want = global_of(flat), np.sort(g, axis=None)
     collective_assert(got.dtype == want.dtype and np.array_equal(got, want, equal_nan=True),
                       "axis=None values")
+
+
+@pytest.mark.parametrize("cols", [2, 3])
+def test_sort_of_few_lines_along_a_distributed_axis(cols):
+    # fewer lines than ranks: the sample sort with several lines (stable order)
+    g = awkward(29 * cols, seed=cols).reshape(29, cols)
+    a = dap.DistArray.from_global(g, comm=comm, grid_shape=(N, 1), padding=[1, 0])
+    whole = N == 1 or lines_go_whole(a.distribution, 0)
+    r = np.sort(a, axis=0)
+    assert_bits(global_of(r), np.sort(g, axis=0, kind=None if whole else "stable"), "few lines")
+    collective_assert(r.distribution == a.distribution and padding_is_fresh(r), "layout")
+
+
+@pytest.mark.parametrize("dist", [("c", "b"), ("b", "b")], ids=str)
+def test_whole_lines_along_a_distributed_axis_are_numpys(dist):
+    # as many lines as ranks: lines move whole and NumPy sorts them (any kind)
+    g = awkward(13 * 4 * N, seed=9).reshape(13, 4 * N)
+    a = dap.DistArray.from_global(g, comm=comm, dist=dist, grid_shape=(N, 1))
+    collective_assert(N == 1 or lines_go_whole(a.distribution, 0), "lines go whole")
+    for kind in (None, "stable"):
+        r = np.sort(a, axis=0, kind=kind)
+        assert_bits(global_of(r), np.sort(g, axis=0, kind=kind), f"sort kind={kind}")
+        assert_bits(global_of(np.argsort(a, axis=0, kind=kind)), np.argsort(g, axis=0, kind=kind),
+                    f"argsort kind={kind}")
+    assert_bits(global_of(np.partition(a, [2, 7], axis=0)), np.partition(g, [2, 7], axis=0),
+                "partition")
+    want = a.distribution if dist[0] == "b" or N == 1 else \
+        Distribution([Distribution.from_shape((13,), "b", grid_shape=(N,))._dims[0],
+                      a.distribution._dims[1]])
+    collective_assert(r.distribution == want, f"{r.distribution}")
 
 
 def test_sort_along_a_whole_axis_is_numpys_default_kind_bit_for_bit():
@@ -200,7 +232,8 @@ def full_outcome(fn, *args, **kw):
     (lambda a: np.sort(a, kind="bogus"), "ValueError"),
     (lambda a: np.sort(a, axis=2), "AxisError"),
     (lambda a: np.sort(a, axis=1.5), "TypeError"),
-    (lambda a: np.argsort(a, axis=0), "argsort: axis 0 is distributed"),
+    (lambda a: np.argsort(dap.DistArray.from_global(np.arange(12.0), comm=comm)),
+     "argsort: axis 0 is distributed"),
     (lambda a: np.argsort(a, axis=None), "argsort: axis=None"),
     (lambda a: np.unique(a, return_inverse=True), "return_index / return_inverse"),
     (lambda a: np.unique(a, axis=0), "np.unique: axis="),

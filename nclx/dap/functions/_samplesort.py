@@ -71,6 +71,27 @@ def _key_order(lines, values, *tiebreaks):
     return order
 
 
+def _kind(values):
+    """'stable' where the order of equal keys shows in the values (both
+    zeros, NaNs of different bits, complex and structured values), else
+    NumPy's default (much faster) sort: equal keys then have equal bits."""
+    kind = values.dtype.kind
+    if kind in "biuSUMm":
+        return None
+    if kind != "f":
+        return "stable"
+    zeros = np.signbit(values[values == 0])
+    if zeros.size and zeros.any() and not zeros.all():
+        return "stable"
+    nans = values[np.isnan(values)]
+    if nans.size > 1:
+        raw = nans.view(np.dtype(f"u{nans.dtype.itemsize}")) if nans.dtype.itemsize in (1, 2, 4, 8) \
+            else None
+        if raw is None or np.any(raw != raw[0]):
+            return "stable"
+    return None
+
+
 def _count_below(sorted_block, me, splitter):
     """How many of this rank's elements (``sorted_block``: (L, m), every row
     sorted) have a key below ``splitter`` = (line, value, rank, position)."""
@@ -96,7 +117,7 @@ def sample_sort(comm, block):
     is None when ``L == 1``).  Every rank of ``comm`` must call it."""
     P, me = comm.Get_size(), comm.Get_rank()
     L, m = block.shape
-    block.sort(axis=1, kind="stable")
+    block.sort(axis=1, kind=_kind(block))
     local = block
     flat = local.reshape(-1)
     n = flat.shape[0]
@@ -124,9 +145,11 @@ def sample_sort(comm, block):
     recv, _ = alltoallv(comm, _records(lines, flat), counts)
     del local, flat, block
     if L == 1:
-        recv.sort(kind="stable")            # sources in rank order: a stable merge
+        recv.sort(kind=_kind(recv))          # sources in rank order: stable where it shows
         return None, recv
-    order = np.lexsort((recv["v"], recv["l"]))        # stable: sources stay in rank order
+    kind = _kind(recv["v"])
+    order = np.argsort(recv["v"], kind=kind)
+    order = order[np.argsort(recv["l"][order], kind="stable")]
     lines, values = recv["l"][order], recv["v"][order]
     return lines, values
 

@@ -1,31 +1,37 @@
-"""Sorting a DistArray: ``np.sort``, ``np.argsort``, ``np.unique``.
+"""Sorting a DistArray: ``np.sort``, ``np.argsort``, ``np.partition``,
+``np.unique``.
 
-``np.sort(da, axis=k)``:
+``np.sort(da, axis=k)`` -- "lines" are the 1-D slices along axis k:
 
 - along an axis with one grid coordinate ('n', or a grid of size 1 there)
   every rank sorts its lines whole, in global order, with the ``kind``
-  asked: the result is ``np.sort``'s on the global array bit for bit, and
-  distributed like ``da`` (padding refreshed);
-- along a distributed axis, a sample sort over the ranks along that axis
-  (:mod:`._samplesort`: one ``allgather`` of samples, one ``Alltoallv`` of
-  buckets, one ``Exscan`` and one ``Alltoallv`` to the result's layout with
-  exact counts).  The result is distributed like ``da`` when that axis is
-  block-distributed (padding refreshed); along a cyclic or 'u' axis it is
-  ``da``'s distribution with that axis block-distributed (balanced, no
-  padding) over the same grid coordinates.  The values equal
-  ``np.sort(global, axis=k, kind='stable')`` bit for bit along a block axis:
-  equal keys (``-0.0`` and ``0.0``, NaNs of different bits) keep their
-  global order.  ``np.sort``'s default kind orders such equal keys in no
-  defined way; every other value is the same bit for bit.  Along a cyclic
-  or 'u' axis equal keys may come in another order (the values are
-  otherwise the same);
-- ``axis=None`` sorts the flattened array: a 1-D DistArray of ``da.size``
-  elements, block-distributed (balanced, no padding) over the communicator;
-  equal keys of different bits in no defined order.
+  asked: NumPy's result bit for bit, distributed like ``da`` (padding
+  refreshed);
+- along a distributed axis whose ranks share at least as many lines as
+  there are ranks along it (:func:`._wholelines.lines_go_whole`), the lines
+  move whole to the ranks (one ``Alltoallv``), NumPy sorts them with
+  ``kind``, and they come back (one ``Alltoallv``): NumPy's result bit for
+  bit, even the order of equal keys;
+- along a distributed axis with fewer lines (a 1-D array), a sample sort
+  over the ranks along that axis (:mod:`._samplesort`: one ``allgather`` of
+  samples, one ``Alltoallv`` of buckets, one ``Exscan`` and one
+  ``Alltoallv`` to the result's layout with exact counts).  Along a block
+  axis the values equal ``np.sort(global, axis=k, kind='stable')`` bit for
+  bit: equal keys (``-0.0`` and ``0.0``, NaNs of different bits) keep their
+  global order, where ``np.sort``'s default kind orders them in no defined
+  way (every other value is the same bit for bit).  Along a cyclic or 'u'
+  axis equal keys may come in another order (the values are otherwise
+  the same);
+- ``axis=None`` sorts the flattened array by the sample sort: a 1-D
+  DistArray of ``da.size`` elements, block-distributed (balanced, no
+  padding) over the communicator; equal keys of different bits in no
+  defined order.
 
-``kind`` only reaches the local sorts; ``order=`` is refused.  NaNs sort
-last as in NumPy.  No rank holds more than its part (plus a bucket of at
-most about twice its part).
+The result along a distributed axis is distributed like ``da`` when that
+axis is block-distributed (padding refreshed), else like ``da`` with that
+axis block-distributed (balanced, no padding) over the same grid
+coordinates.  ``kind`` reaches NumPy's sorts of whole lines (the sample
+sort is stable); ``order=`` is refused.  NaNs sort last as in NumPy.
 """
 import numpy as np
 
@@ -36,6 +42,8 @@ from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bo
                                         check_permutation, flat_values, from_owned, owned_lines,
                                         with_block_axis)
 from nclx.dap.functions._samplesort import deliver_block, mpi, sample_sort
+from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
+from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -76,9 +84,8 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     dist, comm = a.distribution, a.comm
     if axis is None:
         return _sort_flat(a)
-    if dist.grid_shape[ax] == 1:
-        owned = _along_whole_axis(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable))
-        return from_owned(DistArray, dist, comm, owned, a.dtype)
+    if dist.grid_shape[ax] == 1 or lines_go_whole(dist, ax):
+        return _whole(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable), a.dtype)
     sub = axis_comm(a, ax)
     order_ = axis_order(a, ax)[1] if dist.dist[ax] == "u" else None   # b, c: in order
     lines, values = sample_sort(sub, owned_lines(a, ax, order_))
@@ -89,6 +96,20 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     del lines, values
     moved = [n for d, n in enumerate(owned_shape) if d != ax] + [owned_shape[ax]]
     return from_owned(DistArray, target, comm, np.moveaxis(out.reshape(moved), -1, ax), a.dtype)
+
+
+def _by_whole_lines(a, ax, fn, dtype):
+    """``fn`` on whole lines along a distributed ``ax`` (:mod:`._wholelines`);
+    the result distributed like ``a`` along a block axis, else with that axis
+    block-distributed."""
+    dist, comm = a.distribution, a.comm
+    target = dist if dist.dist[ax] == "b" else with_block_axis(dist, ax)
+    column = dist._dims[ax]
+    idx = [map_from_dim_dict(dd).global_indices() for dd in column]
+    out = whole_lines(axis_comm(a, ax), owned_lines(a, ax), idx, fn, block_bounds(target, ax))
+    owned_shape = [m.num_owned for m in target.maps(comm.Get_rank())]
+    moved = [n for d, n in enumerate(owned_shape) if d != ax] + [owned_shape[ax]]
+    return from_owned(DistArray, target, comm, np.moveaxis(out.reshape(moved), -1, ax), dtype)
 
 
 def _sort_flat(a):
@@ -103,27 +124,35 @@ def _sort_flat(a):
 
 @implements(np.argsort)
 def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
-    """``np.argsort`` of a DistArray along an axis with one grid coordinate
-    ('n', or a grid of size 1 there): global indices along that axis, bit for
-    bit NumPy's, distributed like ``a`` (padding refreshed).  Along a
-    distributed axis (or ``axis=None``) it raises a DapError on every rank."""
+    """``np.argsort`` of a DistArray: global indices along ``axis``, bit for
+    bit NumPy's, where the lines are held or moved whole (an axis with one
+    grid coordinate, or as many lines as ranks along it; see the module
+    doc), distributed as :func:`sort`'s result.  Otherwise (and for
+    ``axis=None``) a DapError on every rank."""
     error = ax = None
     try:
         _check_common(a, kind, order, stable, "np.argsort")
         if axis is None:
             raise DapError("np.argsort: axis=None (flattened indices) is not supported for a "
-                           "DistArray; sort along an axis with one grid coordinate")
+                           "DistArray; sort along an axis")
         ax = axis_of(a, axis, "np.argsort")
-        if a.distribution.grid_shape[ax] != 1:
-            raise DapError(f"np.argsort: axis {ax} is distributed over "
-                           f"{a.distribution.grid_shape[ax]} grid coordinates; argsort needs an "
-                           f"axis with one (np.sort sorts along a distributed axis)")
         check_permutation(a.distribution, ax, "np.argsort")
+        if a.distribution.grid_shape[ax] != 1 and not lines_go_whole(a.distribution, ax):
+            raise DapError(f"np.argsort: axis {ax} is distributed over "
+                           f"{a.distribution.grid_shape[ax]} grid coordinates, which share "
+                           f"fewer lines than that; argsort needs whole lines (np.sort "
+                           f"sorts along any axis)")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
         error = exc
     agree(a.comm, error, "np.argsort")
-    owned = _along_whole_axis(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable))
-    return from_owned(DistArray, a.distribution, a.comm, owned, np.intp)
+    return _whole(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable), np.intp)
+
+
+def _whole(a, ax, fn, dtype):
+    """``fn`` on lines held whole along ``ax`` (one grid coordinate) or moved whole."""
+    if a.distribution.grid_shape[ax] == 1:
+        return from_owned(DistArray, a.distribution, a.comm, _along_whole_axis(a, ax, fn), dtype)
+    return _by_whole_lines(a, ax, fn, dtype)
 
 
 def _check_kth(kth, n, kind):
@@ -161,9 +190,9 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
         error = exc
     agree(a.comm, error, "np.partition")
-    if axis is not None and a.distribution.grid_shape[ax] == 1:
-        owned = _along_whole_axis(a, ax, lambda x: np.partition(x, kth, axis=-1, kind=kind))
-        return from_owned(DistArray, a.distribution, a.comm, owned, a.dtype)
+    if axis is not None and (a.distribution.grid_shape[ax] == 1 or
+                             lines_go_whole(a.distribution, ax)):
+        return _whole(a, ax, lambda x: np.partition(x, kth, axis=-1, kind=kind), a.dtype)
     return sort(a, axis=axis, kind="stable")
 
 
