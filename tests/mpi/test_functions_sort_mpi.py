@@ -269,19 +269,23 @@ def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch):
 
 @pytest.mark.skipif(N < 4, reason="the memory bound is checked at 4 ranks or more")
 def test_no_rank_comes_near_the_global_size():
+    # a rank's peak: about 2 (1-D) to 3 (2-D, lines moved whole) times its block
     n = 120_000
     a = dap.DistArray.from_shape((n,), comm=comm)
     a.owned[...] = np.random.default_rng(comm.rank).standard_normal(a.owned.shape)
     low = dap.DistArray.from_shape((n,), comm=comm)
     low.owned[...] = np.random.default_rng(comm.rank).integers(0, 50, a.owned.shape)
-    for name, fn, x in [("sort", np.sort, a), ("unique", np.unique, low)]:
+    b = dap.DistArray.from_shape((400, n // 400), comm=comm)
+    b.owned[...] = np.random.default_rng(comm.rank).standard_normal(b.owned.shape)
+    for name, fn, x in [("sort", np.sort, a), ("unique", np.unique, low),
+                        ("sort 2-D", lambda y: np.sort(y, axis=0), b)]:
         fn(x)                                         # one-time allocations out of the way
         tracemalloc.start()
         fn(x)
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         ratio = peak / (n * 8)
-        collective_assert(ratio < 3.0 / N, f"{name}: peak {ratio:.2f} x the global array")
+        collective_assert(ratio < 3.3 / N, f"{name}: peak {ratio:.2f} x the global array")
 
 
 def test_partition_whole_axis_is_numpys_and_distributed_axis_is_a_partition():

@@ -29,7 +29,8 @@ def lines_go_whole(dist, axis):
 
 def whole_lines(comm, block, global_idx, fn, bounds):
     """``fn`` (a NumPy function of lines, axis last, returning lines of the
-    same length) on lines gathered whole, the results cut at ``bounds``.
+    same length; it may work in place) on lines gathered whole, the results
+    cut at ``bounds``.
 
     ``block`` is this rank's ``(L, m)`` part of the lines (C-contiguous);
     ``global_idx[r]`` the global positions along the axis of rank ``r``'s
@@ -41,6 +42,7 @@ def whole_lines(comm, block, global_idx, fn, bounds):
     widths = [len(g) for g in global_idx]
     # rows [rows[t], rows[t+1]) of the block go to rank t: contiguous, no packing
     recv, _ = alltoallv(comm, block.reshape(-1), np.diff(rows) * m)
+    del block
     mine = int(rows[me + 1] - rows[me])
     parts, at = [], 0
     for s in range(P):

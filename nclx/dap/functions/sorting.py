@@ -84,8 +84,10 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
     dist, comm = a.distribution, a.comm
     if axis is None:
         return _sort_flat(a)
-    if dist.grid_shape[ax] == 1 or lines_go_whole(dist, ax):
+    if dist.grid_shape[ax] == 1:
         return _whole(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable), a.dtype)
+    if lines_go_whole(dist, ax):                   # lines of its own: sorted in place
+        return _whole(a, ax, lambda x: _sorted_in_place(x, kind, stable), a.dtype)
     sub = axis_comm(a, ax)
     order_ = axis_order(a, ax)[1] if dist.dist[ax] == "u" else None   # b, c: in order
     lines, values = sample_sort(sub, owned_lines(a, ax, order_))
@@ -146,6 +148,11 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
         error = exc
     agree(a.comm, error, "np.argsort")
     return _whole(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable), np.intp)
+
+
+def _sorted_in_place(lines, kind, stable):
+    lines.sort(axis=-1, kind=kind, stable=stable)
+    return lines
 
 
 def _whole(a, ax, fn, dtype):
