@@ -250,3 +250,21 @@ def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch, module, name, cal
     a = dap.DistArray.from_global(np.arange(12.0).reshape(6, 2), comm=comm, grid_shape=(N, 1))
     kind, msg = full_outcome(call, a)
     collective_assert(kind == "exc" and f"rank {N - 1}" in msg and "MemoryError" in msg, msg)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, r: np.sort(a, axis=r % 2),
+    lambda a, r: np.percentile(a, 10 + r),
+    lambda a, r: np.median(a, keepdims=r == 0),
+    lambda a, r: np.histogram(a, bins=3 + r),
+    lambda a, r: np.unique(a, return_counts=r == 0),
+    lambda a, r: np.cumsum(a, axis=r % 2),
+], ids=["sort", "percentile", "median", "histogram", "unique", "cumsum"])
+def test_ranks_passing_different_arguments_raise_on_every_rank(call):
+    # a collective call with different arguments on different ranks: raised, never a hang
+    a = dap.DistArray.from_global(np.arange(24.0).reshape(6, 4), comm=comm, grid_shape=(N, 1))
+    kind, msg = full_outcome(call, a, comm.rank)
+    if N == 1:
+        collective_assert(kind == "ok", msg)
+    else:
+        collective_assert(kind == "exc" and "disagree" in msg, msg)

@@ -1,17 +1,36 @@
 """Shared plumbing of the order-statistics functions: lines along an axis,
 the ranks along an axis, and a DistArray built from owned parts."""
 import operator
+import pickle
 
 import numpy as np
 
+from nclx.dap.collective import agree_same
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.reduce import _subcomms
 from nclx.dap.validate import DapError
 
-__all__ = ["axis_of", "axis_comm", "owned_lines", "axis_order", "check_permutation",
-           "block_bounds", "with_block_axis", "from_owned", "flat_values"]
+__all__ = ["agree_call", "check_same_args", "axis_of", "axis_comm", "owned_lines", "axis_order",
+           "check_permutation", "block_bounds", "with_block_axis", "from_owned", "flat_values"]
+
+
+def agree_call(comm, error, what, args):
+    """One ``allgather``: every rank raises the same DapError if any rank
+    failed (``error``) or the ranks passed different ``args`` (the call's
+    arguments: a collective call needs the same everywhere)."""
+    agree_same(comm, args, error, what, describe=lambda v: f"the arguments {v!r}")
+
+
+def check_same_args(args, what):
+    """DapError (the same on every rank: ``args`` is every rank's, by rank)
+    unless every rank passed the same arguments."""
+    keys = [pickle.dumps(v) for v in args]
+    if any(k != keys[0] for k in keys):
+        differ = [r for r, k in enumerate(keys) if k != keys[0]]
+        raise DapError(f"{what}: the ranks disagree on the arguments (every rank must pass the "
+                       f"same): rank 0 passed {args[0]!r}, rank {differ[0]} {args[differ[0]]!r}")
 
 
 def axis_of(a, axis, what):

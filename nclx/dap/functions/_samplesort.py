@@ -85,8 +85,8 @@ def _kind(values):
         return "stable"
     nans = values[np.isnan(values)]
     if nans.size > 1:
-        raw = nans.view(np.dtype(f"u{nans.dtype.itemsize}")) if nans.dtype.itemsize in (1, 2, 4, 8) \
-            else None
+        size = nans.dtype.itemsize
+        raw = nans.view(np.dtype(f"u{size}")) if size in (1, 2, 4, 8) else None
         if raw is None or np.any(raw != raw[0]):
             return "stable"
     return None

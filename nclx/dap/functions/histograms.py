@@ -18,6 +18,7 @@ import numpy as np
 
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
+from nclx.dap.functions._layout import check_same_args
 from nclx.dap.reduce import _mpi_combine
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -71,7 +72,11 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
                      weights=None if weights is None else np.ones(1, weights.dtype))
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    everyone = allgather_checked(comm, ext, error, "np.histogram")
+    args = (None if isinstance(bins, DistArray) else bins,
+            None if isinstance(range, DistArray) else range, density, weights is None)
+    parts = allgather_checked(comm, (ext, args), error, "np.histogram")
+    check_same_args([p[1] for p in parts], "np.histogram")
+    everyone = [p[0] for p in parts]
     if np.ndim(bins) == 0 and range is None:
         held = [e for e in everyone if e is not None]
         if not held:

@@ -22,10 +22,9 @@ import inspect
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
 
-from nclx.dap.collective import agree
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import axis_of, flat_values
+from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -133,9 +132,10 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
                 raise DapError(f"np.{name}: axis {ax} is distributed over "
                                f"{a.distribution.grid_shape[ax]} grid coordinates; give "
                                f"axis=None or an axis with one grid coordinate")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
-    agree(a.comm, error, f"np.{name}")
+    agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
+                                              overwrite_input, method, keepdims))
     if axis is None:
         result = flat()
         return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \

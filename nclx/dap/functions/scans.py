@@ -20,10 +20,9 @@
 """
 import numpy as np
 
-from nclx.dap.collective import agree
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bounds,
+from nclx.dap.functions._layout import (agree_call, axis_comm, axis_of, axis_order, block_bounds,
                                         check_permutation, from_owned)
 from nclx.dap.functions._samplesort import alltoallv
 from nclx.dap.registry import implements
@@ -86,9 +85,9 @@ def _scan(name, ufunc, a, axis, dtype, out):
             if dist.grid_shape[ax] != 1 and dist.dist[ax] != "b":
                 raise DapError(f"np.{name}: axis {ax} is {dist.dist[ax]!r}-distributed; a scan "
                                f"needs it block-distributed ('b') or on one grid coordinate")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
-    agree(comm, error, f"np.{name}")
+    agree_call(comm, error, f"np.{name}", (axis, None if dtype is None else np.dtype(dtype).str))
     if axis is None:
         part, target = _flat_block(a)
         scanned = _scan_block(comm, part, 0, ufunc, rdtype)

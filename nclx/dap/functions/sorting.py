@@ -35,12 +35,12 @@ sort is stable); ``order=`` is refused.  NaNs sort last as in NumPy.
 """
 import numpy as np
 
-from nclx.dap.collective import agree, allgather_checked
+from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import (axis_comm, axis_of, axis_order, block_bounds,
-                                        check_permutation, flat_values, from_owned, owned_lines,
-                                        with_block_axis)
+from nclx.dap.functions._layout import (agree_call, axis_comm, axis_of, axis_order, block_bounds,
+                                        check_permutation, check_same_args, flat_values,
+                                        from_owned, owned_lines, with_block_axis)
 from nclx.dap.functions._samplesort import deliver_block, mpi, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
 from nclx.dap.maps import map_from_dim_dict
@@ -78,9 +78,9 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         if axis is not None:
             ax = axis_of(a, axis, "np.sort")
             check_permutation(a.distribution, ax, "np.sort")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
-    agree(a.comm, error, "np.sort")
+    agree_call(a.comm, error, "np.sort", (axis, kind, order, stable))
     dist, comm = a.distribution, a.comm
     if axis is None:
         return _sort_flat(a)
@@ -144,9 +144,9 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
                            f"{a.distribution.grid_shape[ax]} grid coordinates, which share "
                            f"fewer lines than that; argsort needs whole lines (np.sort "
                            f"sorts along any axis)")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
-    agree(a.comm, error, "np.argsort")
+    agree_call(a.comm, error, "np.argsort", (axis, kind, order, stable))
     return _whole(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable), np.intp)
 
 
@@ -194,9 +194,9 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
             n = a.shape[ax]
             check_permutation(a.distribution, ax, "np.partition")
         _check_kth(kth, n, kind)
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
-    agree(a.comm, error, "np.partition")
+    agree_call(a.comm, error, "np.partition", (np.asarray(kth).tolist(), axis, kind, order))
     if axis is not None and (a.distribution.grid_shape[ax] == 1 or
                              lines_go_whole(a.distribution, ax)):
         return _whole(a, ax, lambda x: np.partition(x, kth, axis=-1, kind=kind), a.dtype)
@@ -231,8 +231,11 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         rec["v"], rec["c"] = vals, counts
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    sizes = np.array(allgather_checked(comm, None if rec is None else rec.shape[0], error,
-                                       "np.unique"), np.int64)
+    args = (return_index, return_inverse, return_counts, axis, equal_nan, sorted)
+    parts = allgather_checked(comm, (None if rec is None else rec.shape[0], args), error,
+                              "np.unique")
+    check_same_args([p[1] for p in parts], "np.unique")
+    sizes = np.array([p[0] for p in parts], np.int64)
     everyone = np.empty(int(sizes.sum()), rec.dtype)
     item = rec.dtype.itemsize
     displs = np.concatenate(([0], np.cumsum(sizes)[:-1])) * item
