@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 from mpi4py import MPI
 
 import nclx.dap as dap
@@ -117,6 +118,27 @@ def test_quantile_errors_on_every_rank(call, expect):
         collective_assert(kind == "ok", msg)
         return
     collective_assert(kind == "exc" and msg.startswith("DapError") and expect in msg, msg)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from([0.0, -0.0, 1.0, -2.5, 3.25, 1e-300, 7.0, -7.0, np.inf]),
+                min_size=1, max_size=30),
+       st.lists(st.floats(0, 100), min_size=1, max_size=3), st.sampled_from([{}, dict(dist="c")]))
+def test_quantiles_and_histogram_on_drawn_arrays(values, q, layout):
+    # every rank draws the same examples (derandomize); failures are collective
+    g = np.array(values)
+    a = dap.DistArray.from_global(g, comm=comm, **layout)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got, want = np.percentile(a, q), np.percentile(g, q)
+        collective_assert(bits(got) == bits(want), f"{g} q={q}: {got} != {want}")
+        got, want = np.median(a), np.median(g)
+        collective_assert(bits(got) == bits(want), f"{g} median: {got} != {want}")
+    finite = g[np.isfinite(g)]
+    if finite.size == g.size:
+        got, want = np.histogram(a, bins=4), np.histogram(g, bins=4)
+        collective_assert(bits(got[0]) == bits(want[0]) and bits(got[1]) == bits(want[1]),
+                          f"{g}: {got} != {want}")
 
 
 # ---------------------------------------------------------------- histogram
