@@ -13,7 +13,8 @@ from nclx.dap.reduce import _subcomms
 from nclx.dap.validate import DapError
 
 __all__ = ["agree_call", "check_same_args", "axis_of", "axis_comm", "owned_lines", "axis_order",
-           "check_permutation", "block_bounds", "with_block_axis", "from_owned", "flat_values"]
+           "along_whole_axis", "check_permutation", "block_bounds", "with_block_axis",
+           "from_owned", "flat_values"]
 
 
 def agree_call(comm, error, what, args):
@@ -65,6 +66,20 @@ def check_permutation(dist, axis, what):
     if not np.array_equal(idx, np.arange(dist.shape[axis])):
         raise DapError(f"{what}: dimension {axis} ('u') does not own every index in "
                        f"[0, {dist.shape[axis]}) exactly once")
+
+
+def along_whole_axis(a, axis, fn):
+    """``fn`` (a NumPy function of lines, axis last) on lines held whole; the
+    result placed back in local order.  Returns the owned result."""
+    g = a.distribution.maps(a.comm.Get_rank())[axis].global_indices()
+    moved = np.moveaxis(a.owned, axis, -1)
+    if np.array_equal(g, np.arange(g.size)):               # already in global order
+        return np.moveaxis(fn(moved), -1, axis)
+    order = np.argsort(g, kind="stable")
+    done = fn(moved[..., order])                            # in global order along the axis
+    back = np.empty_like(order)
+    back[order] = np.arange(order.size)                     # local i holds global g[i]
+    return np.moveaxis(done[..., back], -1, axis)
 
 
 def owned_lines(a, axis, order=None):

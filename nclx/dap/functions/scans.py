@@ -22,8 +22,8 @@ import numpy as np
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import (agree_call, axis_comm, axis_of, axis_order, block_bounds,
-                                        check_permutation, from_owned)
+from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
+                                        block_bounds, check_permutation, from_owned)
 from nclx.dap.functions._samplesort import alltoallv
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -43,6 +43,30 @@ def _scan_block(comm, owned, axis, ufunc, dtype):
     return local
 
 
+def _c_order_runs(dist):
+    """Where every rank owns one run of the C-order flattened array, in rank
+    order (rows split along the first axis, every other axis whole and in
+    order): the runs' bounds; else None.  Read from the Distribution, so
+    the same on every rank."""
+    inner = int(np.prod(dist.shape[1:], dtype=np.int64))
+    starts = []
+    for r in range(dist.nprocs):
+        idx = [m.global_indices() for m in dist.maps(r)]
+        for d, g in enumerate(idx):
+            lo = int(g[0]) if g.size else 0
+            if not np.array_equal(g, np.arange(lo, lo + g.size)) or \
+                    (d > 0 and g.size != dist.shape[d]):
+                return None
+        starts.append((int(idx[0][0]) if idx[0].size else None, idx[0].size))
+    bounds, at = [0], 0
+    for first, size in starts:
+        if size and first != at:
+            return None
+        at += size
+        bounds.append(at * inner)
+    return np.array(bounds, np.int64)
+
+
 def _flat_block(a):
     """This rank's part of the C-order flattened array, block-distributed
     over the communicator (one ``Alltoallv`` of (index, value) records:
@@ -54,6 +78,11 @@ def _flat_block(a):
     if a.distribution.ndim == 1 and a.distribution.dist[0] == "b" and \
             np.array_equal(block_bounds(a.distribution, 0), bounds):
         return a.owned, target             # already the flattened block layout: no move
+    runs = _c_order_runs(a.distribution)
+    if runs is not None:                   # each rank holds one run of the C order: cut it
+        cuts = np.clip(bounds - runs[rank], 0, runs[rank + 1] - runs[rank])
+        part, _ = alltoallv(comm, np.ascontiguousarray(a.owned).reshape(-1), np.diff(cuts))
+        return part, target
     idx = [m.global_indices() for m in a.distribution.maps(rank)]
     flat = np.ravel_multi_index(np.ix_(*idx), a.shape).reshape(-1) if idx else \
         np.zeros(1, np.int64)
@@ -93,12 +122,8 @@ def _scan(name, ufunc, a, axis, dtype, out):
         scanned = _scan_block(comm, part, 0, ufunc, rdtype)
         return from_owned(DistArray, target, comm, scanned, rdtype)
     if dist.grid_shape[ax] == 1:
-        _, order = axis_order(a, ax)
-        back = np.empty_like(order)
-        back[order] = np.arange(order.size)
-        lines = np.moveaxis(a.owned, ax, -1)[..., order]
-        done = ufunc.accumulate(lines, axis=-1, dtype=rdtype)[..., back]
-        return from_owned(DistArray, dist, comm, np.moveaxis(done, -1, ax), rdtype)
+        done = along_whole_axis(a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=rdtype))
+        return from_owned(DistArray, dist, comm, done, rdtype)
     scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, rdtype)
     return from_owned(DistArray, dist, comm, scanned, rdtype)
 

@@ -38,9 +38,10 @@ import numpy as np
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import (agree_call, axis_comm, axis_of, axis_order, block_bounds,
-                                        check_permutation, check_same_args, flat_values,
-                                        from_owned, owned_lines, with_block_axis)
+from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
+                                        axis_order, block_bounds, check_permutation,
+                                        check_same_args, flat_values, from_owned, owned_lines,
+                                        with_block_axis)
 from nclx.dap.functions._samplesort import deliver_block, mpi, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
 from nclx.dap.maps import map_from_dim_dict
@@ -56,17 +57,6 @@ def _check_common(a, kind, order, stable, what):
         raise TypeError(f"{what}: a DistArray of dtype {a.dtype} (Python objects) cannot be "
                         f"sorted across ranks")
     np.sort(np.empty(0, a.dtype), kind=kind, stable=stable)      # NumPy's argument errors
-
-
-def _along_whole_axis(a, axis, fn):
-    """``fn`` (a NumPy sort of lines, axis last) on lines held whole; the
-    result placed back in local order.  Returns the owned result."""
-    g, order = axis_order(a, axis)
-    lines = np.moveaxis(a.owned, axis, -1)[..., order]     # global order along the axis
-    done = fn(lines)
-    back = np.empty_like(order)
-    back[order] = np.arange(order.size)                     # local i holds global g[i]
-    return np.moveaxis(done[..., back], -1, axis)
 
 
 @implements(np.sort)
@@ -158,7 +148,7 @@ def _sorted_in_place(lines, kind, stable):
 def _whole(a, ax, fn, dtype):
     """``fn`` on lines held whole along ``ax`` (one grid coordinate) or moved whole."""
     if a.distribution.grid_shape[ax] == 1:
-        return from_owned(DistArray, a.distribution, a.comm, _along_whole_axis(a, ax, fn), dtype)
+        return from_owned(DistArray, a.distribution, a.comm, along_whole_axis(a, ax, fn), dtype)
     return _by_whole_lines(a, ax, fn, dtype)
 
 
