@@ -7,15 +7,17 @@ without gathering: a sample sort of the flattened values
 (:mod:`._samplesort`), one ``Exscan`` of the bucket sizes, and one
 ``Allreduce`` (bitwise or, the holder contributes the bits, the others
 zeros) brings every rank those few values.  NumPy's own interpolation
-(``method``: any of NumPy's unweighted methods, 'linear' by default) then
-runs on them, so the result is NumPy's bit for bit, on every rank.
+(its private quantile helpers; ``method``: NumPy's unweighted methods,
+'linear' by default) then runs on them, so the result is NumPy's bit for
+bit, on every rank; ``np.median`` is NumPy's mean of the middle values.
 
 ``axis=k`` along an axis with one grid coordinate ('n', or a grid of size
 1 there): every rank holds its lines whole and NumPy computes them; the
 result is a DistArray over ``q``'s dimensions (undistributed) followed by
 the other axes, distributed as in ``a`` (``keepdims`` keeps axis ``k`` with
 size 1).  A distributed axis is refused (DapError), as are ``weights=``,
-``out=`` and ``overwrite_input=True``.
+``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
+that failed, or ranks that passed different arguments, raise on every rank.
 """
 import inspect
 

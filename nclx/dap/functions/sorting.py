@@ -32,6 +32,8 @@ axis is block-distributed (padding refreshed), else like ``da`` with that
 axis block-distributed (balanced, no padding) over the same grid
 coordinates.  ``kind`` reaches NumPy's sorts of whole lines (the sample
 sort is stable); ``order=`` is refused.  NaNs sort last as in NumPy.
+Each function starts with one ``allgather``: a rank that failed, or ranks
+that passed different arguments, raise the same DapError on every rank.
 """
 import numpy as np
 
