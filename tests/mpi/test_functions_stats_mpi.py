@@ -82,6 +82,29 @@ def test_quantiles_of_special_values(values):
         assert_bits(np.median(a), np.median(g), f"{values} median")
 
 
+@pytest.mark.parametrize("kind", ["some NaN", "all NaN", "ints", "empty"])
+def test_nan_quantiles_are_numpys_bits(kind):
+    g = {"some NaN": data(np.float64, seed=11), "all NaN": np.full((3, 4), np.nan),
+         "ints": data(np.int64, seed=12), "empty": np.zeros((0, 3))}[kind]
+    if kind == "some NaN":
+        g.flat[::3] = np.nan
+    a = dap.DistArray.from_global(g, comm=comm, grid_shape=(N, 1) if g.shape[0] >= N else None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)     # NumPy's "All-NaN slice"
+        for q in (50, [10, 90], 0, 100):
+            assert_bits(np.nanpercentile(a, q), np.nanpercentile(g, q), f"nanpercentile {q}")
+            assert_bits(np.nanquantile(a, np.divide(q, 100)), np.nanquantile(g, np.divide(q, 100)),
+                        f"nanquantile {q}")
+        assert_bits(np.nanmedian(a), np.nanmedian(g), "nanmedian")
+        if g.size and g.shape[0] >= N:
+            assert_bits(global_of(np.nanmedian(a, axis=1)), np.nanmedian(g, axis=1), "axis 1")
+    if kind == "all NaN":
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            np.nanmedian(a)
+        collective_assert(any("All-NaN slice" in str(w.message) for w in caught), "warning")
+
+
 def test_quantiles_of_an_empty_array_are_numpys_outcome():
     a = dap.DistArray.from_global(np.zeros(0), comm=comm)
     with warnings.catch_warnings():

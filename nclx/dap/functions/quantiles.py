@@ -1,5 +1,6 @@
 """Exact order statistics of a DistArray: ``np.percentile``,
-``np.quantile``, ``np.median``.
+``np.quantile``, ``np.median`` and their NaN-ignoring forms
+``np.nanpercentile``, ``np.nanquantile``, ``np.nanmedian``.
 
 ``axis=None``: the order statistics NumPy's method needs (the neighbours of
 each virtual index, and the last one for the NaN check) are selected
@@ -32,11 +33,27 @@ from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
+class _Values:
+    """The values a selection runs on: this rank's (a fresh 1-D copy), how
+    many all ranks hold (``n``), their dtype and communicator."""
+
+    def __init__(self, a, drop_nan=False):
+        self.comm, self.dtype = a.comm, a.dtype
+        self.local = flat_values(a)
+        if drop_nan and a.dtype.kind in "fc":
+            self.local = self.local[~np.isnan(self.local)]
+            self.n = int(a.comm.allreduce(self.local.shape[0]))
+        else:
+            self.n = int(np.prod(a.shape, dtype=np.int64))
+
+
 def _order_statistics(a, positions):
-    """The values at sorted ``positions`` (int64, in ``[0, size)``) of the
-    flattened array, on every rank."""
+    """The values at sorted ``positions`` (int64, in ``[0, n)``) of ``a``
+    (a :class:`_Values`), on every rank."""
     comm = a.comm
-    _, bucket = sample_sort(comm, flat_values(a).reshape(1, -1))
+    local, a.local = a.local, None
+    _, bucket = sample_sort(comm, local.reshape(1, -1))
+    del local
     mine = np.array([bucket.shape[0]], np.int64)
     base = np.zeros(1, np.int64)
     comm.Exscan(mine, base, op=mpi().SUM)
@@ -68,7 +85,7 @@ _WEAK_Q = "weak_q" in inspect.signature(_fb._quantile).parameters
 def _quantile_flat(a, q, method, weak_q, empty):
     """NumPy's ``_quantile`` of the flattened array (``q`` in [0, 1]);
     ``empty()`` is NumPy's outcome for no elements."""
-    n = int(np.prod(a.shape, dtype=np.int64))
+    n = a.n
     if n == 0:   # NumPy's outcome (an error or NaN with its warning) on every rank
         return empty()
     weak_q = weak_q and _WEAK_Q
@@ -117,7 +134,13 @@ def _whole_axis(a, ax, keepdims, fn, q_shape):
     return out
 
 
+def _size(a):
+    return int(np.prod(a.shape, dtype=np.int64))
+
+
 def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, check, flat, local):
+    """The common frame: checks, one agreement, then ``flat()`` (axis=None)
+    or ``local(axis)``; ``keepdims`` as NumPy's (its no-value default: False)."""
     error = ax = None
     try:
         if out is not None or overwrite_input or weights is not None:
@@ -146,13 +169,21 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
 
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
+    keepdims = False if keepdims is np._NoValue else bool(keepdims)
     weak_q = type(q) in (int, float)
-    qs = np.true_divide(q, 100) if name == "percentile" else np.asanyarray(q)
+    qs = np.true_divide(q, 100) if name.endswith("percentile") else np.asanyarray(q)
     numpy_fn = getattr(np, name)
+    nan = name.startswith("nan")
+
+    def flat():
+        values = _Values(a, drop_nan=nan)
+        if nan and values.n == 0 and _size(a):          # all NaN: NumPy's NaNs and warning
+            return numpy_fn(np.full(1, np.nan, a.dtype), q, method=method)
+        return _quantile_flat(values, np.asanyarray(qs), method, weak_q,
+                              lambda: numpy_fn(np.empty(0, a.dtype), q, method=method))
     return _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
                 check=lambda: numpy_fn(np.zeros(2, a.dtype), q, method=method),
-                flat=lambda: _quantile_flat(a, np.asanyarray(qs), method, weak_q, lambda: numpy_fn(
-                    np.empty(0, a.dtype), q, method=method)),
+                flat=flat,
                 local=lambda ax: _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
                     o, q, axis=x, method=method), np.shape(qs)))
 
@@ -173,10 +204,10 @@ def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
                           weights)
 
 
-def _median_flat(a):
-    n = int(np.prod(a.shape, dtype=np.int64))
+def _median_flat(a, empty):
+    n = a.n
     if n == 0:
-        return np.median(np.empty(0, a.dtype))
+        return empty()
     kth = [n // 2 - 1, n // 2] if n % 2 == 0 else [(n - 1) // 2]
     middle, last = _fetch(a, n, np.array(kth))
     result = np.mean(middle)                 # NumPy's median: the mean of the middle ones
@@ -188,8 +219,59 @@ def _median_flat(a):
 @implements(np.median)
 def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     """``np.median`` of a DistArray, exact (see the module doc)."""
+    keepdims = bool(keepdims)
     return _run("median", a, None, axis, out, overwrite_input, "linear", keepdims, None,
                 check=lambda: np.median(np.zeros(2, a.dtype)),
-                flat=lambda: _median_flat(a),
+                flat=lambda: _median_flat(_Values(a), lambda: np.median(np.empty(0, a.dtype))),
                 local=lambda ax: _whole_axis(a, ax, keepdims,
                                              lambda o, x: np.median(o, axis=x), ()))
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=np._NoValue, *, weights=None):
+    """``np.nanpercentile`` of a DistArray, exact: the selection runs on the
+    values that are not NaN (see the module doc)."""
+    return _quantile_impl("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=np._NoValue, *, weights=None):
+    """``np.nanquantile`` of a DistArray, exact (see :func:`nanpercentile`)."""
+    return _quantile_impl("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+def _last_cell(a):
+    """The array's last element in C order, on every rank (its owner's bits)."""
+    rank = a.comm.Get_rank()
+    maps = a.distribution.maps(rank)
+    last = [s - 1 for s in a.shape]
+    out = np.zeros(1, a.dtype)
+    if all(bool(m.owns(g)) for m, g in zip(maps, last)):
+        out[0] = a._block[tuple(int(m.local_from_global(g)) for m, g in zip(maps, last))]
+    bits = out.view(np.uint8)
+    got = np.empty_like(bits)
+    a.comm.Allreduce(bits, got, op=mpi().BOR)
+    return got.view(a.dtype)
+
+
+def _nanmedian_flat(a):
+    values = _Values(a, drop_nan=True)
+    if values.n == 0 and _size(a):      # all NaN: NumPy gives the last element, and warns
+        return np.nanmedian(_last_cell(a))
+    return _median_flat(values, lambda: np.nanmedian(np.empty(0, a.dtype)))
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """``np.nanmedian`` of a DistArray, exact: the median of the values that
+    are not NaN (see the module doc)."""
+    keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    return _run("nanmedian", a, None, axis, out, overwrite_input, "linear", keepdims, None,
+                check=lambda: np.nanmedian(np.zeros(2, a.dtype)),
+                flat=lambda: _nanmedian_flat(a),
+                local=lambda ax: _whole_axis(a, ax, keepdims,
+                                             lambda o, x: np.nanmedian(o, axis=x), ()))
