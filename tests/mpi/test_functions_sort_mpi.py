@@ -12,7 +12,8 @@ from mpi4py import MPI
 
 import nclx.dap as dap
 from mpi_helpers import N, collective_assert, global_of, outcome
-from nclx.dap.distribution import Distribution, dims_create
+from nclx.dap.distribution import Distribution
+from nclx.dap.functions import sorting
 from nclx.dap.functions._wholelines import lines_go_whole
 
 comm = MPI.COMM_WORLD
@@ -254,7 +255,6 @@ def test_bad_arguments_raise_on_every_rank(call, expect):
 
 def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch):
     # one rank's local preparation fails: every rank raises, none waits
-    from nclx.dap.functions import sorting
     real = sorting._check_common
 
     def flaky(a, *args):
