@@ -215,6 +215,21 @@ def test_unique_with_counts_equals_numpy(dtype):
                 np.unique(np.array([2.0, np.nan]), return_counts=True)[1], "counts, few cells")
 
 
+@pytest.mark.parametrize("case", ["all equal", "all NaN", "two values", "distinct", "NaN tail"])
+@pytest.mark.parametrize("equal_nan", [True, False])
+def test_unique_runs_cut_between_ranks(case, equal_nan):
+    # equal values fill several ranks' buckets: each run is counted once, where it starts
+    n = 53
+    g = {"all equal": np.full(n, 3.0), "all NaN": np.full(n, np.nan),
+         "two values": np.where(np.arange(n) % 3, 1.0, 2.0), "distinct": np.arange(n)[::-1] / 7,
+         "NaN tail": np.concatenate((np.full(20, 5.0), np.full(33, np.nan)))}[case]
+    a = dap.DistArray.from_global(g, comm=comm, dist="c")
+    got = np.unique(a, return_counts=True, equal_nan=equal_nan)
+    want = np.unique(g, return_counts=True, equal_nan=equal_nan)
+    assert_bits(got[0], want[0], f"{case} values")
+    assert_bits(got[1], want[1], f"{case} counts")
+
+
 def test_unique_with_both_zeros_keeps_one_zero():
     g = np.array([0.0, -0.0, 1.0, -0.0, 0.0, 1.0, 2.0])
     u, c = np.unique(dap.DistArray.from_global(g, comm=comm), return_counts=True)
@@ -279,6 +294,7 @@ def test_no_rank_comes_near_the_global_size():
     b.owned[...] = np.random.default_rng(comm.rank).standard_normal(b.owned.shape)
     for name, fn, x in [("sort", np.sort, a), ("unique", np.unique, low),
                         ("sort 2-D", lambda y: np.sort(y, axis=0), b)]:
+        # (np.unique of distinct values returns them all: as large as the array)
         fn(x)                                         # one-time allocations out of the way
         tracemalloc.start()
         fn(x)

@@ -7,3 +7,4 @@ from nclx.dap.functions import sorting  # noqa: F401 - registers
 from nclx.dap.functions import quantiles  # noqa: F401 - registers
 from nclx.dap.functions import histograms  # noqa: F401 - registers
 from nclx.dap.functions import scans  # noqa: F401 - registers
+from nclx.dap.functions import uniques  # noqa: F401 - registers

@@ -1,5 +1,4 @@
-"""Sorting a DistArray: ``np.sort``, ``np.argsort``, ``np.partition``,
-``np.unique``.
+"""Sorting a DistArray: ``np.sort``, ``np.argsort``, ``np.partition``.
 
 ``np.sort(da, axis=k)`` -- "lines" are the 1-D slices along axis k:
 
@@ -37,14 +36,12 @@ that passed different arguments, raise the same DapError on every rank.
 """
 import numpy as np
 
-from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
-                                        axis_order, block_bounds, check_permutation,
-                                        check_same_args, flat_values, from_owned, owned_lines,
-                                        with_block_axis)
-from nclx.dap.functions._samplesort import deliver_block, mpi, sample_sort
+                                        axis_order, block_bounds, check_permutation, flat_values,
+                                        from_owned, owned_lines, with_block_axis)
+from nclx.dap.functions._samplesort import deliver_block, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.registry import implements
@@ -193,49 +190,3 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
                              lines_go_whole(a.distribution, ax)):
         return _whole(a, ax, lambda x: np.partition(x, kth, axis=-1, kind=kind), a.dtype)
     return sort(a, axis=axis, kind="stable")
-
-
-@implements(np.unique)
-def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
-           equal_nan=True, sorted=True):
-    """``np.unique`` of a DistArray: the global result as a NumPy array on
-    every rank (with ``return_counts``, the counts too), equal to NumPy's.
-
-    Each rank finds its own unique values and counts; one ``allgather`` of
-    their sizes (carrying any rank's error) and one ``Allgatherv`` bring
-    them to every rank, which merges them.  A rank receives at most the
-    sum of the ranks' unique values (never more than the array's size).
-    Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with different
-    bits) the one value kept may have the other sign (bits) than NumPy's.
-    ``return_index``, ``return_inverse`` and ``axis`` are refused."""
-    comm = ar.comm
-    error = rec = None
-    try:
-        if return_index or return_inverse:
-            raise DapError("np.unique: return_index / return_inverse (indices into the "
-                           "global array) are not supported for a DistArray")
-        if axis is not None:
-            raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
-        if ar.dtype.hasobject:
-            raise TypeError(f"np.unique: a DistArray of dtype {ar.dtype} is not supported")
-        vals, counts = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
-        rec = np.empty(vals.shape[0], np.dtype([("v", ar.dtype), ("c", np.int64)]))
-        rec["v"], rec["c"] = vals, counts
-    except Exception as exc:  # noqa: BLE001 - raised on every rank below
-        error = exc
-    args = (return_index, return_inverse, return_counts, axis, equal_nan, sorted)
-    parts = allgather_checked(comm, (None if rec is None else rec.shape[0], args), error,
-                              "np.unique")
-    check_same_args([p[1] for p in parts], "np.unique")
-    sizes = np.array([p[0] for p in parts], np.int64)
-    everyone = np.empty(int(sizes.sum()), rec.dtype)
-    item = rec.dtype.itemsize
-    displs = np.concatenate(([0], np.cumsum(sizes)[:-1])) * item
-    comm.Allgatherv([rec.view(np.uint8), mpi().BYTE],
-                    [everyone.view(np.uint8), (sizes * item, displs), mpi().BYTE])
-    values, inverse = np.unique(everyone["v"], return_inverse=True, equal_nan=equal_nan)
-    if not return_counts:
-        return values
-    total = np.zeros(values.shape[0], np.intp)
-    np.add.at(total, inverse.reshape(-1), everyone["c"])
-    return values, total
