@@ -109,15 +109,18 @@ def _count_below(sorted_block, me, splitter):
     return line * m + within
 
 
-def sample_sort(comm, block):
+def sample_sort(comm, block, payload=None):
     """Sort each row of the distributed ``(L, m)`` rows (see module doc).
 
     ``block`` (C-contiguous, this rank's own copy) is sorted in place.
     Returns ``(lines, values)``: this rank's bucket in key order (``lines``
-    is None when ``L == 1``).  Every rank of ``comm`` must call it."""
+    is None when ``L == 1``).  With ``payload`` (one line, ``block`` already
+    sorted: a value per element that travels with it) it returns
+    ``(payloads, values)`` instead.  Every rank of ``comm`` must call it."""
     P, me = comm.Get_size(), comm.Get_rank()
     L, m = block.shape
-    block.sort(axis=1, kind=_kind(block))
+    if payload is None:
+        block.sort(axis=1, kind=_kind(block))
     local = block
     flat = local.reshape(-1)
     n = flat.shape[0]
@@ -142,6 +145,10 @@ def sample_sort(comm, block):
     counts = np.diff(bounds)
     ltype = np.int32 if L < 2 ** 31 else np.int64
     lines = None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
+    if payload is not None:
+        recv, _ = alltoallv(comm, _records(np.asarray(payload), flat), counts)
+        order = np.argsort(recv["v"], kind=_kind(recv["v"]))
+        return recv["l"][order], recv["v"][order]
     recv, _ = alltoallv(comm, _records(lines, flat), counts)
     del local, flat, block
     if L == 1:

@@ -1,8 +1,10 @@
 """``np.unique`` of a DistArray: the global result, a NumPy array on every
 rank (with ``return_counts``, the counts too), equal to NumPy's.
 
-The values are sample-sorted over the ranks (:mod:`._samplesort`); each
-rank finds the runs of equal values in its bucket, one ``allgather`` of
+Each rank finds its own distinct values and their counts (NumPy's
+``np.unique``); these are sample-sorted over the ranks (:mod:`._samplesort`,
+the counts travelling with them); each rank finds the runs of equal values
+in its bucket (adding their counts), one ``allgather`` of
 each bucket's first and last values joins a run cut between buckets (its
 count goes to the rank where it starts), and two ``Allgatherv`` write the
 values and counts straight into the result on every rank.  A rank holds
@@ -16,7 +18,7 @@ passed different arguments.
 """
 import numpy as np
 
-from nclx.dap.functions._layout import agree_call, flat_values
+from nclx.dap.functions._layout import agree_call
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -75,15 +77,17 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         error = exc
     agree_call(comm, error, "np.unique",
                (return_index, return_inverse, return_counts, axis, equal_nan, sorted))
-    _, bucket = sample_sort(comm, flat_values(ar).reshape(1, -1))
+    # each rank's own distinct values and counts first: few values move if few differ
+    mine, held = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
+    held, bucket = sample_sort(comm, mine.reshape(1, -1), payload=held.astype(np.int64))
     n = bucket.shape[0]
     new = np.ones(n, bool)
     new[1:] = ~_same(bucket[1:], bucket[:-1], equal_nan)     # where a run starts
     starts = np.flatnonzero(new)
     del new
     values = bucket[starts]
-    counts = np.diff(np.append(starts, n)).astype(np.intp)
-    del bucket
+    counts = np.add.reduceat(held, starts).astype(np.intp) if n else np.zeros(0, np.intp)
+    del bucket, held
     edges = comm.allgather(None if n == 0 else (values[0], values[-1], values.shape[0]))
     drop = _joins(edges, equal_nan)
     me = comm.Get_rank()
