@@ -247,6 +247,19 @@ def test_scans_equal_numpy(layout, name):
     assert_bits(global_of(r), f(gi, axis=1, dtype=np.int8), "dtype=int8 wraps as NumPy's")
 
 
+@pytest.mark.parametrize("layout", [dict(grid_shape=GRID, padding=[1, 1]),
+                                    dict(dist=("c", "b"), grid_shape=GRID),
+                                    dict(dist=("b", "c"), grid_shape=(1, N)),
+                                    dict(grid_shape=(N, 1))], ids=["block", "cyclic-rows",
+                                                                   "cyclic-columns", "rows"])
+def test_flattened_scans_move_every_layout(layout):
+    # axis=None: pieces of C-order runs, or (index, value) records for a cyclic last axis
+    g = (data(np.int64, seed=13) % 7 - 3).reshape(13, 7)
+    a = dap.DistArray.from_global(g, comm=comm, **layout)
+    assert_bits(global_of(np.cumsum(a)), np.cumsum(g), "cumsum")
+    assert_bits(global_of(np.cumprod(a, dtype=np.int8)), np.cumprod(g, dtype=np.int8), "cumprod")
+
+
 def test_scan_errors_on_every_rank():
     a = dap.DistArray.from_global(np.arange(12.0), comm=comm, dist="c")
     kind, msg = full_outcome(np.cumsum, a, axis=0)

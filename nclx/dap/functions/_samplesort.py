@@ -19,7 +19,7 @@ Nothing is gathered: a rank holds its pieces, its bucket and its result.
 """
 import numpy as np
 
-__all__ = ["sample_sort", "deliver_block", "alltoallv", "mpi"]
+__all__ = ["sample_sort", "deliver_block", "alltoallv", "mpi", "run_indices"]
 
 _OVERSAMPLE = 16
 
@@ -187,7 +187,7 @@ def deliver_block(comm, lines, values, L, bounds):
     cuts = np.clip(bounds[None, :] - below[:, None], 0, per_line[:, None])     # (L, P + 1)
     seg = np.diff(cuts, axis=1)                                                # (L, P)
     starts = np.concatenate(([0], np.cumsum(per_line)[:-1]))
-    send = values[_runs(starts[:, None] + cuts[:, :-1], seg)]
+    send = values[run_indices(starts[:, None] + cuts[:, :-1], seg)]
     del values
     rseg = np.empty((P, L), np.int64)
     comm.Alltoall(np.ascontiguousarray(seg.T), rseg)                           # (source, line)
@@ -197,12 +197,13 @@ def deliver_block(comm, lines, values, L, bounds):
     # from each source, line after line; line l takes the sources in rank order
     offsets = np.cumsum(rseg, axis=0) - rseg                                   # (P, L)
     out = np.empty((L, width), recv.dtype)
-    dst = _runs(offsets + np.arange(L, dtype=np.int64)[None, :] * width, rseg, transpose=False)
+    dst = run_indices(offsets + np.arange(L, dtype=np.int64)[None, :] * width, rseg,
+                      transpose=False)
     out.reshape(-1)[dst] = recv
     return out
 
 
-def _runs(first, length, transpose=True):
+def run_indices(first, length, transpose=True):
     """Indices of the runs ``first[i, j] + range(length[i, j])`` in
     (j, i) order (``transpose``) or (i, j) order."""
     if transpose:

@@ -24,10 +24,9 @@ that failed, or ranks that passed different arguments, raise on every rank.
 import numpy as np
 
 from nclx.dap.distarray import DistArray
-from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
-                                        block_bounds, check_permutation, from_owned)
-from nclx.dap.functions._samplesort import alltoallv
+                                        check_permutation, from_owned)
+from nclx.dap.functions._flatten import flat_block
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -44,63 +43,6 @@ def _scan_block(comm, owned, axis, ufunc, dtype):
     if comm.Get_rank() != 0 and before is not None:
         ufunc(local, np.expand_dims(before, axis), out=local)
     return local
-
-
-def _c_order_runs(dist):
-    """Where every rank owns one run of the C-order flattened array, in rank
-    order (rows split along the first axis, every other axis whole and in
-    order): the runs' bounds; else None.  Read from the Distribution, so
-    the same on every rank."""
-    inner = int(np.prod(dist.shape[1:], dtype=np.int64))
-    starts = []
-    for r in range(dist.nprocs):
-        idx = [m.global_indices() for m in dist.maps(r)]
-        for d, g in enumerate(idx):
-            lo = int(g[0]) if g.size else 0
-            if not np.array_equal(g, np.arange(lo, lo + g.size)) or \
-                    (d > 0 and g.size != dist.shape[d]):
-                return None
-        starts.append((int(idx[0][0]) if idx[0].size else None, idx[0].size))
-    bounds, at = [0], 0
-    for first, size in starts:
-        if size and first != at:
-            return None
-        at += size
-        bounds.append(at * inner)
-    return np.array(bounds, np.int64)
-
-
-def _flat_block(a):
-    """This rank's part of the C-order flattened array, block-distributed
-    over the communicator (one ``Alltoallv`` of (index, value) records:
-    about 6 times the block's memory for a moment)."""
-    comm, rank = a.comm, a.comm.Get_rank()
-    n = int(np.prod(a.shape, dtype=np.int64))
-    target = Distribution.from_shape((n,), "b", nprocs=comm.Get_size())
-    bounds = block_bounds(target, 0)
-    if a.distribution.ndim == 1 and a.distribution.dist[0] == "b" and \
-            np.array_equal(block_bounds(a.distribution, 0), bounds):
-        return a.owned, target             # already the flattened block layout: no move
-    runs = _c_order_runs(a.distribution)
-    if runs is not None:                   # each rank holds one run of the C order: cut it
-        cuts = np.clip(bounds - runs[rank], 0, runs[rank + 1] - runs[rank])
-        part, _ = alltoallv(comm, np.ascontiguousarray(a.owned).reshape(-1), np.diff(cuts))
-        return part, target
-    idx = [m.global_indices() for m in a.distribution.maps(rank)]
-    flat = np.ravel_multi_index(np.ix_(*idx), a.shape).reshape(-1) if idx else \
-        np.zeros(1, np.int64)
-    values = np.ascontiguousarray(a.owned).reshape(-1)
-    dest = np.searchsorted(bounds, flat, side="right") - 1
-    order = np.argsort(dest, kind="stable")
-    rec = np.empty(flat.shape[0], np.dtype([("i", np.int64), ("v", a.dtype)]))
-    rec["i"], rec["v"] = flat[order], values[order]
-    del flat, values, order
-    counts = np.bincount(dest, minlength=comm.Get_size()).astype(np.int64)
-    recv, _ = alltoallv(comm, rec, counts)
-    del rec
-    out = np.empty(int(bounds[rank + 1] - bounds[rank]), a.dtype)
-    out[recv["i"] - bounds[rank]] = recv["v"]
-    return out, target
 
 
 def _scan(name, ufunc, a, axis, dtype, out):
@@ -121,7 +63,7 @@ def _scan(name, ufunc, a, axis, dtype, out):
         error = exc
     agree_call(comm, error, f"np.{name}", (axis, None if dtype is None else np.dtype(dtype).str))
     if axis is None:
-        part, target = _flat_block(a)
+        part, target = flat_block(a)
         scanned = _scan_block(comm, part, 0, ufunc, rdtype)
         return from_owned(DistArray, target, comm, scanned, rdtype)
     if dist.grid_shape[ax] == 1:
