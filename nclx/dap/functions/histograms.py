@@ -3,8 +3,9 @@
 The bin edges are NumPy's: with ``bins`` an integer and no ``range``, the
 global minimum and maximum (one ``allgather`` of each rank's, which also
 carries any rank's error and every rank's arguments: a rank that failed,
-or ranks that passed different arguments, raise on every rank) stand in for ``range`` exactly as NumPy takes
-them from the data, so ``np.histogram_bin_edges`` gives the same edges.
+or ranks that passed different arguments, raise on every rank) stand in
+for ``range`` exactly as NumPy takes them from the data, so
+``np.histogram_bin_edges`` gives the same edges.
 Every rank then counts its owned cells with NumPy against those edges, and
 one reduction adds the counts: counts equal NumPy's bit for bit (NumPy's
 equal-width fast path and its edge search count the same).  With

@@ -13,11 +13,9 @@
   ``a`` (padding refreshed).  A cyclic or 'u' axis is refused (DapError):
   block-distribute it first.
 - ``axis=None`` scans the flattened array in global C order: the owned
-  cells move (one ``Alltoallv``: cut runs of the C order where each rank
-  holds one, as rows split along the first axis; else (index, value)
-  records) to a 1-D block distribution of ``a.size`` elements over the
-  communicator (balanced, no padding), which is the result's distribution,
-  and are scanned as above.
+  cells move (one ``Alltoallv``, :mod:`._flatten`) to a 1-D block
+  distribution of ``a.size`` elements over the communicator (balanced, no
+  padding), which is the result's distribution, and are scanned as above.
 ``dtype=`` as NumPy's; ``out=`` is refused.  One ``allgather`` first: a rank
 that failed, or ranks that passed different arguments, raise on every rank.
 """
