@@ -209,6 +209,11 @@ def run_indices(first, length, transpose=True):
     if transpose:
         first, length = first.T, length.T
     first, length = first.reshape(-1), length.reshape(-1)
-    total = int(length.sum())
-    shift = np.repeat(first - (np.cumsum(length) - length), length)
-    return shift + np.arange(total, dtype=np.int64)
+    keep = length > 0
+    first, length = first[keep].astype(np.int64), length[keep].astype(np.int64)
+    out = np.ones(int(length.sum()), np.int64)      # steps of 1 within a run ...
+    if out.size:
+        at = np.cumsum(length) - length             # ... and a jump where one starts
+        out[at] = first - np.concatenate(([1], first[:-1] + length[:-1])) + 1
+        np.cumsum(out, out=out)                     # one index array, no temporaries
+    return out
