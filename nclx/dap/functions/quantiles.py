@@ -1,0 +1,277 @@
+"""Exact order statistics of a DistArray: ``np.percentile``,
+``np.quantile``, ``np.median`` and their NaN-ignoring forms
+``np.nanpercentile``, ``np.nanquantile``, ``np.nanmedian``.
+
+``axis=None``: the order statistics NumPy's method needs (the neighbours of
+each virtual index, and the last one for the NaN check) are selected
+without gathering: a sample sort of the flattened values
+(:mod:`._samplesort`), one ``Exscan`` of the bucket sizes, and one
+``Allreduce`` (bitwise or, the holder contributes the bits, the others
+zeros) brings every rank those few values.  NumPy's own interpolation
+(its private quantile helpers; ``method``: NumPy's unweighted methods,
+'linear' by default) then runs on them, so the result is NumPy's bit for
+bit, on every rank; ``np.median`` is NumPy's mean of the middle values.
+
+``axis=k`` along an axis with one grid coordinate ('n', or a grid of size
+1 there): every rank holds its lines whole and NumPy computes them; the
+result is a DistArray over ``q``'s dimensions (undistributed) followed by
+the other axes, distributed as in ``a`` (``keepdims`` keeps axis ``k`` with
+size 1).  A distributed axis is refused (DapError), as are ``weights=``,
+``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
+that failed, or ranks that passed different arguments, raise on every rank.
+"""
+import inspect
+
+import numpy as np
+from numpy.lib import _function_base_impl as _fb
+
+from nclx.dap.distarray import DistArray
+from nclx.dap.distribution import Distribution
+from nclx.dap.functions._layout import agree_call, axis_of, flat_values
+from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+class _Values:
+    """The values a selection runs on: this rank's (a fresh 1-D copy), how
+    many all ranks hold (``n``), their dtype and communicator."""
+
+    def __init__(self, a, drop_nan=False):
+        self.comm, self.dtype = a.comm, a.dtype
+        self.local = flat_values(a)
+        if drop_nan and a.dtype.kind in "fc":
+            self.local = self.local[~np.isnan(self.local)]
+            self.n = int(a.comm.allreduce(self.local.shape[0]))
+        else:
+            self.n = int(np.prod(a.shape, dtype=np.int64))
+
+
+def _order_statistics(a, positions):
+    """The values at sorted ``positions`` (int64, in ``[0, n)``) of ``a``
+    (a :class:`_Values`), on every rank."""
+    comm = a.comm
+    local, a.local = a.local, None
+    _, bucket = sample_sort(comm, local.reshape(1, -1))
+    del local
+    mine = np.array([bucket.shape[0]], np.int64)
+    base = np.zeros(1, np.int64)
+    comm.Exscan(mine, base, op=mpi().SUM)
+    base = 0 if comm.Get_rank() == 0 else int(base[0])
+    out = np.zeros(positions.shape[0], a.dtype)
+    here = (positions >= base) & (positions < base + bucket.shape[0])
+    out[here] = bucket[positions[here] - base]
+    bits = np.ascontiguousarray(out).view(np.uint8)
+    got = np.empty_like(bits)
+    comm.Allreduce(bits, got, op=mpi().BOR)
+    return got.view(a.dtype)
+
+
+def _fetch(a, n, indices):
+    """Sorted values at ``indices`` (any shape, -1 meaning the last) as NumPy
+    indexing of the sorted array would give them (a scalar for 0-d)."""
+    flat = np.asarray(indices, np.int64).reshape(-1) % max(n, 1)
+    wanted, where = np.unique(np.concatenate((flat, [n - 1])), return_inverse=True)
+    values = _order_statistics(a, wanted)
+    last = values[where[-1]]
+    got = values[where[:-1]].reshape(np.shape(indices))
+    return (got[()] if got.ndim == 0 else got), last
+
+
+# newer NumPy types the result by a Python scalar q's weak promotion (weak_q)
+_WEAK_Q = "weak_q" in inspect.signature(_fb._quantile).parameters
+
+
+def _quantile_flat(a, q, method, weak_q, empty):
+    """NumPy's ``_quantile`` of the flattened array (``q`` in [0, 1]);
+    ``empty()`` is NumPy's outcome for no elements."""
+    n = a.n
+    if n == 0:   # NumPy's outcome (an error or NaN with its warning) on every rank
+        return empty()
+    weak_q = weak_q and _WEAK_Q
+    props = _fb._QuantileMethods[method]
+    virtual = np.asanyarray(props["get_virtual_index"](n, q))
+    supports_nans = np.issubdtype(a.dtype, np.inexact) or a.dtype.kind in "Mm"
+    ints = np.issubdtype(virtual.dtype, np.integer)
+    if props["fix_gamma"] is None or (method == "linear" and ints):
+        result, last = _fetch(a, n, virtual)
+        result = np.asanyarray(result) if np.ndim(result) else result
+    else:
+        previous_idx, next_idx = _fb._get_indexes(np.empty(0, a.dtype), virtual, n)
+        both, last = _fetch(a, n, np.stack((previous_idx, next_idx)))
+        previous, nxt = both[0], both[1]
+        gamma = _fb._get_gamma(virtual, previous_idx, props)
+        gamma = float(gamma) if weak_q else gamma.reshape(virtual.shape)
+        result = _fb._lerp(previous, nxt, gamma)
+    if supports_nans and np.isnan(last):
+        if np.ndim(result) == 0:
+            result = last
+        else:
+            np.copyto(result, last)
+    return result
+
+
+def _whole_axis(a, ax, keepdims, fn, q_shape):
+    """``fn(owned, axis)`` on lines held whole: a DistArray over q's
+    dimensions and the other axes (axis ``ax`` kept with size 1 if asked)."""
+    dist = a.distribution
+    local = np.asarray(fn(a.owned, ax))
+    columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
+    for d in range(dist.ndim):
+        if d != ax:
+            columns.append(dist._dims[d])
+        elif keepdims:
+            columns.append(Distribution.from_shape((1,), "n")._dims[0])
+    if keepdims:
+        local = np.expand_dims(local, len(q_shape) + ax)
+    rdist = Distribution(columns)
+    rank = a.comm.Get_rank()
+    block = np.zeros(rdist.local_shape(rank), local.dtype)
+    block[rdist.owned_slices(rank)] = local
+    out = DistArray(block, rdist, a.comm)
+    if any(tuple(dd.get("padding", (0, 0))) != (0, 0) for col in columns for dd in col):
+        out.exchange_halos()
+    return out
+
+
+def _size(a):
+    return int(np.prod(a.shape, dtype=np.int64))
+
+
+def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, check, flat, local):
+    """The common frame: checks, one agreement, then ``flat()`` (axis=None)
+    or ``local(axis)``; ``keepdims`` as NumPy's (its no-value default: False)."""
+    error = ax = None
+    try:
+        if out is not None or overwrite_input or weights is not None:
+            raise DapError(f"np.{name}: out=, overwrite_input=True and weights= are not "
+                           f"supported for a DistArray")
+        if isinstance(q, DistArray):
+            raise TypeError(f"np.{name}: q must be a scalar or a NumPy array, not a DistArray")
+        check()                               # NumPy's own argument errors (q, method, dtype)
+        if axis is not None:
+            if isinstance(axis, tuple):
+                raise DapError(f"np.{name}: a tuple of axes is not supported for a DistArray")
+            ax = axis_of(a, axis, f"np.{name}")
+            if a.distribution.grid_shape[ax] != 1:
+                raise DapError(f"np.{name}: axis {ax} is distributed over "
+                               f"{a.distribution.grid_shape[ax]} grid coordinates; give "
+                               f"axis=None or an axis with one grid coordinate")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
+        error = exc
+    agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
+                                              overwrite_input, method, keepdims))
+    if axis is None:
+        result = flat()
+        return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \
+            if keepdims else result
+    return local(ax)
+
+
+def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
+    keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    weak_q = type(q) in (int, float)
+    qs = np.true_divide(q, 100) if name.endswith("percentile") else np.asanyarray(q)
+    numpy_fn = getattr(np, name)
+    nan = name.startswith("nan")
+
+    def flat():
+        values = _Values(a, drop_nan=nan)
+        if nan and values.n == 0 and _size(a):          # all NaN: NumPy's NaNs and warning
+            return numpy_fn(np.full(1, np.nan, a.dtype), q, method=method)
+        return _quantile_flat(values, np.asanyarray(qs), method, weak_q,
+                              lambda: numpy_fn(np.empty(0, a.dtype), q, method=method))
+    return _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
+                check=lambda: numpy_fn(np.zeros(2, a.dtype), q, method=method),
+                flat=flat,
+                local=lambda ax: _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
+                    o, q, axis=x, method=method), np.shape(qs)))
+
+
+@implements(np.percentile)
+def percentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+               keepdims=False, *, weights=None):
+    """``np.percentile`` of a DistArray, exact (see the module doc)."""
+    return _quantile_impl("percentile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+@implements(np.quantile)
+def quantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+             keepdims=False, *, weights=None):
+    """``np.quantile`` of a DistArray, exact (see the module doc)."""
+    return _quantile_impl("quantile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+def _median_flat(a, empty):
+    n = a.n
+    if n == 0:
+        return empty()
+    kth = [n // 2 - 1, n // 2] if n % 2 == 0 else [(n - 1) // 2]
+    middle, last = _fetch(a, n, np.array(kth))
+    result = np.mean(middle)                 # NumPy's median: the mean of the middle ones
+    if (np.issubdtype(a.dtype, np.inexact) or a.dtype.kind in "Mm") and np.isnan(last):
+        return last
+    return result
+
+
+@implements(np.median)
+def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
+    """``np.median`` of a DistArray, exact (see the module doc)."""
+    keepdims = bool(keepdims)
+    return _run("median", a, None, axis, out, overwrite_input, "linear", keepdims, None,
+                check=lambda: np.median(np.zeros(2, a.dtype)),
+                flat=lambda: _median_flat(_Values(a), lambda: np.median(np.empty(0, a.dtype))),
+                local=lambda ax: _whole_axis(a, ax, keepdims,
+                                             lambda o, x: np.median(o, axis=x), ()))
+
+
+@implements(np.nanpercentile)
+def nanpercentile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                  keepdims=np._NoValue, *, weights=None):
+    """``np.nanpercentile`` of a DistArray, exact: the selection runs on the
+    values that are not NaN (see the module doc)."""
+    return _quantile_impl("nanpercentile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+@implements(np.nanquantile)
+def nanquantile(a, q, axis=None, out=None, overwrite_input=False, method="linear",
+                keepdims=np._NoValue, *, weights=None):
+    """``np.nanquantile`` of a DistArray, exact (see :func:`nanpercentile`)."""
+    return _quantile_impl("nanquantile", a, q, axis, out, overwrite_input, method, keepdims,
+                          weights)
+
+
+def _last_cell(a):
+    """The array's last element in C order, on every rank (its owner's bits)."""
+    rank = a.comm.Get_rank()
+    maps = a.distribution.maps(rank)
+    last = [s - 1 for s in a.shape]
+    out = np.zeros(1, a.dtype)
+    if all(bool(m.owns(g)) for m, g in zip(maps, last)):
+        out[0] = a._block[tuple(int(m.local_from_global(g)) for m, g in zip(maps, last))]
+    bits = out.view(np.uint8)
+    got = np.empty_like(bits)
+    a.comm.Allreduce(bits, got, op=mpi().BOR)
+    return got.view(a.dtype)
+
+
+def _nanmedian_flat(a):
+    values = _Values(a, drop_nan=True)
+    if values.n == 0 and _size(a):      # all NaN: NumPy gives the last element, and warns
+        return np.nanmedian(_last_cell(a))
+    return _median_flat(values, lambda: np.nanmedian(np.empty(0, a.dtype)))
+
+
+@implements(np.nanmedian)
+def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValue):
+    """``np.nanmedian`` of a DistArray, exact: the median of the values that
+    are not NaN (see the module doc)."""
+    keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    return _run("nanmedian", a, None, axis, out, overwrite_input, "linear", keepdims, None,
+                check=lambda: np.nanmedian(np.zeros(2, a.dtype)),
+                flat=lambda: _nanmedian_flat(a),
+                local=lambda ax: _whole_axis(a, ax, keepdims,
+                                             lambda o, x: np.nanmedian(o, axis=x), ()))

@@ -1,0 +1,116 @@
+"""``np.unique`` of a DistArray: the global result, a NumPy array on every
+rank (with ``return_counts``, the counts too), equal to NumPy's.
+
+Each rank finds its own distinct values and their counts (NumPy's
+``np.unique``); these are sample-sorted over the ranks (:mod:`._samplesort`,
+the counts travelling with them); each rank finds the runs of equal values
+in its bucket (adding their counts), one ``allgather`` of
+each bucket's first and last values joins a run cut between buckets (its
+count goes to the rank where it starts), and two ``Allgatherv`` write the
+values and counts straight into the result on every rank.  A rank holds
+its part, its bucket and the result, nothing more: for an array of distinct
+values the result is as large as the array, for few distinct values it is
+small.  Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with
+different bits) the one value kept may have the other sign (bits) than
+NumPy's.  ``return_index``, ``return_inverse`` and ``axis`` are refused;
+one ``allgather`` first raises on every rank if a rank failed or the ranks
+passed different arguments.
+"""
+import numpy as np
+
+from nclx.dap.functions._layout import agree_call
+from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+def _same(x, y, equal_nan):
+    """Equal values (NaN equal to NaN where ``equal_nan``), elementwise."""
+    eq = x == y
+    if equal_nan and x.dtype.kind in "fc":
+        eq |= np.isnan(x) & np.isnan(y)
+    return eq
+
+
+def _joins(edges, equal_nan):
+    """From every rank's (first value, last value, number of runs): whether
+    each rank's first run continues the run before it, and how many counts
+    each rank's last run takes from later ranks' first runs."""
+    drop = [False] * len(edges)
+    prev = None
+    for r, edge in enumerate(edges):
+        if edge is None:
+            continue
+        first, last, runs = edge
+        if prev is not None and bool(_same(np.asarray(first), np.asarray(prev), equal_nan)):
+            drop[r] = True
+            if runs == 1:                  # all of this rank's values continue that run
+                continue
+        prev = last
+    return drop
+
+
+def _allgatherv(comm, local, sizes, dtype):
+    out = np.empty(int(sizes.sum()), dtype)
+    item = out.dtype.itemsize
+    displs = np.concatenate(([0], np.cumsum(sizes)[:-1])) * item
+    comm.Allgatherv([np.ascontiguousarray(local).view(np.uint8), mpi().BYTE],
+                    [out.view(np.uint8), (sizes * item, displs), mpi().BYTE])
+    return out
+
+
+@implements(np.unique)
+def unique(ar, return_index=False, return_inverse=False, return_counts=False, axis=None, *,
+           equal_nan=True, sorted=True):
+    """``np.unique`` of a DistArray (see the module doc)."""
+    comm = ar.comm
+    error = None
+    try:
+        if return_index or return_inverse:
+            raise DapError("np.unique: return_index / return_inverse (indices into the "
+                           "global array) are not supported for a DistArray")
+        if axis is not None:
+            raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
+        if ar.dtype.hasobject:
+            raise TypeError(f"np.unique: a DistArray of dtype {ar.dtype} is not supported")
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
+        error = exc
+    agree_call(comm, error, "np.unique",
+               (return_index, return_inverse, return_counts, axis, equal_nan, sorted))
+    # each rank's own distinct values and counts first: few values move if few differ
+    mine, held = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
+    held, bucket = sample_sort(comm, mine.reshape(1, -1), payload=held.astype(np.int64))
+    n = bucket.shape[0]
+    new = np.ones(n, bool)
+    new[1:] = ~_same(bucket[1:], bucket[:-1], equal_nan)     # where a run starts
+    starts = np.flatnonzero(new)
+    del new
+    values = bucket[starts]
+    counts = np.add.reduceat(held, starts).astype(np.intp) if n else np.zeros(0, np.intp)
+    del bucket, held
+    edges = comm.allgather(None if n == 0 else (values[0], values[-1], values.shape[0]))
+    drop = _joins(edges, equal_nan)
+    me = comm.Get_rank()
+    # a first run that continues the run before it: its count goes where that run starts
+    carry = np.zeros(comm.Get_size(), np.int64)
+    if drop[me]:
+        carry[_start_of_run(edges, drop, me)] = counts[0]
+    got = np.empty_like(carry)
+    comm.Allreduce(carry, got, op=mpi().SUM)
+    if drop[me]:
+        values, counts = values[1:], counts[1:]
+    if values.shape[0]:
+        counts[-1] += got[me]
+    sizes = np.array([0 if e is None else e[2] - int(d) for e, d in zip(edges, drop)], np.int64)
+    result = _allgatherv(comm, values, sizes, ar.dtype)
+    if not return_counts:
+        return result
+    return result, _allgatherv(comm, counts, sizes, np.intp)
+
+
+def _start_of_run(edges, drop, r):
+    """The rank whose last run the first run of rank ``r`` continues."""
+    for s in range(r - 1, -1, -1):
+        if edges[s] is not None and not (drop[s] and edges[s][2] == 1):
+            return s
+    raise AssertionError("a dropped run has no start")      # pragma: no cover
