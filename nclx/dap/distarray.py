@@ -15,7 +15,7 @@ from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
 from nclx.dap.gather import from_every_rank, from_root, gather_global
 from nclx.dap.redistribute import redistribute as _redistribute
-from nclx.dap.functions import layout as _layout
+from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
@@ -144,7 +144,7 @@ class DistArray:
     def ndim(self):
         return len(self.distribution.shape)
 
-    # ------------------------------------------- layout (nclx.dap.functions.layout)
+    # ------------------------------------------- layout (nclx.dap.layout)
     def transpose(self, *axes):
         """``np.transpose``: a view with permuted dimension dictionaries when
         the distributed dimensions keep their order, else moved (one

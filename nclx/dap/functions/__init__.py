@@ -3,7 +3,6 @@
 One module per family; importing this package registers them all.
 """
 from nclx.dap.functions import reductions  # noqa: F401 - registers
-from nclx.dap.functions import layout  # noqa: F401 - registers
 from nclx.dap.functions import rearrange  # noqa: F401 - registers
 from nclx.dap.functions import sorting  # noqa: F401 - registers
 from nclx.dap.functions import quantiles  # noqa: F401 - registers

@@ -20,7 +20,7 @@ of theirs.
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from nclx.dap.functions.layout import ravel, reshape
+from nclx.dap.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import Layout, check_partition, move_many, target_distribution
 from nclx.dap.registry import implements
