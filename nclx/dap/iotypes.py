@@ -160,6 +160,9 @@ class IOPlan:
         self.nelems = int(np.prod([len(f) for f, _ in sel], dtype=np.int64))
         if self.nelems == 0 or itemsize == 0:
             return
+        if dist.ndim == 0:          # one element (MPI has no 0-dimensional subarray)
+            self.count, self.kind = 1, "scalar"
+            return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
         franks = [runs(f) for f, _ in sel]
         mranks = [runs(p) for _, p in sel]

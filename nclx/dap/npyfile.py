@@ -4,16 +4,20 @@ rank 0 reads or writes the header, every rank its own part of the data
 over the local block), with collective ``Read_all`` / ``Write_all``.
 
 Every step that can fail on some ranks only (the header, the plan, each
-MPI-IO call) is followed by an agreement (:func:`nclx.dap.collective.agree`),
-so a failure is raised on every rank as one DapError naming the failing
-ranks, never leaving the others waiting in the next collective.
+MPI-IO call) is followed by an agreement (one allgather of the ranks'
+errors, as :func:`nclx.dap.collective.agree`), so a failure is raised on
+every rank as one DapError -- its message alone when every rank failed
+alike, else naming the failing ranks -- never leaving the others waiting in
+the next collective.
 """
+import ast
 import io
 import os
+import struct
 
 import numpy as np
 
-from nclx.dap.collective import agree, allgather_checked, describe_error
+from nclx.dap.collective import describe_error
 from nclx.dap.iotypes import IOPlan, check_covered
 from nclx.dap.maps import check_global_range
 from nclx.dap.validate import DapError
@@ -45,27 +49,62 @@ def header_bytes(dtype, shape):
             continue
         except UnicodeEncodeError:  # field names beyond latin-1: format 3.0
             break
-    buf = io.BytesIO()
-    # no public writer for 3.0 (UTF-8 headers); np.save uses this one too
-    _FMT._write_array_header(buf, d, (3, 0))
-    return buf.getvalue()
+    return _header_3_0(d)
 
 
-def read_header(path):
-    """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (any
-    format version); DapError for a bad header, an object dtype or a file
+def _header_3_0(d):
+    """Format 3.0 (NEP 1's 2.0 layout, UTF-8 text): numpy.lib.format has no
+    public writer for it; the text is the one np.save writes."""
+    text = "{" + "".join(f"{k!r}: {d[k]!r}, " for k in sorted(d)) + "}"
+    text += " " * (_FMT.GROWTH_AXIS_MAX_DIGITS - len(repr(d["shape"][0]))) if d["shape"] else ""
+    body = text.encode("utf8")
+    pad = _FMT.ARRAY_ALIGN - ((_FMT.MAGIC_LEN + 4 + len(body) + 1) % _FMT.ARRAY_ALIGN)
+    return _FMT.magic(3, 0) + struct.pack("<I", len(body) + pad + 1) + body + b" " * pad + b"\n"
+
+
+def _read_header_3_0(f, max_header_size):
+    """(shape, fortran_order, dtype) of a format 3.0 header (no public reader)."""
+    (hlen,) = struct.unpack("<I", f.read(4))
+    if hlen > max_header_size:
+        raise ValueError(f"header length {hlen} is over max_header_size={max_header_size}")
+    try:
+        d = ast.literal_eval(f.read(hlen).decode("utf8"))
+    except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot parse the header: {exc}") from None
+    if not isinstance(d, dict) or set(d) != set(_FMT.EXPECTED_KEYS):
+        raise ValueError(f"the header is not a dict with keys {sorted(_FMT.EXPECTED_KEYS)}")
+    shape, fortran = d["shape"], d["fortran_order"]
+    if not (isinstance(shape, tuple) and all(isinstance(x, int) and x >= 0 for x in shape)):
+        raise ValueError(f"shape is not a tuple of sizes: {shape!r}")
+    if not isinstance(fortran, bool):
+        raise ValueError(f"fortran_order is not a bool: {fortran!r}")
+    return shape, fortran, _FMT.descr_to_dtype(d["descr"])
+
+
+def read_header(path, max_header_size=10000):
+    """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
+    1.0, 2.0 or 3.0); DapError for a bad header (or one over
+    ``max_header_size`` bytes, as np.load), an object dtype or a file
     shorter than its data, OSError when it cannot be opened."""
     with open(path, "rb") as f:
         try:
             version = _FMT.read_magic(f)
             if version == (1, 0):
-                shape, fortran, dtype = _FMT.read_array_header_1_0(f)
+                shape, fortran, dtype = _FMT.read_array_header_1_0(f, max_header_size)
             elif version == (2, 0):
-                shape, fortran, dtype = _FMT.read_array_header_2_0(f)
-            else:       # (3, 0), the only other one read_magic accepts: no public reader
-                shape, fortran, dtype = _FMT._read_array_header(f, version)
-        except ValueError as exc:
-            raise DapError(f"not a .npy file: {exc}") from None
+                shape, fortran, dtype = _FMT.read_array_header_2_0(f, max_header_size)
+            elif version == (3, 0):
+                shape, fortran, dtype = _read_header_3_0(f, max_header_size)
+            else:
+                raise ValueError(f"format version {version} is not 1.0, 2.0 or 3.0")
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - ValueError, tokenize.TokenError, ...
+            if "max_header_size" in str(exc) or "is large" in str(exc):
+                raise DapError(f"the header is longer than max_header_size={max_header_size} "
+                               f"bytes (np.load's safety limit): pass a larger max_header_size "
+                               f"if the file is trusted") from None
+            raise DapError(f"not a .npy file: {describe_error(exc)}") from None
         offset = f.tell()
     _check_dtype(dtype)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -86,15 +125,35 @@ def _local_error(exc):
     return exc
 
 
+def _agree(comm, error, what, value=None):
+    """Every rank's ``value`` (one allgather), or the same DapError on every
+    rank if any passed an ``error``: its message alone when every rank
+    failed alike, else each failing rank with its message."""
+    msg = None
+    if error is not None:
+        msg = str(error) if isinstance(error, DapError) else describe_error(error)
+    parts = comm.allgather((msg, None if msg else value))
+    failed = [(r, m) for r, (m, _) in enumerate(parts) if m is not None]
+    if not failed:
+        return [v for _, v in parts]
+    if len(failed) == len(parts) and len({m for _, m in failed}) == 1:
+        text = failed[0][1]
+    else:
+        head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
+        text = f"{head} of {len(parts)} failed:" + "".join(
+            f"\n  rank {r}: {m}" for r, m in failed[:16])
+    raise DapError(f"{what}: {text}") from error
+
+
 def _step(comm, what, fn):
     """Run ``fn`` on every rank, then agree: its result, or the same
     DapError on every rank if it raised on any."""
     error = result = None
     try:
         result = fn()
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = _local_error(exc)
-    agree(comm, error, what)
+    _agree(comm, error, what)
     return result
 
 
@@ -123,7 +182,7 @@ def _transfer(comm, path, what, plan, buf, offset, data, write, header=None, siz
                 pass
 
 
-def read_npy(comm, path, make_dist, what):
+def read_npy(comm, path, make_dist, what, max_header_size=10000):
     """``(block, distribution)`` of this rank, read from the .npy file
     ``path``; ``make_dist(shape)`` gives the Distribution of the stored
     shape.  The block's padding is not filled (zeros)."""
@@ -131,7 +190,7 @@ def read_npy(comm, path, make_dist, what):
     head = None
     if rank == 0:
         try:
-            head = ("ok", read_header(path))
+            head = ("ok", read_header(path, max_header_size))
         except OSError as exc:
             head = ("os", exc.errno, exc.strerror or str(exc))
         except Exception as exc:  # noqa: BLE001 - sent to every rank
@@ -156,10 +215,10 @@ def read_npy(comm, path, make_dist, what):
         check_global_range(dist)
         block = np.zeros(dist.local_shape(rank), dtype)
         plan = IOPlan(dist, rank, block, "F" if fortran else "C")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
-        agree(comm, error, what)
+        _agree(comm, error, what)
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _transfer(comm, path, what, plan, block, offset, data, write=False)
     finally:
@@ -184,11 +243,11 @@ def write_npy(comm, path, block, dist, what):
         if not (block.flags.c_contiguous or block.flags.f_contiguous):
             block = np.ascontiguousarray(block)     # mpi4py needs one contiguous buffer
         plan = IOPlan(dist, rank, block, "C", write=True)
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by allgather_checked
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
-        parts = allgather_checked(comm, (path, block.dtype, None if header is None else
-                                          len(header)), error, what)
+        parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
+                                            len(header)))
         for r, (p, dt, _) in enumerate(parts):
             if p != parts[0][0] or dt != parts[0][1]:
                 raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "

@@ -21,7 +21,7 @@ from nclx.dap.validate import DapError
 __all__ = ["load_npy", "save_npy"]
 
 
-def load_npy(path, dist=None, comm=None, **kw):
+def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
     """The DistArray of the array stored in the ``.npy`` file ``path``
     (collective: every rank of ``comm`` calls it with the same arguments).
 
@@ -29,7 +29,8 @@ def load_npy(path, dist=None, comm=None, **kw):
     :meth:`Distribution.from_shape` with the stored shape, or ``dist`` is a
     ``Distribution`` of that shape ('u' dimensions included).  The result
     has the stored dtype (byte order kept) and its communication padding is
-    filled (:func:`exchange_halos`).
+    filled (:func:`exchange_halos`).  ``max_header_size`` is np.load's: a
+    larger header (a dtype of many fields) must be allowed explicitly.
 
     A missing or unreadable file raises OSError on every rank; a bad header,
     an object dtype, a truncated file, a Distribution that does not fit or
@@ -44,7 +45,7 @@ def load_npy(path, dist=None, comm=None, **kw):
             return dist
         return Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
 
-    block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})")
+    block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size)
     da = DistArray(block, d, comm)
     if any(sum(getattr(m, "comm_padding", (0, 0))) for r in range(d.nprocs) for m in d.maps(r)):
         exchange_halos(da)
