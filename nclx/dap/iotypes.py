@@ -30,7 +30,7 @@ import numpy as np
 
 from nclx.dap.validate import DapError
 
-__all__ = ["IOPlan", "selections", "runs"]
+__all__ = ["IOPlan", "selections", "runs", "fill_duplicates", "check_covered"]
 
 
 def runs(seq):
@@ -54,33 +54,66 @@ def _u_held_below(dist, d, coord):
     return np.concatenate(held) if held else np.zeros(0, np.int64)
 
 
-def selections(dist, rank, write=False):
-    """Per dimension, ``(file_indices, local_positions)``: the global indices
-    this rank transfers, increasing, and the local buffer positions that hold
-    them, in the same order.
+def _block_cells(m, write):
+    """(global indices, local positions, duplicates) of a block dimension:
+    for ``write`` the owned cells; for a read every cell of the buffer whose
+    global index (wrapped on a periodic dimension) is in ``[0, size)``, each
+    global index once -- ``duplicates`` is ``(dst, src)``, the positions
+    that hold an index again and the position read for it."""
+    if write:
+        lo, hi = m.comm_padding[0], m.local_size - m.comm_padding[1]
+        pos = np.arange(lo, max(lo, hi), dtype=np.int64)
+    else:
+        pos = np.arange(m.local_size, dtype=np.int64)
+    g = m.start + pos
+    if m.periodic and m.size:
+        g = g % m.size
+    keep = (g >= 0) & (g < m.size)
+    g, pos = g[keep], pos[keep]
+    order = np.argsort(g, kind="stable")
+    g, pos = g[order], pos[order]
+    first = np.ones(g.size, bool)
+    first[1:] = g[1:] != g[:-1]
+    src = pos[first][np.cumsum(first) - 1]
+    return g[first], pos[first], (pos[~first], src[~first])
 
-    Block dimensions give their owned cells inside ``[0, size)``, cyclic
-    ones every local cell; a 'u' dimension its indices sorted (for
-    ``write``, an index another grid coordinate below also holds is left to
-    that one: no file cell is written twice)."""
+
+def selections(dist, rank, write=False):
+    """Per dimension, ``(file_indices, local_positions, duplicates)``: the
+    global indices this rank transfers, increasing and each once, the local
+    buffer positions that hold them, in the same order, and the positions
+    a read fills afterwards by copying (``(dst, src)``, see :func:`fill_duplicates`).
+
+    Writes take the owned cells of block dimensions; reads every cell of the
+    local buffer (padding too: it is read from the file, no halo exchange).
+    Cyclic dimensions give every local cell; a 'u' dimension its indices
+    sorted (for ``write``, an index that a grid coordinate below also holds
+    is left to that one: no file cell is written twice)."""
     out = []
     coords = dist.coords_from_rank(rank)
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     for d, m in enumerate(dist.maps(rank)):
         if m.dist_type == "b":
-            lo, hi = m.comm_padding[0], m.local_size - m.comm_padding[1]
-            g0 = m.start + lo
-            a, b = max(g0, 0), min(g0 + max(hi - lo, 0), m.size)
-            gi = np.arange(a, max(a, b), dtype=np.int64)
-            out.append((gi, gi - g0 + lo))
+            out.append(_block_cells(m, write))
         elif m.dist_type == "c":
             pos = np.arange(m.local_size, dtype=np.int64)
-            out.append((m.global_from_local(pos), pos))
+            out.append((m.global_from_local(pos), pos, none))
         else:
             order = np.argsort(m.indices, kind="stable")
             if write and coords[d] > 0:
                 order = order[~np.isin(m.indices[order], _u_held_below(dist, d, coords[d]))]
-            out.append((m.indices[order], order))
+            out.append((m.indices[order], order, none))
     return out
+
+
+def fill_duplicates(block, sel):
+    """After a read: copy each cell whose global index the buffer holds
+    twice (a periodic dimension's padding wrapping onto the same rank) from
+    the position that was read, one dimension after the other."""
+    for d, (_, _, (dst, src)) in enumerate(sel):
+        if dst.size:
+            view = np.moveaxis(block, d, 0)
+            view[dst] = view[src]
 
 
 def check_covered(dist):
@@ -156,21 +189,24 @@ class IOPlan:
         self.elem = MPI.BYTE.Create_contiguous(itemsize).Commit()
         self.filetype = self.memtype = self.elem
         self.count, self.kind = 0, "empty"
-        sel = selections(dist, rank, write)
-        self.nelems = int(np.prod([len(f) for f, _ in sel], dtype=np.int64))
+        self.selections = sel = selections(dist, rank, write)
+        self.nelems = int(np.prod([len(f) for f, _, _ in sel], dtype=np.int64))
         if self.nelems == 0 or itemsize == 0:
             return
         if dist.ndim == 0:          # one element (MPI has no 0-dimensional subarray)
             self.count, self.kind = 1, "scalar"
             return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
-        franks = [runs(f) for f, _ in sel]
-        mranks = [runs(p) for _, p in sel]
+        franks = [runs(f) for f, _, _ in sel]
+        mranks = [runs(p) for _, p, _ in sel]
         box = all(len(s) == 1 for s, _ in franks) and all(len(s) == 1 for s, _ in mranks)
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
+            # darray selects the owned cells: not a read that takes padding too
+            owned = all(m.dist_type != "b" or np.array_equal(f, m.global_indices())
+                        for m, (f, _, _) in zip(dist.maps(rank), sel))
             kind = "subarray" if box and all(k == "b" for k in dist.dist) else \
-                "darray" if _darray_args(dist, MPI) else "indexed"
+                "darray" if owned and _darray_args(dist, MPI) else "indexed"
         self.kind = kind
         if kind == "subarray":
             ft = self.elem.Create_subarray(list(dist.shape), [int(ln[0]) for _, ln in franks],

@@ -18,7 +18,7 @@ import struct
 import numpy as np
 
 from nclx.dap.collective import describe_error
-from nclx.dap.iotypes import IOPlan, check_covered
+from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates
 from nclx.dap.maps import check_global_range
 from nclx.dap.validate import DapError
 
@@ -185,7 +185,8 @@ def _transfer(comm, path, what, plan, buf, offset, data, write, header=None, siz
 def read_npy(comm, path, make_dist, what, max_header_size=10000):
     """``(block, distribution)`` of this rank, read from the .npy file
     ``path``; ``make_dist(shape)`` gives the Distribution of the stored
-    shape.  The block's padding is not filled (zeros)."""
+    shape.  Every cell of the block is read, padding included (a cell
+    outside the global array, boundary padding of an import, stays 0)."""
     rank = comm.Get_rank()
     head = None
     if rank == 0:
@@ -221,6 +222,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
         _agree(comm, error, what)
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _transfer(comm, path, what, plan, block, offset, data, write=False)
+        if data:
+            fill_duplicates(block, plan.selections)
     finally:
         if plan is not None:
             plan.free()

@@ -14,7 +14,6 @@ import os
 
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
-from nclx.dap.halo import exchange_halos
 from nclx.dap.npyfile import read_npy
 from nclx.dap.validate import DapError
 
@@ -28,8 +27,11 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
     ``dist`` and ``kw`` (grid_shape, padding, block_size, periodic) go to
     :meth:`Distribution.from_shape` with the stored shape, or ``dist`` is a
     ``Distribution`` of that shape ('u' dimensions included).  The result
-    has the stored dtype (byte order kept) and its communication padding is
-    filled (:func:`exchange_halos`).  ``max_header_size`` is np.load's: a
+    has the stored dtype (byte order kept); its communication padding is
+    filled as :func:`exchange_halos` would, by reading those cells from the
+    file in the same collective read (no messages between ranks; works for
+    layouts the halo exchange refuses, e.g. cyclic beside padded block
+    dimensions).  ``max_header_size`` is np.load's: a
     larger header (a dtype of many fields) must be allowed explicitly.
 
     A missing or unreadable file raises OSError on every rank; a bad header,
@@ -46,10 +48,7 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
         return Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
 
     block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size)
-    da = DistArray(block, d, comm)
-    if any(sum(getattr(m, "comm_padding", (0, 0))) for r in range(d.nprocs) for m in d.maps(r)):
-        exchange_halos(da)
-    return da
+    return DistArray(block, d, comm)
 
 
 def save_npy(path, da):

@@ -12,7 +12,7 @@ from hypothesis import given, strategies as st
 MPI = pytest.importorskip("mpi4py.MPI")
 
 from nclx.dap import DapError, Distribution          # noqa: E402
-from nclx.dap.iotypes import IOPlan, runs, selections  # noqa: E402
+from nclx.dap.iotypes import IOPlan, fill_duplicates, runs, selections  # noqa: E402
 
 
 def _through(buf, count, dtype, plan, n):
@@ -42,7 +42,7 @@ def check_layout(dist, order="C", kind=None, write=False, dtype=np.int64):
         block = g[np.ix_(*gi)] if dist.ndim else g.copy()
         block = np.ascontiguousarray(block)
         sel = selections(dist, r, write)
-        want = g[np.ix_(*[f for f, _ in sel])].ravel(order=order)
+        want = g[np.ix_(*[f for f, _, _ in sel])].ravel(order=order)
         plan = IOPlan(dist, r, block, order, write=write, kind=kind)
         try:
             kinds.add(plan.kind)
@@ -75,13 +75,15 @@ def test_runs():
     ((12, 5), dict(nprocs=4, dist=["c", "b"], grid_shape=[4, 1]), "darray"),
     ((12, 8), dict(nprocs=4, dist=["c", "b"], grid_shape=[2, 2], block_size=[3, 1]), "darray"),
     ((11, 6), dict(nprocs=6, dist=["c", "c"], grid_shape=[3, 2], block_size=[2, 4]), "darray"),
+    ((12, 8), dict(nprocs=4, dist=["c", "b"], grid_shape=[2, 2], padding=[0, 1]), "darray"),
     ((11, 7), dict(nprocs=6, dist=["b", "c"], grid_shape=[3, 2]), "indexed"),  # 3 does not divide 11
     ((4, 5), dict(nprocs=6, dist=["c", "b"], grid_shape=[6, 1]), "darray"),    # empty ranks
     ((2, 3), dict(nprocs=5, grid_shape=[5, 1]), "subarray"),                   # empty ranks
 ])
 def test_file_views_and_memory_types_select_each_ranks_cells(shape, kw, kind, order):
     dist = Distribution.from_shape(shape, **kw)
-    assert kind in check_layout(dist, order)
+    assert kind in check_layout(dist, order, write=True)
+    check_layout(dist, order)
     # the general composition agrees with MPI's subarray and darray constructors
     check_layout(dist, order, kind="indexed")
 
@@ -108,9 +110,9 @@ def test_unstructured_dimension_is_visited_in_increasing_index(order):
 
 def test_unstructured_writes_leave_shared_indices_to_the_lowest_grid_rank():
     dist = _u_dist(6, [[5, 0, 3], [3, 1, 2, 0], [4, 2]])
-    assert [f.tolist() for f, _ in [selections(dist, r, write=True)[0] for r in range(3)]] == \
+    assert [f.tolist() for f, _, _ in [selections(dist, r, write=True)[0] for r in range(3)]] == \
         [[0, 3, 5], [1, 2], [4]]
-    assert [f.tolist() for f, _ in [selections(dist, r)[0] for r in range(3)]] == \
+    assert [f.tolist() for f, _, _ in [selections(dist, r)[0] for r in range(3)]] == \
         [[0, 3, 5], [0, 1, 2, 3], [2, 4]]
     check_layout(dist, "C", write=True)
 
@@ -122,6 +124,28 @@ def test_types_move_elements_as_bytes_of_any_dtype(dtype):
                                    padding=[0, 1])
     check_layout(dist, "C", kind="indexed", dtype=dtype)
     check_layout(dist, "F", dtype=dtype)
+
+
+@pytest.mark.parametrize("shape,kw", [
+    ((3,), dict(nprocs=1, padding=[2], periodic=[True])),
+    ((4, 3), dict(nprocs=2, grid_shape=[2, 1], padding=[2, 3], periodic=[True, True])),
+])
+def test_a_read_fills_padding_that_wraps_onto_the_same_rank(shape, kw):
+    """A periodic dimension on one or two grid ranks holds some global
+    indices twice: each is read once, the copies filled afterwards."""
+    dist = Distribution.from_shape(shape, **kw)
+    g = _codes(shape, np.int64)
+    for r in range(dist.nprocs):
+        gi = [m.global_from_local(np.arange(m.local_size)) for m in dist.maps(r)]
+        want = g[np.ix_(*gi)]
+        block = np.zeros_like(want)
+        sel = selections(dist, r)
+        assert any(dst.size for _, _, (dst, _) in sel)
+        block[np.ix_(*[p for _, p, _ in sel])] = g[np.ix_(*[f for f, _, _ in sel])]
+        fill_duplicates(block, sel)
+        assert np.array_equal(block, want)
+    check_layout(dist, "C")
+    check_layout(dist, "F")
 
 
 def test_a_non_contiguous_block_is_refused():
