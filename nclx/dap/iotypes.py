@@ -30,7 +30,8 @@ import numpy as np
 
 from nclx.dap.validate import DapError
 
-__all__ = ["IOPlan", "selections", "runs", "fill_duplicates", "check_covered"]
+__all__ = ["IOPlan", "DimSelection", "selections", "runs", "expand", "fill_duplicates",
+           "check_covered"]
 
 
 def runs(seq):
@@ -54,35 +55,83 @@ def _u_held_below(dist, d, coord):
     return np.concatenate(held) if held else np.zeros(0, np.int64)
 
 
-def _block_cells(m, write):
-    """(global indices, local positions, duplicates) of a block dimension:
-    for ``write`` the owned cells; for a read every cell of the buffer whose
-    global index (wrapped on a periodic dimension) is in ``[0, size)``, each
-    global index once -- ``duplicates`` is ``(dst, src)``, the positions
-    that hold an index again and the position read for it."""
-    if write:
-        lo, hi = m.comm_padding[0], m.local_size - m.comm_padding[1]
-        pos = np.arange(lo, max(lo, hi), dtype=np.int64)
-    else:
-        pos = np.arange(m.local_size, dtype=np.int64)
-    g = m.start + pos
-    if m.periodic and m.size:
-        g = g % m.size
-    keep = (g >= 0) & (g < m.size)
-    g, pos = g[keep], pos[keep]
-    order = np.argsort(g, kind="stable")
-    g, pos = g[order], pos[order]
-    first = np.ones(g.size, bool)
-    first[1:] = g[1:] != g[:-1]
-    src = pos[first][np.cumsum(first) - 1]
-    return g[first], pos[first], (pos[~first], src[~first])
+def expand(starts, lengths):
+    """The integers of the runs ``(starts, lengths)``, in order."""
+    starts, lengths = np.asarray(starts, np.int64), np.asarray(lengths, np.int64)
+    offset = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offset
 
 
-def selections(dist, rank, write=False):
-    """Per dimension, ``(file_indices, local_positions, duplicates)``: the
-    global indices this rank transfers, increasing and each once, the local
-    buffer positions that hold them, in the same order, and the positions
-    a read fills afterwards by copying (``(dst, src)``, see :func:`fill_duplicates`).
+class DimSelection:
+    """The cells of one dimension a rank transfers: ``count`` global indices,
+    each once, increasing; ``file_runs()`` and ``mem_runs`` are
+    ``(starts, lengths)`` of those global indices and of the local positions
+    that hold them, in the same order; ``dups`` is ``(dst, src)``, local
+    positions holding an index again and the position read for it."""
+    _NONE = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+    def __init__(self, count, mem_runs, file_runs, dups=_NONE):
+        self.count, self.mem_runs, self._file_runs, self.dups = count, mem_runs, file_runs, dups
+
+    def file_runs(self):
+        if callable(self._file_runs):       # cyclic: one run per local block, made when needed
+            self._file_runs = self._file_runs()
+        return self._file_runs
+
+
+def _block_dim(m, write):
+    """A block dimension: for ``write`` the owned cells; for a read every
+    cell of the buffer whose global index (wrapped on a periodic dimension)
+    lies in ``[0, size)``.  Without materialising index arrays: a buffer is
+    at most a few segments of consecutive global indices."""
+    n, L = m.size, m.local_size
+    lo, hi = (m.comm_padding[0], L - m.comm_padding[1]) if write else (0, L)
+    segs, i = [], lo
+    while i < hi and n:
+        g = m.start + i
+        if m.periodic:
+            g %= n
+        elif g < 0:
+            i -= g
+            continue
+        elif g >= n:
+            break
+        ln = min(hi - i, n - g)
+        segs.append((g, i, ln))
+        i += ln
+    segs.sort()
+    ug, ul, un, dst, src = [], [], [], [], []
+    end = 0
+    for g, i, ln in segs:
+        over = min(max(end - g, 0), ln)        # indices an earlier segment holds already
+        if over:
+            gg = np.arange(g, g + over, dtype=np.int64)
+            k = np.searchsorted(np.asarray(ug), gg, side="right") - 1
+            dst.append(np.arange(i, i + over, dtype=np.int64))
+            src.append(np.asarray(ul)[k] + (gg - np.asarray(ug)[k]))
+        if ln > over:
+            ug.append(g + over), ul.append(i + over), un.append(ln - over)
+            end = g + ln
+    un = np.asarray(un, np.int64)
+    dups = (np.concatenate(dst), np.concatenate(src)) if dst else DimSelection._NONE
+    return DimSelection(int(un.sum()), (np.asarray(ul, np.int64), un),
+                        (np.asarray(ug, np.int64), un), dups)
+
+
+def _cyclic_dim(m):
+    """A (block-)cyclic dimension: every local cell; local block j of
+    ``block_size`` cells holds global indices from ``(j * P + c) * block_size``."""
+    L, k, P, c = m.local_size, m.block_size, m.grid_size, m.grid_rank
+
+    def file_runs():
+        j = np.arange(-(-L // k), dtype=np.int64)
+        return (j * P + c) * k, np.minimum(k, L - j * k)
+    return DimSelection(L, (np.zeros(1 if L else 0, np.int64), np.full(1 if L else 0, L)),
+                        file_runs)
+
+
+def _dim_selections(dist, rank, write=False):
+    """One :class:`DimSelection` per dimension of ``rank``'s transfer.
 
     Writes take the owned cells of block dimensions; reads every cell of the
     local buffer (padding too: it is read from the file, no halo exchange).
@@ -91,26 +140,33 @@ def selections(dist, rank, write=False):
     is left to that one: no file cell is written twice)."""
     out = []
     coords = dist.coords_from_rank(rank)
-    none = (np.zeros(0, np.int64), np.zeros(0, np.int64))
     for d, m in enumerate(dist.maps(rank)):
         if m.dist_type == "b":
-            out.append(_block_cells(m, write))
+            out.append(_block_dim(m, write))
         elif m.dist_type == "c":
-            pos = np.arange(m.local_size, dtype=np.int64)
-            out.append((m.global_from_local(pos), pos, none))
+            out.append(_cyclic_dim(m))
         else:
             order = np.argsort(m.indices, kind="stable")
             if write and coords[d] > 0:
                 order = order[~np.isin(m.indices[order], _u_held_below(dist, d, coords[d]))]
-            out.append((m.indices[order], order, none))
+            out.append(DimSelection(order.size, runs(order), runs(m.indices[order])))
     return out
+
+
+def selections(dist, rank, write=False):
+    """Per dimension ``(file_indices, local_positions, dups)`` as arrays
+    (:func:`_dim_selections` expanded; for tests and small arrays)."""
+    return [(expand(*s.file_runs()), expand(*s.mem_runs), s.dups)
+            for s in _dim_selections(dist, rank, write)]
 
 
 def fill_duplicates(block, sel):
     """After a read: copy each cell whose global index the buffer holds
     twice (a periodic dimension's padding wrapping onto the same rank) from
-    the position that was read, one dimension after the other."""
-    for d, (_, _, (dst, src)) in enumerate(sel):
+    the position that was read, one dimension after the other.  ``sel``:
+    :class:`DimSelection` objects or :func:`selections` tuples."""
+    for d, s in enumerate(sel):
+        dst, src = s.dups if isinstance(s, DimSelection) else s[2]
         if dst.size:
             view = np.moveaxis(block, d, 0)
             view[dst] = view[src]
@@ -189,42 +245,46 @@ class IOPlan:
         self.elem = MPI.BYTE.Create_contiguous(itemsize).Commit()
         self.filetype = self.memtype = self.elem
         self.count, self.kind = 0, "empty"
-        self.selections = sel = selections(dist, rank, write)
-        self.nelems = int(np.prod([len(f) for f, _, _ in sel], dtype=np.int64))
+        self.selections = sel = _dim_selections(dist, rank, write)
+        self.nelems = int(np.prod([s.count for s in sel], dtype=np.int64))
         if self.nelems == 0 or itemsize == 0:
             return
         if dist.ndim == 0:          # one element (MPI has no 0-dimensional subarray)
             self.count, self.kind = 1, "scalar"
             return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
-        franks = [runs(f) for f, _, _ in sel]
-        mranks = [runs(p) for _, p, _ in sel]
-        box = all(len(s) == 1 for s, _ in franks) and all(len(s) == 1 for s, _ in mranks)
+        mem_box = all(len(s.mem_runs[0]) == 1 for s in sel)
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
             # darray selects the owned cells: not a read that takes padding too
-            owned = all(m.dist_type != "b" or np.array_equal(f, m.global_indices())
-                        for m, (f, _, _) in zip(dist.maps(rank), sel))
-            kind = "subarray" if box and all(k == "b" for k in dist.dist) else \
-                "darray" if owned and _darray_args(dist, MPI) else "indexed"
+            owned = all(m.dist_type != "b" or (
+                s.count == m.local_size - sum(m.comm_padding) and len(s.file_runs()[0]) == 1
+                and s.file_runs()[0][0] == m.start + m.comm_padding[0])
+                for m, s in zip(dist.maps(rank), sel))
+            if all(k == "b" for k in dist.dist) and mem_box and \
+                    all(len(s.file_runs()[0]) == 1 for s in sel):
+                kind = "subarray"
+            else:
+                kind = "darray" if owned and _darray_args(dist, MPI) else "indexed"
         self.kind = kind
         if kind == "subarray":
-            ft = self.elem.Create_subarray(list(dist.shape), [int(ln[0]) for _, ln in franks],
-                                           [int(s[0]) for s, _ in franks], order=mpi_order)
+            ft = self.elem.Create_subarray(list(dist.shape), [s.count for s in sel],
+                                           [int(s.file_runs()[0][0]) for s in sel],
+                                           order=mpi_order)
         elif kind == "darray":
             distribs, dargs = _darray_args(dist, MPI)
             ft = self.elem.Create_darray(dist.nprocs, rank, list(dist.shape), distribs, dargs,
                                          list(dist.grid_shape), order=mpi_order)
         else:
             gstrides = _strides(dist.shape, itemsize, order)
-            ft = _compose(MPI, self.elem, [(franks[d][0], franks[d][1], gstrides[d]) for d in dims])
+            ft = _compose(MPI, self.elem, [sel[d].file_runs() + (gstrides[d],) for d in dims])
         self.filetype = ft.Commit()
-        if box and order == "C" and block.flags.c_contiguous:
-            mt = self.elem.Create_subarray(list(block.shape), [int(ln[0]) for _, ln in mranks],
-                                           [int(s[0]) for s, _ in mranks], order=MPI.ORDER_C)
+        if mem_box and order == "C" and block.flags.c_contiguous:
+            mt = self.elem.Create_subarray(list(block.shape), [s.count for s in sel],
+                                           [int(s.mem_runs[0][0]) for s in sel],
+                                           order=MPI.ORDER_C)
         else:
-            mt = _compose(MPI, self.elem, [(mranks[d][0], mranks[d][1], block.strides[d])
-                                           for d in dims])
+            mt = _compose(MPI, self.elem, [sel[d].mem_runs + (block.strides[d],) for d in dims])
         self.memtype = mt.Commit()
         self.count = 1
 

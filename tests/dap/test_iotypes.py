@@ -148,6 +148,16 @@ def test_a_read_fills_padding_that_wraps_onto_the_same_rank(shape, kw):
     check_layout(dist, "F")
 
 
+def test_block_selections_do_not_list_every_index():
+    """A block dimension is a few runs whatever its size (2**40 cells here)."""
+    from nclx.dap.iotypes import _dim_selections
+    dist = Distribution.from_shape((2 ** 40,), nprocs=4, padding=[3], periodic=[True])
+    for write in (False, True):
+        (s,) = _dim_selections(dist, 0, write)
+        assert s.count == 2 ** 38 + (0 if write else 6)
+        assert len(s.file_runs()[0]) == (1 if write else 2)
+
+
 def test_a_non_contiguous_block_is_refused():
     dist = Distribution.from_shape((4, 6), nprocs=1)
     with pytest.raises(DapError, match="contiguous"):

@@ -1,0 +1,96 @@
+"""Parallel .npy I/O against per-rank NumPy I/O: ``load_npy`` / ``save_npy``
+of one global float64 array on every rank of ``mpiexec``, against every
+rank's ``np.load`` / ``np.save`` of its own block to a file of its own in
+the same directory (the same bytes to the same disk, at the same time).
+
+Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
+timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
+barrier before each).  Files stay in the page cache between rounds (the
+machine's memory permitting) and nothing is synced to the disk: both sides
+are timed alike.  ``--json`` prints one JSON line (for asv).
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+from nclx._timing import median_time
+from nclx.dap.distarray import DistArray
+from nclx.dap.npyio import load_npy
+
+LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None}
+
+
+def _timed(comm, fn, repeats):
+    """The slowest rank's median seconds of ``fn`` (ranks meet at a barrier
+    before each call)."""
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    return comm.allreduce(median_time(fn, repeats, before=comm.Barrier), op=MPI.MAX)
+
+
+def measure(comm, mb, layout, repeats, where):
+    """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
+    square float64 array in ``layout`` ('rows' or 'grid')."""
+    n = int((mb * 1e6 / 8) ** 0.5)
+    grid = LAYOUTS[layout](comm.Get_size())
+    da = DistArray.from_shape((n, n), comm=comm, grid_shape=grid)
+    da._block[...] = comm.Get_rank() + np.arange(da._block.shape[-1])
+    path = os.path.join(where, f"bench-{layout}.npy")
+    own = os.path.join(where, f"bench-{layout}-rank{comm.Get_rank()}.npy")
+    block = da._block
+    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape)}
+    out["save"] = _timed(comm, lambda: da.save_npy(path), repeats)
+    out["np_save"] = _timed(comm, lambda: np.save(own, block), repeats)
+    out["load"] = _timed(comm, lambda: load_npy(path, comm=comm, grid_shape=grid), repeats)
+    out["np_load"] = _timed(comm, lambda: np.load(own), repeats)
+    back = load_npy(path, comm=comm, grid_shape=grid)
+    ok = comm.allreduce(bool(np.array_equal(back._block, block)))
+    out["correct"] = bool(ok == comm.Get_size())
+    comm.Barrier()
+    os.remove(own)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_npyio")
+    ap.add_argument("--mb", type=float, default=256.0, help="global array size in MB (1e6 B)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--layouts", default="rows,grid")
+    ap.add_argument("--dir", default=None, help="directory for the files (default: a new "
+                    "temporary one)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    comm = MPI.COMM_WORLD
+    made = None
+    if comm.Get_rank() == 0:
+        made = args.dir or tempfile.mkdtemp(prefix="nclx-bench-npyio-")
+    where = comm.bcast(made, root=0)
+    try:
+        results = {lay: measure(comm, args.mb, lay, args.repeats, where)
+                   for lay in args.layouts.split(",")}
+    finally:
+        comm.Barrier()
+        if comm.Get_rank() == 0 and args.dir is None:
+            shutil.rmtree(where, ignore_errors=True)
+    if comm.Get_rank() == 0:
+        if args.json:
+            print(json.dumps({"ranks": comm.Get_size(), "mb": args.mb, "results": results}))
+        else:
+            print(f"{comm.Get_size()} ranks, {args.mb:g} MB float64; median of {args.repeats}, "
+                  f"slowest rank")
+            for lay, r in results.items():
+                print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
+                      f"{'correct' if r['correct'] else 'WRONG'}):")
+                for op, ref in (("save", "np_save"), ("load", "np_load")):
+                    print(f"    {op}_npy {r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
+                          f"{r[ref]:.3f} s: {r[op] / r[ref]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
