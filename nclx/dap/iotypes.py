@@ -245,6 +245,7 @@ class IOPlan:
         self.elem = MPI.BYTE.Create_contiguous(itemsize).Commit()
         self.filetype = self.memtype = self.elem
         self.count, self.kind = 0, "empty"
+        self.run_bytes = float("inf")     # mean bytes of the contiguous pieces of the view
         self.selections = sel = _dim_selections(dist, rank, write)
         self.nelems = int(np.prod([s.count for s in sel], dtype=np.int64))
         if self.nelems == 0 or itemsize == 0:
@@ -254,6 +255,7 @@ class IOPlan:
             return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
         mem_box = all(len(s.mem_runs[0]) == 1 for s in sel)
+        self.run_bytes = self.nelems * itemsize / _pieces(dist, sel, list(dims))
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
             # darray selects the owned cells: not a read that takes padding too
@@ -296,6 +298,21 @@ class IOPlan:
             for t in types + ([self.elem] if self.elem is not None else []):
                 t.Free()
         self.filetype = self.memtype = self.elem = None
+
+
+def _pieces(dist, sel, dims):
+    """Number of contiguous pieces of the file view (``dims`` outer to
+    inner): inner dimensions taken whole join into longer pieces."""
+    pieces = 1
+    for i, d in enumerate(reversed(dims)):
+        s = sel[d]
+        if s.count == dist.shape[d]:
+            continue
+        runs = len(s.file_runs()[0]) if s.count else 1
+        for d2 in list(reversed(dims))[i + 1:]:
+            runs *= max(sel[d2].count, 1)
+        return runs
+    return pieces
 
 
 def _strides(shape, itemsize, order):

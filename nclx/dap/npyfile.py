@@ -26,6 +26,17 @@ __all__ = ["header_bytes", "read_header", "read_npy", "write_npy"]
 
 _FMT = np.lib.format
 
+#: ROMIO hints for views whose contiguous pieces are long (>= LONG_PIECE
+#: bytes on every rank): independent I/O, no collective buffering (which
+#: sends every byte through aggregator ranks, one per node by default) and
+#: no data sieving.  Measured on one node, page cache (bench_npyio): 2-5x
+#: faster for a block-block grid than ROMIO's defaults.  Views of short
+#: pieces (cyclic layouts) keep ROMIO's defaults (collective buffering).
+#: Other file systems may want others: change the dict.
+HINTS = {"romio_cb_read": "disable", "romio_cb_write": "disable",
+         "romio_ds_read": "disable", "romio_ds_write": "disable"}
+LONG_PIECE = 4096
+
 
 def _check_dtype(dtype):
     if dtype.hasobject:
@@ -157,11 +168,18 @@ def _step(comm, what, fn):
     return result
 
 
-def _transfer(comm, path, what, plan, buf, offset, data, write, header=None, size=0):
+def _transfer(comm, path, what, plan, buf, offset, data, write, header=None, size=0,
+              hints=None):
     """Open, (size and header), view, Read_all/Write_all, close: each step agreed."""
     from mpi4py import MPI   # optional dependency: nclx.dap loads without it
     amode = (MPI.MODE_WRONLY | MPI.MODE_CREATE) if write else MPI.MODE_RDONLY
-    fh = _step(comm, what, lambda: MPI.File.Open(comm, path, amode))
+    info = MPI.Info.Create()
+    for key, value in (hints or {}).items():
+        info.Set(key, value)
+    try:
+        fh = _step(comm, what, lambda: MPI.File.Open(comm, path, amode, info))
+    finally:
+        info.Free()
     done = False
     try:
         if write:
@@ -219,9 +237,10 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
-        _agree(comm, error, what)
+        run_bytes = _agree(comm, error, what, None if plan is None else plan.run_bytes)
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
-        _transfer(comm, path, what, plan, block, offset, data, write=False)
+        _transfer(comm, path, what, plan, block, offset, data, write=False,
+                  hints=HINTS if min(run_bytes) >= LONG_PIECE else None)
         if data:
             fill_duplicates(block, plan.selections)
     finally:
@@ -250,15 +269,16 @@ def write_npy(comm, path, block, dist, what):
         error = exc
     try:
         parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
-                                            len(header)))
-        for r, (p, dt, _) in enumerate(parts):
+                                            len(header), None if plan is None else plan.run_bytes))
+        for r, (p, dt, _, _) in enumerate(parts):
             if p != parts[0][0] or dt != parts[0][1]:
                 raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "
                                f"{parts[0][0]!r} from a {parts[0][1]} block")
         hlen = parts[0][2]
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
+        long_pieces = min(p[3] for p in parts) >= LONG_PIECE
         _transfer(comm, path, what, plan, block, hlen, nbytes > 0, write=True, header=header,
-                  size=hlen + nbytes)
+                  size=hlen + nbytes, hints=HINTS if long_pieces else None)
     finally:
         if plan is not None:
             plan.free()

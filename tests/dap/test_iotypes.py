@@ -158,6 +158,23 @@ def test_block_selections_do_not_list_every_index():
         assert len(s.file_runs()[0]) == (1 if write else 2)
 
 
+@pytest.mark.parametrize("shape,kw,order,want", [
+    ((8, 100), dict(nprocs=4, grid_shape=[4, 1]), "C", 2 * 100 * 8),     # whole rows join
+    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "C", 50 * 8),          # half rows
+    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "F", 4 * 8),           # half columns
+    ((40,), dict(nprocs=4, dist="c"), "C", 8),                           # one cell
+    ((40,), dict(nprocs=4, dist="c", block_size=[5]), "C", 5 * 8),
+])
+def test_run_bytes_is_the_mean_contiguous_piece_of_the_view(shape, kw, order, want):
+    dist = Distribution.from_shape(shape, **kw)
+    block = np.zeros(dist.local_shape(0))
+    plan = IOPlan(dist, 0, block, order, write=True)
+    try:
+        assert plan.run_bytes == want
+    finally:
+        plan.free()
+
+
 def test_a_non_contiguous_block_is_refused():
     dist = Distribution.from_shape((4, 6), nprocs=1)
     with pytest.raises(DapError, match="contiguous"):

@@ -91,6 +91,9 @@ LAYOUTS = [
     ("3d-bnc", (5, 3, 6), dict(dist=["b", "n", "c"], block_size=[1, 1, 2])),
     ("3d-bbb", (4, 5, 3), dict(padding=None)),
     ("empty-ranks", (2, 3), dict(grid_shape=[N, 1])),
+    # pieces of >= 4096 bytes: independent I/O (npyfile.HINTS), not ROMIO's defaults
+    ("long-rows", (2 * N + 1, 600), dict(grid_shape=[N, 1], padding=[1, 0], periodic=[True, False])),
+    ("long-grid", (7, 1100 * N), dict(grid_shape=[1, N])),
     ("zero-rows", (0, 4), dict()),
     ("zero-cols", (3, 0), dict(dist=["c", "b"])),
 ]
