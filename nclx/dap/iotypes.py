@@ -31,7 +31,7 @@ import numpy as np
 from nclx.dap.validate import DapError
 
 __all__ = ["IOPlan", "DimSelection", "selections", "runs", "expand", "fill_duplicates",
-           "check_covered"]
+           "check_covered", "view_run_bytes"]
 
 
 def runs(seq):
@@ -255,7 +255,7 @@ class IOPlan:
             return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
         mem_box = all(len(s.mem_runs[0]) == 1 for s in sel)
-        self.run_bytes = self.nelems * itemsize / _pieces(dist, sel, list(dims))
+        self.run_bytes = _run_bytes(dist, sel, itemsize, order)
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
             # darray selects the owned cells: not a read that takes padding too
@@ -298,6 +298,21 @@ class IOPlan:
             for t in types + ([self.elem] if self.elem is not None else []):
                 t.Free()
         self.filetype = self.memtype = self.elem = None
+
+
+def view_run_bytes(dist, rank, itemsize, order="C", write=False):
+    """Mean bytes of the contiguous pieces of ``rank``'s file view (inf when
+    it has none): computed from the Distribution alone, so every rank can
+    tell it for any rank without building a datatype."""
+    return _run_bytes(dist, _dim_selections(dist, rank, write), itemsize, order)
+
+
+def _run_bytes(dist, sel, itemsize, order):
+    nelems = int(np.prod([s.count for s in sel], dtype=np.int64))
+    if nelems == 0 or itemsize == 0:
+        return float("inf")
+    dims = list(range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1))
+    return nelems * itemsize / _pieces(dist, sel, dims)
 
 
 def _pieces(dist, sel, dims):

@@ -3,12 +3,16 @@ rank 0 reads or writes the header, every rank its own part of the data
 (:mod:`nclx.dap.iotypes`: a file view over the global array, a memory type
 over the local block), with collective ``Read_all`` / ``Write_all``.
 
-Every step that can fail on some ranks only (the header, the plan, each
-MPI-IO call) is followed by an agreement (one allgather of the ranks'
-errors, as :func:`nclx.dap.collective.agree`), so a failure is raised on
-every rank as one DapError -- its message alone when every rank failed
-alike, else naming the failing ranks -- never leaving the others waiting in
-the next collective.
+A failure on some ranks only (the header, the plan, an MPI-IO call) is
+raised on every rank as one DapError -- its message alone when every rank
+failed alike, else naming the failing ranks -- and never leaves the others
+waiting in a collective: the ranks agree (one allgather of their errors, as
+:func:`nclx.dap.collective.agree`) before the header is written, after the
+file is opened (with any earlier error: a rank that failed opens too) and
+once at the end; in between, a rank whose view failed still takes part in
+the collective transfer, with nothing to move, and in the close.  Few
+synchronisations: a read is one broadcast, two allgathers and MPI's own
+open / view / read / close; a write one allgather more.
 """
 import ast
 import io
@@ -18,7 +22,7 @@ import struct
 import numpy as np
 
 from nclx.dap.collective import describe_error
-from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates
+from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_run_bytes
 from nclx.dap.maps import check_global_range
 from nclx.dap.validate import DapError
 
@@ -136,68 +140,81 @@ def _local_error(exc):
     return exc
 
 
-def _agree(comm, error, what, value=None):
-    """Every rank's ``value`` (one allgather), or the same DapError on every
-    rank if any passed an ``error``: its message alone when every rank
-    failed alike, else each failing rank with its message."""
+def _gather(comm, error, value=None):
+    """One allgather of (this rank's error, ``value``): ``(text, values)``,
+    ``text`` None when no rank failed, else its message alone when every
+    rank failed alike, or each failing rank with its message."""
     msg = None
     if error is not None:
         msg = str(error) if isinstance(error, DapError) else describe_error(error)
-    parts = comm.allgather((msg, None if msg else value))
+    parts = comm.allgather((msg, value))
     failed = [(r, m) for r, (m, _) in enumerate(parts) if m is not None]
+    values = [v for _, v in parts]
     if not failed:
-        return [v for _, v in parts]
+        return None, values
     if len(failed) == len(parts) and len({m for _, m in failed}) == 1:
-        text = failed[0][1]
-    else:
-        head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
-        text = f"{head} of {len(parts)} failed:" + "".join(
-            f"\n  rank {r}: {m}" for r, m in failed[:16])
-    raise DapError(f"{what}: {text}") from error
+        return failed[0][1], values
+    head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
+    return f"{head} of {len(parts)} failed:" + "".join(
+        f"\n  rank {r}: {m}" for r, m in failed[:16]), values
 
 
-def _step(comm, what, fn):
-    """Run ``fn`` on every rank, then agree: its result, or the same
-    DapError on every rank if it raised on any."""
-    error = result = None
-    try:
-        result = fn()
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
-        error = _local_error(exc)
-    _agree(comm, error, what)
-    return result
+def _agree(comm, error, what, value=None):
+    """Every rank's ``value``, or the same DapError on every rank if any
+    passed an ``error`` (:func:`_gather`)."""
+    text, values = _gather(comm, error, value)
+    if text is not None:
+        raise DapError(f"{what}: {text}") from error
+    return values
 
 
-def _transfer(comm, path, what, plan, buf, offset, data, write, header=None, size=0,
-              hints=None):
-    """Open, (size and header), view, Read_all/Write_all, close: each step agreed."""
+def _open(comm, path, write, hints, error, what):
+    """``MPI.File.Open`` (write-only or read-only) on every rank, agreed together with this rank's
+    earlier ``error`` (a rank that failed before opens too, so that one
+    agreement covers both): the handle, or the same DapError everywhere
+    (the handles closed when every rank had one, else left: closing is
+    collective)."""
     from mpi4py import MPI   # optional dependency: nclx.dap loads without it
-    amode = (MPI.MODE_WRONLY | MPI.MODE_CREATE) if write else MPI.MODE_RDONLY
+    fh = None
+    amode = MPI.MODE_WRONLY if write else MPI.MODE_RDONLY
     info = MPI.Info.Create()
-    for key, value in (hints or {}).items():
-        info.Set(key, value)
     try:
-        fh = _step(comm, what, lambda: MPI.File.Open(comm, path, amode, info))
+        for key, value in (hints or {}).items():
+            info.Set(key, value)
+        fh = MPI.File.Open(comm, path, amode, info)
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = error or _local_error(exc)
     finally:
         info.Free()
-    done = False
+    text, opened = _gather(comm, error, fh is not None)
+    if text is not None:
+        if all(opened):
+            fh.Close()
+        raise DapError(f"{what}: {text}") from error
+    return fh
+
+
+def _finish(comm, fh, what, plan, buf, offset, data, write):
+    """View, Read_all/Write_all and close, then one agreement: a rank whose
+    view failed still takes part in the collective transfer (with nothing
+    to move) and the close, so no rank waits for it."""
+    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
+    error = None
+    if data:
+        try:
+            fh.Set_view(offset, plan.elem, plan.filetype)
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+            error = _local_error(exc)
+        spec = [buf, plan.count, plan.memtype] if error is None else [buf, 0, MPI.BYTE]
+        try:
+            fh.Write_all(spec) if write else fh.Read_all(spec)
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+            error = error or _local_error(exc)
     try:
-        if write:
-            _step(comm, what, lambda: fh.Set_size(size))     # truncates an older file
-            _step(comm, what, lambda: fh.Write_at(0, header) if comm.Get_rank() == 0 else None)
-        if data:
-            _step(comm, what, lambda: fh.Set_view(offset, plan.elem, plan.filetype))
-            spec = [buf, plan.count, plan.memtype]
-            _step(comm, what, lambda: fh.Write_all(spec) if write else fh.Read_all(spec))
-        done = True
-    finally:
-        if done:
-            _step(comm, what, fh.Close)
-        else:           # every rank is here (the failed step's agreement raised on all)
-            try:
-                fh.Close()
-            except Exception:  # noqa: BLE001 - the agreed error is the one to report
-                pass
+        fh.Close()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+        error = error or _local_error(exc)
+    _agree(comm, error, what)
 
 
 def read_npy(comm, path, make_dist, what, max_header_size=10000):
@@ -221,7 +238,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
     if head[0] == "err":
         raise DapError(f"{what}: {head[1]}")
     dtype, shape, fortran, offset = head[1]
-    plan = block = dist = error = None
+    plan = block = dist = error = hints = None
     try:
         if root_path != path:
             raise DapError(f"rank {rank} reads {path!r}, rank 0 {root_path!r}")
@@ -234,13 +251,16 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
         check_global_range(dist)
         block = np.zeros(dist.local_shape(rank), dtype)
         plan = IOPlan(dist, rank, block, "F" if fortran else "C")
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+        # the same hints on every rank, from rank 0's view (every rank holds the Distribution)
+        if view_run_bytes(dist, 0, dtype.itemsize, "F" if fortran else "C") >= LONG_PIECE:
+            hints = HINTS
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by _open's agreement
         error = exc
     try:
-        run_bytes = _agree(comm, error, what, None if plan is None else plan.run_bytes)
+        # every rank opens rank 0's path (a rank passing another fails at the agreement)
+        fh = _open(comm, root_path, False, hints, error, what)
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
-        _transfer(comm, path, what, plan, block, offset, data, write=False,
-                  hints=HINTS if min(run_bytes) >= LONG_PIECE else None)
+        _finish(comm, fh, what, plan, block, offset, data, write=False)
         if data:
             fill_duplicates(block, plan.selections)
     finally:
@@ -274,11 +294,17 @@ def write_npy(comm, path, block, dist, what):
             if p != parts[0][0] or dt != parts[0][1]:
                 raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "
                                f"{parts[0][0]!r} from a {parts[0][1]} block")
-        hlen = parts[0][2]
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
-        long_pieces = min(p[3] for p in parts) >= LONG_PIECE
-        _transfer(comm, path, what, plan, block, hlen, nbytes > 0, write=True, header=header,
-                  size=hlen + nbytes, hints=HINTS if long_pieces else None)
+        hints = HINTS if min(p[3] for p in parts) >= LONG_PIECE else None
+        error = None
+        if rank == 0:           # the header, truncating an older file
+            try:
+                with open(path, "wb") as f:
+                    f.write(header)
+            except OSError as exc:
+                error = exc
+        fh = _open(comm, path, True, hints, error, what)
+        _finish(comm, fh, what, plan, block, parts[0][2], nbytes > 0, write=True)
     finally:
         if plan is not None:
             plan.free()
