@@ -5,9 +5,11 @@ the same directory (the same bytes to the same disk, at the same time).
 
 Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
 timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
-barrier before each).  Files stay in the page cache between rounds (the
-machine's memory permitting) and nothing is synced to the disk: both sides
-are timed alike.  ``--json`` prints one JSON line (for asv).
+barrier before each).  By default files stay in the page cache between
+rounds (the machine's memory permitting) and nothing is synced to the
+disk; ``--cold`` times each write with its fsync and starts each read with
+the file dropped from the page cache (``posix_fadvise``): both sides are
+timed alike.  ``--json`` prints one JSON line (for asv).
 """
 import argparse
 import json
@@ -25,28 +27,61 @@ from nclx.dap.npyio import load_npy
 LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None}
 
 
-def _timed(comm, fn, repeats):
+def _timed(comm, fn, repeats, before=None):
     """The slowest rank's median seconds of ``fn`` (ranks meet at a barrier
-    before each call)."""
+    before each call, after ``before()``)."""
     from mpi4py import MPI   # optional dependency: the launcher runs without it
-    return comm.allreduce(median_time(fn, repeats, before=comm.Barrier), op=MPI.MAX)
+    return comm.allreduce(median_time(fn, repeats, before=before or comm.Barrier), op=MPI.MAX)
 
 
-def measure(comm, mb, layout, repeats, where):
+def _drop(path):
+    """Write ``path``'s dirty pages to the disk and drop its pages from the
+    page cache (that file's only)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def measure(comm, mb, layout, repeats, where, cold=False):
     """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
-    square float64 array in ``layout`` ('rows' or 'grid')."""
+    square float64 array in ``layout`` ('rows' or 'grid').  ``cold``: each
+    write is timed with its fsync, each read starts with the file out of
+    the page cache."""
     n = int((mb * 1e6 / 8) ** 0.5)
     grid = LAYOUTS[layout](comm.Get_size())
+    rank = comm.Get_rank()
     da = DistArray.from_shape((n, n), comm=comm, grid_shape=grid)
-    da._block[...] = comm.Get_rank() + np.arange(da._block.shape[-1])
+    da._block[...] = rank + np.arange(da._block.shape[-1])
     path = os.path.join(where, f"bench-{layout}.npy")
-    own = os.path.join(where, f"bench-{layout}-rank{comm.Get_rank()}.npy")
+    own = os.path.join(where, f"bench-{layout}-rank{rank}.npy")
     block = da._block
-    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape)}
-    out["save"] = _timed(comm, lambda: da.save_npy(path), repeats)
-    out["np_save"] = _timed(comm, lambda: np.save(own, block), repeats)
-    out["load"] = _timed(comm, lambda: load_npy(path, comm=comm, grid_shape=grid), repeats)
-    out["np_load"] = _timed(comm, lambda: np.load(own), repeats)
+
+    def save():
+        da.save_npy(path)
+        if cold and rank == 0:      # after save_npy every rank has closed the file
+            _drop(path)
+
+    def np_save():
+        np.save(own, block)
+        if cold:
+            _drop(own)
+
+    def before_load(name):
+        def before():
+            if cold and (rank == 0 or name == own):
+                _drop(name)
+            comm.Barrier()
+        return before
+
+    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold}
+    out["save"] = _timed(comm, save, repeats)
+    out["np_save"] = _timed(comm, np_save, repeats)
+    out["load"] = _timed(comm, lambda: load_npy(path, comm=comm, grid_shape=grid), repeats,
+                         before_load(path))
+    out["np_load"] = _timed(comm, lambda: np.load(own), repeats, before_load(own))
     back = load_npy(path, comm=comm, grid_shape=grid)
     ok = comm.allreduce(bool(np.array_equal(back._block, block)))
     out["correct"] = bool(ok == comm.Get_size())
@@ -62,6 +97,8 @@ def main(argv=None):
     ap.add_argument("--layouts", default="rows,grid")
     ap.add_argument("--dir", default=None, help="directory for the files (default: a new "
                     "temporary one)")
+    ap.add_argument("--cold", action="store_true", help="time writes with their fsync and "
+                    "reads from outside the page cache")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from mpi4py import MPI   # optional dependency: the launcher runs without it
@@ -71,7 +108,7 @@ def main(argv=None):
         made = args.dir or tempfile.mkdtemp(prefix="nclx-bench-npyio-")
     where = comm.bcast(made, root=0)
     try:
-        results = {lay: measure(comm, args.mb, lay, args.repeats, where)
+        results = {lay: measure(comm, args.mb, lay, args.repeats, where, args.cold)
                    for lay in args.layouts.split(",")}
     finally:
         comm.Barrier()
@@ -82,7 +119,8 @@ def main(argv=None):
             print(json.dumps({"ranks": comm.Get_size(), "mb": args.mb, "results": results}))
         else:
             print(f"{comm.Get_size()} ranks, {args.mb:g} MB float64; median of {args.repeats}, "
-                  f"slowest rank")
+                  f"slowest rank; " + ("cold: writes with fsync, reads from the disk" if args.cold
+                                       else "warm: the page cache, no fsync"))
             for lay, r in results.items():
                 print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
                       f"{'correct' if r['correct'] else 'WRONG'}):")
