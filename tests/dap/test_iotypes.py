@@ -12,7 +12,8 @@ from hypothesis import given, strategies as st
 MPI = pytest.importorskip("mpi4py.MPI")
 
 from nclx.dap import DapError, Distribution          # noqa: E402
-from nclx.dap.iotypes import IOPlan, fill_duplicates, runs, selections  # noqa: E402
+from nclx.dap.iotypes import (IOPlan, fill_duplicates, runs, selections,  # noqa: E402
+                              view_run_bytes)
 
 
 def _through(buf, count, dtype, plan, n):
@@ -171,6 +172,7 @@ def test_run_bytes_is_the_mean_contiguous_piece_of_the_view(shape, kw, order, wa
     plan = IOPlan(dist, 0, block, order, write=True)
     try:
         assert plan.run_bytes == want
+        assert view_run_bytes(dist, 0, 8, order, write=True) == want
     finally:
         plan.free()
 

@@ -10,6 +10,7 @@ file, a bad header, an object dtype, a truncated file, a layout that does
 not fit, an unwritable path, ranks passing different paths) raises on
 every rank.  The >2 GiB case runs with NCLX_SLOW=1.
 """
+import io
 import os
 import shutil
 import tempfile
@@ -187,6 +188,17 @@ def test_header_formats(tmp, names, version):
     kind, value = outcome(dap.load_npy, path, comm=comm, max_header_size=10 ** 6)
     ok = kind == "ok" and _same(value._block, a._block)
     collective_assert(ok, f"load_npy: {value}")
+
+
+def test_np_save_of_a_distarray_is_save_npy(tmp):
+    g = _global((5, 3), np.int32)
+    a = dap.DistArray.from_global(g, comm=comm, dist=["c", "b"])
+    np.save(os.path.join(tmp, "via-np-save"), a)          # .npy appended, as NumPy does
+    ok = True
+    if rank == 0:
+        ok = _same(np.load(os.path.join(tmp, "via-np-save.npy")), g)
+    collective_assert(ok, "np.save(path, da) wrote another array")
+    _raises_everywhere("TypeError", "needs a path", np.save, io.BytesIO(), a)
 
 
 # --------------------------------------------------------------------- errors

@@ -2,4 +2,4 @@
 
 One module per family; importing this package registers them all.
 """
-from nclx.dap.functions import reductions  # noqa: F401 - registers
+from nclx.dap.functions import io, reductions  # noqa: F401 - registers
