@@ -9,9 +9,11 @@ failed alike, else naming the failing ranks -- and never leaves the others
 waiting in a collective: the ranks agree (one allgather of their errors, as
 :func:`nclx.dap.collective.agree`) before the header is written, after the
 file is opened (with any earlier error: a rank that failed opens too) and
-once at the end; in between, a rank whose view failed still takes part in
-the collective transfer, with nothing to move, and in the close.  Few
-synchronisations: a read is one broadcast, two allgathers and MPI's own
+once at the end, for errors MPI returns from the view, the transfer or
+the close.  (An MPI call that fails its argument checks on one rank before
+its own internal collective begins would leave the others inside it: no
+agreement can reach them there; the datatypes given to MPI are tested.)
+Few synchronisations: a read is one broadcast, two allgathers and MPI's own
 open / view / read / close; a write one allgather more.
 """
 import ast
@@ -195,9 +197,9 @@ def _open(comm, path, write, hints, error, what):
 
 
 def _finish(comm, fh, what, plan, buf, offset, data, write):
-    """View, Read_all/Write_all and close, then one agreement: a rank whose
-    view failed still takes part in the collective transfer (with nothing
-    to move) and the close, so no rank waits for it."""
+    """View, Read_all/Write_all and close, then one agreement: an error MPI
+    returns from one of them on some ranks is raised on every rank, after
+    the close."""
     from mpi4py import MPI   # optional dependency: nclx.dap loads without it
     error = None
     if data:
