@@ -2,6 +2,13 @@
 array stored in a file (the file view) straight from or into its local
 block, padding included (the memory type): no packing copies.
 
+A write takes each rank's owned cells (a global index held by several
+ranks of a 'u' dimension is written by the lowest grid coordinate); a read
+fills every cell of the local buffer, communication padding included (from
+the file: no halo exchange; an index a periodic dimension's padding holds
+twice is read once and copied, :func:`fill_duplicates`).  Block dimensions
+are described by a few runs whatever their size, never by index arrays.
+
 Every type is built from ``elem``, a contiguous run of ``itemsize`` bytes,
 so the bytes move as stored (any byte order, structured dtypes).  The file
 view of a rank lists its elements in increasing file offset; the memory

@@ -190,6 +190,27 @@ def test_header_formats(tmp, names, version):
     collective_assert(ok, f"load_npy: {value}")
 
 
+@pytest.mark.parametrize("layout", ["F", "strided"])
+def test_save_of_imported_blocks_in_other_memory_layouts(tmp, layout):
+    """A Fortran-ordered block is described by its strides; a strided view
+    (neither C nor F contiguous) is copied first."""
+    g = _global((3 * N, 5), np.float32)
+    ref = dap.DistArray.from_global(g, comm=comm, padding=[1, 0], periodic=[True, False])
+    block = ref._block
+    if layout == "F":
+        buf = np.asfortranarray(block)
+    else:
+        buf = np.zeros((block.shape[0], 2 * block.shape[1]), block.dtype)[:, ::2]
+        buf[...] = block
+    export = {"__version__": "0.10.0", "buffer": buf, "dim_data": ref.__distarray__()["dim_data"]}
+    path = os.path.join(tmp, f"imported-{layout}.npy")
+    dap.from_distarray(export, comm=comm).save_npy(path)
+    ok = True
+    if rank == 0:
+        ok = _same(np.load(path), g)
+    collective_assert(ok, f"{layout}: np.load of save_npy's file differs")
+
+
 def test_np_save_of_a_distarray_is_save_npy(tmp):
     g = _global((5, 3), np.int32)
     a = dap.DistArray.from_global(g, comm=comm, dist=["c", "b"])
