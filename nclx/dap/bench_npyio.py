@@ -5,7 +5,8 @@ the same directory (the same bytes to the same disk, at the same time).
 
 Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
 timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
-barrier before each).  By default files stay in the page cache between
+barrier before each; the four operations take turns within a round, and
+each ratio is the median of the rounds' ratios).  By default files stay in the page cache between
 rounds (the machine's memory permitting) and nothing is synced to the
 disk; ``--cold`` times each write with its fsync and starts each read with
 the file dropped from the page cache (``posix_fadvise``): both sides are
@@ -15,23 +16,17 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
+import time
 
 import numpy as np
 
-from nclx._timing import median_time
 from nclx.dap.distarray import DistArray
 from nclx.dap.npyio import load_npy
 
 LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None}
-
-
-def _timed(comm, fn, repeats, before=None):
-    """The slowest rank's median seconds of ``fn`` (ranks meet at a barrier
-    before each call, after ``before()``)."""
-    from mpi4py import MPI   # optional dependency: the launcher runs without it
-    return comm.allreduce(median_time(fn, repeats, before=before or comm.Barrier), op=MPI.MAX)
 
 
 def _drop(path):
@@ -49,7 +44,10 @@ def measure(comm, mb, layout, repeats, where, cold=False):
     """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
     square float64 array in ``layout`` ('rows' or 'grid').  ``cold``: each
     write is timed with its fsync, each read starts with the file out of
-    the page cache."""
+    the page cache.  The four are timed in turn, round after round (the
+    slowest rank's time of each), so that machine noise hits them alike;
+    ``ratio_*`` are medians of the per-round ratios."""
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
     n = int((mb * 1e6 / 8) ** 0.5)
     grid = LAYOUTS[layout](comm.Get_size())
     rank = comm.Get_rank()
@@ -76,12 +74,23 @@ def measure(comm, mb, layout, repeats, where, cold=False):
             comm.Barrier()
         return before
 
+    ops = [("save", save, comm.Barrier), ("np_save", np_save, comm.Barrier),
+           ("load", lambda: load_npy(path, comm=comm, grid_shape=grid), before_load(path)),
+           ("np_load", lambda: np.load(own), before_load(own))]
+    times = {name: [] for name, _, _ in ops}
+    for rnd in range(repeats + 1):          # round 0 warms up, untimed
+        for name, fn, before in ops:
+            before()
+            t0 = time.perf_counter()
+            fn()
+            t = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            if rnd:
+                times[name].append(t)
     out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold}
-    out["save"] = _timed(comm, save, repeats)
-    out["np_save"] = _timed(comm, np_save, repeats)
-    out["load"] = _timed(comm, lambda: load_npy(path, comm=comm, grid_shape=grid), repeats,
-                         before_load(path))
-    out["np_load"] = _timed(comm, lambda: np.load(own), repeats, before_load(own))
+    out.update({name: statistics.median(ts) for name, ts in times.items()})
+    for op in ("save", "load"):
+        out[f"ratio_{op}"] = statistics.median(
+            a / b for a, b in zip(times[op], times["np_" + op]))
     back = load_npy(path, comm=comm, grid_shape=grid)
     ok = comm.allreduce(bool(np.array_equal(back._block, block)))
     out["correct"] = bool(ok == comm.Get_size())
@@ -126,7 +135,7 @@ def main(argv=None):
                       f"{'correct' if r['correct'] else 'WRONG'}):")
                 for op, ref in (("save", "np_save"), ("load", "np_load")):
                     print(f"    {op}_npy {r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
-                          f"{r[ref]:.3f} s: {r[op] / r[ref]:.2f}x")
+                          f"{r[ref]:.3f} s: {r['ratio_' + op]:.2f}x")
     return 0
 
 
