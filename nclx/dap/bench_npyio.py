@@ -5,8 +5,9 @@ the same directory (the same bytes to the same disk, at the same time).
 
 Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
 timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
-barrier before each; the four operations take turns within a round, and
-each ratio is the median of the rounds' ratios).  By default files stay in the page cache between
+barrier before each; the four operations take turns within a round, nclx
+and NumPy first in alternate rounds, and each ratio is the median of the
+rounds' ratios).  By default files stay in the page cache between
 rounds (the machine's memory permitting) and nothing is synced to the
 disk; ``--cold`` times each write with its fsync and starts each read with
 the file dropped from the page cache (``posix_fadvise``): both sides are
@@ -79,7 +80,8 @@ def measure(comm, mb, layout, repeats, where, cold=False):
            ("np_load", lambda: np.load(own), before_load(own))]
     times = {name: [] for name, _, _ in ops}
     for rnd in range(repeats + 1):          # round 0 warms up, untimed
-        for name, fn, before in ops:
+        # nclx first in odd rounds, NumPy first in even ones (ABBA)
+        for name, fn, before in (ops if rnd % 2 else [ops[1], ops[0], ops[3], ops[2]]):
             before()
             t0 = time.perf_counter()
             fn()
