@@ -17,6 +17,10 @@ element ``k`` of the other.
 
 File views, by layout:
 
+- ``"contiguous"``: the rank's cells are one contiguous piece of the file:
+  the view starts at its first byte (``disp``) with ``elem`` as filetype,
+  so MPI-IO takes its contiguous path (and pieces over 2 GiB work: ROMIO's
+  strided paths assert on them);
 - ``"subarray"``: every dimension is one contiguous range (block
   dimensions, undistributed ones): ``MPI_Type_create_subarray``;
 - ``"darray"``: block-cyclic dimensions (cyclic is block_size 1) with block
@@ -28,8 +32,9 @@ File views, by layout:
   ``MPI_Type_create_hindexed`` per dimension over the next one's type, each
   listing runs of consecutive indices.
 
-The memory type is a subarray of the padded block when the selection is a
-box in C order, else the per-dimension hindexed composition over the
+The memory side is a flat view of the block with ``count`` elements of
+``elem`` when the selection is one contiguous piece of it, a subarray of
+the padded block when it is a box in C order, else the per-dimension hindexed composition over the
 block's strides (a 'u' dimension is visited in increasing global index, a
 Fortran-order file in Fortran order).
 """
@@ -38,7 +43,7 @@ import numpy as np
 from nclx.dap.validate import DapError
 
 __all__ = ["IOPlan", "DimSelection", "selections", "runs", "expand", "fill_duplicates",
-           "check_covered", "view_run_bytes"]
+           "check_covered", "view_pieces"]
 
 
 def runs(seq):
@@ -252,7 +257,8 @@ class IOPlan:
         self.elem = MPI.BYTE.Create_contiguous(itemsize).Commit()
         self.filetype = self.memtype = self.elem
         self.count, self.kind = 0, "empty"
-        self.run_bytes = float("inf")     # mean bytes of the contiguous pieces of the view
+        self.disp = self.first = 0           # view displacement; first element of the buffer
+        self.run_bytes, self.max_piece_bytes = float("inf"), 0     # the view's pieces
         self.selections = sel = _dim_selections(dist, rank, write)
         self.nelems = int(np.prod([s.count for s in sel], dtype=np.int64))
         if self.nelems == 0 or itemsize == 0:
@@ -262,7 +268,10 @@ class IOPlan:
             return
         dims = range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1)
         mem_box = all(len(s.mem_runs[0]) == 1 for s in sel)
-        self.run_bytes = _run_bytes(dist, sel, itemsize, order)
+        self.run_bytes, self.max_piece_bytes = _piece_bytes(dist, sel, itemsize, order)
+        gstrides = _strides(dist.shape, itemsize, order)
+        if kind is None and _pieces(dist.shape, sel, list(dims), DimSelection.file_runs)[0] == 1:
+            kind = "contiguous"         # one piece: a plain view from its first byte
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
             # darray selects the owned cells: not a read that takes padding too
@@ -276,7 +285,10 @@ class IOPlan:
             else:
                 kind = "darray" if owned and _darray_args(dist, MPI) else "indexed"
         self.kind = kind
-        if kind == "subarray":
+        if kind == "contiguous":
+            self.disp = sum(int(sel[d].file_runs()[0][0]) * gstrides[d] for d in dims)
+            ft = None
+        elif kind == "subarray":
             ft = self.elem.Create_subarray(list(dist.shape), [s.count for s in sel],
                                            [int(s.file_runs()[0][0]) for s in sel],
                                            order=mpi_order)
@@ -285,9 +297,16 @@ class IOPlan:
             ft = self.elem.Create_darray(dist.nprocs, rank, list(dist.shape), distribs, dargs,
                                          list(dist.grid_shape), order=mpi_order)
         else:
-            gstrides = _strides(dist.shape, itemsize, order)
             ft = _compose(MPI, self.elem, [sel[d].file_runs() + (gstrides[d],) for d in dims])
-        self.filetype = ft.Commit()
+        self.filetype = self.elem if ft is None else ft.Commit()
+        self.count = 1
+        if order == "C" and block.flags.c_contiguous and \
+                _pieces(block.shape, sel, list(dims), lambda s: s.mem_runs)[0] == 1:
+            # one piece of the block: a flat view of it, a contiguous type
+            self.first = sum(int(sel[d].mem_runs[0][0]) * block.strides[d] for d in dims) // \
+                max(itemsize, 1)
+            self.count = self.nelems
+            return
         if mem_box and order == "C" and block.flags.c_contiguous:
             mt = self.elem.Create_subarray(list(block.shape), [s.count for s in sel],
                                            [int(s.mem_runs[0][0]) for s in sel],
@@ -295,7 +314,13 @@ class IOPlan:
         else:
             mt = _compose(MPI, self.elem, [sel[d].mem_runs + (block.strides[d],) for d in dims])
         self.memtype = mt.Commit()
-        self.count = 1
+
+    def buffer(self, block):
+        """What to give MPI with ``memtype`` and ``count``: the block, or the
+        flat view of its one selected piece."""
+        if self.memtype is self.elem and self.count:
+            return np.asarray(block).reshape(-1)[self.first:self.first + self.nelems]
+        return block
 
     def free(self):
         """Release the datatypes (idempotent; nothing to do after MPI_Finalize)."""
@@ -307,34 +332,39 @@ class IOPlan:
         self.filetype = self.memtype = self.elem = None
 
 
-def view_run_bytes(dist, rank, itemsize, order="C", write=False):
-    """Mean bytes of the contiguous pieces of ``rank``'s file view (inf when
-    it has none): computed from the Distribution alone, so every rank can
-    tell it for any rank without building a datatype."""
-    return _run_bytes(dist, _dim_selections(dist, rank, write), itemsize, order)
+def view_pieces(dist, rank, itemsize, order="C", write=False):
+    """``(mean, largest)`` bytes of the contiguous pieces of ``rank``'s file
+    view (inf, 0 when it has none): computed from the Distribution alone,
+    so every rank can tell them for any rank without building a datatype."""
+    return _piece_bytes(dist, _dim_selections(dist, rank, write), itemsize, order)
 
 
-def _run_bytes(dist, sel, itemsize, order):
+def _piece_bytes(dist, sel, itemsize, order):
     nelems = int(np.prod([s.count for s in sel], dtype=np.int64))
     if nelems == 0 or itemsize == 0:
-        return float("inf")
+        return float("inf"), 0
     dims = list(range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1))
-    return nelems * itemsize / _pieces(dist, sel, dims)
+    npieces, largest = _pieces(dist.shape, sel, dims, lambda s: s.file_runs())
+    return nelems * itemsize / npieces, largest * itemsize
 
 
-def _pieces(dist, sel, dims):
-    """Number of contiguous pieces of the file view (``dims`` outer to
+def _pieces(shape, sel, dims, runs_of):
+    """``(number, largest)`` of the contiguous pieces (in elements) of a
+    selection of an array of ``shape`` traversed in ``dims`` (outer to
     inner): inner dimensions taken whole join into longer pieces."""
-    pieces = 1
-    for i, d in enumerate(reversed(dims)):
+    whole = 1
+    inner = list(reversed(dims))
+    for i, d in enumerate(inner):
         s = sel[d]
-        if s.count == dist.shape[d]:
+        starts, lengths = runs_of(s)
+        if s.count == shape[d] and len(starts) == 1:
+            whole *= max(s.count, 1)
             continue
-        runs = len(s.file_runs()[0]) if s.count else 1
-        for d2 in list(reversed(dims))[i + 1:]:
-            runs *= max(sel[d2].count, 1)
-        return runs
-    return pieces
+        number = len(starts)
+        for d2 in inner[i + 1:]:
+            number *= max(sel[d2].count, 1)
+        return number, int(lengths.max(initial=0)) * whole
+    return 1, whole
 
 
 def _strides(shape, itemsize, order):

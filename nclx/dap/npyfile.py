@@ -24,7 +24,7 @@ import struct
 import numpy as np
 
 from nclx.dap.collective import describe_error
-from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_run_bytes
+from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
 from nclx.dap.maps import check_global_range
 from nclx.dap.validate import DapError
 
@@ -42,6 +42,18 @@ _FMT = np.lib.format
 HINTS = {"romio_cb_read": "disable", "romio_cb_write": "disable",
          "romio_ds_read": "disable", "romio_ds_write": "disable"}
 LONG_PIECE = 4096
+
+
+def _hints(views):
+    """:data:`HINTS` when every view ``(mean, largest, contiguous)`` has
+    long pieces, else None (ROMIO's defaults).  Also None when a strided
+    view has a piece of 2 GiB or more: ROMIO's paths without data sieving
+    assert that each piece fits a C int (a contiguous view takes MPI-IO's
+    contiguous path, which does not)."""
+    if all(mean >= LONG_PIECE and (contiguous or largest < 2 ** 31)
+           for mean, largest, contiguous in views):
+        return HINTS
+    return None
 
 
 def _check_dtype(dtype):
@@ -204,10 +216,11 @@ def _finish(comm, fh, what, plan, buf, offset, data, write):
     error = None
     if data:
         try:
-            fh.Set_view(offset, plan.elem, plan.filetype)
+            fh.Set_view(offset + plan.disp, plan.elem, plan.filetype)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
             error = _local_error(exc)
-        spec = [buf, plan.count, plan.memtype] if error is None else [buf, 0, MPI.BYTE]
+        spec = [plan.buffer(buf), plan.count, plan.memtype] if error is None else \
+            [buf, 0, MPI.BYTE]
         try:
             fh.Write_all(spec) if write else fh.Read_all(spec)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
@@ -254,8 +267,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
         block = np.zeros(dist.local_shape(rank), dtype)
         plan = IOPlan(dist, rank, block, "F" if fortran else "C")
         # the same hints on every rank, from rank 0's view (every rank holds the Distribution)
-        if view_run_bytes(dist, 0, dtype.itemsize, "F" if fortran else "C") >= LONG_PIECE:
-            hints = HINTS
+        mean, largest = view_pieces(dist, 0, dtype.itemsize, "F" if fortran else "C")
+        hints = _hints([(mean, largest, mean == largest)])
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _open's agreement
         error = exc
     try:
@@ -291,13 +304,15 @@ def write_npy(comm, path, block, dist, what):
         error = exc
     try:
         parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
-                                            len(header), None if plan is None else plan.run_bytes))
+                                            len(header), None if plan is None else
+                                            (plan.run_bytes, plan.max_piece_bytes,
+                                             plan.kind in ("contiguous", "empty"))))
         for r, (p, dt, _, _) in enumerate(parts):
             if p != parts[0][0] or dt != parts[0][1]:
                 raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "
                                f"{parts[0][0]!r} from a {parts[0][1]} block")
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
-        hints = HINTS if min(p[3] for p in parts) >= LONG_PIECE else None
+        hints = _hints([p[3] for p in parts])
         error = None
         if rank == 0:           # the header, truncating an older file
             try:

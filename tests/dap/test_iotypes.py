@@ -13,7 +13,7 @@ MPI = pytest.importorskip("mpi4py.MPI")
 
 from nclx.dap import DapError, Distribution          # noqa: E402
 from nclx.dap.iotypes import (IOPlan, fill_duplicates, runs, selections,  # noqa: E402
-                              view_run_bytes)
+                              view_pieces)
 
 
 def _through(buf, count, dtype, plan, n):
@@ -52,9 +52,13 @@ def check_layout(dist, order="C", kind=None, write=False, dtype=np.int64):
                 assert want.size == 0
                 continue
             flat = file_bytes.ravel(order="K")
-            got = _through(flat, 1, plan.filetype, plan, want.size)
+            if plan.kind == "contiguous":       # a view from the piece's first byte
+                start = plan.disp // g.dtype.itemsize
+                got = flat[start:start + want.size]
+            else:
+                got = _through(flat, 1, plan.filetype, plan, want.size)
             assert np.array_equal(got, want), (r, order, plan.kind, got, want)
-            got = _through(block, 1, plan.memtype, plan, want.size)
+            got = _through(plan.buffer(block), plan.count, plan.memtype, plan, want.size)
             assert np.array_equal(got, want), (r, order, plan.kind, "memory", got, want)
         finally:
             plan.free()
@@ -70,7 +74,7 @@ def test_runs():
 
 @pytest.mark.parametrize("order", ["C", "F"])
 @pytest.mark.parametrize("shape,kw,kind", [
-    ((10,), dict(nprocs=3), "subarray"),
+    ((10,), dict(nprocs=3), "contiguous"),
     ((10, 7), dict(nprocs=4, padding=[1, 2]), "subarray"),
     ((9, 4, 5), dict(nprocs=6, padding=[1, 1, 1], periodic=[True, False, True]), "subarray"),
     ((12, 5), dict(nprocs=4, dist=["c", "b"], grid_shape=[4, 1]), "darray"),
@@ -78,12 +82,13 @@ def test_runs():
     ((11, 6), dict(nprocs=6, dist=["c", "c"], grid_shape=[3, 2], block_size=[2, 4]), "darray"),
     ((12, 8), dict(nprocs=4, dist=["c", "b"], grid_shape=[2, 2], padding=[0, 1]), "darray"),
     ((11, 7), dict(nprocs=6, dist=["b", "c"], grid_shape=[3, 2]), "indexed"),  # 3 does not divide 11
-    ((4, 5), dict(nprocs=6, dist=["c", "b"], grid_shape=[6, 1]), "darray"),    # empty ranks
-    ((2, 3), dict(nprocs=5, grid_shape=[5, 1]), "subarray"),                   # empty ranks
+    ((4, 5), dict(nprocs=6, dist=["c", "b"], grid_shape=[6, 1]), "contiguous"),  # empty ranks
+    ((2, 3), dict(nprocs=5, grid_shape=[5, 1]), "contiguous"),                 # empty ranks
 ])
 def test_file_views_and_memory_types_select_each_ranks_cells(shape, kw, kind, order):
     dist = Distribution.from_shape(shape, **kw)
-    assert kind in check_layout(dist, order, write=True)
+    kinds = check_layout(dist, order, write=True)
+    assert kind in kinds or (order == "F" and kind == "contiguous")   # rows: C order only
     check_layout(dist, order)
     # the general composition agrees with MPI's subarray and darray constructors
     check_layout(dist, order, kind="indexed")
@@ -159,22 +164,54 @@ def test_block_selections_do_not_list_every_index():
         assert len(s.file_runs()[0]) == (1 if write else 2)
 
 
-@pytest.mark.parametrize("shape,kw,order,want", [
-    ((8, 100), dict(nprocs=4, grid_shape=[4, 1]), "C", 2 * 100 * 8),     # whole rows join
-    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "C", 50 * 8),          # half rows
-    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "F", 4 * 8),           # half columns
-    ((40,), dict(nprocs=4, dist="c"), "C", 8),                           # one cell
-    ((40,), dict(nprocs=4, dist="c", block_size=[5]), "C", 5 * 8),
+@pytest.mark.parametrize("shape,kw,order,want,kind", [
+    ((8, 100), dict(nprocs=4, grid_shape=[4, 1]), "C", 2 * 100 * 8, "contiguous"),  # rows join
+    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "C", 50 * 8, "subarray"),     # half rows
+    ((8, 100), dict(nprocs=4, grid_shape=[2, 2]), "F", 4 * 8, "subarray"),      # half columns
+    ((40,), dict(nprocs=4, dist="c"), "C", 8, "darray"),                        # one cell
+    ((40,), dict(nprocs=4, dist="c", block_size=[5]), "C", 5 * 8, "darray"),
 ])
-def test_run_bytes_is_the_mean_contiguous_piece_of_the_view(shape, kw, order, want):
+def test_pieces_of_the_view(shape, kw, order, want, kind):
     dist = Distribution.from_shape(shape, **kw)
     block = np.zeros(dist.local_shape(0))
     plan = IOPlan(dist, 0, block, order, write=True)
     try:
-        assert plan.run_bytes == want
-        assert view_run_bytes(dist, 0, 8, order, write=True) == want
+        assert (plan.run_bytes, plan.max_piece_bytes, plan.kind) == (want, want, kind)
+        assert view_pieces(dist, 0, 8, order, write=True) == (want, want)
     finally:
         plan.free()
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("shape,kw", [
+    ((12, 5), dict(nprocs=3, grid_shape=[3, 1], padding=[1, 0])),       # padded rows
+    ((12, 5), dict(nprocs=3, grid_shape=[3, 1], padding=[2, 0], periodic=[True, False])),
+    ((30,), dict(nprocs=4, padding=[2])),
+    ((5, 3, 4), dict(nprocs=2, grid_shape=[1, 1, 2])),
+])
+def test_contiguous_views_and_flat_buffers(shape, kw, order):
+    """One contiguous piece in the file: a view from its first byte; one
+    piece of the block: a flat view of the block (both checked against the
+    cells the rank holds)."""
+    dist = Distribution.from_shape(shape, **kw)
+    g = _codes(shape, np.int64)
+    g_file = (np.asfortranarray(g) if order == "F" else g).ravel(order="K")
+    for write in (True, False):
+        for r in range(dist.nprocs):
+            gi = [m.global_from_local(np.arange(m.local_size)) for m in dist.maps(r)]
+            block = np.ascontiguousarray(g[np.ix_(*gi)])
+            sel = selections(dist, r, write)
+            want = g[np.ix_(*[f for f, _, _ in sel])].ravel(order=order)
+            plan = IOPlan(dist, r, block, order, write=write)
+            try:
+                flat = plan.buffer(block)
+                if plan.kind == "contiguous":
+                    got = g_file[plan.disp // 8:plan.disp // 8 + want.size]
+                    assert np.array_equal(got, want)
+                got = _through(flat, plan.count, plan.memtype, plan, want.size)
+                assert np.array_equal(got, want), (r, write, plan.kind)
+            finally:
+                plan.free()
 
 
 def test_a_non_contiguous_block_is_refused():
