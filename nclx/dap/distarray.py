@@ -4,6 +4,8 @@ The top of nclx.dap: it wraps what the modules below compute on blocks
 (maps, collective agreement, halo exchange, reductions) and is the type's
 face to NumPy (``__array_ufunc__`` through :mod:`nclx.aware`).
 """
+import os
+
 import numpy as np
 
 from nclx import aware
@@ -16,6 +18,7 @@ from nclx.dap.maps import check_global_range
 from nclx.dap.gather import from_every_rank, from_root, gather_global
 from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
+from nclx.dap.npyfile import write_npy
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
@@ -88,6 +91,13 @@ class DistArray:
     def start_halo_exchange(self):
         """Post the exchange; ``.wait()`` on the result completes it."""
         return start_halo_exchange(self)
+
+    def save_npy(self, path):
+        """Write the global array as the ``.npy`` file ``path`` (collective):
+        each rank writes its owned cells through MPI-IO (:mod:`nclx.dap.npyio`);
+        a failure on any rank raises the same DapError on every rank."""
+        path = os.fspath(path)
+        write_npy(self.comm, path, self._block, self.distribution, f"save_npy({path!r})")
 
     def _check_same(self, other):
         if other.distribution != self.distribution or other.comm is not self.comm:

@@ -9,3 +9,4 @@ from nclx.dap.functions import quantiles  # noqa: F401 - registers
 from nclx.dap.functions import histograms  # noqa: F401 - registers
 from nclx.dap.functions import scans  # noqa: F401 - registers
 from nclx.dap.functions import uniques  # noqa: F401 - registers
+from nclx.dap.functions import io  # noqa: F401 - registers

@@ -1,0 +1,145 @@
+"""Parallel .npy I/O against per-rank NumPy I/O: ``load_npy`` / ``save_npy``
+of one global float64 array on every rank of ``mpiexec``, against every
+rank's ``np.load`` / ``np.save`` of its own block to a file of its own in
+the same directory (the same bytes to the same disk, at the same time).
+
+Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
+timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
+barrier before each; the four operations take turns within a round, nclx
+and NumPy first in alternate rounds, and each ratio is the median of the
+rounds' ratios).  By default files stay in the page cache between
+rounds (the machine's memory permitting) and nothing is synced to the
+disk; ``--cold`` times each write with its fsync and starts each read with
+the file dropped from the page cache (``posix_fadvise``): both sides are
+timed alike.  ``--json`` prints one JSON line (for asv).
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+from nclx.dap.distarray import DistArray
+from nclx.dap.npyio import load_npy
+
+LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None}
+
+
+def _drop(path):
+    """Write ``path``'s dirty pages to the disk and drop its pages from the
+    page cache (that file's only)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def measure(comm, mb, layout, repeats, where, cold=False):
+    """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
+    square float64 array in ``layout`` ('rows' or 'grid').  ``cold``: each
+    write is timed with its fsync, each read starts with the file out of
+    the page cache.  The four are timed in turn, round after round (the
+    slowest rank's time of each), so that machine noise hits them alike;
+    ``ratio_*`` are medians of the per-round ratios."""
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    n = int((mb * 1e6 / 8) ** 0.5)
+    grid = LAYOUTS[layout](comm.Get_size())
+    rank = comm.Get_rank()
+    da = DistArray.from_shape((n, n), comm=comm, grid_shape=grid)
+    da._block[...] = rank + np.arange(da._block.shape[-1])
+    path = os.path.join(where, f"bench-{layout}.npy")
+    own = os.path.join(where, f"bench-{layout}-rank{rank}.npy")
+    block = da._block
+
+    def save():
+        da.save_npy(path)
+        if cold and rank == 0:      # after save_npy every rank has closed the file
+            _drop(path)
+
+    def np_save():
+        np.save(own, block)
+        if cold:
+            _drop(own)
+
+    def before_load(name):
+        def before():
+            if cold and (rank == 0 or name == own):
+                _drop(name)
+            comm.Barrier()
+        return before
+
+    ops = [("save", save, comm.Barrier), ("np_save", np_save, comm.Barrier),
+           ("load", lambda: load_npy(path, comm=comm, grid_shape=grid), before_load(path)),
+           ("np_load", lambda: np.load(own), before_load(own))]
+    times = {name: [] for name, _, _ in ops}
+    for rnd in range(repeats + 1):          # round 0 warms up, untimed
+        # nclx first in odd rounds, NumPy first in even ones (ABBA)
+        for name, fn, before in (ops if rnd % 2 else [ops[1], ops[0], ops[3], ops[2]]):
+            before()
+            t0 = time.perf_counter()
+            fn()
+            t = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
+            if rnd:
+                times[name].append(t)
+    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold}
+    out.update({name: statistics.median(ts) for name, ts in times.items()})
+    for op in ("save", "load"):
+        out[f"ratio_{op}"] = statistics.median(
+            a / b for a, b in zip(times[op], times["np_" + op]))
+    back = load_npy(path, comm=comm, grid_shape=grid)
+    ok = comm.allreduce(bool(np.array_equal(back._block, block)))
+    out["correct"] = bool(ok == comm.Get_size())
+    comm.Barrier()
+    os.remove(own)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_npyio")
+    ap.add_argument("--mb", type=float, default=256.0, help="global array size in MB (1e6 B)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--layouts", default="rows,grid")
+    ap.add_argument("--dir", default=None, help="directory for the files (default: a new "
+                    "temporary one)")
+    ap.add_argument("--cold", action="store_true", help="time writes with their fsync and "
+                    "reads from outside the page cache")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    comm = MPI.COMM_WORLD
+    made = None
+    if comm.Get_rank() == 0:
+        made = args.dir or tempfile.mkdtemp(prefix="nclx-bench-npyio-")
+    where = comm.bcast(made, root=0)
+    try:
+        results = {lay: measure(comm, args.mb, lay, args.repeats, where, args.cold)
+                   for lay in args.layouts.split(",")}
+    finally:
+        comm.Barrier()
+        if comm.Get_rank() == 0 and args.dir is None:
+            shutil.rmtree(where, ignore_errors=True)
+    if comm.Get_rank() == 0:
+        if args.json:
+            print(json.dumps({"ranks": comm.Get_size(), "mb": args.mb, "results": results}))
+        else:
+            print(f"{comm.Get_size()} ranks, {args.mb:g} MB float64; median of {args.repeats}, "
+                  f"slowest rank; " + ("cold: writes with fsync, reads from the disk" if args.cold
+                                       else "warm: the page cache, no fsync"))
+            for lay, r in results.items():
+                print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
+                      f"{'correct' if r['correct'] else 'WRONG'}):")
+                for op, ref in (("save", "np_save"), ("load", "np_load")):
+                    print(f"    {op}_npy {r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
+                          f"{r[ref]:.3f} s: {r['ratio_' + op]:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

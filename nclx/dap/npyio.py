@@ -1,0 +1,59 @@
+"""Parallel ``.npy`` I/O of DistArrays through MPI-IO.
+
+``load_npy(path, dist=..., comm=...)`` distributes the array a ``.npy``
+file holds, ``save_npy(path, da)`` (or ``da.save_npy(path)``) writes a
+DistArray as one: each rank reads or writes only its own part, straight
+from or into its local block (MPI derived datatypes, :mod:`nclx.dap.iotypes`),
+with collective MPI-IO; rank 0 alone reads or writes the header.  No rank
+holds more than its block.  The file is a standard ``.npy`` file:
+``np.load`` opens what ``save_npy`` writes and ``load_npy`` reads what
+``np.save`` writes, C- or Fortran-ordered, any fixed-width dtype in its
+stored byte order.
+"""
+import os
+
+from nclx.dap.distarray import DistArray, _comm
+from nclx.dap.distribution import Distribution
+from nclx.dap.npyfile import read_npy
+from nclx.dap.validate import DapError
+
+__all__ = ["load_npy", "save_npy"]
+
+
+def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
+    """The DistArray of the array stored in the ``.npy`` file ``path``
+    (collective: every rank of ``comm`` calls it with the same arguments).
+
+    ``dist`` and ``kw`` (grid_shape, padding, block_size, periodic) go to
+    :meth:`Distribution.from_shape` with the stored shape, or ``dist`` is a
+    ``Distribution`` of that shape ('u' dimensions included).  The result
+    has the stored dtype (byte order kept); its communication padding is
+    filled as :func:`exchange_halos` would, by reading those cells from the
+    file in the same collective read (no messages between ranks; works for
+    layouts the halo exchange refuses, e.g. cyclic beside padded block
+    dimensions).  ``max_header_size`` is np.load's: a
+    larger header (a dtype of many fields) must be allowed explicitly.
+
+    A missing or unreadable file raises OSError on every rank; a bad header,
+    an object dtype, a truncated file, a Distribution that does not fit or
+    an MPI-IO failure raise the same DapError on every rank."""
+    comm = _comm(comm)
+    path = os.fspath(path)
+
+    def make_dist(shape):
+        if isinstance(dist, Distribution):
+            if kw:
+                raise DapError(f"{sorted(kw)} cannot be given with a Distribution as dist")
+            return dist
+        return Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
+
+    block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size)
+    return DistArray(block, d, comm)
+
+
+def save_npy(path, da):
+    """Write the DistArray ``da`` as the ``.npy`` file ``path``
+    (:meth:`DistArray.save_npy`)."""
+    if not isinstance(da, DistArray):
+        raise DapError(f"save_npy needs a DistArray, not {type(da).__name__}")
+    da.save_npy(path)
