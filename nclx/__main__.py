@@ -23,6 +23,9 @@ def main(argv=None):
     if argv[:1] == ["demo-dap"]:  # one rank of the demo's MPI section (mpiexec starts it)
         from nclx.demo.dap import run_dap_rank   # lazy: only the ranks mpiexec starts run this
         return run_dap_rank()
+    if argv[:1] == ["demo-dap-numpy"]:  # one rank of the demo's section 6b (mpiexec starts it)
+        from nclx.demo.dapnumpy import run_rank   # lazy: only the ranks mpiexec starts run this
+        return run_rank()
     if argv[:2] == ["bench", "halo"]:   # halo exchange against hand-written mpi4py (mpiexec)
         from nclx.dap.bench_halo import launch   # lazy: only `bench halo` needs nclx.dap
         return launch(argv[2:])

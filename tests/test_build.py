@@ -70,6 +70,11 @@ def test_python_m_nclx_demo_runs():
     # halo exchange restored every padding cell (rank 0 wraps to global 11: 2 * 11 + 1)
     assert "rank 0: b's block [-1.  1.  3.  5. -1.] -> exchange_halos() -> [23.  1.  3.  5.  7.]" \
         in proc.stdout, proc.stdout[-3000:]
+    # section 6b: NumPy functions, a redistribution and MPI-IO on 4 ranks, checked on each rank
+    assert "6b. plain NumPy code on a DistArray" in proc.stdout, proc.stdout[-3000:]
+    assert re.search(r"^all 4 ranks agree with NumPy$", proc.stdout, flags=re.M), \
+        proc.stdout[-3000:]
+    assert "np.asarray(A) -> TypeError" in proc.stdout
     heat = re.search(r"^checksum (\S+)$", proc.stdout, flags=re.M)
     assert heat and "4 rank(s), 400 x 400, 50 steps" in proc.stdout, proc.stdout[-3000:]
     from nclx.examples.heat import serial

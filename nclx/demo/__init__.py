@@ -15,6 +15,7 @@ One module per section, run in this order by :func:`run`:
 5g. ``recycle``: install(recycle=True), freed array memory reused (NEP 49)
 5h. ``fused``: nclx.evaluate / @nclx.fuse on the block executor
 6. ``dap``: a distributed array on MPI ranks (``run_dap_rank`` is one rank)
+6b. ``dapnumpy``: plain NumPy code on a DistArray (where, norm, redistribute, .npy I/O)
 7. ``heat``: the heat example's halo exchange on MPI ranks
 8. ``storage``: GDP-3 storages
 9. ``types``: DyND-style types and ragged arrays
@@ -23,8 +24,8 @@ One module per section, run in this order by :func:`run`:
 ``_common`` holds what they share: headings, the median timer, mpiexec.
 """
 import nclx
-from nclx.demo import (checked, create, dap, elementwise, fused, heat, identical, install, ipc,
-                       mask, random, recycle, sort, speed, storage, types, ufuncs)
+from nclx.demo import (checked, create, dap, dapnumpy, elementwise, fused, heat, identical,
+                       install, ipc, mask, random, recycle, sort, speed, storage, types, ufuncs)
 
 __all__ = ["run"]
 
@@ -40,8 +41,9 @@ def run():
                  fused.run):
         show()
     rc, mpiexec = dap.run()
-    if mpiexec is not None:       # section 7 runs only where section 6 ran and passed
-        rc = heat.run(mpiexec)
+    if mpiexec is not None:       # sections 6b and 7 run only where section 6 ran and passed
+        rc = dapnumpy.run(mpiexec)
+        rc = heat.run(mpiexec) or rc
     rc = storage.run() or rc
     rc = types.run() or rc
     return ipc.run() or rc
