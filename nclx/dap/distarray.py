@@ -8,12 +8,12 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.collective import agree, agree_same, allgather_checked
+from nclx.dap.collective import agree_same, allgather_checked
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
-from nclx.dap.reduce import normalize_axes, reduce_block
+from nclx.dap.reduce import join_failed, normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
@@ -350,7 +350,7 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
 
     A reduction is collective: an error on one rank (a hook, a floating-point
     error, bad arguments) is raised on every rank instead of leaving the
-    others waiting in the reduction's agreement."""
+    others waiting in the reduction's collective."""
     if aware.foreign(inputs, kwargs, own=(DistArray,)):
         return NotImplemented
     try:
@@ -358,10 +358,9 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
                                  compute=da._compute)
     except Exception as exc:
         if method == "reduce" and not getattr(exc, "_nclx_agreed", False):
-            try:        # the others wait in the reduction's agreement: meet them there
-                agree(da.comm, exc, f"{ufunc.__name__}.reduce")
-            except DapError:
-                pass
+            # the others wait in the reduction's collective: meet them there
+            # (raises exc here, a DapError naming this rank there)
+            join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
         raise
 
 

@@ -1,0 +1,175 @@
+"""One collective that carries both a reduction's data and the ranks'
+agreement on errors.
+
+Each rank sends one record: a header (a bit per failing rank, the lowest
+failing rank's error as text, a flag for an error while combining) and its
+partial result.  ``MPI_Allreduce`` with a user-defined, *non-commutative*
+operation combines the records: the failure bits are or-ed, the lowest
+failing rank's message is kept, and while no rank has failed the partial
+results are combined with the ufunc in ascending rank order (MPI fixes that
+order for a non-commutative operation; MPI also gives every rank the same
+result of an ``Allreduce``: the same bits on every rank, and the same
+grouping on every run for a given communicator and size).  A failure stops
+the combining; an exception raised by the ufunc while combining (a
+floating-point error under ``np.errstate``, an overflow under
+``nclx.checked()``) is carried to every rank as well.
+
+So a reduction is one collective and a rank whose own step failed is never
+left out: it still sends its record, with its error instead of data.  The
+record is one element of a contiguous byte type, so MPI never splits it.
+"""
+import builtins
+import threading
+
+import numpy as np
+
+from nclx.dap.collective import describe_error
+from nclx.dap.validate import DapError
+
+__all__ = ["allreduce_agreed", "raise_verdict"]
+
+_MSG = 240                     # bytes of the carried error message
+_ctx = threading.local()       # the ufunc and layout of the reduction in flight
+_OP = []                       # the MPI operation, made once
+
+
+def _layout(nranks):
+    """(header dtype, header size): failure bits, message rank, combine flag,
+    message; padded to 16 bytes so the payload after it is aligned."""
+    nb = (nranks + 7) // 8
+    size = nb + 8 + _MSG
+    size += (-size) % 16
+    hdr = np.dtype({"names": ["failed", "msg_rank", "combine", "msg"],
+                    "formats": [("u1", (nb,)), "<i4", "<i4", f"S{_MSG}"],
+                    "offsets": [0, nb, nb + 4, nb + 8], "itemsize": size})
+    return hdr, size
+
+
+def _combine(inbuf, inoutbuf, datatype):
+    """The MPI user function: ``inout = in (lower ranks) op inout``."""
+    ufunc, hdr, size, spec = _ctx.current
+    a = np.frombuffer(inbuf, np.uint8)
+    b = np.frombuffer(inoutbuf, np.uint8)
+    ha, hb = a[:size].view(hdr)[0], b[:size].view(hdr)
+    if ha["failed"].any():
+        hb["msg_rank"], hb["msg"] = ha["msg_rank"], ha["msg"]      # the lower rank's
+    hb["failed"] |= ha["failed"]
+    if hb["failed"].any():
+        return
+    if hb["combine"][0]:
+        return
+    if ha["combine"]:
+        hb["combine"], hb["msg"] = ha["combine"], ha["msg"]
+        return
+    if spec is None:
+        return
+    shape, dtype = spec
+    pa = a[size:].view(dtype).reshape(shape)
+    pb = b[size:].view(dtype).reshape(shape)
+    try:
+        ufunc(pa, pb, out=pb)
+    except Exception as exc:  # noqa: BLE001 - carried to every rank
+        hb["combine"] = 1
+        hb["msg"] = describe_error(exc).encode("utf-8", "replace")[:_MSG]
+
+
+def _op():
+    if not _OP:
+        from mpi4py import MPI
+        _OP.append(MPI.Op.Create(_combine, commute=False))
+    return _OP[0]
+
+
+def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None):
+    """Combine ``partial`` (an array of ``spec = (shape, dtype)``, or None
+    for a header-only record when ``spec`` is None) over ``comm`` with
+    ``ufunc``, carrying this rank's ``error`` (an exception or None): one
+    ``Allreduce`` (none on one rank).
+
+    Returns ``(verdict, value)``: ``verdict`` is None when every rank
+    succeeded, else ``(failing comm ranks, lowest failing rank, its message,
+    combine error message or None)`` -- the same on every rank; ``value``
+    the combined partial (in rank order) or None."""
+    nranks, rank = comm.Get_size(), comm.Get_rank()
+    if nranks == 1:
+        if error is not None:
+            return ([rank], rank, describe_error(error), None), None
+        if combine_error is not None:
+            return ([], -1, None, combine_error), None
+        return None, (None if spec is None else np.array(partial, copy=True))
+    from mpi4py import MPI
+    hdr, size = _layout(nranks)
+    nbytes = 0 if spec is None else int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+    send = np.zeros(size + nbytes, np.uint8)
+    head = send[:size].view(hdr)
+    head["msg_rank"] = -1
+    if error is not None:
+        head["failed"][0][rank // 8] = 1 << (rank % 8)
+        head["msg_rank"] = rank
+        head["msg"] = describe_error(error).encode("utf-8", "replace")[:_MSG]
+    elif combine_error is not None:
+        head["combine"] = 1
+        head["msg"] = combine_error.encode("utf-8", "replace")[:_MSG]
+    elif spec is not None:
+        send[size:].view(spec[1])[...] = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
+    recv = np.empty_like(send)
+    rtype = MPI.BYTE.Create_contiguous(send.size).Commit()
+    prev = getattr(_ctx, "current", None)
+    _ctx.current = (ufunc, hdr, size, spec)
+    try:
+        comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
+    finally:
+        _ctx.current = prev
+        rtype.Free()
+    h = recv[:size].view(hdr)[0]
+    bits = np.unpackbits(h["failed"], bitorder="little")[:nranks]
+    failed = [int(r) for r in np.flatnonzero(bits)]
+    if failed or h["combine"]:
+        msg = h["msg"].decode("utf-8", "replace")
+        return ((failed, int(h["msg_rank"]), msg if failed else None,
+                 None if failed else msg), None)
+    if spec is None:
+        return None, None
+    return None, recv[size:].view(spec[1]).reshape(spec[0]).copy()
+
+
+def _ranges(ranks):
+    out, start = [], ranks[0]
+    for prev, cur in zip(ranks, ranks[1:] + [None]):
+        if cur is None or cur != prev + 1:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = cur
+    return ", ".join(out)
+
+
+def raise_verdict(verdict, nranks, rank, what, local_error):
+    """Raise what ``verdict`` (from :func:`allreduce_agreed`) says, the same on
+    every rank: a failing rank raises its own exception (marked as agreed),
+    the others a DapError naming the failing ranks and the lowest one's
+    error; an error while combining is raised on every rank with its type
+    (a builtin exception type) or as a DapError."""
+    if verdict is None:
+        return
+    failed, first, msg, combine = verdict
+    head = f"{what}: " if what else ""
+    if combine is not None:
+        name, _, text = combine.partition(": ")
+        cls = getattr(builtins, name, None)
+        if isinstance(cls, type) and issubclass(cls, Exception) and text:
+            err = cls(f"{text} (combining the ranks' partial results in {what})")
+        else:
+            err = DapError(f"{head}combining the ranks' partial results raised {combine}")
+        err._nclx_agreed = True
+        raise err
+    if local_error is not None:
+        local_error._nclx_agreed = True
+        raise local_error
+    if len(failed) == 1:
+        lines = [f"rank {first} of {nranks} failed:", f"  rank {first}: {msg}"]
+    else:
+        lines = [f"{len(failed)} of {nranks} ranks failed (ranks {_ranges(failed)}):",
+                 f"  rank {first}: {msg}",
+                 "  (each failing rank raises its own error)"]
+    err = DapError(head + "\n".join(lines))
+    err._nclx_agreed = True
+    raise err
