@@ -330,12 +330,14 @@ def _refuses_ufuncs(other):
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
                    ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                   ("ge", np.greater_equal), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal),
+                   ("and", np.bitwise_and), ("or", np.bitwise_or),
                    ("xor", np.bitwise_xor)]:
     setattr(DistArray, f"__{_name}__", lambda self, other, _u=_uf: (
         NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
     setattr(DistArray, f"__r{_name}__", lambda self, other, _u=_uf: (
         NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
+DistArray.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
 DistArray.__neg__ = lambda self: np.negative(self)
 DistArray.__abs__ = lambda self: np.absolute(self)
 
