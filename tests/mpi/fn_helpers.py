@@ -21,10 +21,13 @@ def make(g, **kw):
     return dap.DistArray.from_global(g, comm=comm, **kw)
 
 
-def compare(tag, got, want, exact=True, rtol=1e-12):
-    """None, or why ``got`` (a DistArray or a value) is not NumPy's ``want``."""
+def compare(tag, got, want, exact=True, rtol=None):
+    """None, or why ``got`` (a DistArray or a value) is not NumPy's ``want``
+    (``rtol``: 1e-12 for float64, 1e-5 for float32 results)."""
     got = as_global(got)
     got, want = np.asarray(got), np.asarray(want)
+    if rtol is None:
+        rtol = 1e-12 if want.dtype.itemsize >= 8 or want.dtype.kind not in "fc" else 1e-5
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"{tag}: {got.dtype}{got.shape} != {want.dtype}{want.shape}"
     if exact or want.dtype.kind not in "fc":

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from nclx.dap.functions._common import finish, is_da, reduce_parts, wrap
-from nclx.dap.functions.statistics import divide_dof, var_parts, _where
+from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, var_parts
 from nclx.dap.registry import implements
 
 
@@ -88,12 +88,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
     if _any(cnt, lambda c: c == 0):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if is_da(tot):
-            r = wrap(np.true_divide(tot._block, cnt._block), tot)
-        else:
-            r = np.true_divide(tot, cnt)
-            r = r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+    r = divide_keep(tot, cnt._block if is_da(cnt) else cnt, quiet=True)
     return finish(r, out, "np.nanmean")
 
 

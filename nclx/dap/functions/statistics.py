@@ -61,13 +61,32 @@ def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice"):
         bad = bool(np.any(nn - ddof <= 0))
     if bad:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
-    dof = np.maximum(nn - ddof, 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if is_da(ss):
-            d = dof.reshape(ss._block.shape) if np.ndim(dof) else dof
-            return wrap(np.true_divide(ss._block, d), ss)
-        r = np.true_divide(ss, dof.reshape(np.shape(ss)) if np.ndim(dof) else dof)
-        return r[()] if isinstance(r, np.ndarray) and r.ndim == 0 else r
+    return divide_keep(ss, np.maximum(nn - ddof, 0))
+
+
+def divide_keep(x, n, quiet=False):
+    """``x / n`` in ``x``'s dtype as NumPy's ``_var``/``_divide_by_count`` do
+    (in place with casting='unsafe'; a scalar as ``dtype.type(x / n)``), with
+    their floating-point warnings unless ``quiet``; ``x`` a value or a
+    DistArray, ``n`` its counts (any kept shape)."""
+    with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
+        if is_da(x):
+            d = np.reshape(n, x._block.shape) if np.ndim(n) else n
+            return wrap(np.true_divide(x._block, d, out=x._block.copy(), casting="unsafe"), x)
+        v = np.asarray(x)
+        if v.ndim == 0:
+            d = np.reshape(n, ()) if np.ndim(n) else n
+            return v.dtype.type(v[()] / d)
+        d = np.reshape(n, v.shape) if np.ndim(n) else n
+        return np.true_divide(v, d, out=v.copy(), casting="unsafe")
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 @implements(np.var)
