@@ -101,7 +101,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if mean is not np._NoValue:
         raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
     ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"))
-    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice."), out,
+    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True), out,
                   "np.nanvar")
 
 

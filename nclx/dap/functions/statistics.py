@@ -51,7 +51,7 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
     return ss, n
 
 
-def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice"):
+def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=False):
     """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
     (``n`` an int, an array or a DistArray: kept dimensions of the count)."""
     nn = n._block if is_da(n) else np.asarray(n)
@@ -61,7 +61,7 @@ def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice"):
         bad = bool(np.any(nn - ddof <= 0))
     if bad:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
-    return divide_keep(ss, np.maximum(nn - ddof, 0))
+    return divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
 
 
 def divide_keep(x, n, quiet=False):
