@@ -10,21 +10,24 @@ exact.  Operands of the products share one distribution.
 """
 import numpy as np
 
+from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
-def _partial_sum(da, local):
-    """The global sum of one value per rank (``local``), in rank order."""
-    blk = np.zeros(da._block.shape, np.asarray(local).dtype)
-    own = counted(da)
-    # one counted cell carries the rank's value; the rest add nothing
-    sel = tuple(slice(s.start, s.start + 1) for s in own) if all(s.stop > s.start for s in own) \
-        else None
-    if sel is not None:
-        blk[sel] = local
-    return reduce_parts(da, blk, np.add, None)
+def _sum_of_partials(da, compute, dtype, what):
+    """The sum over ranks of ``compute()`` (this rank's partial value, of
+    ``dtype``), in rank order: one collective that also carries an error
+    raised by ``compute`` on any rank to every rank."""
+    error = value = None
+    try:
+        value = np.asarray(compute(), dtype=dtype)
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = exc
+    verdict, total = allreduce_agreed(da.comm, np.add, value, ((), np.dtype(dtype)), error)
+    raise_verdict(verdict, da.comm.Get_size(), da.comm.Get_rank(), what, error)
+    return total[()]
 
 
 def _product(what, a, b, conj):
@@ -35,11 +38,8 @@ def _product(what, a, b, conj):
         raise DapError(f"{what} of DistArrays: 1-D operands only, not shape {da.shape}")
     own = counted(da)
     xo, yo = x[own], y[own]
-    if conj:
-        local = np.vdot(xo, yo)
-    else:
-        local = np.dot(xo, yo)
-    return _partial_sum(da, local)
+    dtype = np.result_type(xo.dtype, yo.dtype)
+    return _sum_of_partials(da, lambda: (np.vdot if conj else np.dot)(xo, yo), dtype, what)
 
 
 @implements(np.dot)
@@ -76,12 +76,12 @@ def norm(x, ord=None, axis=None, keepdims=False):
     own = counted(x)
     o = blk[own]
     if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
-        if o.dtype.kind == "c":
-            r, i = o.real.ravel(), o.imag.ravel()
-            local = np.dot(r, r) + np.dot(i, i)
-        else:
-            local = np.dot(o.ravel(), o.ravel())
-        ret = np.sqrt(_partial_sum(x, local))
+        def local():
+            if o.dtype.kind == "c":
+                r, i = o.real.ravel(), o.imag.ravel()
+                return np.dot(r, r) + np.dot(i, i)
+            return np.dot(o.ravel(), o.ravel())
+        ret = np.sqrt(_sum_of_partials(x, local, o.real.dtype, "np.linalg.norm"))
     elif nd != 1:
         raise DapError(f"np.linalg.norm of a {nd}-D DistArray: ord={ord!r} is not implemented "
                        "(None or 'fro')")
