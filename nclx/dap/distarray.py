@@ -201,16 +201,44 @@ class DistArray:
     def all(self, axis=None, out=None, keepdims=False, where=np._NoValue):
         return self._reduction(np.logical_and, axis, bool, out, keepdims, where=where)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        """Mean over the cells counted in ``size`` (all ranks)."""
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
+        """Mean over the cells counted in ``size`` (all ranks), or those where
+        ``where`` (a bool DistArray of this distribution, or a bool) is True;
+        as NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers,
+        float32 for float16), divided in the sum's dtype, "Mean of empty
+        slice" when a count is zero."""
+        f16 = dtype is None and self.dtype == np.float16
         if dtype is None:
-            dtype = np.float64 if self.dtype.kind in "biu" else self.dtype
-        axes = normalize_axes(axis, len(self.shape))
-        count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
-        total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
-        result = np.true_divide(total, count)
-        if isinstance(result, np.ndarray) and result.ndim == 0:
-            result = result[()]
+            dtype = np.float64 if self.dtype.kind in "biu" else \
+                (np.float32 if f16 else self.dtype)
+        if where is np._NoValue or where is True:
+            axes = normalize_axes(axis, len(self.shape))
+            count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
+            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+            empty = count == 0
+        else:
+            mask = where if isinstance(where, DistArray) else \
+                DistArray(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
+            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
+            count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
+            empty = bool((count == 0).any()) if isinstance(count, DistArray) else count == 0
+            count = count._block if isinstance(count, DistArray) else count
+        if empty:
+            import warnings
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        if isinstance(total, DistArray):
+            blk = total._block.copy()          # counted cells only: padding holds no count
+            own = total.distribution.owned_slices(total.comm.Get_rank())
+            np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
+                           casting="unsafe")
+            result = DistArray(blk.astype(np.float16) if f16 else blk, total.distribution,
+                               total.comm)
+        elif np.ndim(total):
+            result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
+            result = result.astype(np.float16) if f16 else result
+        else:
+            result = total.dtype.type(total / count)
+            result = np.float16(result) if f16 else result
         if out is not None:
             if isinstance(result, DistArray):
                 if not isinstance(out, DistArray) or out.distribution != result.distribution:
