@@ -161,8 +161,9 @@ def join_failed(block, distribution, comm, ufunc, kwargs, error):
 
 
 def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error):
-    """Combine (or agree on the failure) and build the result's parts."""
-    what = f"{ufunc.__name__}.reduce"
+    """Combine (or agree on the failure) and build the result's parts
+    (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it)."""
+    what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
     combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)

@@ -95,3 +95,21 @@ def test_numpy_refusing_the_arguments_on_ranks_with_cells():
     a = dap.DistArray.from_global(np.array([1.0, 2.0]), comm=comm)    # empty from rank 2 on
     kind, got = outcome(a.max, where=a > 1)
     collective_assert(kind == "exc" and ("ValueError" in got or "DapError" in got), got)
+
+
+def test_argmin_error_on_one_rank_is_raised_everywhere(monkeypatch):
+    """argmin's candidates fail on the last rank: its error reaches every
+    rank through argmin's one collective."""
+    import nclx.dap.functions.argext as argext
+    a = dap.DistArray.from_global(np.arange(5.0 * N), comm=comm)
+    real = argext._candidates
+
+    def flaky(*args):
+        if rank == N - 1:
+            raise RuntimeError("candidates failed on the last rank")
+        return real(*args)
+
+    monkeypatch.setattr(argext, "_candidates", flaky)
+    kind, got = outcome(np.argmin, a)
+    ok, msg = _check(kind, got, [N - 1], "RuntimeError: candidates failed")
+    collective_assert(ok and (rank == N - 1 or got.startswith("DapError: np.argmin:")), msg)

@@ -21,7 +21,7 @@ class _Best:
     """The combining step: ``out = best(a, b)`` elementwise on (v, i) records."""
 
     def __init__(self, name, largest, skip_nan):
-        self.__name__ = name
+        self.__name__ = self.what = name
         self.largest, self.skip_nan = largest, skip_nan
 
     def __call__(self, a, b, out):
