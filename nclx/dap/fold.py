@@ -20,6 +20,7 @@ record is one element of a contiguous byte type, so MPI never splits it.
 """
 import builtins
 import threading
+import warnings
 
 import numpy as np
 
@@ -35,14 +36,20 @@ _OP = []                       # the MPI operation, made once
 
 def _layout(nranks):
     """(header dtype, header size): failure bits, message rank, combine flag,
-    message; padded to 16 bytes so the payload after it is aligned."""
+    floating-point flags met while combining, message; padded to 16 bytes so
+    the payload after it is aligned."""
     nb = (nranks + 7) // 8
-    size = nb + 8 + _MSG
+    size = nb + 12 + _MSG
     size += (-size) % 16
-    hdr = np.dtype({"names": ["failed", "msg_rank", "combine", "msg"],
-                    "formats": [("u1", (nb,)), "<i4", "<i4", f"S{_MSG}"],
-                    "offsets": [0, nb, nb + 4, nb + 8], "itemsize": size})
+    hdr = np.dtype({"names": ["failed", "msg_rank", "combine", "fp", "msg"],
+                    "formats": [("u1", (nb,)), "<i4", "<i4", "<i4", f"S{_MSG}"],
+                    "offsets": [0, nb, nb + 4, nb + 8, nb + 12], "itemsize": size})
     return hdr, size
+
+
+# NumPy's floating-point flags (as passed to an np.errstate call= function)
+_FP = [(1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "underflow"),
+       (8, "invalid", "invalid value")]
 
 
 def _combine(inbuf, inoutbuf, datatype):
@@ -51,6 +58,7 @@ def _combine(inbuf, inoutbuf, datatype):
     a = np.frombuffer(inbuf, np.uint8)
     b = np.frombuffer(inoutbuf, np.uint8)
     ha, hb = a[:size].view(hdr)[0], b[:size].view(hdr)
+    hb["fp"] |= ha["fp"]
     if ha["failed"].any():
         hb["msg_rank"], hb["msg"] = ha["msg_rank"], ha["msg"]      # the lower rank's
     hb["failed"] |= ha["failed"]
@@ -66,11 +74,17 @@ def _combine(inbuf, inoutbuf, datatype):
     shape, dtype = spec
     pa = a[size:].view(dtype).reshape(shape)
     pb = b[size:].view(dtype).reshape(shape)
+    flags = []
     try:
-        ufunc(pa, pb, out=pb)
+        # floating-point errors are recorded, then warned or raised on every
+        # rank after the collective (raise_verdict), not on the combining one
+        with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
+            ufunc(pa, pb, out=pb)
     except Exception as exc:  # noqa: BLE001 - carried to every rank
         hb["combine"] = 1
         hb["msg"] = describe_error(exc).encode("utf-8", "replace")[:_MSG]
+    for f in flags:
+        hb["fp"] |= f
 
 
 def _op():
@@ -80,7 +94,7 @@ def _op():
     return _OP[0]
 
 
-def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None):
+def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0):
     """Combine ``partial`` (an array of ``spec = (shape, dtype)``, or None
     for a header-only record when ``spec`` is None) over ``comm`` with
     ``ufunc``, carrying this rank's ``error`` (an exception or None): one
@@ -93,16 +107,18 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None):
     nranks, rank = comm.Get_size(), comm.Get_rank()
     if nranks == 1:
         if error is not None:
-            return ([rank], rank, describe_error(error), None), None
+            return ([rank], rank, describe_error(error), None, fp), None
         if combine_error is not None:
-            return ([], -1, None, combine_error), None
-        return None, (None if spec is None else np.array(partial, copy=True))
+            return ([], -1, None, combine_error, fp), None
+        value = None if spec is None else np.array(partial, copy=True)
+        return (([], -1, None, None, fp) if fp else None), value
     from mpi4py import MPI
     hdr, size = _layout(nranks)
     nbytes = 0 if spec is None else int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
     send = np.zeros(size + nbytes, np.uint8)
     head = send[:size].view(hdr)
     head["msg_rank"] = -1
+    head["fp"] = fp
     if error is not None:
         head["failed"][0][rank // 8] = 1 << (rank % 8)
         head["msg_rank"] = rank
@@ -124,13 +140,15 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None):
     h = recv[:size].view(hdr)[0]
     bits = np.unpackbits(h["failed"], bitorder="little")[:nranks]
     failed = [int(r) for r in np.flatnonzero(bits)]
+    flags = int(h["fp"])
     if failed or h["combine"]:
         msg = h["msg"].decode("utf-8", "replace")
         return ((failed, int(h["msg_rank"]), msg if failed else None,
-                 None if failed else msg), None)
+                 None if failed else msg, flags), None)
+    verdict = ([], -1, None, None, flags) if flags else None
     if spec is None:
-        return None, None
-    return None, recv[size:].view(spec[1]).reshape(spec[0]).copy()
+        return verdict, None
+    return verdict, recv[size:].view(spec[1]).reshape(spec[0]).copy()
 
 
 def _ranges(ranks):
@@ -145,12 +163,16 @@ def _ranges(ranks):
 def raise_verdict(verdict, nranks, rank, what, local_error):
     """Raise what ``verdict`` (from :func:`allreduce_agreed`) says, the same on
     every rank: a failing rank raises its own exception (marked as agreed),
-    the others a DapError naming the failing ranks and the lowest one's
     error; an error while combining is raised on every rank with its type
-    (a builtin exception type) or as a DapError."""
+    (a builtin exception type) or as a DapError; a floating-point error
+    while combining is what this rank's ``np.errstate`` makes of NumPy's
+    "overflow encountered in reduce" (the same on every rank called alike)."""
     if verdict is None:
         return
-    failed, first, msg, combine = verdict
+    failed, first, msg, combine, fp = verdict
+    if not failed and combine is None:
+        _fp_report(fp)
+        return
     head = f"{what}: " if what else ""
     if combine is not None:
         name, _, text = combine.partition(": ")
@@ -173,3 +195,21 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
     err = DapError(head + "\n".join(lines))
     err._nclx_agreed = True
     raise err
+
+
+def _fp_report(flags):
+    """Warn or raise as ``np.geterr()`` says for the floating-point flags met
+    while combining (NumPy's messages for a reduction)."""
+    mode = np.geterr()
+    for bit, kind, text in _FP:
+        if not flags & bit or mode[kind] == "ignore":
+            continue
+        message = f"{text} encountered in reduce"
+        if mode[kind] == "raise":
+            err = FloatingPointError(message)
+            err._nclx_agreed = True
+            raise err
+        if mode[kind] == "call" and np.geterrcall() is not None:
+            np.geterrcall()(message, bit)
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=5)

@@ -170,15 +170,14 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error):
     if combine is comm or combine is None:
         verdict, value = allreduce_agreed(comm, ufunc, partial, spec if combine is comm else None,
                                           error)
-        if combine is None and verdict is None:
+        if combine is None and partial is not None:
             value = np.array(partial, copy=True)
     else:
         # the data over the reduced grid axes, then every rank learns the verdict
         verdict, value = allreduce_agreed(combine, ufunc, partial, spec, error)
-        carried = None
-        if verdict is not None and verdict[3] is not None:
-            carried = verdict[3]
-        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, combine_error=carried)
+        carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
+        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, combine_error=carried,
+                                      fp=fp)
     raise_verdict(verdict, nranks, rank, what, error)
     return _result(dist, kept, keepdims, value, result_comm)
 

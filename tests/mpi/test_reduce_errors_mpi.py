@@ -87,6 +87,13 @@ def test_overflow_while_combining_is_raised_everywhere_with_its_type():
                       "overflow" in got, f"{kind} {got}")
     with np.errstate(over="ignore"):
         collective_assert(np.isinf(a.sum()), "sum without errstate")
+    # warned on every rank as NumPy warns for the global array
+    import warnings
+    with warnings.catch_warnings(record=True) as rec, np.errstate(over="warn"):
+        warnings.simplefilter("always")
+        r = a.sum()
+    texts = sorted({str(w.message) for w in rec})
+    collective_assert(np.isinf(r) and texts == ["overflow encountered in reduce"], f"{texts}")
 
 
 def test_numpy_refusing_the_arguments_on_ranks_with_cells():
