@@ -35,16 +35,13 @@ _OP = []                       # the MPI operation, made once
 
 
 def _layout(nranks):
-    """(header dtype, header size): failure bits, message rank, combine flag,
-    floating-point flags met while combining, message; padded to 16 bytes so
-    the payload after it is aligned."""
+    """(failure bits' offset, message offset, header size): three int32 (the
+    lowest failing rank, a combine-error flag, the floating-point flags met
+    while combining), a bit per rank, the message; padded to 16 bytes so the
+    payload after it is aligned."""
     nb = (nranks + 7) // 8
-    size = nb + 12 + _MSG
-    size += (-size) % 16
-    hdr = np.dtype({"names": ["failed", "msg_rank", "combine", "fp", "msg"],
-                    "formats": [("u1", (nb,)), "<i4", "<i4", "<i4", f"S{_MSG}"],
-                    "offsets": [0, nb, nb + 4, nb + 8, nb + 12], "itemsize": size})
-    return hdr, size
+    size = 12 + nb + _MSG
+    return 12, 12 + nb, size + (-size) % 16
 
 
 # NumPy's floating-point flags (as passed to an np.errstate call= function)
@@ -54,20 +51,20 @@ _FP = [(1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "u
 
 def _combine(inbuf, inoutbuf, datatype):
     """The MPI user function: ``inout = in (lower ranks) op inout``."""
-    ufunc, hdr, size, spec = _ctx.current
+    ufunc, (bits, msg, size), spec = _ctx.current
     a = np.frombuffer(inbuf, np.uint8)
     b = np.frombuffer(inoutbuf, np.uint8)
-    ha, hb = a[:size].view(hdr)[0], b[:size].view(hdr)
-    hb["fp"] |= ha["fp"]
-    if ha["failed"].any():
-        hb["msg_rank"], hb["msg"] = ha["msg_rank"], ha["msg"]      # the lower rank's
-    hb["failed"] |= ha["failed"]
-    if hb["failed"].any():
+    ia, ib = a[:12].view(np.int32), b[:12].view(np.int32)      # msg_rank, combine, fp
+    ib[2] |= ia[2]
+    if ia[0] >= 0:                                  # a lower rank failed: its message
+        ib[0] = ia[0]
+        b[msg:size] = a[msg:size]
+    b[bits:msg] |= a[bits:msg]
+    if ib[0] >= 0 or ib[1]:
         return
-    if hb["combine"][0]:
-        return
-    if ha["combine"]:
-        hb["combine"], hb["msg"] = ha["combine"], ha["msg"]
+    if ia[1]:
+        ib[1] = ia[1]
+        b[msg:size] = a[msg:size]
         return
     if spec is None:
         return
@@ -81,10 +78,16 @@ def _combine(inbuf, inoutbuf, datatype):
         with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
             ufunc(pa, pb, out=pb)
     except Exception as exc:  # noqa: BLE001 - carried to every rank
-        hb["combine"] = 1
-        hb["msg"] = describe_error(exc).encode("utf-8", "replace")[:_MSG]
+        ib[1] = 1
+        _put(b, msg, size, describe_error(exc))
     for f in flags:
-        hb["fp"] |= f
+        ib[2] |= f
+
+
+def _put(buf, start, stop, text):
+    raw = text.encode("utf-8", "replace")[:stop - start]
+    buf[start:stop] = 0
+    buf[start:start + len(raw)] = np.frombuffer(raw, np.uint8)
 
 
 def _op():
@@ -94,16 +97,31 @@ def _op():
     return _OP[0]
 
 
+_TYPES = {}          # record size -> committed contiguous byte type (kept, few sizes)
+
+
+def _rtype(nbytes):
+    t = _TYPES.get(nbytes)
+    if t is None:
+        from mpi4py import MPI
+        if len(_TYPES) >= 64:                       # bounded: free the oldest
+            _TYPES.pop(next(iter(_TYPES))).Free()
+        t = _TYPES[nbytes] = MPI.BYTE.Create_contiguous(nbytes).Commit()
+    return t
+
+
 def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0):
-    """Combine ``partial`` (an array of ``spec = (shape, dtype)``, or None
-    for a header-only record when ``spec`` is None) over ``comm`` with
-    ``ufunc``, carrying this rank's ``error`` (an exception or None): one
-    ``Allreduce`` (none on one rank).
+    """Combine ``partial`` (an array of ``spec = (shape, dtype)``; no payload
+    when ``spec`` is None) over ``comm`` with ``ufunc``, carrying this rank's
+    ``error`` (an exception or None), an error met while combining
+    elsewhere (``combine_error``, its text) and floating-point flags
+    (``fp``): one ``Allreduce`` (none on one rank).
 
     Returns ``(verdict, value)``: ``verdict`` is None when every rank
-    succeeded, else ``(failing comm ranks, lowest failing rank, its message,
-    combine error message or None)`` -- the same on every rank; ``value``
-    the combined partial (in rank order) or None."""
+    succeeded and no floating-point flag was met while combining, else
+    ``(failing comm ranks, lowest failing rank, its message, combine error
+    message or None, floating-point flags)`` -- the same on every rank;
+    ``value`` the combined partial (in rank order) or None on a failure."""
     nranks, rank = comm.Get_size(), comm.Get_rank()
     if nranks == 1:
         if error is not None:
@@ -112,39 +130,37 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
             return ([], -1, None, combine_error, fp), None
         value = None if spec is None else np.array(partial, copy=True)
         return (([], -1, None, None, fp) if fp else None), value
-    from mpi4py import MPI
-    hdr, size = _layout(nranks)
-    nbytes = 0 if spec is None else int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+    layout = bits, msg, size = _layout(nranks)
+    nbytes = 0 if spec is None else \
+        int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
     send = np.zeros(size + nbytes, np.uint8)
-    head = send[:size].view(hdr)
-    head["msg_rank"] = -1
-    head["fp"] = fp
+    ints = send[:12].view(np.int32)
+    ints[0], ints[2] = -1, fp
     if error is not None:
-        head["failed"][0][rank // 8] = 1 << (rank % 8)
-        head["msg_rank"] = rank
-        head["msg"] = describe_error(error).encode("utf-8", "replace")[:_MSG]
+        send[bits + rank // 8] = 1 << (rank % 8)
+        ints[0] = rank
+        _put(send, msg, size, describe_error(error))
     elif combine_error is not None:
-        head["combine"] = 1
-        head["msg"] = combine_error.encode("utf-8", "replace")[:_MSG]
+        ints[1] = 1
+        _put(send, msg, size, combine_error)
     elif spec is not None:
         send[size:].view(spec[1])[...] = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
     recv = np.empty_like(send)
-    rtype = MPI.BYTE.Create_contiguous(send.size).Commit()
+    rtype = _rtype(send.size)
     prev = getattr(_ctx, "current", None)
-    _ctx.current = (ufunc, hdr, size, spec)
+    _ctx.current = (ufunc, layout, spec)
     try:
         comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
     finally:
         _ctx.current = prev
-        rtype.Free()
-    h = recv[:size].view(hdr)[0]
-    bits = np.unpackbits(h["failed"], bitorder="little")[:nranks]
-    failed = [int(r) for r in np.flatnonzero(bits)]
-    flags = int(h["fp"])
-    if failed or h["combine"]:
-        msg = h["msg"].decode("utf-8", "replace")
-        return ((failed, int(h["msg_rank"]), msg if failed else None,
-                 None if failed else msg, flags), None)
+    ints = recv[:12].view(np.int32)
+    flags = int(ints[2])
+    if ints[0] >= 0 or ints[1]:
+        failed = [int(r) for r in np.flatnonzero(
+            np.unpackbits(recv[bits:msg], bitorder="little")[:nranks])]
+        text = recv[msg:size].tobytes().rstrip(b"\0").decode("utf-8", "replace")
+        return ((failed, int(ints[0]), text if failed else None,
+                 None if failed else text, flags), None)
     verdict = ([], -1, None, None, flags) if flags else None
     if spec is None:
         return verdict, None
