@@ -74,8 +74,12 @@ def _combine(inbuf, inoutbuf, datatype):
     flags = []
     try:
         # floating-point errors are recorded, then warned or raised on every
-        # rank after the collective (raise_verdict), not on the combining one
-        with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
+        # rank after the collective (raise_verdict), not on the combining
+        # one; integers keep their own errors (nclx.checked()'s OverflowError)
+        if np.dtype(dtype).kind in "fc":
+            with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
+                ufunc(pa, pb, out=pb)
+        else:
             ufunc(pa, pb, out=pb)
     except Exception as exc:  # noqa: BLE001 - carried to every rank
         ib[1] = 1

@@ -94,14 +94,32 @@ def partial_spec(block, dist, rank, ufunc, axis, dtype):
     if ufunc.__name__ not in _ASSOCIATIVE:
         raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
                        f"can only be combined for associative operations (gather first)")
-    kw = {} if dtype is None else {"dtype": dtype}
-    probe = np.asarray(ufunc.reduce(np.zeros((1,) * dist.ndim, block.dtype), axis=axes, **kw))
-    if probe.dtype.hasobject:
-        raise DapError(f"{ufunc.__name__}.reduce of a DistArray of dtype {probe.dtype}: object "
+    rdtype = _result_dtype(ufunc, block.dtype, dist.ndim, axes, dtype)
+    if rdtype.hasobject:
+        raise DapError(f"{ufunc.__name__}.reduce of a DistArray of dtype {rdtype}: object "
                        f"partial results cannot cross ranks (gather first)")
     counted = block[dist.owned_slices(rank)].shape
     shape = tuple(n for d, n in enumerate(counted) if d not in axes)
-    return axes, (shape, probe.dtype)
+    return axes, (shape, rdtype)
+
+
+_DTYPES = {}        # (ufunc, dtype, ndim, axes, dtype=) -> the reduction's result dtype
+
+
+def _result_dtype(ufunc, dt, ndim, axes, dtype):
+    """NumPy's result dtype of ``ufunc.reduce`` (a one-cell probe, cached)."""
+    try:
+        key = (ufunc, dt, ndim, axes, dtype)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _DTYPES:
+        return _DTYPES[key]
+    kw = {} if dtype is None else {"dtype": dtype}
+    r = np.asarray(ufunc.reduce(np.zeros((1,) * ndim, dt), axis=axes, **kw)).dtype
+    if key is not None and len(_DTYPES) < 4096:
+        _DTYPES[key] = r
+    return r
 
 
 def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=False,
