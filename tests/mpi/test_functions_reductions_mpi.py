@@ -4,7 +4,6 @@ on the gathered array, with NumPy's "Mean of empty slice" warning."""
 import numpy as np
 import pytest
 
-import nclx.dap as dap
 from fn_helpers import LAYOUTS2, caught, compare, make
 from mpi_helpers import collective_assert, global_of, outcome
 
