@@ -2,17 +2,19 @@
 agreement on errors.
 
 Each rank sends one record: a header (a bit per failing rank, the lowest
-failing rank's error as text, a flag for an error while combining) and its
-partial result.  ``MPI_Allreduce`` with a user-defined, *non-commutative*
+failing rank's error as text, a flag for an error while combining, the
+floating-point flags met while combining) and its partial result.  ``MPI_Allreduce`` with a user-defined, *non-commutative*
 operation combines the records: the failure bits are or-ed, the lowest
 failing rank's message is kept, and while no rank has failed the partial
 results are combined with the ufunc in ascending rank order (MPI fixes that
 order for a non-commutative operation; MPI also gives every rank the same
 result of an ``Allreduce``: the same bits on every rank, and the same
 grouping on every run for a given communicator and size).  A failure stops
-the combining; an exception raised by the ufunc while combining (a
-floating-point error under ``np.errstate``, an overflow under
-``nclx.checked()``) is carried to every rank as well.
+the combining; an exception raised by the ufunc while combining (an
+integer overflow under ``nclx.checked()``) is carried to every rank as
+well, and floating-point errors met while combining floats are recorded and
+then warned or raised on every rank as its ``np.errstate`` says, with
+NumPy's message for a reduction ("overflow encountered in reduce").
 
 So a reduction is one collective and a rank whose own step failed is never
 left out: it still sends its record, with its error instead of data.  The
@@ -183,6 +185,7 @@ def _ranges(ranks):
 def raise_verdict(verdict, nranks, rank, what, local_error):
     """Raise what ``verdict`` (from :func:`allreduce_agreed`) says, the same on
     every rank: a failing rank raises its own exception (marked as agreed),
+    the others a DapError naming the failing ranks and the lowest one's
     error; an error while combining is raised on every rank with its type
     (a builtin exception type) or as a DapError; a floating-point error
     while combining is what this rank's ``np.errstate`` makes of NumPy's
