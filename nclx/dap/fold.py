@@ -23,6 +23,7 @@ record is one element of a contiguous byte type, so MPI never splits it.
 import builtins
 import threading
 import warnings
+import zlib
 
 import numpy as np
 
@@ -32,18 +33,21 @@ from nclx.dap.validate import DapError
 __all__ = ["allreduce_agreed", "raise_verdict"]
 
 _MSG = 240                     # bytes of the carried error message
+_INTS = 20                     # msg_rank, combine, fp, key, mismatch (int32 each)
+MISMATCH = "\0mismatch"        # combine_error text: the ranks' keys differ
 _ctx = threading.local()       # the ufunc and layout of the reduction in flight
 _OP = []                       # the MPI operation, made once
 
 
 def _layout(nranks):
-    """(failure bits' offset, message offset, header size): three int32 (the
+    """(failure bits' offset, message offset, header size): five int32 (the
     lowest failing rank, a combine-error flag, the floating-point flags met
-    while combining), a bit per rank, the message; padded to 16 bytes so the
-    payload after it is aligned."""
+    while combining, the call's key, a flag for ranks whose keys differ), a
+    bit per rank, the message; padded to 16 bytes so the payload after it is
+    aligned."""
     nb = (nranks + 7) // 8
-    size = 12 + nb + _MSG
-    return 12, 12 + nb, size + (-size) % 16
+    size = _INTS + nb + _MSG
+    return _INTS, _INTS + nb, size + (-size) % 16
 
 
 # NumPy's floating-point flags (as passed to an np.errstate call= function)
@@ -56,13 +60,15 @@ def _combine(inbuf, inoutbuf, datatype):
     ufunc, (bits, msg, size), spec = _ctx.current
     a = np.frombuffer(inbuf, np.uint8)
     b = np.frombuffer(inoutbuf, np.uint8)
-    ia, ib = a[:12].view(np.int32), b[:12].view(np.int32)      # msg_rank, combine, fp
+    ia, ib = a[:_INTS].view(np.int32), b[:_INTS].view(np.int32)
     ib[2] |= ia[2]
+    if ia[3] != ib[3] or ia[4]:
+        ib[4] = 1                                   # different calls on some ranks
     if ia[0] >= 0:                                  # a lower rank failed: its message
         ib[0] = ia[0]
         b[msg:size] = a[msg:size]
     b[bits:msg] |= a[bits:msg]
-    if ib[0] >= 0 or ib[1]:
+    if ib[0] >= 0 or ib[1] or ib[4]:
         return
     if ia[1]:
         ib[1] = ia[1]
@@ -116,12 +122,15 @@ def _rtype(nbytes):
     return t
 
 
-def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0):
+def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0, key=""):
     """Combine ``partial`` (an array of ``spec = (shape, dtype)``; no payload
     when ``spec`` is None) over ``comm`` with ``ufunc``, carrying this rank's
     ``error`` (an exception or None), an error met while combining
     elsewhere (``combine_error``, its text) and floating-point flags
-    (``fp``): one ``Allreduce`` (none on one rank).
+    (``fp``): one ``Allreduce`` (none on one rank).  ``key`` (a string: the
+    call's operation and arguments) must be the same on every rank; where it
+    is not, every rank gets a mismatch (``combine`` is :data:`MISMATCH`)
+    instead of a silently wrong combination.
 
     Returns ``(verdict, value)``: ``verdict`` is None when every rank
     succeeded and no floating-point flag was met while combining, else
@@ -140,8 +149,9 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
     nbytes = 0 if spec is None else \
         int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
     send = np.zeros(size + nbytes, np.uint8)
-    ints = send[:12].view(np.int32)
+    ints = send[:_INTS].view(np.int32)
     ints[0], ints[2] = -1, fp
+    ints[3] = zlib.crc32(key.encode()) & 0x7FFFFFFF
     if error is not None:
         send[bits + rank // 8] = 1 << (rank % 8)
         ints[0] = rank
@@ -159,8 +169,10 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
         comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
     finally:
         _ctx.current = prev
-    ints = recv[:12].view(np.int32)
+    ints = recv[:_INTS].view(np.int32)
     flags = int(ints[2])
+    if ints[4] and ints[0] < 0:
+        return ([], -1, None, MISMATCH, flags), None
     if ints[0] >= 0 or ints[1]:
         failed = [int(r) for r in np.flatnonzero(
             np.unpackbits(recv[bits:msg], bitorder="little")[:nranks])]
@@ -197,6 +209,11 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
         _fp_report(fp)
         return
     head = f"{what}: " if what else ""
+    if combine == MISMATCH:
+        err = DapError(f"{head}the ranks made different calls (the operation, axis, dtype or "
+                       f"keepdims differ between ranks): every rank must make the same call")
+        err._nclx_agreed = True
+        raise err
     if combine is not None:
         name, _, text = combine.partition(": ")
         cls = getattr(builtins, name, None)

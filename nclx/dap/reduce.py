@@ -184,18 +184,19 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error):
     what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
+    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str))
     combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)
     if combine is comm or combine is None:
         verdict, value = allreduce_agreed(comm, ufunc, partial, spec if combine is comm else None,
-                                          error)
+                                          error, key=key)
         if combine is None and partial is not None:
             value = np.array(partial, copy=True)
     else:
         # the data over the reduced grid axes, then every rank learns the verdict
-        verdict, value = allreduce_agreed(combine, ufunc, partial, spec, error)
+        verdict, value = allreduce_agreed(combine, ufunc, partial, spec, error, key=key)
         carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
         verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, combine_error=carried,
-                                      fp=fp)
+                                      fp=fp, key=key)
     raise_verdict(verdict, nranks, rank, what, error)
     return _result(dist, kept, keepdims, value, result_comm)
 

@@ -120,3 +120,23 @@ def test_argmin_error_on_one_rank_is_raised_everywhere(monkeypatch):
     kind, got = outcome(np.argmin, a)
     ok, msg = _check(kind, got, [N - 1], "RuntimeError: candidates failed")
     collective_assert(ok and (rank == N - 1 or got.startswith("DapError: np.argmin:")), msg)
+
+
+def test_ranks_making_different_calls_raise_instead_of_a_wrong_value():
+    """Ranks that reduce with different ufuncs, or different dtypes of one
+    size, exchange records of the same size: each record carries the call's
+    key, and every rank raises a DapError instead of combining a sum on some
+    ranks with a product on others."""
+    g = np.arange(1.0, 4.0 * N + 1.0)
+    a = dap.DistArray.from_global(g, comm=comm)
+    for tag, f in [("add/multiply", lambda: (np.add if rank % 2 == 0 else np.multiply).reduce(
+                        a, axis=None)),
+                   ("dtype f8/i8", lambda: a.sum(dtype=np.float64 if rank % 2 == 0 else
+                                                  np.int64))]:
+        kind, got = outcome(f)
+        if N == 1:
+            ok = kind == "ok"
+        else:
+            ok = kind == "exc" and got.startswith("DapError") and "different calls" in got
+        collective_assert(ok, f"{tag}: {kind} {got}")
+    collective_assert(a.sum() == g.sum(), "the next reduction")

@@ -25,7 +25,8 @@ def _sum_of_partials(da, compute, dtype, what):
         value = np.asarray(compute(), dtype=dtype)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    verdict, total = allreduce_agreed(da.comm, np.add, value, ((), np.dtype(dtype)), error)
+    verdict, total = allreduce_agreed(da.comm, np.add, value, ((), np.dtype(dtype)), error,
+                                      key=repr((what, np.dtype(dtype).str)))
     raise_verdict(verdict, da.comm.Get_size(), da.comm.Get_rank(), what, error)
     return total[()]
 
