@@ -27,7 +27,7 @@ import zlib
 
 import numpy as np
 
-from nclx.dap.collective import describe_error
+from nclx.dap.collective import _ranges, describe_error
 from nclx.dap.validate import DapError
 
 __all__ = ["allreduce_agreed", "raise_verdict"]
@@ -183,15 +183,6 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
     if spec is None:
         return verdict, None
     return verdict, recv[size:].view(spec[1]).reshape(spec[0]).copy()
-
-
-def _ranges(ranks):
-    out, start = [], ranks[0]
-    for prev, cur in zip(ranks, ranks[1:] + [None]):
-        if cur is None or cur != prev + 1:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-            start = cur
-    return ", ".join(out)
 
 
 def raise_verdict(verdict, nranks, rank, what, local_error):

@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from nclx.dap.collective import allgather_checked
+from nclx.dap.collective import _ranges, allgather_checked
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -288,15 +288,6 @@ def _agree_layout(da, error):
     if lines:
         raise DapError("halo exchange: every rank must hold the same Distribution\n"
                        + "\n".join(lines))
-
-
-def _ranges(ranks):
-    out, start = [], ranks[0]
-    for prev, cur in zip(ranks, ranks[1:] + [None]):
-        if cur is None or cur != prev + 1:
-            out.append(str(start) if start == prev else f"{start}-{prev}")
-            start = cur
-    return ", ".join(out)
 
 
 def _subarray(block, slices, MPI):
