@@ -10,7 +10,7 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.collective import agree, allgather_checked
+from nclx.dap.collective import agree, agree_same, allgather_checked
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
@@ -19,7 +19,7 @@ from nclx.dap.gather import from_every_rank, from_root, gather_global
 from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
 from nclx.dap.npyfile import write_npy
-from nclx.dap.reduce import normalize_axes, reduce_block
+from nclx.dap.reduce import join_failed, normalize_axes, reduce_block
 from nclx.dap.validate import DapError, validate
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
@@ -231,16 +231,44 @@ class DistArray:
     def all(self, axis=None, out=None, keepdims=False, where=np._NoValue):
         return self._reduction(np.logical_and, axis, bool, out, keepdims, where=where)
 
-    def mean(self, axis=None, dtype=None, out=None, keepdims=False):
-        """Mean over the cells counted in ``size`` (all ranks)."""
+    def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
+        """Mean over the cells counted in ``size`` (all ranks), or those where
+        ``where`` (a bool DistArray of this distribution, or a bool) is True;
+        as NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers,
+        float32 for float16), divided in the sum's dtype, "Mean of empty
+        slice" when a count is zero."""
+        f16 = dtype is None and self.dtype == np.float16
         if dtype is None:
-            dtype = np.float64 if self.dtype.kind in "biu" else self.dtype
-        axes = normalize_axes(axis, len(self.shape))
-        count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
-        total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
-        result = np.true_divide(total, count)
-        if isinstance(result, np.ndarray) and result.ndim == 0:
-            result = result[()]
+            dtype = np.float64 if self.dtype.kind in "biu" else \
+                (np.float32 if f16 else self.dtype)
+        if where is np._NoValue or where is True:
+            axes = normalize_axes(axis, len(self.shape))
+            count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
+            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+            empty = count == 0
+        else:
+            mask = where if isinstance(where, DistArray) else \
+                DistArray(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
+            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
+            count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
+            empty = bool((count == 0).any()) if isinstance(count, DistArray) else count == 0
+            count = count._block if isinstance(count, DistArray) else count
+        if empty:
+            import warnings
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
+        if isinstance(total, DistArray):
+            blk = total._block.copy()          # counted cells only: padding holds no count
+            own = total.distribution.owned_slices(total.comm.Get_rank())
+            np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
+                           casting="unsafe")
+            result = DistArray(blk.astype(np.float16) if f16 else blk, total.distribution,
+                               total.comm)
+        elif np.ndim(total):
+            result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
+            result = result.astype(np.float16) if f16 else result
+        else:
+            result = total.dtype.type(total / count)
+            result = np.float16(result) if f16 else result
         if out is not None:
             if isinstance(result, DistArray):
                 if not isinstance(out, DistArray) or out.distribution != result.distribution:
@@ -369,12 +397,14 @@ def _refuses_ufuncs(other):
 for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
                    ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
                    ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                   ("ge", np.greater_equal), ("and", np.bitwise_and), ("or", np.bitwise_or),
+                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal),
+                   ("and", np.bitwise_and), ("or", np.bitwise_or),
                    ("xor", np.bitwise_xor)]:
     setattr(DistArray, f"__{_name}__", lambda self, other, _u=_uf: (
         NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
     setattr(DistArray, f"__r{_name}__", lambda self, other, _u=_uf: (
         NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
+DistArray.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
 DistArray.__neg__ = lambda self: np.negative(self)
 DistArray.__abs__ = lambda self: np.absolute(self)
 
@@ -389,7 +419,7 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
 
     A reduction is collective: an error on one rank (a hook, a floating-point
     error, bad arguments) is raised on every rank instead of leaving the
-    others waiting in the reduction's agreement."""
+    others waiting in the reduction's collective."""
     if aware.foreign(inputs, kwargs, own=(DistArray,)):
         return NotImplemented
     try:
@@ -397,10 +427,9 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
                                  compute=da._compute)
     except Exception as exc:
         if method == "reduce" and not getattr(exc, "_nclx_agreed", False):
-            try:        # the others wait in the reduction's agreement: meet them there
-                agree(da.comm, exc, f"{ufunc.__name__}.reduce")
-            except DapError:
-                pass
+            # the others wait in the reduction's collective: meet them there
+            # (raises exc here, a DapError naming this rank there)
+            join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
         raise
 
 

@@ -216,14 +216,19 @@ class Distribution:
         return tuple(m.local_size for m in self.maps(rank))
 
     def owned_slices(self, rank):
-        """Index of the owned part of ``rank``'s local buffer (padding excluded)."""
+        """Index of the owned part of ``rank``'s local buffer (padding excluded);
+        computed once per rank (a Distribution does not change)."""
+        cache = self.__dict__.setdefault("_owned_cache", {})
+        if rank in cache:
+            return cache[rank]
         out = []
         for m in self.maps(rank):
             if m.dist_type == "b":
                 out.append(slice(m.comm_padding[0], m.local_size - m.comm_padding[1]))
             else:
                 out.append(slice(None))
-        return tuple(out)
+        cache[rank] = tuple(out)
+        return cache[rank]
 
     def owner_ranks(self, *global_indices):
         """Rank owning each global index (one integer array per dimension,

@@ -2,15 +2,14 @@
 
 Each rank reduces the cells counted in ``size`` (owned cells and boundary
 padding, never communication padding) with nclx's kernel, then the ranks
-combine their partial results with one collective: ``Allreduce`` for
-operations whose result does not depend on the order (integer and boolean
-sums and products, maximum, minimum, logical and bitwise operations), and
-for floating-point sums and products ``Reduce`` to the first rank followed by
-``Bcast``, so every rank gets the same bits and a given grid gives the same
-answer on every run.  An axis reduction combines over the process grid's
-sub-communicator of that axis and gives the result's block over the
-remaining grid dimensions (on the ranks that share the reduced coordinates).
-No rank ever gathers the others' partial results.
+combine their partial results and agree on errors in one collective
+(:mod:`nclx.dap.fold`): an ``Allreduce`` with a non-commutative
+user-defined operation that applies the ufunc in rank order, so every rank
+gets the same bits and a given grid gives the same answer on every run, for
+floating-point sums and products too.  An axis reduction combines over the
+process grid's sub-communicator of the reduced axes and gives the result's
+block over the remaining grid dimensions (on the ranks that share the
+reduced coordinates).  No rank ever gathers the others' partial results.
 
 This module sits below :mod:`nclx.dap.distarray`: it works on a block, its
 Distribution and communicator and returns those parts; DistArray wraps them
@@ -20,17 +19,11 @@ import numpy as np
 
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
-from nclx.checked import active as checked_active
-from nclx.dap.collective import agree
+from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, normalize_dim_dict
 
-__all__ = ["reduce_block", "normalize_axes"]
-
-# ufunc name -> MPI operation name (order-independent on exact types)
-_MPI_OPS = {"add": "SUM", "multiply": "PROD", "maximum": "MAX", "minimum": "MIN",
-            "logical_and": "LAND", "logical_or": "LOR", "bitwise_and": "BAND",
-            "bitwise_or": "BOR", "bitwise_xor": "BXOR"}
+__all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec"]
 
 
 def normalize_axes(axis, ndim):
@@ -62,13 +55,23 @@ _COMMS = {}     # (communicator handle, grid, coords, axes) -> sub-communicators
 def _subcomms(dist, comm, axes):
     """(combine comm over the reduced grid axes, result comm over the kept ones),
     made once per communicator, grid and axes (comm.Split is collective and
-    communicators are a finite resource: never one per DistArray)."""
+    communicators are a finite resource: never one per DistArray).
+
+    When the reduced axes are not distributed (grid extent 1) nothing is
+    combined (None) and the result lives on ``comm`` itself; when the kept
+    axes are not distributed the partial results combine over ``comm`` and
+    every rank holds the whole result (``COMM_SELF``): no Split either way."""
+    from mpi4py import MPI
+    kept = [d for d in range(dist.ndim) if d not in axes]
+    if all(dist.grid_shape[d] == 1 for d in axes):
+        return None, comm
+    if all(dist.grid_shape[d] == 1 for d in kept):
+        return comm, MPI.COMM_SELF
     coords = dist.coords_from_rank(comm.Get_rank())
     key = (comm.py2f(), dist.grid_shape, coords, axes)
     cache = _COMMS
     if key in cache:
         return cache[key]
-    kept = [d for d in range(dist.ndim) if d not in axes]
 
     def ravel(dims):
         idx = 0
@@ -82,56 +85,41 @@ def _subcomms(dist, comm, axes):
     return cache[key]
 
 
-def _mpi_combine(comm, ufunc, local):
-    """Combine equal-shaped partial results across ``comm`` (see module doc)."""
-    from mpi4py import MPI
-    name = ufunc.__name__
-    local = np.ascontiguousarray(local)
-    if comm.Get_size() == 1:
-        return local.copy()
-    op_name = _MPI_OPS.get(name)
+def partial_spec(block, dist, rank, ufunc, axis, dtype):
+    """``(axes, (shape, dtype))`` of this rank's partial result: what the ranks
+    exchange.  It depends only on the arguments, the layout and the block's
+    dtype (never on the values), so ranks called alike agree on it; an error
+    here (a bad axis or dtype) is raised alike on every rank called alike."""
+    axes = normalize_axes(axis, dist.ndim)
+    if ufunc.__name__ not in _ASSOCIATIVE:
+        raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
+                       f"can only be combined for associative operations (gather first)")
+    rdtype = _result_dtype(ufunc, block.dtype, dist.ndim, axes, dtype)
+    if rdtype.hasobject:
+        raise DapError(f"{ufunc.__name__}.reduce of a DistArray of dtype {rdtype}: object "
+                       f"partial results cannot cross ranks (gather first)")
+    counted = block[dist.owned_slices(rank)].shape
+    shape = tuple(n for d, n in enumerate(counted) if d not in axes)
+    return axes, (shape, rdtype)
+
+
+_DTYPES = {}        # (ufunc, dtype, ndim, axes, dtype=) -> the reduction's result dtype
+
+
+def _result_dtype(ufunc, dt, ndim, axes, dtype):
+    """NumPy's result dtype of ``ufunc.reduce`` (a one-cell probe, cached)."""
     try:
-        MPI._typedict[local.dtype.char]          # a dtype MPI can carry
-    except KeyError:
-        op_name = None
-    if local.dtype.kind == "c" and op_name in ("MAX", "MIN"):
-        op_name = None                           # MPI orders no complex numbers
-    if op_name is None:
-        # no MPI counterpart: a pickled pairwise reduction in rank order (a tree)
-        value = comm.reduce(local, op=lambda a, b: ufunc(a, b), root=0)
-        return comm.bcast(value, root=0)
-    if op_name in ("SUM", "PROD") and local.dtype.kind in "iu" and checked_active():
-        # under nclx.checked() the combine must raise on overflow too: a tree in
-        # rank order with NumPy's (checked) add/multiply, the outcome broadcast
-        def op(a, b):
-            if isinstance(a, BaseException) or isinstance(b, BaseException):
-                return a if isinstance(a, BaseException) else b
-            try:
-                return ufunc(a, b)
-            except Exception as exc:  # noqa: BLE001 - carried to every rank
-                return exc
-        value = comm.bcast(comm.reduce(local, op=op, root=0), root=0)
-        if isinstance(value, BaseException):
-            raise value
-        return value
-    op = getattr(MPI, op_name)
-    if local.dtype == np.bool_ and op_name in ("MAX", "MIN", "BAND", "BOR", "BXOR", "SUM", "PROD"):
-        # MPI defines these for integers, not for its logical type
-        return _mpi_combine(comm, ufunc, local.view(np.uint8)).view(np.bool_)
-    out = np.empty_like(local)
-    if local.dtype.kind in "fc" and name in ("add", "multiply"):
-        comm.Reduce(local, out, op=op, root=0)   # one fixed order for a given grid ...
-        comm.Bcast(out, root=0)                  # ... and the same bits everywhere
-    elif local.dtype.kind in "fc" and name in ("maximum", "minimum"):
-        comm.Allreduce(local, out, op=op)
-        # NumPy propagates NaN; MPI's MAX/MIN need not
-        nan = np.ascontiguousarray(np.isnan(local))
-        anynan = np.empty_like(nan)
-        comm.Allreduce(nan, anynan, op=MPI.LOR)
-        out[anynan] = np.nan
-    else:
-        comm.Allreduce(local, out, op=op)
-    return out
+        key = (ufunc, dt, ndim, axes, dtype)
+        hash(key)
+    except TypeError:
+        key = None
+    if key is not None and key in _DTYPES:
+        return _DTYPES[key]
+    kw = {} if dtype is None else {"dtype": dtype}
+    r = np.asarray(ufunc.reduce(np.zeros((1,) * ndim, dt), axis=axes, **kw)).dtype
+    if key is not None and len(_DTYPES) < 4096:
+        _DTYPES[key] = r
+    return r
 
 
 def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=False,
@@ -142,7 +130,16 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     ``distribution`` over ``comm``; ``where`` is True, a bool, or this rank's
     block of the mask (the same layout); ``kernels`` maps NumPy's ufunc to
     the one that computes when nclx is not installed.  Every rank of
-    ``comm`` must call it.
+    ``comm`` must call it, with the same ``axis``, ``dtype`` and
+    ``keepdims`` (they fix the size of what the ranks exchange).
+
+    One collective (:func:`nclx.dap.fold.allreduce_agreed`) both combines
+    the partial results and agrees on errors: an error on one rank (its
+    kernel, a floating-point error, NumPy refusing the arguments for its
+    block) is raised on every rank -- the failing rank's own exception
+    there, a DapError naming it elsewhere.  Two when both the reduced and
+    the kept axes are distributed (the data over the reduced grid axes, then
+    the verdict over ``comm``).
 
     Returns ``(result, distribution, comm)``: a reduction over every axis
     gives the value on every rank (a NumPy scalar, an array with
@@ -151,31 +148,61 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     remaining grid dimensions and the communicator of the ranks that hold
     it.  The caller wraps the parts and writes ``out=``."""
     dist = distribution
-    axes = normalize_axes(axis, dist.ndim)
-    if ufunc.__name__ not in _ASSOCIATIVE:
-        raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
-                       f"can only be combined for associative operations (gather first)")
     rank = comm.Get_rank()
+    try:
+        axes, spec = partial_spec(block, dist, rank, ufunc, axis, dtype)
+    except Exception as exc:
+        exc._nclx_agreed = True      # the same verdict on every rank called alike
+        raise
     index = dist.owned_slices(rank)      # the cells counted in size (no communication padding)
     error = partial = None
     try:
         partial = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
-                                 initial, kernels)
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by agree() below
+                                 initial, kernels, spec)
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
+    return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error)
+
+
+def join_failed(block, distribution, comm, ufunc, kwargs, error):
+    """A rank that failed before :func:`reduce_block` (its hook chain raised)
+    meets the others in the reduction's collective with ``error``, which is
+    then raised on every rank.  Returns only if this rank cannot tell the
+    size of the exchange (its own arguments are refused): the caller raises."""
     try:
-        agree(comm, error, f"{ufunc.__name__}.reduce")
-    except DapError as exc:
-        # a failing rank raises its own exception (NumPy's type and message),
-        # the others a DapError naming the failing ranks
-        raised = error if error is not None else exc
-        raised._nclx_agreed = True
-        raise raised from (None if error is None else error.__cause__)
-    return _combine(dist, comm, ufunc, axes, keepdims, partial)
+        axes, spec = partial_spec(block, distribution, comm.Get_rank(), ufunc,
+                                  kwargs.get("axis", 0), kwargs.get("dtype"))
+    except Exception:  # noqa: BLE001 - nothing to join: the caller raises its error
+        return
+    _finish(distribution, comm, ufunc, axes, bool(kwargs.get("keepdims", False)), spec, None,
+            error)
 
 
-def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial, kernels):
-    """This rank's partial result over its counted cells (``block``)."""
+def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error):
+    """Combine (or agree on the failure) and build the result's parts
+    (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it)."""
+    what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
+    nranks, rank = comm.Get_size(), comm.Get_rank()
+    kept = tuple(d for d in range(dist.ndim) if d not in axes)
+    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str))
+    combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)
+    if combine is comm or combine is None:
+        verdict, value = allreduce_agreed(comm, ufunc, partial, spec if combine is comm else None,
+                                          error, key=key)
+        if combine is None and partial is not None:
+            value = np.array(partial, copy=True)
+    else:
+        # the data over the reduced grid axes, then every rank learns the verdict
+        verdict, value = allreduce_agreed(combine, ufunc, partial, spec, error, key=key)
+        carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
+        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, combine_error=carried,
+                                      fp=fp, key=key)
+    raise_verdict(verdict, nranks, rank, what, error)
+    return _result(dist, kept, keepdims, value, result_comm)
+
+
+def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial, kernels, spec):
+    """This rank's partial result over its counted cells (``block``), of ``spec``."""
     # installed: NumPy's ufunc reaches nclx's loops and every hook chain
     # (nclx.checked() included); otherwise nclx's own ufuncs
     fn = kernels(ufunc) if kernels is not None and not is_installed() else ufunc
@@ -191,19 +218,19 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     if total == 0 and ufunc.identity is None and initial is np._NoValue:
         raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which has "
                          "no identity")
-    kept = tuple(d for d in range(dist.ndim) if d not in axes)
-    local_shape = tuple(block.shape[d] for d in kept)
+    shape, rdtype = spec
     if block.size or (ufunc.identity is not None and "initial" not in kw) or "initial" in kw:
-        partial = _reduce(fn, ufunc, block, axes, kw)
+        partial = np.asarray(_reduce(fn, ufunc, block, axes, kw))
     else:
-        probe_dtype = _reduce(fn, ufunc, np.zeros((1,) * block.ndim, block.dtype), axes,
-                              {k: v for k, v in kw.items() if k == "dtype"}).dtype
-        start = start_value(ufunc.__name__, probe_dtype)
+        start = start_value(ufunc.__name__, rdtype)
         if start is None:
             raise DapError(f"{ufunc.__name__}.reduce: an empty block on rank {rank} and no "
                            "neutral value for its dtype")
-        partial = np.full(local_shape, start, dtype=probe_dtype)
-    return np.asarray(partial)
+        partial = np.full(shape, start, dtype=rdtype)
+    if partial.shape != shape or partial.dtype != rdtype:
+        raise DapError(f"{ufunc.__name__}.reduce: rank {rank}'s partial result is "
+                       f"{partial.dtype}{partial.shape}, expected {rdtype}{shape}")
+    return partial
 
 
 def _reduce(fn, ufunc, block, axes, kw):
@@ -213,12 +240,9 @@ def _reduce(fn, ufunc, block, axes, kw):
         return np.asarray(ufunc.reduce(block, axis=axes, **kw))
 
 
-def _combine(dist, comm, ufunc, axes, keepdims, partial):
-    """Combine the ranks' partial results: (value, None, None) or the parts
-    of the result's DistArray (block, Distribution, communicator)."""
-    kept = tuple(d for d in range(dist.ndim) if d not in axes)
-    combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)
-    value = _mpi_combine(combine, ufunc, np.asarray(partial))
+def _result(dist, kept, keepdims, value, result_comm):
+    """(value, None, None) for a reduction over every axis, else the parts of
+    the result's DistArray (block, Distribution, communicator)."""
     if not kept:
         result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
         return (result[()] if not keepdims else result), None, None

@@ -54,7 +54,7 @@ def test_full_and_axis_reductions_equal_numpy(grid, padding, name):
 
 
 def test_communication_padding_is_never_counted():
-    g = np.arange(40.0).reshape(8, 5)
+    g = np.arange(40.0 * N).reshape(8 * N, 5)      # blocks of >= 2 rows: padding 2 fits
     a = dap.DistArray.from_global(g, comm=comm, padding=[2, 1], periodic=[True, True])
     block = np.asarray(a.local)
     owned = a.distribution.owned_slices(comm.rank)

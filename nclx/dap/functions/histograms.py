@@ -21,7 +21,7 @@ import numpy as np
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import check_same_args
-from nclx.dap.reduce import _mpi_combine
+from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -95,7 +95,12 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
         counts, _ = np.histogram(values.reshape(-1), bins=edges)
     else:
         counts = _weighted(values.reshape(-1), local_w.reshape(-1), edges)
-    total = _mpi_combine(comm, np.add, counts)
+    # one Allreduce adds the counts in rank order: the same bits on every rank
+    counts = np.ascontiguousarray(counts)
+    verdict, total = allreduce_agreed(comm, np.add, counts, (counts.shape, counts.dtype), None,
+                                      key=f"histogram {counts.shape} {counts.dtype.str}")
+    if verdict is not None:
+        raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), "np.histogram", None)
     if density:
         db = np.array(np.diff(edges), float)
         return total / db / total.sum(), edges

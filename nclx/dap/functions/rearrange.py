@@ -1,4 +1,4 @@
-"""copy, flip, roll, concatenate, stack, vstack and hstack of DistArrays
+"""flip, roll, concatenate, stack, vstack and hstack of DistArrays
 (collective).
 
 Each is "my elements land at these global indices of the result": the
@@ -8,7 +8,7 @@ roll, ``g + offset`` for a concatenated operand, a constant for a stacked
 one), and one ``Alltoallw`` moves the elements of every source straight into
 the result's blocks (:func:`nclx.dap.redistribute.move_many`).
 
-Layouts: ``copy``, ``flip`` and ``roll`` keep the input's distribution
+Layouts: ``flip`` and ``roll`` keep the input's distribution
 (padding filled); ``concatenate``, ``stack``, ``vstack`` and ``hstack``
 give the default layout of the result's shape
 (``Distribution.from_shape(shape, nprocs=P)``: block over a balanced grid).
@@ -68,12 +68,6 @@ def _into(cls, target, comm, dtype, sources):
     out = np.empty(target.local_shape(comm.Get_rank()), dtype)
     move_many(comm, sources, out, Layout.of(target))
     return cls(out, target, comm)
-
-
-@implements(np.copy)
-def copy(a, order="K", subok=False):
-    """``np.copy``: the same distribution, the block copied (no message)."""
-    return type(a)(a._block.copy(), a.distribution, a.comm)
 
 
 @implements(np.flip)

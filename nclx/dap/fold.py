@@ -1,0 +1,246 @@
+"""One collective that carries both a reduction's data and the ranks'
+agreement on errors.
+
+Each rank sends one record: a header (a bit per failing rank, the lowest
+failing rank's error as text, a flag for an error while combining, the
+floating-point flags met while combining) and its partial result.  ``MPI_Allreduce`` with a user-defined, *non-commutative*
+operation combines the records: the failure bits are or-ed, the lowest
+failing rank's message is kept, and while no rank has failed the partial
+results are combined with the ufunc in ascending rank order (MPI fixes that
+order for a non-commutative operation; MPI also gives every rank the same
+result of an ``Allreduce``: the same bits on every rank, and the same
+grouping on every run for a given communicator and size).  A failure stops
+the combining; an exception raised by the ufunc while combining (an
+integer overflow under ``nclx.checked()``) is carried to every rank as
+well, and floating-point errors met while combining floats are recorded and
+then warned or raised on every rank as its ``np.errstate`` says, with
+NumPy's message for a reduction ("overflow encountered in reduce").
+
+So a reduction is one collective and a rank whose own step failed is never
+left out: it still sends its record, with its error instead of data.  The
+record is one element of a contiguous byte type, so MPI never splits it.
+"""
+import builtins
+import threading
+import warnings
+import zlib
+
+import numpy as np
+
+from nclx.dap.collective import _ranges, describe_error
+from nclx.dap.validate import DapError
+
+__all__ = ["allreduce_agreed", "raise_verdict"]
+
+_MSG = 240                     # bytes of the carried error message
+_INTS = 20                     # msg_rank, combine, fp, key, mismatch (int32 each)
+MISMATCH = "\0mismatch"        # combine_error text: the ranks' keys differ
+_ctx = threading.local()       # the ufunc and layout of the reduction in flight
+_OP = []                       # the MPI operation, made once
+
+
+def _layout(nranks):
+    """(failure bits' offset, message offset, header size): five int32 (the
+    lowest failing rank, a combine-error flag, the floating-point flags met
+    while combining, the call's key, a flag for ranks whose keys differ), a
+    bit per rank, the message; padded to 16 bytes so the payload after it is
+    aligned."""
+    nb = (nranks + 7) // 8
+    size = _INTS + nb + _MSG
+    return _INTS, _INTS + nb, size + (-size) % 16
+
+
+# NumPy's floating-point flags (as passed to an np.errstate call= function)
+_FP = [(1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "underflow"),
+       (8, "invalid", "invalid value")]
+
+
+def _combine(inbuf, inoutbuf, datatype):
+    """The MPI user function: ``inout = in (lower ranks) op inout``."""
+    ufunc, (bits, msg, size), spec = _ctx.current
+    a = np.frombuffer(inbuf, np.uint8)
+    b = np.frombuffer(inoutbuf, np.uint8)
+    ia, ib = a[:_INTS].view(np.int32), b[:_INTS].view(np.int32)
+    ib[2] |= ia[2]
+    if ia[3] != ib[3] or ia[4]:
+        ib[4] = 1                                   # different calls on some ranks
+    if ia[0] >= 0:                                  # a lower rank failed: its message
+        ib[0] = ia[0]
+        b[msg:size] = a[msg:size]
+    b[bits:msg] |= a[bits:msg]
+    if ib[0] >= 0 or ib[1] or ib[4]:
+        return
+    if ia[1]:
+        ib[1] = ia[1]
+        b[msg:size] = a[msg:size]
+        return
+    if spec is None:
+        return
+    shape, dtype = spec
+    pa = a[size:].view(dtype).reshape(shape)
+    pb = b[size:].view(dtype).reshape(shape)
+    flags = []
+    try:
+        # floating-point errors are recorded, then warned or raised on every
+        # rank after the collective (raise_verdict), not on the combining
+        # one; integers keep their own errors (nclx.checked()'s OverflowError)
+        if np.dtype(dtype).kind in "fc":
+            with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
+                ufunc(pa, pb, out=pb)
+        else:
+            ufunc(pa, pb, out=pb)
+    except Exception as exc:  # noqa: BLE001 - carried to every rank
+        ib[1] = 1
+        _put(b, msg, size, describe_error(exc))
+    for f in flags:
+        ib[2] |= f
+
+
+def _put(buf, start, stop, text):
+    raw = text.encode("utf-8", "replace")[:stop - start]
+    buf[start:stop] = 0
+    buf[start:start + len(raw)] = np.frombuffer(raw, np.uint8)
+
+
+def _op():
+    if not _OP:
+        from mpi4py import MPI
+        _OP.append(MPI.Op.Create(_combine, commute=False))
+    return _OP[0]
+
+
+_TYPES = {}          # record size -> committed contiguous byte type (kept, few sizes)
+
+
+def _rtype(nbytes):
+    t = _TYPES.get(nbytes)
+    if t is None:
+        from mpi4py import MPI
+        if len(_TYPES) >= 64:                       # bounded: free the oldest
+            _TYPES.pop(next(iter(_TYPES))).Free()
+        t = _TYPES[nbytes] = MPI.BYTE.Create_contiguous(nbytes).Commit()
+    return t
+
+
+def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0, key=""):
+    """Combine ``partial`` (an array of ``spec = (shape, dtype)``; no payload
+    when ``spec`` is None) over ``comm`` with ``ufunc``, carrying this rank's
+    ``error`` (an exception or None), an error met while combining
+    elsewhere (``combine_error``, its text) and floating-point flags
+    (``fp``): one ``Allreduce`` (none on one rank).  ``key`` (a string: the
+    call's operation and arguments) must be the same on every rank; where it
+    is not, every rank gets a mismatch (``combine`` is :data:`MISMATCH`)
+    instead of a silently wrong combination.
+
+    Returns ``(verdict, value)``: ``verdict`` is None when every rank
+    succeeded and no floating-point flag was met while combining, else
+    ``(failing comm ranks, lowest failing rank, its message, combine error
+    message or None, floating-point flags)`` -- the same on every rank;
+    ``value`` the combined partial (in rank order) or None on a failure."""
+    nranks, rank = comm.Get_size(), comm.Get_rank()
+    if nranks == 1:
+        if error is not None:
+            return ([rank], rank, describe_error(error), None, fp), None
+        if combine_error is not None:
+            return ([], -1, None, combine_error, fp), None
+        value = None if spec is None else np.array(partial, copy=True)
+        return (([], -1, None, None, fp) if fp else None), value
+    layout = bits, msg, size = _layout(nranks)
+    nbytes = 0 if spec is None else \
+        int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+    send = np.zeros(size + nbytes, np.uint8)
+    ints = send[:_INTS].view(np.int32)
+    ints[0], ints[2] = -1, fp
+    ints[3] = zlib.crc32(key.encode()) & 0x7FFFFFFF
+    if error is not None:
+        send[bits + rank // 8] = 1 << (rank % 8)
+        ints[0] = rank
+        _put(send, msg, size, describe_error(error))
+    elif combine_error is not None:
+        ints[1] = 1
+        _put(send, msg, size, combine_error)
+    elif spec is not None:
+        send[size:].view(spec[1])[...] = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
+    recv = np.empty_like(send)
+    rtype = _rtype(send.size)
+    prev = getattr(_ctx, "current", None)
+    _ctx.current = (ufunc, layout, spec)
+    try:
+        comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
+    finally:
+        _ctx.current = prev
+    ints = recv[:_INTS].view(np.int32)
+    flags = int(ints[2])
+    if ints[4] and ints[0] < 0:
+        return ([], -1, None, MISMATCH, flags), None
+    if ints[0] >= 0 or ints[1]:
+        failed = [int(r) for r in np.flatnonzero(
+            np.unpackbits(recv[bits:msg], bitorder="little")[:nranks])]
+        text = recv[msg:size].tobytes().rstrip(b"\0").decode("utf-8", "replace")
+        return ((failed, int(ints[0]), text if failed else None,
+                 None if failed else text, flags), None)
+    verdict = ([], -1, None, None, flags) if flags else None
+    if spec is None:
+        return verdict, None
+    return verdict, recv[size:].view(spec[1]).reshape(spec[0]).copy()
+
+
+def raise_verdict(verdict, nranks, rank, what, local_error):
+    """Raise what ``verdict`` (from :func:`allreduce_agreed`) says, the same on
+    every rank: a failing rank raises its own exception (marked as agreed),
+    the others a DapError naming the failing ranks and the lowest one's
+    error; an error while combining is raised on every rank with its type
+    (a builtin exception type) or as a DapError; a floating-point error
+    while combining is what this rank's ``np.errstate`` makes of NumPy's
+    "overflow encountered in reduce" (the same on every rank called alike)."""
+    if verdict is None:
+        return
+    failed, first, msg, combine, fp = verdict
+    if not failed and combine is None:
+        _fp_report(fp)
+        return
+    head = f"{what}: " if what else ""
+    if combine == MISMATCH:
+        err = DapError(f"{head}the ranks made different calls (the operation, axis, dtype or "
+                       f"keepdims differ between ranks): every rank must make the same call")
+        err._nclx_agreed = True
+        raise err
+    if combine is not None:
+        name, _, text = combine.partition(": ")
+        cls = getattr(builtins, name, None)
+        if isinstance(cls, type) and issubclass(cls, Exception) and text:
+            err = cls(f"{text} (combining the ranks' partial results in {what})")
+        else:
+            err = DapError(f"{head}combining the ranks' partial results raised {combine}")
+        err._nclx_agreed = True
+        raise err
+    if local_error is not None:
+        local_error._nclx_agreed = True
+        raise local_error
+    if len(failed) == 1:
+        lines = [f"rank {first} of {nranks} failed:", f"  rank {first}: {msg}"]
+    else:
+        lines = [f"{len(failed)} of {nranks} ranks failed (ranks {_ranges(failed)}):",
+                 f"  rank {first}: {msg}",
+                 "  (each failing rank raises its own error)"]
+    err = DapError(head + "\n".join(lines))
+    err._nclx_agreed = True
+    raise err
+
+
+def _fp_report(flags):
+    """Warn or raise as ``np.geterr()`` says for the floating-point flags met
+    while combining (NumPy's messages for a reduction)."""
+    mode = np.geterr()
+    for bit, kind, text in _FP:
+        if not flags & bit or mode[kind] == "ignore":
+            continue
+        message = f"{text} encountered in reduce"
+        if mode[kind] == "raise":
+            err = FloatingPointError(message)
+            err._nclx_agreed = True
+            raise err
+        if mode[kind] == "call" and np.geterrcall() is not None:
+            np.geterrcall()(message, bit)
+        else:
+            warnings.warn(message, RuntimeWarning, stacklevel=5)

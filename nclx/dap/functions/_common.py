@@ -1,0 +1,90 @@
+"""What the function modules share: operands on one distribution, wrapping
+blocks, reductions that return a value or a DistArray, and the counted
+cells of a block (owned and boundary padding, never communication padding).
+"""
+import numpy as np
+
+from nclx.dap.distarray import DistArray
+from nclx.dap.reduce import normalize_axes, reduce_block
+from nclx.dap.validate import DapError
+
+
+def is_da(x):
+    return isinstance(x, DistArray)
+
+
+def first_da(*xs):
+    for x in xs:
+        if isinstance(x, DistArray):
+            return x
+    raise TypeError("no DistArray among the arguments")
+
+
+def blocks(what, *xs):
+    """Each DistArray's block (every one distributed like the first) or the
+    scalar as it is; anything else is refused (no implicit distribution)."""
+    da = first_da(*xs)
+    out = []
+    for x in xs:
+        if isinstance(x, DistArray):
+            if x.distribution != da.distribution or x.comm is not da.comm:
+                raise DapError(f"{what}: operands are not identically distributed "
+                               f"({x.distribution} vs {da.distribution})")
+            out.append(x._block)
+        elif np.ndim(x) == 0:
+            out.append(x)
+        else:
+            raise DapError(f"{what}: cannot combine a DistArray with a {type(x).__name__} of "
+                           f"shape {np.shape(x)} (a DistArray or a scalar)")
+    return da, out
+
+
+def wrap(block, da):
+    return DistArray(block, da.distribution, da.comm)
+
+
+def counted(da):
+    """Index of this rank's counted cells in its block."""
+    return da.distribution.owned_slices(da.comm.Get_rank())
+
+
+def reduce_parts(da, block, ufunc, axis=None, dtype=None, keepdims=False, where=True,
+                 initial=np._NoValue):
+    """``ufunc.reduce`` of ``block`` (laid out like ``da``'s) across ranks
+    (one collective): the value on every rank, or a DistArray for an axis
+    reduction."""
+    value, dist, comm = reduce_block(block, da.distribution, da.comm, ufunc, axis=axis,
+                                     dtype=dtype, keepdims=keepdims, where=where, initial=initial)
+    return value if dist is None else DistArray(value, dist, comm)
+
+
+def expand(result, da, axis):
+    """A reduction's result (value or DistArray over the kept axes) as an
+    array that broadcasts against ``da``'s block."""
+    axes = normalize_axes(axis, da.ndim if hasattr(da, "ndim") else len(da.shape))
+    r = result._block if is_da(result) else np.asarray(result)
+    if r.ndim == len(da.shape):           # keepdims
+        return r
+    return np.expand_dims(r, axes) if axes else r
+
+
+def count(da, axis):
+    axes = normalize_axes(axis, len(da.shape))
+    return int(np.prod([da.shape[d] for d in axes], dtype=np.int64))
+
+
+def finish(result, out, what):
+    """Write ``result`` to ``out`` (a DistArray of its distribution, or an
+    array for a value) and return what NumPy would."""
+    if out is None:
+        return result
+    if isinstance(out, tuple):
+        out = out[0]
+    if is_da(result):
+        if not is_da(out) or out.distribution != result.distribution:
+            raise DapError(f"{what}: out= must be a DistArray distributed like the result "
+                           f"({result.distribution})")
+        out._block[...] = result._block
+        return out
+    out[...] = result
+    return out

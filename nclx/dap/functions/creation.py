@@ -1,0 +1,93 @@
+"""Creation functions: ``zeros_like``/``ones_like``/``full_like``/
+``empty_like`` of a DistArray (a DistArray of the same distribution and
+communicator), and NumPy's creation functions called with ``like=da``
+(NEP 35: ``np.zeros/ones/full/empty/arange(..., like=da)``), which give a
+DistArray of the default distribution (:meth:`DistArray.from_shape`) over
+``COMM_WORLD`` -- NumPy does not pass ``like`` itself on, so its
+communicator is not known here.  No collective: every rank computes its
+own block (``arange``'s values as NumPy computes them: ``start + i *
+delta`` in the result dtype with ``delta = (start + step) - start``)."""
+import math
+
+import numpy as np
+
+from nclx.dap.distarray import DistArray
+from nclx.dap.functions._common import wrap
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+def _like(name, maker):
+    def impl(a, *args, dtype=None, order="K", subok=True, shape=None, device=None, **kw):
+        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
+            raise DapError(f"np.{name}(DistArray, shape={shape!r}): a DistArray keeps its "
+                           f"shape {a.shape} (redistribute to change it)")
+        return wrap(maker(a._block, *args, dtype=dtype, **kw), a)
+    impl.__name__ = name
+    impl.__doc__ = f"``np.{name}``: a DistArray of ``a``'s distribution and communicator."
+    return impl
+
+
+implements(np.zeros_like)(_like("zeros_like", np.zeros_like))
+implements(np.ones_like)(_like("ones_like", np.ones_like))
+implements(np.empty_like)(_like("empty_like", np.empty_like))
+implements(np.full_like)(_like("full_like", np.full_like))
+
+
+def _shape(shape):
+    return tuple(int(n) for n in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+
+
+def _filled(shape, fill, dtype):
+    return DistArray.from_shape(_shape(shape), dtype=dtype, fill=fill)
+
+
+@implements(np.zeros)
+def zeros(shape, dtype=float, order="C", **kw):
+    """``np.zeros(shape, like=da)``: a DistArray of the default distribution."""
+    return _filled(shape, 0, np.dtype(dtype))
+
+
+@implements(np.ones)
+def ones(shape, dtype=float, order="C", **kw):
+    """``np.ones(shape, like=da)``: a DistArray of the default distribution."""
+    return _filled(shape, 1, np.dtype(dtype))
+
+
+@implements(np.empty)
+def empty(shape, dtype=float, order="C", **kw):
+    """``np.empty(shape, like=da)``: a DistArray of the default distribution (zeroed)."""
+    return _filled(shape, 0, np.dtype(dtype))
+
+
+@implements(np.full)
+def full(shape, fill_value, dtype=None, order="C", **kw):
+    """``np.full(shape, fill_value, like=da)``: dtype as NumPy's."""
+    dtype = np.array(fill_value).dtype if dtype is None else np.dtype(dtype)
+    return _filled(shape, fill_value, dtype)
+
+
+@implements(np.arange)
+def arange(*args, dtype=None, **kw):
+    """``np.arange(..., like=da)``: a 1-D DistArray of the default distribution."""
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"arange() takes 1 to 3 positional arguments, {len(args)} given")
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (tuple(args) + (1,))[:3]
+    if step == 0:
+        raise ZeroDivisionError("division by zero")     # NumPy's message for step=0
+    rdtype = np.result_type(start, stop, step) if dtype is None else np.dtype(dtype)
+    if rdtype.kind not in "biuf":
+        raise DapError(f"np.arange(like=DistArray) of dtype {rdtype}: integer and float only")
+    n = max(int(math.ceil((stop - start) / step)), 0)
+    a = DistArray.from_shape((n,), dtype=rdtype)
+    m = a.distribution.maps(a.comm.Get_rank())[0]
+    idx = m.global_from_local(np.arange(m.local_size)) if m.local_size else np.zeros(0, int)
+    t = rdtype.type
+    with np.errstate(all="ignore"):
+        s = t(start)
+        delta = t(start + step) - s
+        vals = s + idx.astype(rdtype) * delta
+        vals[idx == 1] = t(start + step)
+        vals[idx == 0] = s
+    a._block[...] = vals
+    return a

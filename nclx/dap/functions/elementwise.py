@@ -1,0 +1,83 @@
+"""Elementwise NumPy functions and comparisons of DistArrays: ``where``,
+``clip``, ``copy``, ``isclose`` (local, a DistArray of the same
+distribution: NumPy's function on each block, so NumPy's values bit for
+bit), and ``allclose``, ``array_equal`` (one reduction across ranks).
+Operands are DistArrays of one distribution and scalars."""
+import numpy as np
+
+from nclx.dap.functions._common import blocks, is_da, reduce_parts, wrap
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+@implements(np.where)
+def where(condition, *xy):
+    """``np.where(cond, x, y)``: NumPy's on each block.  The one-argument form
+    (indices of the nonzero cells) is refused: a distributed result."""
+    if len(xy) != 2:
+        raise TypeError("np.where of a DistArray needs three arguments (condition, x, y); "
+                        "the one-argument form (np.nonzero) is not implemented")
+    da, (c, x, y) = blocks("np.where", condition, *xy)
+    return wrap(np.where(c, x, y), da)
+
+
+@implements(np.clip)
+def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
+         max=np._NoValue, **kwargs):
+    """``np.clip`` on each block; bounds are scalars or DistArrays of ``a``'s
+    distribution; ``out=`` a DistArray of it."""
+    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    da, (blk, lo_b, hi_b) = blocks("np.clip", a, lo, hi)
+    if out is not None:
+        if not is_da(out) or out.distribution != da.distribution:
+            raise DapError("np.clip: out= must be a DistArray distributed like the operand")
+        np.clip(blk, lo_b, hi_b, out=out._block, **kwargs)
+        return out
+    return wrap(np.clip(blk, lo_b, hi_b, **kwargs), da)
+
+
+@implements(np.copy)
+def copy(a, order="K", subok=False):
+    """A DistArray of the same distribution with a copy of each block."""
+    return wrap(a._block.copy(), a)
+
+
+@implements(np.isclose)
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """A boolean DistArray of ``a``'s distribution (NumPy's isclose per block)."""
+    da, (x, y) = blocks("np.isclose", a, b)
+    return wrap(np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), da)
+
+
+def _all(da, mask):
+    return bool(reduce_parts(da, mask, np.logical_and, axis=None))
+
+
+@implements(np.allclose)
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """``bool``: every counted cell is close (one collective)."""
+    da, (x, y) = blocks("np.allclose", a, b)
+    return _all(da, np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+@implements(np.array_equal)
+def array_equal(a1, a2, equal_nan=False):
+    """``bool`` as NumPy's: False for different shapes (no collective), else
+    every counted cell equal (one collective)."""
+    def shape(x):
+        return x.shape if is_da(x) else np.shape(x)
+
+    if shape(a1) != shape(a2):
+        return False
+    da, (x, y) = blocks("np.array_equal", a1, a2)
+    if equal_nan:
+        eq = (x == y) | (_isnan(x) & _isnan(y))
+    else:
+        eq = x == y
+    return _all(da, np.asarray(eq))
+
+
+def _isnan(x):
+    x = np.asarray(x)
+    return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)

@@ -1,0 +1,114 @@
+"""NaN-skipping reductions of a DistArray: ``nansum``, ``nanprod``,
+``nanmin``, ``nanmax``, ``nanmean``, ``nanvar``, ``nanstd`` (``nanargmin``/
+``nanargmax`` live in :mod:`argext`).
+
+``nansum``/``nanprod`` are the reduction with ``where=~isnan`` (NaN counted
+as NumPy's 0 and 1), ``nanmin``/``nanmax`` are ``fmin``/``fmax`` reductions;
+each is one collective, with NumPy's "All-NaN slice encountered" warning
+(one more, a logical or, to learn whether any slice was all NaN).
+``nanmean`` is the sum over the count of non-NaN cells and ``nanvar``/
+``nanstd`` NumPy's two passes over them: partial sums combine in rank order,
+so they agree with NumPy's to 1e-12 relative, with NumPy's "Mean of empty
+slice" and "Degrees of freedom <= 0 for slice" warnings.
+"""
+import warnings
+
+import numpy as np
+
+from nclx.dap.functions._common import finish, is_da, reduce_parts, wrap
+from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, var_parts
+from nclx.dap.registry import implements
+
+
+def _notnan(a):
+    b = a._block
+    return ~np.isnan(b) if b.dtype.kind in "fc" else np.ones(b.shape, bool)
+
+
+def _mask(a, where, what):
+    m = _notnan(a)
+    w = _where(a, where, what)
+    return m if w is None else (m & w)
+
+
+def _any(r, test):
+    """Whether ``test`` holds anywhere in a result (a value or a DistArray)."""
+    if is_da(r):
+        return bool(reduce_parts(r, np.asarray(test(r._block)), np.logical_or))
+    return bool(np.any(test(np.asarray(r))))
+
+
+@implements(np.nansum)
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+           where=True):
+    """``sum`` of the non-NaN cells (one collective)."""
+    r = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, _mask(a, where, "np.nansum"),
+                     initial)
+    return finish(r, out, "np.nansum")
+
+
+@implements(np.nanprod)
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
+            where=True):
+    """``prod`` of the non-NaN cells (one collective)."""
+    r = reduce_parts(a, a._block, np.multiply, axis, dtype, keepdims,
+                     _mask(a, where, "np.nanprod"), initial)
+    return finish(r, out, "np.nanprod")
+
+
+def _nanext(name, ufunc, a, axis, out, keepdims, initial, where):
+    w = _where(a, where, f"np.{name}")
+    r = reduce_parts(a, a._block, ufunc, axis, None, keepdims, True if w is None else w,
+                     initial)
+    if a.dtype.kind in "fc" and _any(r, np.isnan):
+        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+    return finish(r, out, f"np.{name}")
+
+
+@implements(np.nanmin)
+def nanmin(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    """``fmin`` reduction: NaN only for an all-NaN slice (with NumPy's warning)."""
+    return _nanext("nanmin", np.fmin, a, axis, out, keepdims, initial, where)
+
+
+@implements(np.nanmax)
+def nanmax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=True):
+    """``fmax`` reduction: NaN only for an all-NaN slice (with NumPy's warning)."""
+    return _nanext("nanmax", np.fmax, a, axis, out, keepdims, initial, where)
+
+
+@implements(np.nanmean)
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
+    """Sum over count of the non-NaN cells (two collectives; 1e-12 relative);
+    NaN and NumPy's "Mean of empty slice" warning where none is left."""
+    if a.dtype.kind not in "fc":
+        return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims), out, "np.nanmean")
+    m = _mask(a, where, "np.nanmean")
+    cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
+    tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
+    if _any(cnt, lambda c: c == 0):
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+    r = divide_keep(tot, cnt._block if is_da(cnt) else cnt, quiet=True)
+    return finish(r, out, "np.nanmean")
+
+
+@implements(np.nanvar)
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=np._NoValue, correction=np._NoValue):
+    """NumPy's two passes over the non-NaN cells (1e-12 relative)."""
+    if correction is not np._NoValue:
+        ddof = correction
+    if mean is not np._NoValue:
+        raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
+    ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"))
+    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True), out,
+                  "np.nanvar")
+
+
+@implements(np.nanstd)
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+           mean=np._NoValue, correction=np._NoValue):
+    """The square root of :func:`nanvar` (1e-12 relative)."""
+    v = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+               correction=correction)
+    return finish(wrap(np.sqrt(v._block), v) if is_da(v) else np.sqrt(v), out, "np.nanstd")

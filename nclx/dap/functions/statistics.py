@@ -1,0 +1,163 @@
+"""Statistics of a DistArray's global elements: ``var``, ``std``,
+``average``, ``argmin``/``argmax``, ``count_nonzero``.
+
+``var``/``std`` follow NumPy's two passes (the mean, then the sum of
+squared deviations from it), each pass one reduction across ranks; the
+ranks' partial sums are combined in rank order, not in NumPy's pairwise
+order over the global array, so results agree with NumPy's to 1e-12
+relative, not bit for bit (the same bits on every rank and every run).
+``average`` with weights is ``sum(a * w) / sum(w)`` the same way.
+``argmin``/``argmax`` and ``count_nonzero`` are exact (indices and
+counts): the global flat index (or the index along ``axis``) of the first
+extreme value, NaN first as NumPy's.
+"""
+import warnings
+
+import numpy as np
+
+from nclx.dap.functions._common import (blocks, count, counted, expand, finish, is_da,
+                                        reduce_parts, wrap)
+from nclx.dap.registry import implements
+from nclx.dap.validate import DapError
+
+
+def _mean_dtype(a, dtype):
+    if dtype is not None:
+        return np.dtype(dtype)
+    return np.dtype(np.float64) if a.dtype.kind in "biu" else a.dtype
+
+
+def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
+    """(sum of squared deviations from the mean, count) of ``a``'s cells
+    where ``mask`` (a block, or None: every cell), as NumPy's ``_var``
+    computes them: two reductions (three with a mask: the counts)."""
+    blk = a._block
+    where = True if mask is None else mask
+    mdt = _mean_dtype(a, dtype)
+    if mask is None:
+        n = count(a, axis)
+    else:
+        n = reduce_parts(a, mask, np.add, axis, dtype=np.intp, keepdims=True)
+    nb = expand(n, a, axis) if mask is not None else n
+    own = counted(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tot = reduce_parts(a, blk, np.add, axis, dtype=mdt, keepdims=True, where=where)
+        mean = np.true_divide(expand(tot, a, axis), nb, dtype=mdt, casting="unsafe")
+    dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
+    sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else np.multiply(dev, dev)
+    x = np.zeros(blk.shape, sq.dtype)
+    x[own] = sq
+    ss = reduce_parts(a, x, np.add, axis, dtype=dtype, keepdims=keepdims, where=where)
+    return ss, n
+
+
+def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=False):
+    """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
+    (``n`` an int, an array or a DistArray: kept dimensions of the count)."""
+    nn = n._block if is_da(n) else np.asarray(n)
+    if is_da(n):
+        bad = bool(reduce_parts(n, np.asarray(nn - ddof <= 0), np.logical_or, None))
+    else:
+        bad = bool(np.any(nn - ddof <= 0))
+    if bad:
+        warnings.warn(message, RuntimeWarning, stacklevel=4)
+    return divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
+
+
+def divide_keep(x, n, quiet=False):
+    """``x / n`` in ``x``'s dtype as NumPy's ``_var``/``_divide_by_count`` do
+    (in place with casting='unsafe'; a scalar as ``dtype.type(x / n)``), with
+    their floating-point warnings unless ``quiet``; ``x`` a value or a
+    DistArray, ``n`` its counts (any kept shape)."""
+    with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
+        if is_da(x):
+            d = np.reshape(n, x._block.shape) if np.ndim(n) else n
+            return wrap(np.true_divide(x._block, d, out=x._block.copy(), casting="unsafe"), x)
+        v = np.asarray(x)
+        if v.ndim == 0:
+            d = np.reshape(n, ()) if np.ndim(n) else n
+            return v.dtype.type(v[()] / d)
+        d = np.reshape(n, v.shape) if np.ndim(n) else n
+        return np.true_divide(v, d, out=v.copy(), casting="unsafe")
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+@implements(np.var)
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+        mean=np._NoValue, correction=np._NoValue):
+    """``np.var``: two reductions (see the module doc: 1e-12 relative)."""
+    if correction is not np._NoValue:
+        ddof = correction
+    if mean is not np._NoValue:
+        raise DapError("np.var(DistArray, mean=...) is not implemented")
+    ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, "np.var"))
+    return finish(divide_dof(ss, n, ddof), out, "np.var")
+
+
+@implements(np.std)
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
+        mean=np._NoValue, correction=np._NoValue):
+    """``np.std``: the square root of :func:`var` (1e-12 relative)."""
+    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
+    return finish(wrap(np.sqrt(v._block), v) if is_da(v) else np.sqrt(v), out, "np.std")
+
+
+def _where(a, where, what):
+    if where is True:
+        return None
+    if is_da(where):
+        _, (_, w) = blocks(what, a, where)
+        return np.asarray(w, bool)
+    if np.ndim(where) == 0:
+        return np.full(a._block.shape, bool(where))
+    raise DapError(f"{what}: where= must be a DistArray distributed like the operand or a "
+                   "scalar")
+
+
+@implements(np.average)
+def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
+    """``np.average``: the mean, or with weights (a DistArray of ``a``'s
+    distribution) ``sum(a * w) / sum(w)`` (two reductions, 1e-12 relative);
+    ZeroDivisionError as NumPy's when the weights sum to zero."""
+    if weights is None:
+        avg = a.mean(axis=axis, keepdims=keepdims)
+        scl = count(a, axis)
+        if returned:
+            scl = np.asarray(scl, dtype=np.result_type(np.asarray(avg).dtype
+                                                       if not is_da(avg) else avg.dtype))[()]
+            if is_da(avg):
+                scl = wrap(np.full(avg._block.shape, scl), avg)
+        return (avg, scl) if returned else avg
+    if not is_da(weights) or weights.shape != a.shape:
+        raise DapError("np.average(DistArray, weights=...): the weights must be a DistArray "
+                       "of the operand's shape and distribution")
+    da, (x, w) = blocks("np.average", a, weights)
+    rdt = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else \
+        np.result_type(x.dtype, w.dtype)
+    scl = reduce_parts(a, w, np.add, axis, dtype=rdt, keepdims=keepdims)
+    zero = reduce_parts(scl, np.asarray(scl._block == 0), np.logical_or, None) if is_da(scl) \
+        else bool(np.any(scl == 0))
+    if zero:
+        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
+    with np.errstate(all="ignore"):
+        tot = reduce_parts(a, np.multiply(x, w, dtype=rdt), np.add, axis, keepdims=keepdims)
+        avg = wrap(tot._block / scl._block, tot) if is_da(tot) else tot / scl
+    if returned:
+        return avg, scl
+    return avg
+
+
+@implements(np.count_nonzero)
+def count_nonzero(a, axis=None, *, keepdims=False):
+    """Counts of nonzero cells (exact; intp as NumPy's)."""
+    r = reduce_parts(a, a._block != 0, np.add, axis, dtype=np.intp, keepdims=keepdims)
+    return r
+
+
