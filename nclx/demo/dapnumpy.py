@@ -21,7 +21,7 @@ def run(mpiexec):
     returns the exit status (1 when the ranks failed or disagreed)."""
     section(f"6b. plain NumPy code on a DistArray, {RANKS} MPI ranks")
     print(f"mpiexec -n {RANKS} python -m nclx demo-dap-numpy: A = DistArray.from_global(g, "
-          f"root=0) with g = np.arange(24.0).reshape(4, 6) on rank 0 only; NumPy functions on A")
+          f"root=0) with g = np.arange(48.0).reshape(8, 6) on rank 0 only; NumPy functions on A")
     rc, out = run_mpiexec(mpiexec, ["-m", "nclx", "demo-dap-numpy"])
     print(out.rstrip())
     done = _DONE.search(out)
@@ -42,16 +42,17 @@ def run_rank():
     from mpi4py import MPI   # the mpi extra: only the ranks mpiexec starts need it
 
     comm = MPI.COMM_WORLD
-    g = np.arange(24.0).reshape(4, 6)
-    A = dap.DistArray.from_global(g if comm.rank == 0 else None, root=0, comm=comm)
+    g = np.arange(48.0).reshape(8, 6)
+    A = dap.DistArray.from_global(g if comm.rank == 0 else None, root=0, comm=comm,
+                                  dist=("b", "n"))
     say = print if comm.rank == 0 else (lambda *a: None)
     ok = True
 
-    w = np.where(A > 5, A, 0)
+    w = np.where(A > 20, A, 0)
     wg = w.gather(root=0)
-    say(f"np.where(A > 5, A, 0) -> {type(w).__name__}; gathered:\n{wg}")
+    say(f"np.where(A > 20, A, 0) -> {type(w).__name__}; gathered:\n{wg}")
     if comm.rank == 0:
-        ok &= wg.tobytes() == np.where(g > 5, g, 0).tobytes()
+        ok &= wg.tobytes() == np.where(g > 20, g, 0).tobytes()
 
     n = np.linalg.norm(A)
     say(f"np.linalg.norm(A) = {n!r} (NumPy on the global array: {np.linalg.norm(g)!r})")
@@ -84,7 +85,7 @@ def run_rank():
         B = dap.load_npy(path, dist=("b", "n"), comm=comm)
         say(f"C.save_npy(path) (MPI-IO, each rank writes its rows) -> np.load(path) equals g: "
             f"{comm.rank != 0 or np.load(path).tobytes() == g.tobytes()}; "
-            f"dap.load_npy(path, dist=('b', 'n')) -> local blocks "
+            f"dap.load_npy(path, dist=('b', 'n')) -> owned blocks "
             f"{comm.gather(B.owned.shape, root=0)}")
         bg = B.gather(root=0)
         if comm.rank == 0:
