@@ -14,7 +14,8 @@ from nclx.dap.validate import DapError, DapTypeError, SUPPORTED_MAJOR, normalize
 from nclx.dap.maps import (BlockMap, CyclicMap, UnstructuredMap, map_from_dim_dict,
                            num_owned_indices)
 from nclx.dap.distribution import Distribution, dims_create
-from nclx.dap.distarray import DistArray, from_distarray
+from nclx.dap.distarray import DistArray
+from nclx.dap.producers import from_distarray
 from nclx.dap.halo import HaloRequest, exchange_halos, start_halo_exchange
 from nclx.dap.redistribute import redistribute
 from nclx.dap.npyio import load_npy, save_npy

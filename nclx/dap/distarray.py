@@ -10,7 +10,6 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.collective import agree, agree_same, allgather_checked
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
@@ -18,9 +17,10 @@ from nclx.dap.maps import check_global_range
 from nclx.dap.gather import from_every_rank, from_root, gather_global
 from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
+from nclx.dap.mean import mean as _mean
 from nclx.dap.npyfile import write_npy
-from nclx.dap.reduce import join_failed, normalize_axes, reduce_block
-from nclx.dap.validate import DapError, validate
+from nclx.dap.reduce import join_failed, reduce_block
+from nclx.dap.validate import DapError
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
 PROTOCOL_VERSION = "0.10.0"
@@ -233,52 +233,8 @@ class DistArray:
 
     def mean(self, axis=None, dtype=None, out=None, keepdims=False, *, where=np._NoValue):
         """Mean over the cells counted in ``size`` (all ranks), or those where
-        ``where`` (a bool DistArray of this distribution, or a bool) is True;
-        as NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers,
-        float32 for float16), divided in the sum's dtype, "Mean of empty
-        slice" when a count is zero."""
-        f16 = dtype is None and self.dtype == np.float16
-        if dtype is None:
-            dtype = np.float64 if self.dtype.kind in "biu" else \
-                (np.float32 if f16 else self.dtype)
-        if where is np._NoValue or where is True:
-            axes = normalize_axes(axis, len(self.shape))
-            count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
-            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
-            empty = count == 0
-        else:
-            mask = where if isinstance(where, DistArray) else \
-                DistArray(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
-            total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
-            count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
-            empty = bool((count == 0).any()) if isinstance(count, DistArray) else count == 0
-            count = count._block if isinstance(count, DistArray) else count
-        if empty:
-            import warnings
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=2)
-        if isinstance(total, DistArray):
-            blk = total._block.copy()          # counted cells only: padding holds no count
-            own = total.distribution.owned_slices(total.comm.Get_rank())
-            np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
-                           casting="unsafe")
-            result = DistArray(blk.astype(np.float16) if f16 else blk, total.distribution,
-                               total.comm)
-        elif np.ndim(total):
-            result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
-            result = result.astype(np.float16) if f16 else result
-        else:
-            result = total.dtype.type(total / count)
-            result = np.float16(result) if f16 else result
-        if out is not None:
-            if isinstance(result, DistArray):
-                if not isinstance(out, DistArray) or out.distribution != result.distribution:
-                    raise DapError(f"mean: out= must be a DistArray distributed like the result "
-                                   f"({result.distribution})")
-                out._block[...] = result._block
-                return out
-            out[...] = result
-            return out
-        return result
+        ``where`` is True (:func:`nclx.dap.mean.mean`)."""
+        return _mean(self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
 
     # ---------------------------------------------------- NumPy functions
     def __array_function__(self, func, types, args, kwargs):
@@ -431,40 +387,3 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
             # (raises exc here, a DapError naming this rank there)
             join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
         raise
-
-
-def from_distarray(obj, comm=None):
-    """Import any DAP producer (an object with ``__distarray__`` or its
-    export dict) without copying: the DistArray's ``local`` is a view of the
-    producer's buffer.  Every rank of ``comm`` must call it (the ranks'
-    dimension dictionaries are exchanged to build the Distribution).
-
-    Each rank validates its export; one collective then both agrees on
-    validity and exchanges the dimension dictionaries: if any rank's export
-    is invalid (or ``__distarray__`` raised), every rank raises the same
-    DapError naming each failing rank and its error."""
-    comm = _comm(comm)
-    export, error = None, None
-    try:
-        export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
-        export = validate(export)
-    except Exception as exc:  # noqa: BLE001 - every rank raises it after the allgather
-        error = exc
-    buf = None
-    if error is None:
-        buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
-            np.asarray(memoryview(export["buffer"]))
-    everyone = allgather_checked(comm, None if error is not None else
-                                 (export["dim_data"], buf.dtype.str, buf.shape), error,
-                                 "from_distarray")
-    dist = Distribution.from_dim_data_per_rank([dd for dd, _, _ in everyone])
-    # every rank sees every rank's dtype and shape: the same verdict everywhere
-    dtypes = {dt for _, dt, _ in everyone}
-    if len(dtypes) > 1:
-        raise DapError("from_distarray: ranks export different dtypes: " + ", ".join(
-            f"rank {r}: {dt}" for r, (_, dt, _) in enumerate(everyone)))
-    for r, (_, _, shape) in enumerate(everyone):
-        if tuple(shape) != dist.local_shape(r):
-            raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
-                           f"dim_data gives {dist.local_shape(r)}")
-    return DistArray(buf, dist, comm)

@@ -1,0 +1,62 @@
+"""``DistArray.mean``: NumPy's mean (its ``_mean``: the sum in ``dtype``,
+divided in the sum's dtype) of a DistArray's counted cells, through the
+DistArray's own collective sums.  Below DistArray: it builds results with
+the operand's own class."""
+import warnings
+
+import numpy as np
+
+from nclx.dap.reduce import normalize_axes
+from nclx.dap.validate import DapError
+
+__all__ = ["mean"]
+
+
+def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValue):
+    """Mean over the cells counted in ``size`` (all ranks), or those where
+    ``where`` (a bool DistArray of this distribution, or a bool) is True;
+    as NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers,
+    float32 for float16), divided in the sum's dtype, "Mean of empty
+    slice" when a count is zero."""
+    cls = type(self)
+    f16 = dtype is None and self.dtype == np.float16
+    if dtype is None:
+        dtype = np.float64 if self.dtype.kind in "biu" else \
+            (np.float32 if f16 else self.dtype)
+    if where is np._NoValue or where is True:
+        axes = normalize_axes(axis, len(self.shape))
+        count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
+        total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
+        empty = count == 0
+    else:
+        mask = where if isinstance(where, cls) else \
+            cls(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
+        total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
+        count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
+        empty = bool((count == 0).any()) if isinstance(count, cls) else count == 0
+        count = count._block if isinstance(count, cls) else count
+    if empty:
+        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+    if isinstance(total, cls):
+        blk = total._block.copy()          # counted cells only: padding holds no count
+        own = total.distribution.owned_slices(total.comm.Get_rank())
+        np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
+                       casting="unsafe")
+        result = cls(blk.astype(np.float16) if f16 else blk, total.distribution,
+                           total.comm)
+    elif np.ndim(total):
+        result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
+        result = result.astype(np.float16) if f16 else result
+    else:
+        result = total.dtype.type(total / count)
+        result = np.float16(result) if f16 else result
+    if out is not None:
+        if isinstance(result, cls):
+            if not isinstance(out, cls) or out.distribution != result.distribution:
+                raise DapError(f"mean: out= must be a DistArray distributed like the result "
+                               f"({result.distribution})")
+            out._block[...] = result._block
+            return out
+        out[...] = result
+        return out
+    return result

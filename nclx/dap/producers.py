@@ -1,0 +1,46 @@
+"""Importing any DAP producer as a DistArray (``from_distarray``)."""
+import numpy as np
+
+from nclx.dap.collective import allgather_checked
+from nclx.dap.distarray import DistArray, _comm
+from nclx.dap.distribution import Distribution
+from nclx.dap.validate import DapError, validate
+
+__all__ = ["from_distarray"]
+
+
+def from_distarray(obj, comm=None):
+    """Import any DAP producer (an object with ``__distarray__`` or its
+    export dict) without copying: the DistArray's ``local`` is a view of the
+    producer's buffer.  Every rank of ``comm`` must call it (the ranks'
+    dimension dictionaries are exchanged to build the Distribution).
+
+    Each rank validates its export; one collective then both agrees on
+    validity and exchanges the dimension dictionaries: if any rank's export
+    is invalid (or ``__distarray__`` raised), every rank raises the same
+    DapError naming each failing rank and its error."""
+    comm = _comm(comm)
+    export, error = None, None
+    try:
+        export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
+        export = validate(export)
+    except Exception as exc:  # noqa: BLE001 - every rank raises it after the allgather
+        error = exc
+    buf = None
+    if error is None:
+        buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
+            np.asarray(memoryview(export["buffer"]))
+    everyone = allgather_checked(comm, None if error is not None else
+                                 (export["dim_data"], buf.dtype.str, buf.shape), error,
+                                 "from_distarray")
+    dist = Distribution.from_dim_data_per_rank([dd for dd, _, _ in everyone])
+    # every rank sees every rank's dtype and shape: the same verdict everywhere
+    dtypes = {dt for _, dt, _ in everyone}
+    if len(dtypes) > 1:
+        raise DapError("from_distarray: ranks export different dtypes: " + ", ".join(
+            f"rank {r}: {dt}" for r, (_, dt, _) in enumerate(everyone)))
+    for r, (_, _, shape) in enumerate(everyone):
+        if tuple(shape) != dist.local_shape(r):
+            raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
+                           f"dim_data gives {dist.local_shape(r)}")
+    return DistArray(buf, dist, comm)
