@@ -5,6 +5,7 @@ import pytest
 from mpi4py import MPI
 
 from mpi_helpers import collective_assert, outcome
+from nclx.dap.distribution import dims_create
 from nclx.examples.heat import run, serial
 
 comm = MPI.COMM_WORLD
@@ -14,6 +15,10 @@ rank = comm.rank
 @pytest.mark.parametrize("periodic", [False, True])
 @pytest.mark.parametrize("n,steps", [(3, 2), (17, 9), (40, 25)])
 def test_distributed_field_equals_serial(n, steps, periodic):
+    if n < max(dims_create(comm.size, 2)):        # 5 ranks: a 5 x 1 grid, n = 3
+        with pytest.raises(ValueError, match="leaves some rank without a row or column"):
+            run(n, steps, periodic, comm, report=None)
+        return
     u, times = run(n, steps, periodic, comm, report=None)
     assert len(times) == steps
     full = u.gather(root=0)
@@ -32,6 +37,13 @@ def test_distributed_field_equals_serial(n, steps, periodic):
                                               (5, 0, True)])
 def test_heat_with_fewer_cells_than_ranks_and_zero_steps(n, steps, periodic):
     kind, value = outcome(run, n, steps, periodic, comm, report=None)
+    if n < max(dims_create(comm.size, 2)):
+        # a grid dimension longer than the field (5 ranks: 5 x 1) would leave a
+        # rank without a row: every rank refuses alike, naming the remedy
+        collective_assert(kind == "exc" and "leaves some rank without a row or column" in value
+                          and f"use --n >= {max(dims_create(comm.size, 2))}" in value,
+                          f"run({n}, {steps}) on {comm.size} ranks gave {kind}: {value}")
+        return
     if kind == "exc":
         collective_assert(False, f"run({n}, {steps}): {value}")
     u, times = value
