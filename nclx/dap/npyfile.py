@@ -18,6 +18,7 @@ open / view / read / close; a write one allgather more.
 """
 import ast
 import io
+import math
 import os
 import struct
 
@@ -136,8 +137,10 @@ def read_header(path, max_header_size=10000):
                                f"if the file is trusted") from None
             raise DapError(f"not a .npy file: {describe_error(exc)}") from None
         offset = f.tell()
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+        raise DapError(f"not a .npy file: shape {shape!r} is not a tuple of integers")
     _check_dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 wrap-around
     have = os.path.getsize(path) - offset
     if have < nbytes:
         raise DapError(f"the file is truncated: {have} bytes of data, its header announces "
@@ -249,8 +252,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
             head = ("err", describe_error(exc) if not isinstance(exc, DapError) else str(exc))
     head = comm.bcast((path, head), root=0)
     root_path, head = head
-    if head[0] == "os":
-        raise OSError(head[1], f"{what}: {head[2]}", path)
+    if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
+        raise OSError(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
         raise DapError(f"{what}: {head[1]}")
     dtype, shape, fortran, offset = head[1]
