@@ -62,3 +62,21 @@ def test_missing_file_on_rank_0_names_rank_0s_path(tmp):
     # every rank names the file that could not be opened, not its own (existing) one
     collective_assert("missing.npy" in str(info.value) and "rank 0" in str(info.value)
                       and info.value.filename == missing, str(info.value))
+
+
+def test_ranks_passing_different_layouts_raise_everywhere(tmp):
+    # rank 0 asked for block rows, the others for cyclic rows: each read its
+    # own layout and the DistArray was inconsistent (gather differed by rank)
+    n = 2 * comm.Get_size()
+    path = _write(tmp, "layouts.npy", _npy("{'descr': '<f8', 'fortran_order': False, "
+                                           "'shape': (%d, 2), }" % n, b"\0" * (16 * n)))
+    if comm.Get_size() == 1:
+        got = outcome(dap.load_npy, path, dist=("c", "n"), comm=comm)
+        collective_assert(got[0] == "ok", repr(got))
+        return
+    try:
+        dap.load_npy(path, dist=("b", "n") if rank == 0 else ("c", "n"), comm=comm)
+        got = "no error"
+    except Exception as exc:  # noqa: BLE001 - checked on every rank below
+        got = f"{type(exc).__name__}: {exc}"
+    collective_assert(got.startswith("DapError") and "disagree on the Distribution" in got, got)
