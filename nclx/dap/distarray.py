@@ -100,7 +100,10 @@ class DistArray:
         write_npy(self.comm, path, self._block, self.distribution, f"save_npy({path!r})")
 
     def _check_same(self, other):
-        if other.distribution != self.distribution or other.comm is not self.comm:
+        if other.distribution == self.distribution and other.comm is not self.comm:
+            raise DapError(f"operands live on different communicators ({other.comm!r} vs "
+                           f"{self.comm!r}): DistArrays combined must share one")
+        if other.distribution != self.distribution:
             raise DapError(f"operands are not identically distributed "
                            f"({other.distribution} vs {self.distribution})")
 

@@ -24,8 +24,8 @@ def gather_global(da, root=0):
     error = None
     try:
         check_movable(da.dtype, "gather")
-        if root is not None and not (isinstance(root, (int, np.integer))
-                                     and 0 <= root < size):
+        if root is not None and (isinstance(root, (bool, np.bool_)) or not (
+                isinstance(root, (int, np.integer)) and 0 <= root < size)):
             raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
         check_partition(da.distribution, "gather")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick

@@ -18,6 +18,7 @@ open / view / read / close; a write one allgather more.
 """
 import ast
 import io
+import math
 import os
 import struct
 
@@ -26,6 +27,7 @@ import numpy as np
 from nclx.dap.collective import describe_error
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
 from nclx.dap.maps import check_global_range
+from nclx.dap.redistribute import layout_key
 from nclx.dap.validate import DapError
 
 __all__ = ["header_bytes", "read_header", "read_npy", "write_npy"]
@@ -136,8 +138,10 @@ def read_header(path, max_header_size=10000):
                                f"if the file is trusted") from None
             raise DapError(f"not a .npy file: {describe_error(exc)}") from None
         offset = f.tell()
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+        raise DapError(f"not a .npy file: shape {shape!r} is not a tuple of integers")
     _check_dtype(dtype)
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 wrap-around
     have = os.path.getsize(path) - offset
     if have < nbytes:
         raise DapError(f"the file is truncated: {have} bytes of data, its header announces "
@@ -183,7 +187,7 @@ def _agree(comm, error, what, value=None):
     return values
 
 
-def _open(comm, path, write, hints, error, what):
+def _open(comm, path, write, hints, error, what, same=None):
     """``MPI.File.Open`` (write-only or read-only) on every rank, agreed together with this rank's
     earlier ``error`` (a rank that failed before opens too, so that one
     agreement covers both): the handle, or the same DapError everywhere
@@ -201,9 +205,14 @@ def _open(comm, path, write, hints, error, what):
         error = error or _local_error(exc)
     finally:
         info.Free()
-    text, opened = _gather(comm, error, fh is not None)
+    text, opened = _gather(comm, error, (fh is not None, same))
+    if text is None and any(s != opened[0][1] for _, s in opened):
+        # ``same`` (the layout of a read) differs between ranks: no rank may go on
+        text = "the ranks disagree on the Distribution (every rank must pass the same " \
+               "dist and keywords):" + "".join(f"\n  rank {r}: {s[:3]}"
+                                               for r, (_, s) in enumerate(opened[:16]))
     if text is not None:
-        if all(opened):
+        if all(o for o, _ in opened):
             fh.Close()
         raise DapError(f"{what}: {text}") from error
     return fh
@@ -249,8 +258,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
             head = ("err", describe_error(exc) if not isinstance(exc, DapError) else str(exc))
     head = comm.bcast((path, head), root=0)
     root_path, head = head
-    if head[0] == "os":
-        raise OSError(head[1], f"{what}: {head[2]}", path)
+    if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
+        raise OSError(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
         raise DapError(f"{what}: {head[1]}")
     dtype, shape, fortran, offset = head[1]
@@ -274,7 +283,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
         error = exc
     try:
         # every rank opens rank 0's path (a rank passing another fails at the agreement)
-        fh = _open(comm, root_path, False, hints, error, what)
+        fh = _open(comm, root_path, False, hints, error, what,
+                   None if dist is None else layout_key(dist))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _finish(comm, fh, what, plan, block, offset, data, write=False)
         if data:

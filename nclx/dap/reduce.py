@@ -20,6 +20,7 @@ import numpy as np
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
 from nclx.dap.fold import allreduce_agreed, raise_verdict
+from nclx.dap.redistribute import check_partition
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, normalize_dim_dict
 
@@ -150,6 +151,10 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     dist = distribution
     rank = comm.Get_rank()
     try:
+        # a 'u' dimension holding an index twice or not at all has no global
+        # array to reduce (gather refuses it too); the Distribution is every
+        # rank's, so the verdict is the same everywhere
+        check_partition(dist, f"{ufunc.__name__}.reduce")
         axes, spec = partial_spec(block, dist, rank, ufunc, axis, dtype)
     except Exception as exc:
         exc._nclx_agreed = True      # the same verdict on every rank called alike
