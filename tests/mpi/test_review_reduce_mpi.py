@@ -7,7 +7,7 @@ import pytest
 
 from mpi_helpers import collective_assert, comm, rank, N
 from nclx.dap import DistArray
-from nclx.dap.distarray import from_distarray
+from nclx.dap import from_distarray
 
 
 class _Export:
