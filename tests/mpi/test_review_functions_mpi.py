@@ -16,3 +16,19 @@ def test_norm_inf_of_empty_vector_is_zero():
         bad.append(f"{kw}: raised {got}" if kind == "exc" else compare(f"{kw}", got, want))
     bad = [b for b in bad if b]
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_complex_max_min_with_empty_blocks():
+    """max/min (and nanmax/nanmin, axis=0 of 2-D) of a complex DistArray where
+    some ranks hold no cell: NumPy's value, not a 'no neutral value' error."""
+    g = np.array([1 + 2j, 3 - 1j, 3 - 2j])
+    g2 = np.array([[1 + 2j, 0j], [3 - 1j, 5j]])
+    bad = []
+    for tag, arr, kw, f in [("max", g[:1], {}, np.max), ("min", g, dict(dist=("c",)), np.min),
+                            ("nanmax", g[:1], {}, np.nanmax), ("nanmin", g[:2], {}, np.nanmin),
+                            ("max axis 0", g2, dict(dist=("b", "n")),
+                             lambda x: np.max(x, axis=0))]:
+        kind, got = outcome(lambda: f(make(arr, **kw)))
+        bad.append(f"{tag}: raised {got}" if kind == "exc" else compare(tag, got, f(arr)))
+    bad = [b for b in bad if b]
+    collective_assert(not bad, "; ".join(bad))
