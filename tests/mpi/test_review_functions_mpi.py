@@ -32,3 +32,29 @@ def test_complex_max_min_with_empty_blocks():
         bad.append(f"{tag}: raised {got}" if kind == "exc" else compare(tag, got, f(arr)))
     bad = [b for b in bad if b]
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_vstack_hstack_of_0d_distarrays():
+    """vstack/hstack of 0-d DistArrays (each rank's own, on COMM_SELF): NumPy's
+    atleast_2d/atleast_1d shapes, (2, 1) and (2,) -- not (2,) and an error."""
+    from mpi4py import MPI
+
+    import nclx.dap as dap
+    g = np.array(3.5)
+    h = np.array([1.5])
+    bad = []
+    for tag, f in [("vstack", lambda a, b: np.vstack([a, a])),
+                   ("vstack 0-d and 2-d", lambda a, b: np.vstack([a, b.reshape(1, 1)])),
+                   ("hstack", lambda a, b: np.hstack([a, a])),
+                   ("hstack 0-d and 1-d", lambda a, b: np.hstack([a, b]))]:
+        d = dap.DistArray.from_global(g, comm=MPI.COMM_SELF)
+        e = dap.DistArray.from_global(h, comm=MPI.COMM_SELF)
+        kind, got = outcome(lambda: f(d, e))
+        if kind == "exc":
+            bad.append(f"{tag}: raised {got}")
+            continue
+        got = got.gather(root=0)
+        want = f(g, h)
+        if got.shape != want.shape or got.tobytes() != want.tobytes():
+            bad.append(f"{tag}: {got!r} != {want!r}")
+    collective_assert(not bad, "; ".join(bad))
