@@ -58,3 +58,23 @@ def test_vstack_hstack_of_0d_distarrays():
         if got.shape != want.shape or got.tobytes() != want.tobytes():
             bad.append(f"{tag}: {got!r} != {want!r}")
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_scans_of_0d_distarray():
+    """cumsum/cumprod (axis=None) of a 0-d DistArray (each rank's own, on
+    COMM_SELF): NumPy's 1-element result, not an IndexError."""
+    from mpi4py import MPI
+
+    import nclx.dap as dap
+    g = np.array(3.5)
+    bad = []
+    for tag, f in [("cumsum", np.cumsum), ("cumprod", np.cumprod),
+                   ("cumsum int8", lambda x: np.cumsum(x, dtype=np.int8))]:
+        kind, got = outcome(lambda: f(dap.DistArray.from_global(g, comm=MPI.COMM_SELF)))
+        if kind == "exc":
+            bad.append(f"{tag}: raised {got}")
+            continue
+        got, want = got.gather(root=0), f(g)
+        if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+            bad.append(f"{tag}: {got!r} != {want!r}")
+    collective_assert(not bad, "; ".join(bad))
