@@ -78,3 +78,21 @@ def test_scans_of_0d_distarray():
         if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
             bad.append(f"{tag}: {got!r} != {want!r}")
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_full_like_array_fill_raises_everywhere():
+    """np.full_like(da, fill) with an array fill_value: the same DapError on
+    every rank, not a per-block broadcast (silently wrong values where the
+    fill fits a block, an error only on the ranks where it does not)."""
+    from nclx.dap import DapError
+    g = np.zeros((5, 3))
+    bad = []
+    for fill in (np.arange(2.).reshape(2, 1), np.arange(1.).reshape(1, 1, 1), [1.0, 2.0]):
+        kind, got = outcome(lambda: np.full_like(make(g), fill))
+        if kind != "exc" or DapError.__name__ not in got or "fill_value" not in got:
+            bad.append(f"fill shape {np.shape(fill)}: {kind} {got if kind == 'exc' else ''}")
+    kind, got = outcome(lambda: np.full_like(make(g), np.float32(2.5)))
+    bad.append(f"scalar fill: {got}" if kind == "exc" else compare("scalar", got,
+                                                                 np.full_like(g, np.float32(2.5))))
+    bad = [b for b in bad if b]
+    collective_assert(not bad, "; ".join(bad))
