@@ -96,3 +96,23 @@ def test_full_like_array_fill_raises_everywhere():
                                                                  np.full_like(g, np.float32(2.5))))
     bad = [b for b in bad if b]
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_out_of_the_wrong_shape_is_refused():
+    """A full reduction's out= of the wrong shape raises ValueError on every
+    rank as NumPy's does (it was filled by broadcasting, silently)."""
+    g = np.arange(12.).reshape(3, 4)
+    bad = []
+    for tag, f in [("sum", lambda x, o: np.sum(x, out=o)), ("mean", lambda x, o: np.mean(x, out=o)),
+                   ("max", lambda x, o: np.max(x, out=o)), ("var", lambda x, o: np.var(x, out=o)),
+                   ("std", lambda x, o: np.std(x, out=o)), ("nansum", lambda x, o: np.nansum(x, out=o)),
+                   ("nanmean", lambda x, o: np.nanmean(x, out=o))]:
+        kind, got = outcome(lambda: f(make(g), np.zeros(3)))
+        if kind != "exc" or not got.startswith("ValueError"):
+            bad.append(f"{tag}: {kind} {got}")
+        o = np.zeros(())
+        kind, got = outcome(lambda: f(make(g), o))
+        bad.append(f"{tag} 0-d out: {got}" if kind == "exc" else
+                   compare(tag, got, f(g, np.zeros(())), exact=False))
+    bad = [b for b in bad if b]
+    collective_assert(not bad, "; ".join(bad))
