@@ -330,6 +330,9 @@ class DistArray:
         if dist is None:                 # every axis reduced: the value on every rank
             if not outs:
                 return value
+            if np.shape(outs[0]) != np.shape(value):    # NumPy refuses it
+                raise ValueError(f"{ufunc.__name__}.reduce: out= has shape "
+                                 f"{np.shape(outs[0])}, the result {np.shape(value)}")
             outs[0][...] = value
             return outs[0]
         result = DistArray(value, dist, comm)

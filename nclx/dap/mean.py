@@ -57,6 +57,9 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
                                f"({result.distribution})")
             out._block[...] = result._block
             return out
+        if np.shape(out) != np.shape(result):    # NumPy refuses it
+            raise ValueError(f"mean: out= has shape {np.shape(out)}, the result "
+                             f"{np.shape(result)}")
         out[...] = result
         return out
     return result

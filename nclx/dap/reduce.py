@@ -228,6 +228,11 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
         partial = np.asarray(_reduce(fn, ufunc, block, axes, kw))
     else:
         start = start_value(ufunc.__name__, rdtype)
+        if start is None and np.dtype(rdtype).kind == "c" and \
+                ufunc.__name__ in ("maximum", "minimum", "fmax", "fmin"):
+            # NumPy orders complex numbers by (real, imag): +-inf in both is extreme
+            inf = np.inf if ufunc.__name__ in ("minimum", "fmin") else -np.inf
+            start = np.dtype(rdtype).type(complex(inf, inf))
         if start is None:
             raise DapError(f"{ufunc.__name__}.reduce: an empty block on rank {rank} and no "
                            "neutral value for its dtype")

@@ -86,5 +86,8 @@ def finish(result, out, what):
                            f"({result.distribution})")
         out._block[...] = result._block
         return out
+    if np.shape(out) != np.shape(result):     # NumPy refuses it; [...] = would broadcast
+        raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
+                         f"{np.shape(result)}")
     out[...] = result
     return out

@@ -87,6 +87,8 @@ def _c_order_runs(dist):
     order (rows split along the first axis, every other axis whole and in
     order): the runs' bounds; else None.  Read from the Distribution, so
     the same on every rank."""
+    if dist.ndim == 0:                    # 0-d (one rank): its one cell
+        return np.array([0, 1], np.int64)
     inner = int(np.prod(dist.shape[1:], dtype=np.int64))
     starts = []
     for r in range(dist.nprocs):

@@ -22,6 +22,13 @@ def _like(name, maker):
         if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
             raise DapError(f"np.{name}(DistArray, shape={shape!r}): a DistArray keeps its "
                            f"shape {a.shape} (redistribute to change it)")
+        fill = args[0] if args else kw.get("fill_value")
+        if name == "full_like" and np.ndim(fill) != 0:
+            # per block it would broadcast against the local shape: silently
+            # wrong on some ranks, an error on others
+            raise DapError(f"np.full_like(DistArray, fill_value of shape {np.shape(fill)}): "
+                           f"only a scalar fill_value is supported for a DistArray "
+                           f"(global shape {a.shape})")
         return wrap(maker(a._block, *args, dtype=dtype, **kw), a)
     impl.__name__ = name
     impl.__doc__ = f"``np.{name}``: a DistArray of ``a``'s distribution and communicator."

@@ -87,7 +87,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
         raise DapError(f"np.linalg.norm of a {nd}-D DistArray: ord={ord!r} is not implemented "
                        "(None or 'fro')")
     elif ord == np.inf:
-        ret = reduce_parts(x, np.abs(blk), np.maximum, None)
+        ret = reduce_parts(x, np.abs(blk), np.maximum, None, initial=0)   # NumPy's: 0 if empty
     elif ord == -np.inf:
         ret = reduce_parts(x, np.abs(blk), np.minimum, None)
     elif ord == 0:

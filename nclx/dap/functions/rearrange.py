@@ -197,7 +197,8 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
     arrays = _operands(tup, "vstack")
     if all(x.ndim == 1 for x in arrays):
         return stack(arrays, 0, dtype=dtype, casting=casting)
-    arrays = [reshape(x, (1,) + x.shape) if x.ndim < 2 else x for x in arrays]
+    # NumPy's atleast_2d: () -> (1, 1), (n,) -> (1, n)
+    arrays = [reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x for x in arrays]
     return concatenate(arrays, 0, dtype=dtype, casting=casting)
 
 
@@ -205,5 +206,6 @@ def vstack(tup, *, dtype=None, casting="same_kind"):
 def hstack(tup, *, dtype=None, casting="same_kind"):
     """``np.hstack``: joined on axis 0 for 1-d operands, on axis 1 otherwise."""
     arrays = _operands(tup, "hstack")
+    arrays = [reshape(x, (1,)) if x.ndim == 0 else x for x in arrays]   # NumPy's atleast_1d
     axis = 0 if arrays[0].ndim == 1 else 1
     return concatenate(arrays, axis, dtype=dtype, casting=casting)
