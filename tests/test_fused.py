@@ -9,32 +9,13 @@ from hypothesis import given, settings, strategies as st
 
 import nclx
 from nclx import fused
+from fused_fixtures import low, threads  # noqa: F401 - fixtures
 
 EXPRESSIONS = ["2*a+b*b", "a*b+c", "(a-b)/(a+b)", "sqrt(a*a+b*b)", "exp(-a*a)", "sum(a*b)",
                "prod(a)", "a**2 + b", "-a + abs(b) - c // 3", "(a > b) & (c <= a)",
                "where(a>b,a,b)*2", "log1p(abs(a)) * 2.5", "arctan2(a, b) + 1"]
 NUMPY = {"sqrt": np.sqrt, "exp": np.exp, "sum": np.sum, "prod": np.prod, "abs": np.absolute,
          "where": np.where, "log1p": np.log1p, "arctan2": np.arctan2}
-
-
-@pytest.fixture
-def low():
-    before = fused.fuse_threshold()
-    fused.fuse_threshold(1)
-    try:
-        yield
-    finally:
-        fused.fuse_threshold(before)
-
-
-@pytest.fixture(params=[1, 2, 3, 7])
-def threads(request):
-    before = nclx.get_num_threads()
-    nclx.set_num_threads(request.param)
-    try:
-        yield request.param
-    finally:
-        nclx.set_num_threads(before)
 
 
 def _eager(ex, **names):

@@ -10,16 +10,7 @@ import pytest
 import nclx
 import nclx.ledger
 from nclx import fused
-
-
-@pytest.fixture
-def low():
-    before = fused.fuse_threshold()
-    fused.fuse_threshold(1)
-    try:
-        yield
-    finally:
-        fused.fuse_threshold(before)
+from fused_fixtures import low  # noqa: F401 - fixtures
 
 
 def _rows(led):

@@ -12,28 +12,9 @@ import nclx.ufuncs as nu
 from nclx import fused
 from nclx._fused_program import Program, Step
 from nclx._ncl import blockexec as bx
+from fused_fixtures import low, threads  # noqa: F401 - fixtures
 
 DTYPES = ["bool", "int8", "uint16", "int64", "uint64", "float32", "float64"]
-
-
-@pytest.fixture
-def low():
-    before = fused.fuse_threshold()
-    fused.fuse_threshold(1)
-    try:
-        yield
-    finally:
-        fused.fuse_threshold(before)
-
-
-@pytest.fixture(params=[1, 2, 3, 7])
-def threads(request):
-    before = nclx.get_num_threads()
-    nclx.set_num_threads(request.param)
-    try:
-        yield request.param
-    finally:
-        nclx.set_num_threads(before)
 
 
 def _data(dtype, n, seed=0):

@@ -7,6 +7,9 @@ global index (``global_codes``), in any dtype (``convert``), fill the
 communication padding with wrong values and check an exchange put the right
 ones there (``exchange_and_check``).
 """
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
 from mpi4py import MPI
@@ -45,6 +48,16 @@ def same_bits_everywhere(value):
     a = np.asarray(value)
     vals = comm.allgather((a.dtype.str, a.shape, a.tobytes()))
     return all(v == vals[0] for v in vals)
+
+
+def shared_tmpdir(prefix):
+    """Generator for a module fixture: a directory every rank sees (rank 0
+    makes it, the path is broadcast), removed once every rank is done."""
+    d = comm.bcast(tempfile.mkdtemp(prefix=prefix) if rank == 0 else None, root=0)
+    yield d
+    comm.Barrier()
+    if rank == 0:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def raised_everywhere(fn, *args, **kw):

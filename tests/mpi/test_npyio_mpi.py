@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import nclx.dap as dap
-from mpi_helpers import collective_assert, comm, outcome, rank, N
+from mpi_helpers import shared_tmpdir, collective_assert, comm, outcome, rank, N
 from nclx.dap import DapError, Distribution
 
 SLOW = os.environ.get("NCLX_SLOW") == "1"
@@ -27,12 +27,8 @@ SLOW = os.environ.get("NCLX_SLOW") == "1"
 
 @pytest.fixture(scope="module")
 def tmp():
-    """A directory every rank sees (rank 0 makes it, the path is broadcast)."""
-    d = comm.bcast(tempfile.mkdtemp(prefix="nclx-npyio-") if rank == 0 else None, root=0)
-    yield d
-    comm.Barrier()
-    if rank == 0:
-        shutil.rmtree(d, ignore_errors=True)
+    """A directory every rank sees."""
+    yield from shared_tmpdir("nclx-npyio-")
 
 
 def _global(shape, dtype):

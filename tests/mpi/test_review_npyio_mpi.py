@@ -2,23 +2,18 @@
 that lie about their shape, and a path only some ranks can open.  Every
 rank raises the same clear error; none reads a lying file."""
 import os
-import shutil
-import tempfile
 
 import pytest
 
 import nclx.dap as dap
-from mpi_helpers import collective_assert, comm, outcome, rank
+from mpi_helpers import collective_assert, comm, outcome, rank, shared_tmpdir
 from nclx.dap import DapError
 
 
 @pytest.fixture(scope="module")
 def tmp():
-    d = comm.bcast(tempfile.mkdtemp(prefix="nclx-review-npy-") if rank == 0 else None, root=0)
-    yield d
-    comm.Barrier()
-    if rank == 0:
-        shutil.rmtree(d, ignore_errors=True)
+    """A directory every rank sees."""
+    yield from shared_tmpdir("nclx-review-npy-")
 
 
 def _npy(text, data):
