@@ -41,6 +41,26 @@ def serial(n, steps, periodic=False):
     return u
 
 
+BLOCK_CELLS = 16384     # cells per row block of the update: its five streams stay in L2
+
+
+def update(x, y, box, scratch):
+    """y[box] = 0.25 * (north + south + west + east) of x, row block by row
+    block through ``scratch`` (rows x width): the same additions in the same
+    order as the one-expression form (the same bits), but each block's
+    operands stay in cache instead of four full-size temporaries going
+    through memory."""
+    a0, b0, a1, b1 = box
+    rows = scratch.shape[0]
+    for r0 in range(a0, b0, rows):
+        r1 = min(r0 + rows, b0)
+        t = scratch[:r1 - r0]
+        np.add(x[r0 - 1:r1 - 1, a1:b1], x[r0 + 1:r1 + 1, a1:b1], out=t)
+        np.add(t, x[r0:r1, a1 - 1:b1 - 1], out=t)
+        np.add(t, x[r0:r1, a1 + 1:b1 + 1], out=t)
+        np.multiply(0.25, t, out=y[r0:r1, a1:b1])
+
+
 def _updated_range(m, n, periodic):
     """Local [lo, hi) of the cells this rank updates along one dimension."""
     lo, hi = m.comm_padding[0], m.local_size - m.comm_padding[1]
@@ -75,16 +95,14 @@ def run(n, steps, periodic=False, comm=None, report=print):
     u._block[...] = initial(gi, gj, n, periodic)
     v._block[...] = u._block
     (a0, b0), (a1, b1) = (_updated_range(m, n, periodic) for m in maps)
+    scratch = np.empty((max(1, min(b0 - a0, BLOCK_CELLS // max(b1 - a1, 1))), max(b1 - a1, 0)))
     times = []
     for step in range(steps):
         comm.Barrier()
         t0 = time.perf_counter()
         u.exchange_halos()
-        x, y = u._block, v._block
         if b0 > a0 and b1 > a1:
-            c = (slice(a0, b0), slice(a1, b1))
-            y[c] = 0.25 * (x[a0 - 1:b0 - 1, a1:b1] + x[a0 + 1:b0 + 1, a1:b1]
-                           + x[a0:b0, a1 - 1:b1 - 1] + x[a0:b0, a1 + 1:b1 + 1])
+            update(u._block, v._block, (a0, b0, a1, b1), scratch)
         u, v = v, u
         comm.Barrier()
         times.append(time.perf_counter() - t0)
