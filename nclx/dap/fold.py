@@ -19,6 +19,18 @@ NumPy's message for a reduction ("overflow encountered in reduce").
 So a reduction is one collective and a rank whose own step failed is never
 left out: it still sends its record, with its error instead of data.  The
 record is one element of a contiguous byte type, so MPI never splits it.
+
+The first record of every call has one size, whatever the call: the header
+and :data:`INLINE` bytes of payload.  ``MPI_Allreduce`` needs the same size
+on every rank; ranks that called differently (another axis, dtype, function)
+would otherwise send records of different sizes, which MPI cannot match (a
+"message truncated" abort, or a hang).  With one size the call's key
+(its description and the payload's shape and dtype) differs instead, and
+every rank raises a DapError.  A payload larger than :data:`INLINE` goes in
+a second ``Allreduce``, once the first has shown that every rank made the
+same call and none failed.  Every agreement of nclx.dap that runs first in a
+collective call (:func:`agree`) uses this same record, so ranks calling
+different functions meet in the same collective and are told so.
 """
 import builtins
 import threading
@@ -30,11 +42,13 @@ import numpy as np
 from nclx.dap.collective import _ranges, describe_error
 from nclx.dap.validate import DapError
 
-__all__ = ["allreduce_agreed", "raise_verdict"]
+__all__ = ["allreduce_agreed", "raise_verdict", "agree", "INLINE"]
 
 _MSG = 240                     # bytes of the carried error message
-_INTS = 20                     # msg_rank, combine, fp, key, mismatch (int32 each)
+INLINE = 1024                  # payload bytes carried in the first (fixed-size) record
+_INTS = 28                     # msg_rank, combine, fp, key, mismatch, kind, other kind
 MISMATCH = "\0mismatch"        # combine_error text: the ranks' keys differ
+OTHER_CALL = "\0othercall"     # ... and their kinds of call too (a reduction, an agreement)
 _ctx = threading.local()       # the ufunc and layout of the reduction in flight
 _OP = []                       # the MPI operation, made once
 
@@ -64,6 +78,8 @@ def _combine(inbuf, inoutbuf, datatype):
     ib[2] |= ia[2]
     if ia[3] != ib[3] or ia[4]:
         ib[4] = 1                                   # different calls on some ranks
+    if ia[5] != ib[5] or ia[6]:
+        ib[6] = 1                                   # ... of different kinds
     if ia[0] >= 0:                                  # a lower rank failed: its message
         ib[0] = ia[0]
         b[msg:size] = a[msg:size]
@@ -77,8 +93,9 @@ def _combine(inbuf, inoutbuf, datatype):
     if spec is None:
         return
     shape, dtype = spec
-    pa = a[size:].view(dtype).reshape(shape)
-    pb = b[size:].view(dtype).reshape(shape)
+    end = size + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    pa = a[size:end].view(dtype).reshape(shape)
+    pb = b[size:end].view(dtype).reshape(shape)
     flags = []
     try:
         # floating-point errors are recorded, then warned or raised on every
@@ -122,15 +139,19 @@ def _rtype(nbytes):
     return t
 
 
-def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0, key=""):
+def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0, key="",
+                     kind="reduce"):
     """Combine ``partial`` (an array of ``spec = (shape, dtype)``; no payload
     when ``spec`` is None) over ``comm`` with ``ufunc``, carrying this rank's
     ``error`` (an exception or None), an error met while combining
     elsewhere (``combine_error``, its text) and floating-point flags
-    (``fp``): one ``Allreduce`` (none on one rank).  ``key`` (a string: the
-    call's operation and arguments) must be the same on every rank; where it
-    is not, every rank gets a mismatch (``combine`` is :data:`MISMATCH`)
-    instead of a silently wrong combination.
+    (``fp``): one ``Allreduce`` when the payload fits in :data:`INLINE`
+    bytes, else two (none on one rank).  ``key`` (a string: the call's
+    operation and arguments; the payload's shape and dtype are added) must
+    be the same on every rank; where it is not, every rank gets a mismatch
+    (``combine`` is :data:`MISMATCH`) instead of a silently wrong
+    combination, an MPI abort or a hang.  ``kind`` names the kind of call
+    (ranks whose kinds differ get :data:`OTHER_CALL`).
 
     Returns ``(verdict, value)``: ``verdict`` is None when every rank
     succeeded and no floating-point flag was met while combining, else
@@ -145,13 +166,31 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
             return ([], -1, None, combine_error, fp), None
         value = None if spec is None else np.array(partial, copy=True)
         return (([], -1, None, None, fp) if fp else None), value
+    nbytes = 0
+    if spec is not None:
+        nbytes = int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+        key = f"{key}|{tuple(spec[0])}|{np.dtype(spec[1]).str}"
+    if nbytes <= INLINE:
+        return _allreduce_record(comm, ufunc, partial, spec, INLINE, error, combine_error, fp,
+                                 key, kind)
+    # the same call everywhere and no failure first, then the payload
+    verdict, _ = _allreduce_record(comm, ufunc, None, None, INLINE, error, combine_error, fp,
+                                   f"{key}|large", kind)
+    if verdict is not None and (verdict[0] or verdict[3] is not None):
+        return verdict, None
+    fp = 0 if verdict is None else verdict[4]
+    return _allreduce_record(comm, ufunc, partial, spec, nbytes, None, None, fp, key, kind)
+
+
+def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp, key, kind):
+    """One ``Allreduce`` of a record of the header and ``room`` payload bytes."""
+    nranks, rank = comm.Get_size(), comm.Get_rank()
     layout = bits, msg, size = _layout(nranks)
-    nbytes = 0 if spec is None else \
-        int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
-    send = np.zeros(size + nbytes, np.uint8)
+    send = np.zeros(size + room, np.uint8)
     ints = send[:_INTS].view(np.int32)
     ints[0], ints[2] = -1, fp
     ints[3] = zlib.crc32(key.encode()) & 0x7FFFFFFF
+    ints[5] = zlib.crc32(kind.encode()) & 0x7FFFFFFF
     if error is not None:
         send[bits + rank // 8] = 1 << (rank % 8)
         ints[0] = rank
@@ -160,7 +199,8 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
         ints[1] = 1
         _put(send, msg, size, combine_error)
     elif spec is not None:
-        send[size:].view(spec[1])[...] = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
+        payload = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
+        send[size:size + payload.nbytes].view(spec[1])[...] = payload
     recv = np.empty_like(send)
     rtype = _rtype(send.size)
     prev = getattr(_ctx, "current", None)
@@ -171,6 +211,8 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
         _ctx.current = prev
     ints = recv[:_INTS].view(np.int32)
     flags = int(ints[2])
+    if ints[6]:                     # another kind of call met this one: nothing else counts
+        return ([], -1, None, OTHER_CALL, flags), None
     if ints[4] and ints[0] < 0:
         return ([], -1, None, MISMATCH, flags), None
     if ints[0] >= 0 or ints[1]:
@@ -182,7 +224,23 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
     verdict = ([], -1, None, None, flags) if flags else None
     if spec is None:
         return verdict, None
-    return verdict, recv[size:].view(spec[1]).reshape(spec[0]).copy()
+    n = int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+    return verdict, recv[size:size + n].view(spec[1]).reshape(spec[0]).copy()
+
+
+def agree(comm, key, error=None, what=None):
+    """Every rank of ``comm`` made the same call (``key``, a string) and none
+    failed (``error``): one ``Allreduce`` of the same record the reductions
+    send first, so ranks calling different nclx.dap operations meet and are
+    told so (a DapError on every rank).  Returns False where every rank
+    called :func:`agree` but the keys differ or some rank failed, without
+    raising, for a caller that reports the ranks' values and errors itself
+    (every rank returns False then)."""
+    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="agree")
+    if verdict is not None and (verdict[3] == MISMATCH or verdict[0]):
+        return False
+    raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
+    return True
 
 
 def raise_verdict(verdict, nranks, rank, what, local_error):
@@ -200,9 +258,11 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
         _fp_report(fp)
         return
     head = f"{what}: " if what else ""
-    if combine == MISMATCH:
-        err = DapError(f"{head}the ranks made different calls (the operation, axis, dtype or "
-                       f"keepdims differ between ranks): every rank must make the same call")
+    if combine in (MISMATCH, OTHER_CALL):
+        which = ("another operation runs on some ranks" if combine == OTHER_CALL else
+                 "the operation, axis, dtype, keepdims or initial differ between ranks")
+        err = DapError(f"{head}the ranks made different calls ({which}): every rank must make "
+                       f"the same call")
         err._nclx_agreed = True
         raise err
     if combine is not None:

@@ -19,6 +19,7 @@ import hashlib
 import numpy as np
 
 from nclx.dap.collective import agree_same
+from nclx.dap.fold import agree
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
@@ -266,15 +267,13 @@ def _fingerprint(dist):
 
 
 def agree_quick(comm, value, error, what, describe=repr):
-    """:func:`nclx.dap.collective.agree_same` with one ``Allreduce`` of three
-    integers on success (an error flag and a 56-bit digest of ``value``, as
-    its maximum and minus its minimum); only on a failure or a disagreement
+    """:func:`nclx.dap.collective.agree_same` in one ``Allreduce`` on success:
+    the fixed-size record of :func:`nclx.dap.fold.agree` carrying a digest
+    of ``value`` (so ranks that called a different operation meet in the
+    same collective and are told so); only on a failure or a disagreement
     does ``agree_same`` run to report every rank's error or value."""
-    digest = int.from_bytes(hashlib.sha1(repr(value).encode()).digest()[:7], "little")
-    mine = np.array([error is not None, digest, -digest], dtype=np.int64)
-    most = np.empty(3, np.int64)
-    comm.Allreduce(mine, most, op=_mpi().MAX)
-    if most[0] or most[1] != -most[2]:
+    digest = hashlib.sha1(repr((what, value)).encode()).hexdigest()
+    if not agree(comm, digest, error, what):     # raises where another operation met it
         agree_same(comm, value, error, what, describe)
         raise DapError(f"{what}: the ranks disagree")      # digests differ: values too
 

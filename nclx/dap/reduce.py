@@ -166,7 +166,8 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
                                  initial, kernels, spec)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error)
+    return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error,
+                   _extra(where, initial))
 
 
 def join_failed(block, distribution, comm, ufunc, kwargs, error):
@@ -180,28 +181,51 @@ def join_failed(block, distribution, comm, ufunc, kwargs, error):
     except Exception:  # noqa: BLE001 - nothing to join: the caller raises its error
         return
     _finish(distribution, comm, ufunc, axes, bool(kwargs.get("keepdims", False)), spec, None,
-            error)
+            error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue)))
 
 
-def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error):
+def _extra(where, initial):
+    """What else the ranks must agree on: the initial value and the kind of
+    ``where`` (a mask's values are each rank's own)."""
+    mask = "all" if where is True else ("none" if where is False else "mask")
+    return "" if initial is np._NoValue and mask == "all" else repr((mask, initial))
+
+
+def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
     """Combine (or agree on the failure) and build the result's parts
-    (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it)."""
+    (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it).
+
+    Every rank's first collective is the same fixed-size record over
+    ``comm`` (:func:`nclx.dap.fold.allreduce_agreed`), whatever the axes: so
+    ranks that passed different axes, dtypes or keepdims are told so on
+    every rank instead of meeting in different collectives.  When both the
+    reduced and the kept axes are distributed that record is the agreement
+    alone; the data then combine over the reduced grid axes and a last
+    record over ``comm`` carries the verdict (three collectives)."""
     what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
-    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str))
-    combine, result_comm = _subcomms(dist, comm, axes) if kept else (comm, None)
-    if combine is comm or combine is None:
-        verdict, value = allreduce_agreed(comm, ufunc, partial, spec if combine is comm else None,
-                                          error, key=key)
-        if combine is None and partial is not None:
-            value = np.array(partial, copy=True)
+    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str, extra))
+    everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
+    local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
+    if everyone and not local:
+        verdict, value = allreduce_agreed(comm, ufunc, partial, spec, error, key=key)
+        result_comm = None
+        if kept:
+            from mpi4py import MPI
+            result_comm = MPI.COMM_SELF
     else:
-        # the data over the reduced grid axes, then every rank learns the verdict
-        verdict, value = allreduce_agreed(combine, ufunc, partial, spec, error, key=key)
-        carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
-        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, combine_error=carried,
-                                      fp=fp, key=key)
+        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, key=key)
+        raise_verdict(verdict, nranks, rank, what, error)
+        combine, result_comm = _subcomms(dist, comm, axes)
+        if combine is None:
+            verdict, value = None, np.array(partial, copy=True)
+        else:
+            # the data over the reduced grid axes, then every rank learns the verdict
+            verdict, value = allreduce_agreed(combine, ufunc, partial, spec, None, key=key)
+            carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
+            verdict, _ = allreduce_agreed(comm, ufunc, None, None, None, combine_error=carried,
+                                          fp=fp, key=key)
     raise_verdict(verdict, nranks, rank, what, error)
     return _result(dist, kept, keepdims, value, result_comm)
 

@@ -6,10 +6,22 @@ A NumPy function called with a DistArray argument reaches
 any other raises ``TypeError`` naming the function and the way out
 (``da.gather()``).  Nothing falls back to NumPy silently: a silent gather of
 a distributed array is a wrong answer or an out-of-memory on a large one.
+
+Before an implementation runs, the ranks agree that they made the same call
+(:func:`nclx.dap.fold.agree`: one ``Allreduce`` of a digest of the function
+and its arguments, DistArrays by layout and dtype): ranks that passed
+different arguments raise a DapError naming the function on every rank,
+instead of meeting in mismatched collectives (a hang or an MPI abort) or
+computing silently different results.  An implementation that makes that
+agreement itself, in its one collective (the reductions), is registered
+with ``agreed=True``.
 """
+import zlib
+
 import numpy as np
 
 _HANDLED = {}
+_AGREED = set()         # implementations that agree on the call themselves
 
 
 def _name(func):
@@ -18,11 +30,13 @@ def _name(func):
     return f"{module}.{getattr(func, '__name__', repr(func))}"
 
 
-def implements(np_func):
+def implements(np_func, agreed=False):
     """Decorator: register ``impl`` as what ``np_func`` does for DistArrays.
 
     ``impl`` takes ``np_func``'s arguments.  Registering a function twice
-    raises ``ValueError`` (two modules would otherwise race on import order)."""
+    raises ``ValueError`` (two modules would otherwise race on import order).
+    ``agreed=True``: ``impl``'s first collective checks itself that every
+    rank made the same call (else :func:`dispatch` checks it first)."""
     if not callable(np_func):
         raise TypeError(f"implements() needs a NumPy function, not {type(np_func).__name__}")
 
@@ -31,6 +45,8 @@ def implements(np_func):
             raise ValueError(f"{_name(np_func)} is already implemented for DistArray "
                              f"(by {_HANDLED[np_func].__module__}.{_HANDLED[np_func].__name__})")
         _HANDLED[np_func] = impl
+        if agreed:
+            _AGREED.add(np_func)
         return impl
     return register
 
@@ -58,4 +74,41 @@ def dispatch(own, func, types, args, kwargs):
     impl = _HANDLED.get(func)
     if impl is None:
         raise refusal(_name(func))
+    if func not in _AGREED:
+        comms = []
+        text = f"{_name(func)}{_describe(args, own, comms)}{_describe(kwargs, own, comms)}"
+        if comms:
+            from nclx.dap.redistribute import agree_quick
+            agree_quick(comms[0], text, None, _name(func), describe=lambda t: t)
     return impl(*args, **kwargs)
+
+
+def _describe(obj, own, comms, depth=0):
+    """A text that is equal on two ranks when ``obj`` is the same argument
+    there: DistArrays by shape, dtype and layout (their communicator goes to
+    ``comms``), small NumPy arrays by value, larger ones by a checksum,
+    objects without a portable text by type."""
+    if depth > 8:
+        return "..."
+    if isinstance(obj, own):
+        comms.append(obj.comm)
+        from nclx.dap.redistribute import layout_key
+        return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"
+    if isinstance(obj, np.ndarray):
+        if obj.dtype.hasobject:
+            return f"ndarray({obj.shape}, object)"
+        try:
+            crc = zlib.crc32(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))
+        except (TypeError, ValueError):          # a zero-size item: the shape says it all
+            crc = 0
+        return f"ndarray({obj.shape}, {obj.dtype.str}, {crc})"
+    if isinstance(obj, (list, tuple)):
+        inner = ", ".join(_describe(v, own, comms, depth + 1) for v in obj)
+        return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
+    if isinstance(obj, dict):
+        return "{" + ", ".join(f"{k!r}: {_describe(obj[k], own, comms, depth + 1)}"
+                               for k in sorted(obj, key=repr)) + "}"
+    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, slice, np.generic,
+                                       np.dtype, type)) or obj is Ellipsis:
+        return repr(obj)
+    return type(obj).__name__

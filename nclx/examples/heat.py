@@ -73,8 +73,10 @@ def _updated_range(m, n, periodic):
     return lo, hi
 
 
-def run(n, steps, periodic=False, comm=None, report=print):
-    """Run the distributed stencil; returns (DistArray, per-step seconds)."""
+def run(n, steps, periodic=False, comm=None, report=print, parts=None):
+    """Run the distributed stencil; returns (DistArray, per-step seconds).
+    ``parts``, a list: each step appends this rank's (halo exchange, update)
+    seconds."""
     if comm is None:
         from mpi4py import MPI
         comm = MPI.COMM_WORLD
@@ -101,11 +103,15 @@ def run(n, steps, periodic=False, comm=None, report=print):
         comm.Barrier()
         t0 = time.perf_counter()
         u.exchange_halos()
+        t1 = time.perf_counter()
         if b0 > a0 and b1 > a1:
             update(u._block, v._block, (a0, b0, a1, b1), scratch)
+        t2 = time.perf_counter()
         u, v = v, u
         comm.Barrier()
         times.append(time.perf_counter() - t0)
+        if parts is not None:
+            parts.append((t1 - t0, t2 - t1))
         if report is not None and comm.Get_rank() == 0:
             report(f"step {step + 1}/{steps}: {times[-1] * 1e3:.3f} ms")
     return u, times
@@ -117,18 +123,27 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=200, help="Jacobi steps (default 200)")
     ap.add_argument("--periodic", action="store_true", help="both dimensions wrap")
     ap.add_argument("--quiet", action="store_true", help="no per-step lines")
+    ap.add_argument("--profile", action="store_true",
+                    help="also the median halo exchange and update times, slowest rank")
     args = ap.parse_args(argv)
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
+    parts = [] if args.profile else None
     try:
         u, times = run(args.n, args.steps, args.periodic, comm,
-                       report=None if args.quiet else print)
+                       report=None if args.quiet else print, parts=parts)
     except ValueError as exc:          # the same verdict on every rank
         if comm.Get_rank() == 0:
             ap.error(str(exc))
         return 2
     total = u.sum()
+    if parts:
+        mine = np.median(np.array(parts), axis=0)
+        slowest = comm.allreduce(tuple(mine), op=lambda x, y, dt=None: tuple(map(max, x, y)))
     if comm.Get_rank() == 0:
+        if parts:
+            print(f"slowest rank's median: halo exchange {slowest[0] * 1e3:.3f} ms, "
+                  f"update {slowest[1] * 1e3:.3f} ms")
         if times:
             print(f"{comm.Get_size()} rank(s), {args.n} x {args.n}, {args.steps} steps: median "
                   f"{np.median(times) * 1e3:.3f} ms per step")

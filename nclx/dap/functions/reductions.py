@@ -10,7 +10,7 @@ def _method(name, np_funcs, params):
     impl.__name__ = name
     impl.__doc__ = f"``{name}`` of a DistArray: :meth:`DistArray.{name}` ({params})."
     for f in np_funcs:
-        implements(f)(impl)
+        implements(f, agreed=True)(impl)
 
 
 _method("sum", [np.sum], "axis, dtype, out, keepdims, initial, where")
