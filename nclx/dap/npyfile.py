@@ -63,6 +63,9 @@ def _check_dtype(dtype):
     if dtype.hasobject:
         raise DapError(f"dtype {dtype} holds Python objects: only fixed-width dtypes can be "
                        f"read or written by MPI-IO (np.save pickles object arrays)")
+    if dtype.itemsize == 0:
+        raise DapError(f"dtype {dtype.str} has items of 0 bytes: a DistArray cannot hold them "
+                       f"(np.load reads such a file)")
 
 
 def header_bytes(dtype, shape):

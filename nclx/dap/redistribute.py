@@ -15,6 +15,7 @@ array, messages of any size (mpi4py 4's large-count calls).
 every rank) holds everything".
 """
 import hashlib
+import pickle
 
 import numpy as np
 
@@ -272,7 +273,11 @@ def agree_quick(comm, value, error, what, describe=repr):
     of ``value`` (so ranks that called a different operation meet in the
     same collective and are told so); only on a failure or a disagreement
     does ``agree_same`` run to report every rank's error or value."""
-    digest = hashlib.sha1(repr((what, value)).encode()).hexdigest()
+    try:                     # every byte of arrays (a repr abbreviates large ones)
+        raw = pickle.dumps((what, value), protocol=4)
+    except Exception:  # noqa: BLE001 - an unpicklable value: its text
+        raw = repr((what, value)).encode()
+    digest = hashlib.sha1(raw).hexdigest()
     if not agree(comm, digest, error, what):     # raises where another operation met it
         agree_same(comm, value, error, what, describe)
         raise DapError(f"{what}: the ranks disagree")      # digests differ: values too

@@ -27,11 +27,15 @@ from nclx.dap.validate import DapError, normalize_dim_dict
 __all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec"]
 
 
-def normalize_axes(axis, ndim):
+def normalize_axes(axis, ndim, reduce_0d=False):
     """``axis`` (None, an int or a tuple) as a sorted tuple of axes in ``[0, ndim)``
-    (NumPy's AxisError and duplicate-value ValueError otherwise)."""
+    (NumPy's AxisError and duplicate-value ValueError otherwise).
+    ``reduce_0d``: as ``ufunc.reduce`` does, an int axis 0 or -1 of a 0-d
+    array means no axis (NumPy's ``np.sum(np.array(3.5), axis=0)`` is 3.5)."""
     if axis is None:
         return tuple(range(ndim))
+    if reduce_0d and ndim == 0 and not isinstance(axis, tuple) and int(axis) in (0, -1):
+        return ()
     seq = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for a in seq:
@@ -91,7 +95,7 @@ def partial_spec(block, dist, rank, ufunc, axis, dtype):
     exchange.  It depends only on the arguments, the layout and the block's
     dtype (never on the values), so ranks called alike agree on it; an error
     here (a bad axis or dtype) is raised alike on every rank called alike."""
-    axes = normalize_axes(axis, dist.ndim)
+    axes = normalize_axes(axis, dist.ndim, reduce_0d=True)
     if ufunc.__name__ not in _ASSOCIATIVE:
         raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
                        f"can only be combined for associative operations (gather first)")

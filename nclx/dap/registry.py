@@ -20,6 +20,8 @@ import zlib
 
 import numpy as np
 
+from nclx.dap.redistribute import agree_quick, layout_key
+
 _HANDLED = {}
 _AGREED = set()         # implementations that agree on the call themselves
 
@@ -78,7 +80,6 @@ def dispatch(own, func, types, args, kwargs):
         comms = []
         text = f"{_name(func)}{_describe(args, own, comms)}{_describe(kwargs, own, comms)}"
         if comms:
-            from nclx.dap.redistribute import agree_quick
             agree_quick(comms[0], text, None, _name(func), describe=lambda t: t)
     return impl(*args, **kwargs)
 
@@ -92,7 +93,6 @@ def _describe(obj, own, comms, depth=0):
         return "..."
     if isinstance(obj, own):
         comms.append(obj.comm)
-        from nclx.dap.redistribute import layout_key
         return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:

@@ -238,6 +238,7 @@ def test_a_missing_file_raises_oserror_everywhere(tmp):
     ("magic", "not a .npy file"),
     ("header", "not a .npy file"),
     ("object", "holds Python objects"),
+    ("void0", "has items of 0 bytes"),        # was a StorageTypeError from the storage layer
     ("truncated", "truncated"),
     ("large-header", "max_header_size"),
 ])
@@ -250,6 +251,8 @@ def test_bad_files_raise_daperror_everywhere(tmp, case, match):
             open(path, "wb").write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f8'   \n")
         elif case == "object":
             np.save(path, np.array([1, "a", None], dtype=object), allow_pickle=True)
+        elif case == "void0":
+            np.save(path, np.zeros(4, "V0"))
         elif case == "truncated":
             np.save(path, np.arange(100.0))
             os.truncate(path, os.path.getsize(path) - 8)

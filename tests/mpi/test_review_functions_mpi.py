@@ -116,3 +116,41 @@ def test_out_of_the_wrong_shape_is_refused():
                    compare(tag, got, f(g, np.zeros(())), exact=False))
     bad = [b for b in bad if b]
     collective_assert(not bad, "; ".join(bad))
+
+
+def test_axis_reductions_argsort_histogram_of_0d_distarray():
+    """A 0-d DistArray (each rank's own, on COMM_SELF) as NumPy treats a 0-d
+    array: ufunc reductions and argmin/argmax accept axis 0 or -1 (the whole
+    array), argsort gives array([0]), histogram counts the one value; mean,
+    var and a tuple axis raise NumPy's AxisError.  Before: AxisError from
+    the reductions and argmax, a DapError from argsort."""
+    from mpi4py import MPI
+
+    import nclx.dap as dap
+    g = np.array(3.5)
+    bad = []
+    for tag, f in [("sum axis=0", lambda x: np.sum(x, axis=0)),
+                   ("sum axis=-1 keepdims", lambda x: np.sum(x, axis=-1, keepdims=True)),
+                   ("max axis=0", lambda x: np.max(x, axis=0)),
+                   ("prod axis=-1", lambda x: np.prod(x, axis=-1)),
+                   ("any axis=0", lambda x: np.any(x, axis=0)),
+                   ("add.reduce axis=0", lambda x: np.add.reduce(x, axis=0)),
+                   ("argmax axis=0", lambda x: np.argmax(x, axis=0)),
+                   ("argmin axis=-1", lambda x: np.argmin(x, axis=-1)),
+                   ("argsort", np.argsort), ("argsort axis=None", lambda x: np.argsort(x, axis=None)),
+                   ("histogram", lambda x: np.histogram(x)[0]),
+                   ("mean axis=0", lambda x: np.mean(x, axis=0)),
+                   ("var axis=0", lambda x: np.var(x, axis=0)),
+                   ("sum axis=(0,)", lambda x: np.sum(x, axis=(0,))),
+                   ("sum axis=1", lambda x: np.sum(x, axis=1))]:
+        kw, want = outcome(lambda: f(g))
+        kind, got = outcome(lambda: f(dap.DistArray.from_global(g, comm=MPI.COMM_SELF)))
+        if kw == "exc" or kind == "exc":
+            if kw != kind or want.split(":")[0] != got.split(":")[0]:
+                bad.append(f"{tag}: {kind} {got!r}, NumPy {kw} {want!r}")
+            continue
+        got = got.gather(root=0) if hasattr(got, "gather") else got
+        got, want = np.asarray(got), np.asarray(want)
+        if got.dtype != want.dtype or got.shape != want.shape or got.tobytes() != want.tobytes():
+            bad.append(f"{tag}: {got!r} != {want!r}")
+    collective_assert(not bad, "; ".join(bad))

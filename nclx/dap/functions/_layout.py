@@ -5,7 +5,7 @@ import pickle
 
 import numpy as np
 
-from nclx.dap.collective import agree_same
+from nclx.dap.redistribute import agree_quick
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos
 from nclx.dap.maps import map_from_dim_dict
@@ -18,10 +18,12 @@ __all__ = ["agree_call", "check_same_args", "axis_of", "axis_comm", "owned_lines
 
 
 def agree_call(comm, error, what, args):
-    """One ``allgather``: every rank raises the same DapError if any rank
-    failed (``error``) or the ranks passed different ``args`` (the call's
-    arguments: a collective call needs the same everywhere)."""
-    agree_same(comm, args, error, what, describe=lambda v: f"the arguments {v!r}")
+    """One ``Allreduce`` (:func:`nclx.dap.redistribute.agree_quick`, the
+    fold's fixed-size record): every rank raises the same DapError if any
+    rank failed (``error``) or the ranks passed different ``args`` (the
+    call's arguments: a collective call needs the same everywhere); only
+    then an ``allgather`` reports every rank's error or arguments."""
+    agree_quick(comm, args, error, what, describe=lambda v: f"the arguments {v!r}")
 
 
 def check_same_args(args, what):

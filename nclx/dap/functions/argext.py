@@ -86,6 +86,9 @@ def _candidates(da, axis, largest, skip_nan):
 def _arg(name, a, axis, out, keepdims, largest, skip_nan):
     if not is_da(a):
         raise TypeError(f"np.{name}: the DistArray must be the array argument")
+    if axis is not None and not a.shape and not isinstance(axis, tuple) and \
+            int(axis) in (0, -1):
+        axis = None             # NumPy: axis 0 or -1 of a 0-d array is the whole array
     if axis is not None:
         axis = normalize_axes(axis, len(a.shape))[0] if not isinstance(axis, tuple) else \
             _bad_axis(name)

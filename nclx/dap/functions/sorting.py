@@ -43,6 +43,7 @@ from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm,
                                         from_owned, owned_lines, with_block_axis)
 from nclx.dap.functions._samplesort import deliver_block, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
+from nclx.dap.layout import ravel
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -120,6 +121,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     grid coordinate, or as many lines as ranks along it; see the module
     doc), distributed as :func:`sort`'s result.  Otherwise (and for
     ``axis=None``) a DapError on every rank."""
+    if not a.shape:         # NumPy: a 0-d array's argsort is array([0]), whatever the axis
+        return argsort(ravel(a), -1, kind, order, stable=stable)
     error = ax = None
     try:
         _check_common(a, kind, order, stable, "np.argsort")
