@@ -22,11 +22,15 @@ headers; used only where the ArrFuncs slots are bypassed.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF
+from cpython.exc cimport PyErr_SetString
 from libc.stdlib cimport malloc, free
 from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.sorting cimport ncl_sort_via
+from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct
+from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, ncl_lanes_release,
+                                  NCL_LANE_NOT_TAKEN)
+from nclx._ncl import sortlanes
 import numpy as np
 
 from nclx._ncl import spec
@@ -126,6 +130,13 @@ cdef PyObject **_slot[NCHARS]              # where the DType keeps them
 cdef int _row_of_type[32]                  # type number -> row (c), -1 if none
 cdef int _made = 0
 cdef int _swapped = 0
+lanes_probe = None        # '' once install() checked deferred lanes, else why they are off
+
+
+cdef struct run_ctx:
+    void *a                       # the meth_aux
+    PyArrayMethod_Context *ctx
+    const npy_intp *strides
 
 
 cdef struct meth_aux:
@@ -134,16 +145,19 @@ cdef struct meth_aux:
     NpyAuxData *aux
     int c
     int arg
-
-
-cdef struct run_ctx:
-    meth_aux *a
-    PyArrayMethod_Context *ctx
-    const npy_intp *strides
+    # an N-d sort's lanes, deferred (nclx._ncl.sortlanes): NumPy's loop run
+    # later, with this sort's context and contiguous strides
+    lane_batch lanes
+    run_ctx later
+    npy_intp strides[2]
 
 
 cdef void _aux_free(NpyAuxData *p) noexcept:
+    """NumPy frees the loop's data after the last lane, before the sort
+    returns: the deferred lanes are sorted first."""
     cdef meth_aux *a = <meth_aux *>p
+    with nogil:
+        ncl_lanes_release(&a.lanes)
     if a.aux != NULL and a.aux.free != NULL:
         (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
     free(a)
@@ -152,10 +166,11 @@ cdef void _aux_free(NpyAuxData *p) noexcept:
 cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
     """NumPy's loop on ``n`` elements at ``p`` (with the indices ``ip``)."""
     cdef run_ctx *r = <run_ctx *>ctx
+    cdef meth_aux *a = <meth_aux *>r.a
     cdef char *data[2]
     data[0] = p
     data[1] = <char *>ip if ip != NULL else p
-    return r.a.loop(r.ctx, data, &n, r.strides, r.a.aux)
+    return a.loop(r.ctx, data, &n, r.strides, a.aux)
 
 
 cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
@@ -163,8 +178,19 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
     cdef meth_aux *a = <meth_aux *>aux
     cdef run_ctx r
     cdef int flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
+    cdef int rc
     if flags != 0 and flags != NPY_SORT_STABLE:
         return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
+    if flags == 0:
+        # unstable: the lanes of an N-d sort in place are sorted in batches
+        a.later.ctx = ctx
+        rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0],
+                            ncl_sort_direct(a.c, a.arg, dims[0]))
+        if rc != NCL_LANE_NOT_TAKEN:
+            if rc < 0:
+                with gil:
+                    PyErr_SetString(MemoryError, "nclx: a batch of sort lanes failed")
+            return rc
     r.a = a
     r.ctx = ctx
     r.strides = strides
@@ -190,6 +216,12 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.c = c
     a.arg = arg
     a.aux = NULL
+    a.strides[0] = strides[0]
+    a.strides[1] = strides[1]
+    a.later.a = a
+    a.later.ctx = ctx
+    a.later.strides = a.strides
+    ncl_lanes_init(&a.lanes, _run, &a.later)
     ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
     rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
                                                         &a.loop, &a.aux, flags)
@@ -331,6 +363,9 @@ def swap_in():
         for w in range(2):
             _slot[c][w] = _nclx_meth[c][w]
     _swapped = 1
+    global lanes_probe
+    if lanes_probe is None:         # once: NumPy's lane-by-lane calls as sortlanes needs them
+        lanes_probe = sortlanes.probe(np.sort)
     return 2 * NCHARS
 
 
