@@ -12,6 +12,7 @@ from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap import registry
 from nclx.dap.distribution import Distribution
+from nclx.dap.fold import agreed_call
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
 from nclx.dap.gather import from_every_rank, from_root, gather_global
@@ -384,6 +385,11 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
     others waiting in the reduction's collective."""
     if aware.foreign(inputs, kwargs, own=(DistArray,)):
         return NotImplemented
+    if method == "__call__" and "raise" in np.geterr().values():
+        # np.errstate(...='raise'): an error on one rank's block is raised on every rank
+        return agreed_call(da.comm, lambda: aware.array_ufunc(
+            ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is, compute=da._compute),
+            f"elementwise {ufunc.__name__}", ufunc.__name__)
     try:
         return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is,
                                  compute=da._compute)
@@ -393,3 +399,4 @@ def _array_ufunc(da, ufunc, method, inputs, kwargs):
             # (raises exc here, a DapError naming this rank there)
             join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
         raise
+

@@ -42,7 +42,7 @@ import numpy as np
 from nclx.dap.collective import _ranges, describe_error
 from nclx.dap.validate import DapError
 
-__all__ = ["allreduce_agreed", "raise_verdict", "agree", "INLINE"]
+__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "INLINE"]
 
 _MSG = 240                     # bytes of the carried error message
 INLINE = 1024                  # payload bytes carried in the first (fixed-size) record
@@ -241,6 +241,21 @@ def agree(comm, key, error=None, what=None):
         return False
     raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
     return True
+
+
+def agreed_call(comm, fn, key, what):
+    """``fn()`` on every rank of ``comm``, then one agreement: an exception on
+    any rank is raised on every rank (that rank's own, a DapError naming it
+    elsewhere), so no rank goes on alone after a local computation failed
+    (DistArray's elementwise calls under ``np.errstate(...='raise')``)."""
+    error = result = None
+    try:
+        result = fn()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = exc
+    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="agree")
+    raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
+    return result
 
 
 def raise_verdict(verdict, nranks, rank, what, local_error):
