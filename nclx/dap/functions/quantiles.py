@@ -16,8 +16,12 @@ bit, on every rank; ``np.median`` is NumPy's mean of the middle values.
 1 there): every rank holds its lines whole and NumPy computes them; the
 result is a DistArray over ``q``'s dimensions (undistributed) followed by
 the other axes, distributed as in ``a`` (``keepdims`` keeps axis ``k`` with
-size 1).  A distributed axis is refused (DapError), as are ``weights=``,
-``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
+size 1).  Along a distributed axis the array is first redistributed (one
+``Alltoallw``) to that axis undistributed and the other axes block-
+distributed, then as above: NumPy's bits, the result distributed over the
+other axes that way; the one axis of a 1-D array is ``axis=None``'s
+selection.  Refused (DapError): ``weights=``, ``out=`` and
+``overwrite_input=True``.  One ``allgather`` first: a rank
 that failed, or ranks that passed different arguments, raise on every rank.
 """
 import inspect
@@ -29,6 +33,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -113,7 +118,11 @@ def _quantile_flat(a, q, method, weak_q, empty):
 
 def _whole_axis(a, ax, keepdims, fn, q_shape):
     """``fn(owned, axis)`` on lines held whole: a DistArray over q's
-    dimensions and the other axes (axis ``ax`` kept with size 1 if asked)."""
+    dimensions and the other axes (axis ``ax`` kept with size 1 if asked).
+    A distributed ``ax`` is first made whole: one redistribution to ``ax``
+    undistributed and the other axes block-distributed."""
+    if a.distribution.grid_shape[ax] != 1:
+        a = redistribute(a, tuple("n" if d == ax else "b" for d in range(a.distribution.ndim)))
     dist = a.distribution
     local = np.asarray(fn(a.owned, ax))
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
@@ -153,14 +162,12 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
             if isinstance(axis, tuple):
                 raise DapError(f"np.{name}: a tuple of axes is not supported for a DistArray")
             ax = axis_of(a, axis, f"np.{name}")
-            if a.distribution.grid_shape[ax] != 1:
-                raise DapError(f"np.{name}: axis {ax} is distributed over "
-                               f"{a.distribution.grid_shape[ax]} grid coordinates; give "
-                               f"axis=None or an axis with one grid coordinate")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
                                               overwrite_input, method, keepdims))
+    if axis is not None and a.distribution.ndim == 1:
+        axis = None                     # the one axis: the flattened array's statistics
     if axis is None:
         result = flat()
         return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \
