@@ -10,8 +10,9 @@
   associative); NumPy's float scan is sequential, this one groups the
   additions by rank, so floats equal NumPy's to rounding (1e-12 relative
   where the partial sums do not cancel).  The result is distributed like
-  ``a`` (padding refreshed).  A cyclic or 'u' axis is refused (DapError):
-  block-distribute it first.
+  ``a`` (padding refreshed).  Along a cyclic or 'u' axis the array is
+  first redistributed (one ``Alltoallw``) to block layouts on the same
+  grid, which is then the result's distribution.
 - ``axis=None`` scans the flattened array in global C order: the owned
   cells move (one ``Alltoallv``, :mod:`._flatten`) to a 1-D block
   distribution of ``a.size`` elements over the communicator (balanced, no
@@ -25,6 +26,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         check_permutation, from_owned)
 from nclx.dap.functions._flatten import flat_block
+from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -54,12 +56,13 @@ def _scan(name, ufunc, a, axis, dtype, out):
         if axis is not None:
             ax = axis_of(a, axis, f"np.{name}")
             check_permutation(dist, ax, f"np.{name}")
-            if dist.grid_shape[ax] != 1 and dist.dist[ax] != "b":
-                raise DapError(f"np.{name}: axis {ax} is {dist.dist[ax]!r}-distributed; a scan "
-                               f"needs it block-distributed ('b') or on one grid coordinate")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(comm, error, f"np.{name}", (axis, None if dtype is None else np.dtype(dtype).str))
+    if axis is not None and dist.grid_shape[ax] != 1 and dist.dist[ax] != "b":
+        # a cyclic or 'u' axis: block-distributed first (one Alltoallw), on the same grid
+        a = redistribute(a, ("b",) * dist.ndim, grid_shape=dist.grid_shape)
+        dist = a.distribution
     if axis is None:
         part, target = flat_block(a)
         scanned = _scan_block(comm, part, 0, ufunc, rdtype)
