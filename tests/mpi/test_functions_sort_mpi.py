@@ -248,13 +248,12 @@ def full_outcome(fn, *args, **kw):
     (lambda a: np.sort(a, kind="bogus"), "ValueError"),
     (lambda a: np.sort(a, axis=2), "AxisError"),
     (lambda a: np.sort(a, axis=1.5), "TypeError"),
-    (lambda a: np.argsort(dap.DistArray.from_global(np.arange(12.0), comm=comm)),
-     "argsort: axis 0 is distributed"),
-    (lambda a: np.argsort(a, axis=None), "argsort: axis=None"),
+    (lambda a: np.argsort(dap.DistArray.from_global(np.arange(24.0).reshape(1, 24), comm=comm,
+                                                    grid_shape=(1, N)), axis=1),
+     "argsort: axis 1 is distributed"),
     (lambda a: np.unique(a, return_inverse=True), "return_index / return_inverse"),
     (lambda a: np.unique(a, axis=0), "np.unique: axis="),
-], ids=["order", "kind", "axis", "axis-type", "argsort-distributed", "argsort-flat",
-        "inverse", "axis0"])
+], ids=["order", "kind", "axis", "axis-type", "argsort-distributed", "inverse", "axis0"])
 def test_bad_arguments_raise_on_every_rank(call, expect):
     a = dap.DistArray.from_global(np.arange(24.0).reshape(6, 4), comm=comm,
                                   grid_shape=(N, 1))
@@ -266,6 +265,34 @@ def test_bad_arguments_raise_on_every_rank(call, expect):
                       f"{kind}: {msg}")
     everyone = comm.allgather(msg.splitlines()[0])
     collective_assert(all(m == everyone[0] for m in everyone), f"different errors {everyone}")
+
+
+@pytest.mark.parametrize("shape, layout", [((37,), {}), ((37,), dict(dist="c")),
+                                           ((37,), dict(padding=[2], periodic=[True])),
+                                           ((9, 5), {}), ((5, 9), dict(dist=("b", "c"))),
+                                           ((0,), {}), ((1,), {}), ((3,), {})],
+                         ids=["1d", "1d-cyclic", "1d-padded", "2d", "2d-cyclic", "empty", "one",
+                              "fewer-than-ranks"])
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.float32])
+def test_argsort_flat_and_1d_distributed_are_numpys_stable_bits(shape, layout, dtype):
+    """np.argsort(axis=None) and along the one axis of a distributed 1-D array
+    (were: DapError): NumPy's stable order bit for bit (ties by index, NaN
+    last, -0.0 == 0.0), a valid argsort for the default kind, block-distributed."""
+    g = awkward(int(np.prod(shape)), seed=3, dtype=dtype if dtype != np.int32 else np.float64)
+    g = (g.astype(dtype) if dtype != np.int32 else np.nan_to_num(g * 2).astype(dtype))
+    g = g.reshape(shape)
+    a = dap.DistArray.from_global(g, comm=comm, **layout)
+    for axis in ([None, 0, -1] if len(shape) == 1 else [None]):
+        r = np.argsort(a, axis=axis, kind="stable")
+        if axis is None or N > 1:
+            target = Distribution.from_shape((g.size,), "b", nprocs=N)
+            collective_assert(r.distribution == target, f"{r.distribution}")
+        assert_bits(global_of(r), np.argsort(g, axis=axis, kind="stable"), f"argsort axis={axis}")
+        # the default kind: a valid argsort (NumPy leaves the order of equal keys open)
+        got = global_of(np.argsort(a, axis=axis))
+        ok = np.array_equal(np.sort(got), np.arange(g.size)) and \
+            np.array_equal(np.ravel(g)[got], np.sort(g, axis=axis), equal_nan=True)
+        collective_assert(ok, f"default kind axis={axis}: {got}")
 
 
 def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch):

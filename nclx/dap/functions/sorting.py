@@ -41,6 +41,7 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         axis_order, block_bounds, check_permutation, flat_values,
                                         from_owned, owned_lines, with_block_axis)
+from nclx.dap.functions._flatten import flat_block
 from nclx.dap.functions._samplesort import deliver_block, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
 from nclx.dap.layout import ravel
@@ -119,27 +120,53 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     """``np.argsort`` of a DistArray: global indices along ``axis``, bit for
     bit NumPy's, where the lines are held or moved whole (an axis with one
     grid coordinate, or as many lines as ranks along it; see the module
-    doc), distributed as :func:`sort`'s result.  Otherwise (and for
-    ``axis=None``) a DapError on every rank."""
+    doc), distributed as :func:`sort`'s result.  ``axis=None``, and the one
+    axis of a distributed 1-D array: indices into the flattened array by
+    sample sort (:func:`_argsort_flat`), block-distributed.  Along another
+    distributed axis with fewer lines than ranks: a DapError on every rank."""
     if not a.shape:         # NumPy: a 0-d array's argsort is array([0]), whatever the axis
         return argsort(ravel(a), -1, kind, order, stable=stable)
     error = ax = None
+    flat = axis is None
     try:
         _check_common(a, kind, order, stable, "np.argsort")
-        if axis is None:
-            raise DapError("np.argsort: axis=None (flattened indices) is not supported for a "
-                           "DistArray; sort along an axis")
-        ax = axis_of(a, axis, "np.argsort")
-        check_permutation(a.distribution, ax, "np.argsort")
-        if a.distribution.grid_shape[ax] != 1 and not lines_go_whole(a.distribution, ax):
-            raise DapError(f"np.argsort: axis {ax} is distributed over "
-                           f"{a.distribution.grid_shape[ax]} grid coordinates, which share "
-                           f"fewer lines than that; argsort needs whole lines (np.sort "
-                           f"sorts along any axis)")
+        if not flat:
+            ax = axis_of(a, axis, "np.argsort")
+            check_permutation(a.distribution, ax, "np.argsort")
+            flat = a.distribution.ndim == 1 and a.distribution.grid_shape[0] != 1
+            if not flat and a.distribution.grid_shape[ax] != 1 and \
+                    not lines_go_whole(a.distribution, ax):
+                raise DapError(f"np.argsort: axis {ax} is distributed over "
+                               f"{a.distribution.grid_shape[ax]} grid coordinates, which share "
+                               f"fewer lines than that; argsort needs whole lines (np.sort "
+                               f"sorts along any axis)")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, "np.argsort", (axis, kind, order, stable))
+    if flat:
+        return _argsort_flat(a)
     return _whole(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable), np.intp)
+
+
+def _argsort_flat(a):
+    """Indices that sort the C-order flattened array, in NumPy's stable order
+    (equal values by index; NaN last; ``-0.0 == 0.0``): each rank's part of
+    the flattened block layout sorted with its global indices, a sample
+    sort carrying the indices, each bucket put in (value, index) order, and
+    the indices delivered to the block layout of the result."""
+    comm = a.comm
+    part, target = flat_block(a)
+    part = np.ascontiguousarray(part).reshape(-1)
+    start = int(block_bounds(target, 0)[comm.Get_rank()])
+    order = np.argsort(part, kind="stable")
+    index = (order + start).astype(np.int64)
+    values = np.ascontiguousarray(part[order])
+    del part, order
+    index, values = sample_sort(comm, values.reshape(1, -1), payload=index)
+    keep = np.lexsort((index, values))            # stable: by value, then by index
+    out = deliver_block(comm, None, np.ascontiguousarray(index[keep]), 1,
+                        block_bounds(target, 0))
+    return from_owned(DistArray, target, comm, out.reshape(-1).astype(np.intp), np.intp)
 
 
 def _sorted_in_place(lines, kind, stable):
