@@ -65,6 +65,15 @@ def run_rank():
     else:
         ok = False
 
+    if comm.size > 1:
+        try:
+            np.roll(A, comm.rank)          # a per-rank argument: every rank is told, none hangs
+        except dap.DapError as exc:
+            say(f"np.roll(A, rank) -> DapError on every rank: "
+                f"{str(exc).splitlines()[0][:70]}...")
+        else:
+            ok = False
+
     before = _rows(A, comm)
     C = dap.redistribute(A, dist=("c", "n"))
     after = _rows(C, comm)
