@@ -28,9 +28,13 @@ would otherwise send records of different sizes, which MPI cannot match (a
 (its description and the payload's shape and dtype) differs instead, and
 every rank raises a DapError.  A payload larger than :data:`INLINE` goes in
 a second ``Allreduce``, once the first has shown that every rank made the
-same call and none failed.  Every agreement of nclx.dap that runs first in a
-collective call (:func:`agree`) uses this same record, so ranks calling
-different functions meet in the same collective and are told so.
+same call and none failed.  The reductions, the NumPy functions of the
+registry, ``redistribute``, ``gather`` and DistArray's elementwise calls
+under ``np.errstate(...='raise')`` all start with this record
+(:func:`agree`), so ranks calling different ones of them meet in the same
+collective and are told so.  (The halo exchange, ``from_global`` and the
+.npy I/O start with other collectives: a rank calling one of them while
+the others call another operation is not caught.)
 """
 import builtins
 import threading
