@@ -22,11 +22,10 @@ def _way():
         return sorting.way_in()
 
 
-pytestmark = pytest.mark.skipif(
-    _way() != "methods",
-    reason=f"NumPy {np.__version__} sorts N-d arrays through the ArrFuncs slots, given the "
-           f"array (row batches: tests/test_sort.py); lanes are deferred only where NumPy "
-           f"2.5+ calls the sort methods lane by lane")
+if _way() != "methods":
+    pytest.skip(f"NumPy {np.__version__} sorts N-d arrays through the ArrFuncs slots, given the "
+                f"array (row batches: tests/test_sort.py); lanes are deferred only where NumPy "
+                f"2.5+ calls the sort methods lane by lane", allow_module_level=True)
 
 CHARS = "?bBhHiIlLqQfd"
 
