@@ -175,3 +175,27 @@ def test_concurrent_python_threads_each_get_their_rows(threads):
         for t in ts:
             t.join()
     assert all(g.tobytes() == w.tobytes() for g, w in zip(got, want))
+
+
+@pytest.mark.parametrize("step", [1, 7, 50])
+def test_overlapping_lanes_sorted_in_place_in_numpys_order(step, threads):
+    """Rows of an as_strided view that share memory, sorted in place: NumPy
+    sorts them one after the other, each seeing the rows before it sorted;
+    a batch of such rows runs in that order on one thread, not in parallel
+    (deferred in parallel, the result differed from stock and raced)."""
+    from numpy.lib.stride_tricks import as_strided
+    rows, n = 400, 64
+    base = _values("d", (rows * step + n,), seed=step)
+    want = base.copy()
+    v = as_strided(want, (rows, n), (step * 8, 8))
+    v.sort(axis=1)                                   # stock, before installing
+    got = base.copy()
+    with nclx.installed():
+        from nclx._ncl import sorting
+        old = sorting.threshold()
+        sorting.threshold(1024)                     # a batch's rows go to the team path
+        try:
+            as_strided(got, (rows, n), (step * 8, 8)).sort(axis=1)
+        finally:
+            sorting.threshold(old)
+    assert got.tobytes() == want.tobytes()

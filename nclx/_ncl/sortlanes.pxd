@@ -12,6 +12,7 @@ cdef struct lane_batch:
     char *first_v                 # the first lane (its values, its indices)
     char *first_i
     npy_intp n                    # elements per lane
+    npy_intp isz                  # bytes per element
     char **pv                     # lanes waiting (values, indices)
     char **pi
     npy_intp npend, cap
@@ -19,7 +20,7 @@ cdef struct lane_batch:
     ncl_sort_run_fn run           # NumPy's sort of one lane
     void *runctx
 
-cdef void ncl_lanes_init(lane_batch *b, ncl_sort_run_fn run, void *runctx) noexcept nogil
+cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void *runctx) noexcept nogil
 cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligible) noexcept nogil
 cdef int ncl_lanes_flush(lane_batch *b) noexcept nogil
 cdef void ncl_lanes_release(lane_batch *b) noexcept nogil

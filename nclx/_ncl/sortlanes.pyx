@@ -22,7 +22,8 @@ the last batch, run while NumPy frees the data, has no way to report an
 error).  ``install()`` checks the whole pattern once (``probe``): a NumPy
 that sorted its lanes otherwise gets the lanes sorted one call at a time.
 """
-from libc.stdlib cimport malloc, realloc, free
+from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now
@@ -38,7 +39,8 @@ cdef bint ncl_lanes_on() noexcept nogil:
     return _on != 0
 
 
-cdef void ncl_lanes_init(lane_batch *b, ncl_sort_run_fn run, void *runctx) noexcept nogil:
+cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void *runctx) noexcept nogil:
+    b.isz = isz
     b.calls = 0
     b.mode = 0
     b.first_v = NULL
@@ -106,13 +108,40 @@ cdef void _t_lanes(void *ctx, int tid, int nth) noexcept nogil:
             b.failed = 1
 
 
+cdef int _cmp_ptr(const void *x, const void *y) noexcept nogil:
+    cdef size_t p = <size_t>(<char **>x)[0], q = <size_t>(<char **>y)[0]
+    return -1 if p < q else (1 if p > q else 0)
+
+
+cdef bint _overlap(lane_batch *b) noexcept nogil:
+    """Whether two recorded lanes share memory (an ``as_strided`` view sorted
+    in place): then they are sorted one after the other, in NumPy's order.
+    An argsort only reads its values (its indices are NumPy's fresh array)."""
+    cdef npy_intp k, span = b.n * b.isz
+    cdef char **p
+    if b.pi[0] != NULL or b.npend < 2:
+        return False
+    p = <char **>malloc(b.npend * sizeof(char *))
+    if p == NULL:
+        return True                       # cannot tell: the safe order
+    memcpy(p, b.pv, b.npend * sizeof(char *))
+    qsort(p, b.npend, sizeof(char *), _cmp_ptr)
+    for k in range(1, b.npend):
+        if p[k] - p[k - 1] < span:
+            free(p)
+            return True
+    free(p)
+    return False
+
+
 cdef int ncl_lanes_flush(lane_batch *b) noexcept nogil:
-    """Sort the recorded lanes (on the team when they are many): 0 or -1."""
+    """Sort the recorded lanes (on the team when they are many and share no
+    memory, else in the order NumPy handed them over): 0 or -1."""
     cdef int nth = ncl_threads_now()
     if b.npend == 0:
         return 0
     b.failed = 0
-    if nth < 2 or b.npend * b.n < ncl_sort_threshold():
+    if nth < 2 or b.npend * b.n < ncl_sort_threshold() or _overlap(b):
         _t_lanes(b, 0, 1)
     else:
         ncl_team_run(nth if nth < b.npend else <int>b.npend, _t_lanes, b)

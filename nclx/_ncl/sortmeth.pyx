@@ -221,7 +221,7 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.later.a = a
     a.later.ctx = ctx
     a.later.strides = a.strides
-    ncl_lanes_init(&a.lanes, _run, &a.later)
+    ncl_lanes_init(&a.lanes, strides[0], _run, &a.later)
     ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
     rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
                                                         &a.loop, &a.aux, flags)
