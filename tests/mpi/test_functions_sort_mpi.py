@@ -230,6 +230,31 @@ def test_unique_runs_cut_between_ranks(case, equal_nan):
     assert_bits(got[1], want[1], f"{case} counts")
 
 
+@pytest.mark.parametrize("layout", [dict(padding=[1, 1]), dict(dist=("c", "b")),
+                                    dict(grid_shape=(1, N)), dict(dist=("n", "c"))],
+                         ids=["padded", "cyclic-rows", "columns", "cyclic-columns"])
+@pytest.mark.parametrize("kind", ["floats", "ints"])
+def test_unique_index_and_inverse_equal_numpy(layout, kind):
+    """return_index (first global C-order occurrence) and return_inverse (a
+    DistArray like the input, NumPy 2's shape), with counts (were: DapError)."""
+    g = awkward(60, seed=9).reshape(6, 10)
+    if kind == "ints":
+        g = np.nan_to_num(g, nan=7).astype(np.int16)
+    a = dap.DistArray.from_global(g, comm=comm, **layout)
+    u, i, inv, c = np.unique(a, return_index=True, return_inverse=True, return_counts=True)
+    wu, wi, winv, wc = np.unique(g, return_index=True, return_inverse=True, return_counts=True)
+    collective_assert(np.array_equal(u, wu, equal_nan=True), f"values {u} {wu}")
+    assert_bits(i, wi, "index")
+    assert_bits(c, wc, "counts")
+    collective_assert(isinstance(inv, dap.DistArray) and inv.distribution == a.distribution,
+                      f"{type(inv)}")
+    assert_bits(global_of(inv), winv, "inverse")
+    only = np.unique(a, return_inverse=True)
+    collective_assert(len(only) == 2, f"{len(only)}")
+    assert_bits(global_of(only[1]), winv, "inverse alone")
+    assert_bits(np.unique(a, return_index=True)[1], wi, "index alone")
+
+
 def test_unique_with_both_zeros_keeps_one_zero():
     g = np.array([0.0, -0.0, 1.0, -0.0, 0.0, 1.0, 2.0])
     u, c = np.unique(dap.DistArray.from_global(g, comm=comm), return_counts=True)
@@ -251,7 +276,7 @@ def full_outcome(fn, *args, **kw):
     (lambda a: np.argsort(dap.DistArray.from_global(np.arange(24.0).reshape(1, 24), comm=comm,
                                                     grid_shape=(1, N)), axis=1),
      "argsort: axis 1 is distributed"),
-    (lambda a: np.unique(a, return_inverse=True), "return_index / return_inverse"),
+    (lambda a: np.unique(a, return_inverse=True, equal_nan=False), "equal_nan=False"),
     (lambda a: np.unique(a, axis=0), "np.unique: axis="),
 ], ids=["order", "kind", "axis", "axis-type", "argsort-distributed", "inverse", "axis0"])
 def test_bad_arguments_raise_on_every_rank(call, expect):

@@ -12,13 +12,17 @@ its part, its bucket and the result, nothing more: for an array of distinct
 values the result is as large as the array, for few distinct values it is
 small.  Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with
 different bits) the one value kept may have the other sign (bits) than
-NumPy's.  ``return_index``, ``return_inverse`` and ``axis`` are refused;
-one ``allgather`` first raises on every rank if a rank failed or the ranks
-passed different arguments.
+NumPy's.  ``return_index`` (each value's first global C-order index: one
+``Allreduce`` of per-rank minima) and ``return_inverse`` (a DistArray of
+positions in the result, distributed like the input, NumPy 2's shape) are
+found from the global result every rank holds; with ``equal_nan=False``
+they, and ``axis``, are refused.  One agreement first raises on every rank
+if a rank failed or the ranks passed different arguments.
 """
 import numpy as np
 
-from nclx.dap.functions._layout import agree_call
+from nclx.dap.distarray import DistArray
+from nclx.dap.functions._layout import agree_call, from_owned
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -66,9 +70,9 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     comm = ar.comm
     error = None
     try:
-        if return_index or return_inverse:
-            raise DapError("np.unique: return_index / return_inverse (indices into the "
-                           "global array) are not supported for a DistArray")
+        if (return_index or return_inverse) and not equal_nan:
+            raise DapError("np.unique: return_index / return_inverse with equal_nan=False "
+                           "(each NaN its own value) are not supported for a DistArray")
         if axis is not None:
             raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
         if ar.dtype.hasobject:
@@ -103,9 +107,38 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
         counts[-1] += got[me]
     sizes = np.array([0 if e is None else e[2] - int(d) for e, d in zip(edges, drop)], np.int64)
     result = _allgatherv(comm, values, sizes, ar.dtype)
-    if not return_counts:
-        return result
-    return result, _allgatherv(comm, counts, sizes, np.intp)
+    out = [result]
+    if return_index or return_inverse:
+        index, inverse = _indices(ar, result, return_index)
+        if return_index:
+            out.append(index)
+        if return_inverse:
+            out.append(inverse)
+    if return_counts:
+        out.append(_allgatherv(comm, counts, sizes, np.intp))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _indices(ar, uniq, first):
+    """NumPy's ``return_index`` (with ``first``: the global C-order index of
+    each value's first occurrence, one ``Allreduce`` of the minima) and
+    ``return_inverse`` (each cell's position in ``uniq``: a DistArray
+    distributed like ``ar``), from the global ``uniq`` every rank holds:
+    equal values (both zeros, every NaN) find one position, as in NumPy."""
+    own = np.asarray(ar.owned)
+    inv = np.searchsorted(uniq, own.reshape(-1)).astype(np.intp)
+    index = None
+    if first:
+        rank = ar.comm.Get_rank()
+        idx = [m.global_indices() for m in ar.distribution.maps(rank)]
+        flat = np.ravel_multi_index(np.ix_(*idx), ar.shape).reshape(-1) if idx else \
+            np.zeros(own.size, np.int64)
+        index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
+        np.minimum.at(index, inv, flat.astype(np.int64))
+        ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
+        index = index.astype(np.intp)
+    inverse = from_owned(DistArray, ar.distribution, ar.comm, inv.reshape(own.shape), np.intp)
+    return index, inverse
 
 
 def _start_of_run(edges, drop, r):
