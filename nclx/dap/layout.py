@@ -114,9 +114,12 @@ def _flat_layout(rows):
 
 @implements(np.reshape)
 def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
-    """``np.reshape`` in C order; the result is distributed by blocks of
-    axis 0 (see the module docstring).  ``order`` other than 'C' and
-    ``copy=False`` raise DapError (the elements move)."""
+    """``np.reshape``; in C order the result is distributed by blocks of
+    axis 0 (see the module docstring).  ``order='F'`` is the transpose of the
+    C-order reshape of the transpose (``a.T`` reshaped to the reversed shape),
+    distributed by blocks of its last axis; 'A' and 'K' read as 'C' (a
+    DistArray has no memory order).  ``copy=False`` raises DapError (the
+    elements move)."""
     DistArray = type(a)
     if newshape is not None:
         if shape is not None:
@@ -124,12 +127,14 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         shape = newshape
     if shape is None:
         raise TypeError("reshape: the new shape is missing")
-    if order != "C":
-        raise DapError(f"reshape: order={order!r}: a DistArray reshapes in C order only")
+    if order not in ("C", "F", "A", "K", None):
+        raise ValueError(f"reshape: order must be one of 'C', 'F', 'A' or 'K' (got {order!r})")
     if copy is False:
         raise DapError("reshape: copy=False: a DistArray reshape moves elements between ranks")
     size = int(np.prod(a.shape, dtype=np.int64))
     new = _resolve(shape, size)
+    if order == "F":
+        return transpose(reshape(transpose(a), new[::-1]))
     comm = a.comm
     nprocs, rank = comm.Get_size(), comm.Get_rank()
     src_rows, dst_rows = _rows(a.shape, nprocs), _rows(new, nprocs)
@@ -142,5 +147,6 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
 
 @implements(np.ravel)
 def ravel(a, order="C"):
-    """``np.ravel`` in C order: a 1-d DistArray in blocks (:func:`reshape`)."""
+    """``np.ravel``: a 1-d DistArray in blocks (:func:`reshape`; 'F' reads
+    the elements in Fortran order)."""
     return reshape(a, (-1,), order=order)

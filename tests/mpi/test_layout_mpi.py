@@ -5,7 +5,7 @@ the documented layouts otherwise."""
 import numpy as np
 import pytest
 
-from mpi_helpers import N, collective_assert, comm, rank
+from mpi_helpers import N, collective_assert, comm, global_of, rank
 from nclx import dap
 from nclx.dap import Distribution
 
@@ -107,7 +107,30 @@ def test_layout_bad_input_raises_on_every_rank():
             (np.moveaxis, ([0], [0, 1]), ValueError, "same number")]:
         with pytest.raises(exc, match=text):
             fn(a, *args)
-    with pytest.raises(dap.DapError, match="C order only"):
-        np.reshape(a, (24,), order="F")
+    with pytest.raises(ValueError, match="order must be one of"):
+        np.reshape(a, (24,), order="X")
     with pytest.raises(dap.DapError, match="copy=False"):
         np.reshape(a, (24,), copy=False)
+
+
+@pytest.mark.parametrize("shape, new", [((4, 6), (24,)), ((4, 6), (3, 8)), ((2, 3, 4), (4, -1)),
+                                        ((5, 7), (7, 5)), ((6,), (2, 3))])
+@pytest.mark.parametrize("layout", [{}, dict(dist="c")])
+def test_reshape_and_ravel_in_fortran_order(shape, new, layout):
+    """order='F' (was: DapError): NumPy's elements bit for bit; 'A' and 'K'
+    read as 'C'."""
+    g = _values(shape)
+    if len(shape) == 1:
+        layout = {k: v[:1] if isinstance(v, tuple) else v for k, v in layout.items()}
+    a = dap.DistArray.from_global(g, comm=comm, **layout)
+    got = global_of(np.reshape(a, new, order="F"))
+    want = np.reshape(g, new, order="F")
+    collective_assert(got.shape == want.shape and got.tobytes() == want.tobytes(),
+                      f"{got} != {want}")
+    got = global_of(np.ravel(a, order="F"))
+    collective_assert(got.tobytes() == np.ravel(g, order="F").tobytes(), "ravel F")
+    for order in ("A", "K"):
+        got = global_of(np.reshape(a, new, order=order)) if order == "A" else \
+            global_of(np.ravel(a, order=order))
+        want = np.reshape(g, new, order=order) if order == "A" else np.ravel(g, order=order)
+        collective_assert(got.tobytes() == want.tobytes(), f"order {order}")
