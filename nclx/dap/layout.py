@@ -14,7 +14,8 @@ datatypes.
 axis 0 (``Distribution.from_shape(shape, ('b', 'n', ...))``): the source is
 first moved to blocks of its own axis 0 (skipped when it already is), whose
 elements are then contiguous ranges of the flat index, and one more
-``Alltoallw`` moves those ranges.
+``Alltoallw`` moves those ranges.  ``order='F'``: the transpose of the
+C-order reshape of the transpose (distributed by blocks of its last axis).
 """
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
