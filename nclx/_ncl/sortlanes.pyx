@@ -50,6 +50,8 @@ cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void 
     b.pi = NULL
     b.npend = 0
     b.cap = 0
+    b.flush_at = 0
+    b.nth = 1
     b.failed = 0
     b.run = run
     b.runctx = runctx
@@ -85,6 +87,8 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
         nth = ncl_threads_now()
         b.mode = 1 if (eligible and _on and (nth >= 2 or _probing) and n == b.n
                        and v != b.first_v and (i == NULL or i != b.first_i)) else 2
+        b.nth = nth
+        b.flush_at = max(4 * nth, (ncl_sort_threshold() + n - 1) // max(n, 1))
     if b.mode != 1 or not eligible or n != b.n:
         return NCL_LANE_NOT_TAKEN
     if b.npend == b.cap and _grow(b) < 0:
@@ -94,8 +98,7 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
     b.npend += 1
     global _deferred
     _deferred += 1                             # a statistic: races only miscount
-    nth = ncl_threads_now()
-    if b.npend >= 4 * nth and b.npend * b.n >= ncl_sort_threshold():
+    if b.npend >= b.flush_at:
         return ncl_lanes_flush(b)
     return 0
 

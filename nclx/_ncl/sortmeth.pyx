@@ -148,6 +148,7 @@ cdef struct meth_aux:
     # an N-d sort's lanes, deferred (nclx._ncl.sortlanes): NumPy's loop run
     # later, with this sort's context and contiguous strides
     lane_batch lanes
+    bint direct                   # its lanes go straight to NumPy's loop (no hook, short)
     run_ctx later
     npy_intp strides[2]
 
@@ -156,8 +157,9 @@ cdef void _aux_free(NpyAuxData *p) noexcept:
     """NumPy frees the loop's data after the last lane, before the sort
     returns: the deferred lanes are sorted first."""
     cdef meth_aux *a = <meth_aux *>p
-    with nogil:
-        ncl_lanes_release(&a.lanes)
+    # the last batch is small (under the threaded size or 4 lanes a thread):
+    # sorted with the GIL held, as NumPy holds it here
+    ncl_lanes_release(&a.lanes)
     if a.aux != NULL and a.aux.free != NULL:
         (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
     free(a)
@@ -179,18 +181,25 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
     cdef run_ctx r
     cdef int flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
     cdef int rc
+    cdef bint direct
     if flags != 0 and flags != NPY_SORT_STABLE:
         return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
     if flags == 0:
         # unstable: the lanes of an N-d sort in place are sorted in batches
         a.later.ctx = ctx
-        rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0],
-                            ncl_sort_direct(a.c, a.arg, dims[0]))
+        if a.lanes.calls == 0:        # every lane of one sort has the same length
+            a.direct = ncl_sort_direct(a.c, a.arg, dims[0])
+        direct = a.direct
+        rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0], direct)
         if rc != NCL_LANE_NOT_TAKEN:
             if rc < 0:
                 with gil:
                     PyErr_SetString(MemoryError, "nclx: a batch of sort lanes failed")
             return rc
+        if direct and a.lanes.calls > 1:
+            # a later lane that is not deferred and would go straight to NumPy's
+            # loop through ncl_sort_via: straight there (the first goes through it)
+            return a.loop(ctx, data, dims, strides, a.aux)
     r.a = a
     r.ctx = ctx
     r.strides = strides
@@ -246,17 +255,26 @@ cdef int _get_argsort_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
     return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 1)
 
 
+cdef extern from "numpy/ndarraytypes.h":
+    bint PyArray_ISNBO(char byteorder)
+
+
 cdef int _resolve(void *self, void **dtypes, void **given, void **loop, npy_intp *view_offset,
-                  int arg) noexcept with gil:
-    """The loop's descriptors: the input's, in native byte order; argsort's
+                  int arg) noexcept:
+    # NumPy resolves descriptors with the GIL held
+    """The loop's descriptors: the input's, in native byte order (the given
+    one itself when it is native: no new descriptor per call); argsort's
     output is intp."""
+    cdef cnp.dtype d = <cnp.dtype>given[0]
+    cdef cnp.dtype out
     try:
-        d = (<object>given[0]).newbyteorder("=")
-        loop[0] = <void *>d
+        if not PyArray_ISNBO(d.byteorder):
+            d = d.newbyteorder("=")
         Py_INCREF(d)
-        out = np.dtype(np.intp) if arg else d
-        loop[1] = <void *>out
+        loop[0] = <void *>d
+        out = cnp.PyArray_DescrFromType(cnp.NPY_INTP) if arg else d
         Py_INCREF(out)
+        loop[1] = <void *>out
     except BaseException:
         return -1
     return 0      # NPY_NO_CASTING
