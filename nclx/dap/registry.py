@@ -16,7 +16,9 @@ computing silently different results.  An implementation that makes that
 agreement itself, in its one collective (the reductions), is registered
 with ``agreed=True``.
 """
+import hashlib
 import inspect
+import pickle
 import zlib
 
 import numpy as np
@@ -132,7 +134,15 @@ def _describe(obj, own, comms, depth=0):
         items = sorted((_describe(k, own, comms, depth + 1), _describe(v, own, comms, depth + 1))
                        for k, v in obj.items())
         return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
-    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, slice, np.generic,
+    if isinstance(obj, (set, frozenset)):          # no fixed order (string hashes vary by rank)
+        return f"{type(obj).__name__}({sorted(_describe(v, own, comms, depth + 1) for v in obj)})"
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        return hex(obj)              # repr raises past 4300 digits
+    if obj is None or isinstance(obj, (bool, float, complex, str, bytes, slice, np.generic,
                                        np.dtype, type)) or obj is Ellipsis:
         return repr(obj)
-    return type(obj).__name__
+    try:                             # another value (a Fraction, a Decimal, a path): its pickle
+        raw = pickle.dumps(obj, protocol=4)
+    except Exception:  # noqa: BLE001 - no portable form (a lambda, a generator): its type
+        return type(obj).__name__
+    return f"{type(obj).__name__}:{hashlib.sha1(raw).hexdigest()[:16]}"

@@ -27,3 +27,42 @@ def test_registered_function_against_an_elementwise_call_under_errstate_raise(tm
         assert lines[0].startswith("EXC DapError:"), report
         assert "different calls" in lines[0], report
         assert lines[1] == f"OK {float(sum(range(24)))!r}", report
+
+
+def test_the_same_call_spelled_differently_is_the_same_call(tmp_path):
+    """An argument by keyword on one rank and by position on another, or a
+    default given explicitly: the same call, NumPy's result on every rank.
+    Before: a DapError "the ranks disagree" on every rank."""
+    steps, ended, report = run_ranks(tmp_path, 3, SETUP + textwrap.dedent("""
+        step(lambda: np.roll(a, 1, 0).gather(root=None).tolist() if rank else
+             np.roll(a, 1, axis=0).gather(root=None).tolist())
+        step(lambda: np.flip(a).gather(root=None).tolist() if rank else
+             np.flip(a, axis=None).gather(root=None).tolist())
+    """))
+    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
+    g = [float(v) for v in range(24)]
+    for lines in steps:
+        assert lines == [f"OK {g[-1:] + g[:-1]!r}", f"OK {g[::-1]!r}"], report
+
+
+def test_arguments_without_a_plain_text(tmp_path):
+    """An int too long for its decimal text on one rank (``repr`` raises
+    there): a DapError on every rank, the ranks in step afterwards (before:
+    a ValueError on that rank alone, the others went on into the call).
+    A fill value of another type than the plain ones (a Fraction) that
+    differs by rank: a DapError on every rank (before: each rank filled its
+    block with its own value, silently)."""
+    steps, ended, report = run_ranks(tmp_path, 3, SETUP + textwrap.dedent("""
+        step(lambda: np.roll(a, 10**5000 if rank == 0 else 1))
+        step(lambda: float(np.sum(a)))
+        from fractions import Fraction
+        step(lambda: np.full_like(a, Fraction(rank, 1)))
+        step(lambda: np.full_like(a, Fraction(1, 2)).gather(root=None).tolist())
+    """))
+    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
+    for lines in steps:
+        assert len(lines) == 4, report
+        assert lines[0].startswith(("EXC DapError:", "EXC ValueError:")), report
+        assert lines[1] == f"OK {float(sum(range(24)))!r}", report
+        assert lines[2].startswith("EXC DapError:"), report
+        assert lines[3] == f"OK {[0.5] * 24!r}", report
