@@ -1,0 +1,27 @@
+"""Review 2 (issue 25): 0-d DistArrays (each rank's own, on COMM_SELF)
+against NumPy's 0-d arrays, on 1..6 ranks."""
+import numpy as np
+from mpi4py import MPI
+
+import nclx.dap as dap
+from fn_helpers import compare
+from mpi_helpers import collective_assert, outcome
+
+
+def test_scans_of_a_0d_distarray_along_axis_0_or_minus_1():
+    """``np.cumsum(x, axis=0)`` and ``np.cumprod(x, axis=-1)`` of a 0-d array
+    are NumPy's ``array([x])`` (the axis of the 1-D view); axis 1 is NumPy's
+    AxisError (a DapError naming it).  Before: a DapError (AxisError) for axis 0 and -1."""
+    g = np.array(2.5)
+    bad = []
+    for tag, f in [("cumsum 0", lambda x: np.cumsum(x, axis=0)),
+                   ("cumprod -1", lambda x: np.cumprod(x, axis=-1)),
+                   ("cumsum int64 0", lambda x: np.cumsum(x, axis=np.int64(0)))]:
+        kind, got = outcome(lambda: f(dap.DistArray.from_global(g, comm=MPI.COMM_SELF)))
+        bad.append(f"{tag}: raised {got}" if kind == "exc" else compare(tag, got, f(g)))
+    kind, got = outcome(lambda: np.cumsum(dap.DistArray.from_global(g, comm=MPI.COMM_SELF),
+                                          axis=1))
+    if kind != "exc":
+        bad.append(f"cumsum axis 1: {kind} {got}")
+    bad = [b for b in bad if b]
+    collective_assert(not bad, "; ".join(bad))
