@@ -66,3 +66,30 @@ def test_arguments_without_a_plain_text(tmp_path):
         assert lines[1] == f"OK {float(sum(range(24)))!r}", report
         assert lines[2].startswith("EXC DapError:"), report
         assert lines[3] == f"OK {[0.5] * 24!r}", report
+
+
+def test_reduction_arguments_refused_on_one_rank(tmp_path):
+    """A reduction whose arguments only one rank's NumPy refuses (an axis out
+    of range, a duplicate axis, a bad dtype, a non-associative ufunc): that
+    rank's error there, a DapError naming it on the others, the ranks in
+    step afterwards.  Before: that rank raised alone and went on to its next
+    call, which the others' reduction met (a result paired with another
+    call, then a rank left waiting)."""
+    steps, ended, report = run_ranks(tmp_path, 3, SETUP + textwrap.dedent("""
+        m = dap.DistArray.from_global(np.arange(24.0 * N).reshape(4 * N, 6), comm=comm)
+        step(lambda: m.sum(axis=5 if rank == 0 else 0))
+        step(lambda: np.sum(m, axis=(0, 0) if rank == 1 else 0))
+        step(lambda: np.add.reduce(a, dtype="bogus" if rank == 2 else None))
+        step(lambda: np.subtract.reduce(a) if rank == 0 else np.add.reduce(a))
+        step(lambda: float(np.sum(a)))
+    """))
+    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
+    failing = [0, 1, 2, 0]
+    for r, lines in enumerate(steps):
+        assert len(lines) == 5, report
+        for k, who in enumerate(failing):
+            if r == who:
+                assert not lines[k].startswith(("OK", "EXC DapError: add.reduce: rank")), report
+            else:
+                assert lines[k].startswith("EXC DapError:") and f"rank {who}" in lines[k], report
+        assert lines[4] == f"OK {float(sum(range(24)))!r}", report
