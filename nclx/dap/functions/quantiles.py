@@ -124,7 +124,13 @@ def _whole_axis(a, ax, keepdims, fn, q_shape):
     if a.distribution.grid_shape[ax] != 1:
         a = redistribute(a, tuple("n" if d == ax else "b" for d in range(a.distribution.ndim)))
     dist = a.distribution
-    local = np.asarray(fn(a.owned, ax))
+    owned = a.owned
+    local = np.asarray(fn(owned, ax))
+    want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)
+    if owned.size == 0 and local.shape != want:
+        # NumPy's nan-quantiles of an empty block drop q's dimensions (they
+        # return np.nanmean's result): this rank's empty part, in its dtype
+        local = np.empty(want, local.dtype)
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
     for d in range(dist.ndim):
         if d != ax:
