@@ -120,8 +120,8 @@ def _describe(obj, own, comms, depth=0):
         comms.append(obj.comm)
         return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            return f"ndarray({obj.shape}, object)"
+        if obj.dtype.hasobject:                    # Python objects: their pickle
+            return f"ndarray({obj.shape}, object, {_pickled(obj)})"
         try:
             crc = zlib.crc32(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))
         except (TypeError, ValueError):          # a zero-size item: the shape says it all
@@ -137,12 +137,20 @@ def _describe(obj, own, comms, depth=0):
     if isinstance(obj, (set, frozenset)):          # no fixed order (string hashes vary by rank)
         return f"{type(obj).__name__}({sorted(_describe(v, own, comms, depth + 1) for v in obj)})"
     if isinstance(obj, int) and not isinstance(obj, bool):
-        return hex(obj)              # repr raises past 4300 digits
+        try:
+            return repr(obj)
+        except ValueError:           # past 4300 digits
+            return hex(obj)
     if obj is None or isinstance(obj, (bool, float, complex, str, bytes, slice, np.generic,
                                        np.dtype, type)) or obj is Ellipsis:
         return repr(obj)
-    try:                             # another value (a Fraction, a Decimal, a path): its pickle
-        raw = pickle.dumps(obj, protocol=4)
-    except Exception:  # noqa: BLE001 - no portable form (a lambda, a generator): its type
-        return type(obj).__name__
-    return f"{type(obj).__name__}:{hashlib.sha1(raw).hexdigest()[:16]}"
+    return f"{type(obj).__name__}:{_pickled(obj)}"    # a Fraction, a Decimal, a path...
+
+
+def _pickled(obj):
+    """A digest of ``obj``'s pickle, or '?' where it has none (a lambda, a
+    generator: then only its type is compared)."""
+    try:
+        return hashlib.sha1(pickle.dumps(obj, protocol=4)).hexdigest()[:16]
+    except Exception:  # noqa: BLE001 - no portable form
+        return "?"

@@ -51,21 +51,26 @@ def test_arguments_without_a_plain_text(tmp_path):
     a ValueError on that rank alone, the others went on into the call).
     A fill value of another type than the plain ones (a Fraction) that
     differs by rank: a DapError on every rank (before: each rank filled its
-    block with its own value, silently)."""
+    block with its own value, silently); so does a 0-d object array (was
+    compared by shape alone)."""
     steps, ended, report = run_ranks(tmp_path, 3, SETUP + textwrap.dedent("""
         step(lambda: np.roll(a, 10**5000 if rank == 0 else 1))
         step(lambda: float(np.sum(a)))
         from fractions import Fraction
         step(lambda: np.full_like(a, Fraction(rank, 1)))
         step(lambda: np.full_like(a, Fraction(1, 2)).gather(root=None).tolist())
+        step(lambda: np.full_like(a, np.array(float(rank), dtype=object)))
+        step(lambda: float(np.sum(a)))
     """))
     assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
     for lines in steps:
-        assert len(lines) == 4, report
+        assert len(lines) == 6, report
         assert lines[0].startswith(("EXC DapError:", "EXC ValueError:")), report
         assert lines[1] == f"OK {float(sum(range(24)))!r}", report
         assert lines[2].startswith("EXC DapError:"), report
         assert lines[3] == f"OK {[0.5] * 24!r}", report
+        assert lines[4].startswith("EXC DapError:"), report
+        assert lines[5] == f"OK {float(sum(range(24)))!r}", report
 
 
 def test_reduction_arguments_refused_on_one_rank(tmp_path):
