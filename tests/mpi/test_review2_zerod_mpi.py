@@ -1,5 +1,5 @@
-"""Review 2 (issue 25): 0-d DistArrays (each rank's own, on COMM_SELF)
-against NumPy's 0-d arrays, on 1..6 ranks."""
+"""Review 2 (issue 25): 0-d DistArrays (each rank's own, on COMM_SELF) and
+ranks holding no cell, against NumPy on the global array, on 1..6 ranks."""
 import numpy as np
 from mpi4py import MPI
 
