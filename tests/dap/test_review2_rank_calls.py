@@ -4,6 +4,8 @@ watchdog (dap_helpers): every rank raises, or every rank computes the same
 call; no rank is left waiting."""
 import textwrap
 
+import numpy as np
+
 from dap_helpers import run_ranks
 
 SETUP = """
@@ -98,3 +100,18 @@ def test_reduction_arguments_refused_on_one_rank(tmp_path):
             else:
                 assert lines[k].startswith("EXC DapError:") and f"rank {who}" in lines[k], report
         assert lines[4] == f"OK {float(sum(range(24)))!r}", report
+
+
+def test_equal_array_arguments_in_other_memory_orders(tmp_path):
+    """The same ``q`` in Fortran order on one rank and C order on the
+    others: the same call, NumPy's result on every rank (before: a DapError
+    "the ranks disagree", the agreement's digest being the arrays' pickles,
+    which differ by memory order)."""
+    steps, ended, report = run_ranks(tmp_path, 3, SETUP + textwrap.dedent("""
+        q2 = np.array([[10.0, 20.0], [30.0, 90.0]])
+        step(lambda: np.percentile(a, np.asfortranarray(q2) if rank == 0 else q2).tolist())
+    """))
+    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
+    want = np.percentile(np.arange(24.0), [[10.0, 20.0], [30.0, 90.0]]).tolist()
+    for lines in steps:
+        assert lines == [f"OK {want!r}"], report
