@@ -257,7 +257,9 @@ def agreed_call(comm, fn, key, what):
         result = fn()
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="agree")
+    # a kind of its own: ranks in :func:`agree` go on to an allgather when
+    # only the keys differ, so meeting them must be OTHER_CALL (raised at once)
+    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="call")
     raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
     return result
 

@@ -15,6 +15,7 @@ array, messages of any size (mpi4py 4's large-count calls).
 every rank) holds everything".
 """
 import hashlib
+import io
 import pickle
 
 import numpy as np
@@ -267,6 +268,20 @@ def _fingerprint(dist):
     return (dist.shape, dist.dist, dist.grid_shape, h.hexdigest())
 
 
+def _array_bytes(dtype, shape, data):
+    """Names arrays in :class:`_Canonical`'s pickles (never called)."""
+
+
+class _Canonical(pickle.Pickler):
+    """Pickles arrays by dtype, shape and C-order bytes, so equal arrays in
+    other memory orders (Fortran order, views) pickle alike."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
+            return _array_bytes, (obj.dtype, obj.shape, obj.tobytes())
+        return NotImplemented
+
+
 def agree_quick(comm, value, error, what, describe=repr):
     """:func:`nclx.dap.collective.agree_same` in one ``Allreduce`` on success:
     the fixed-size record of :func:`nclx.dap.fold.agree` carrying a digest
@@ -274,7 +289,9 @@ def agree_quick(comm, value, error, what, describe=repr):
     same collective and are told so); only on a failure or a disagreement
     does ``agree_same`` run to report every rank's error or value."""
     try:                     # every byte of arrays (a repr abbreviates large ones)
-        raw = pickle.dumps((what, value), protocol=4)
+        buf = io.BytesIO()
+        _Canonical(buf, protocol=4).dump((what, value))
+        raw = buf.getvalue()
     except Exception:  # noqa: BLE001 - an unpicklable value: its text
         raw = repr((what, value)).encode()
     digest = hashlib.sha1(raw).hexdigest()

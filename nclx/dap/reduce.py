@@ -161,7 +161,7 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
         check_partition(dist, f"{ufunc.__name__}.reduce")
         axes, spec = partial_spec(block, dist, rank, ufunc, axis, dtype)
     except Exception as exc:
-        exc._nclx_agreed = True      # the same verdict on every rank called alike
+        _refused(comm, ufunc, exc)                 # raises exc here, a DapError elsewhere
         raise
     index = dist.owned_slices(rank)      # the cells counted in size (no communication padding)
     error = partial = None
@@ -177,15 +177,28 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
 def join_failed(block, distribution, comm, ufunc, kwargs, error):
     """A rank that failed before :func:`reduce_block` (its hook chain raised)
     meets the others in the reduction's collective with ``error``, which is
-    then raised on every rank.  Returns only if this rank cannot tell the
-    size of the exchange (its own arguments are refused): the caller raises."""
+    then raised on every rank; where this rank cannot tell the size of the
+    exchange (its own arguments are refused) it meets the others' first
+    record all the same (:func:`_refused`)."""
     try:
         axes, spec = partial_spec(block, distribution, comm.Get_rank(), ufunc,
                                   kwargs.get("axis", 0), kwargs.get("dtype"))
-    except Exception:  # noqa: BLE001 - nothing to join: the caller raises its error
+    except Exception:  # noqa: BLE001 - joined with the caller's error, raised here
+        _refused(comm, ufunc, error)
         return
     _finish(distribution, comm, ufunc, axes, bool(kwargs.get("keepdims", False)), spec, None,
             error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue)))
+
+
+def _refused(comm, ufunc, error):
+    """This rank's arguments are refused (a bad axis or dtype): it cannot
+    tell the size of the exchange, but every reduction starts with the
+    fold's fixed-size record over ``comm``, so it sends that with ``error``
+    -- raised here, a DapError naming this rank on ranks that accepted
+    theirs (not left waiting, nor paired with this rank's next call)."""
+    what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
+    verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, key=repr((what, "refused")))
+    raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
 
 
 def _extra(where, initial):

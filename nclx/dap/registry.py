@@ -16,6 +16,9 @@ computing silently different results.  An implementation that makes that
 agreement itself, in its one collective (the reductions), is registered
 with ``agreed=True``.
 """
+import hashlib
+import inspect
+import pickle
 import zlib
 
 import numpy as np
@@ -77,11 +80,33 @@ def dispatch(own, func, types, args, kwargs):
     if impl is None:
         raise refusal(_name(func))
     if func not in _AGREED:
-        comms = []
-        text = f"{_name(func)}{_describe(args, own, comms)}{_describe(kwargs, own, comms)}"
+        comms, error = [], None
+        try:
+            text = f"{_name(func)}{_describe(_bound(impl, args, kwargs), own, comms)}"
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
+            error, text = exc, _name(func)
+            comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
         if comms:
-            agree_quick(comms[0], text, None, _name(func), describe=lambda t: t)
+            agree_quick(comms[0], text, error, _name(func), describe=lambda t: t)
     return impl(*args, **kwargs)
+
+
+_SIGNATURES = {}
+
+
+def _bound(impl, args, kwargs):
+    """The call's arguments by parameter name, defaults filled in (a keyword
+    on one rank and a position on another, or a default given explicitly,
+    are the same call); as given where they do not bind (``impl`` raises)."""
+    sig = _SIGNATURES.get(impl)
+    if sig is None:
+        sig = _SIGNATURES[impl] = inspect.signature(impl)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError:
+        return (args, kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
 
 
 def _describe(obj, own, comms, depth=0):
@@ -95,8 +120,8 @@ def _describe(obj, own, comms, depth=0):
         comms.append(obj.comm)
         return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"
     if isinstance(obj, np.ndarray):
-        if obj.dtype.hasobject:
-            return f"ndarray({obj.shape}, object)"
+        if obj.dtype.hasobject:                    # Python objects: their pickle
+            return f"ndarray({obj.shape}, object, {_pickled(obj)})"
         try:
             crc = zlib.crc32(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))
         except (TypeError, ValueError):          # a zero-size item: the shape says it all
@@ -106,9 +131,26 @@ def _describe(obj, own, comms, depth=0):
         inner = ", ".join(_describe(v, own, comms, depth + 1) for v in obj)
         return f"[{inner}]" if isinstance(obj, list) else f"({inner})"
     if isinstance(obj, dict):
-        return "{" + ", ".join(f"{k!r}: {_describe(obj[k], own, comms, depth + 1)}"
-                               for k in sorted(obj, key=repr)) + "}"
-    if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes, slice, np.generic,
+        items = sorted((_describe(k, own, comms, depth + 1), _describe(v, own, comms, depth + 1))
+                       for k, v in obj.items())
+        return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(obj, (set, frozenset)):          # no fixed order (string hashes vary by rank)
+        return f"{type(obj).__name__}({sorted(_describe(v, own, comms, depth + 1) for v in obj)})"
+    if isinstance(obj, int) and not isinstance(obj, bool):
+        try:
+            return repr(obj)
+        except ValueError:           # past 4300 digits
+            return hex(obj)
+    if obj is None or isinstance(obj, (bool, float, complex, str, bytes, slice, np.generic,
                                        np.dtype, type)) or obj is Ellipsis:
         return repr(obj)
-    return type(obj).__name__
+    return f"{type(obj).__name__}:{_pickled(obj)}"    # a Fraction, a Decimal, a path...
+
+
+def _pickled(obj):
+    """A digest of ``obj``'s pickle, or '?' where it has none (a lambda, a
+    generator: then only its type is compared)."""
+    try:
+        return hashlib.sha1(pickle.dumps(obj, protocol=4)).hexdigest()[:16]
+    except Exception:  # noqa: BLE001 - no portable form
+        return "?"

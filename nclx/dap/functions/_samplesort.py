@@ -73,8 +73,9 @@ def _key_order(lines, values, *tiebreaks):
 
 def _kind(values):
     """'stable' where the order of equal keys shows in the values (both
-    zeros, NaNs of different bits, complex and structured values), else
-    NumPy's default (much faster) sort: equal keys then have equal bits."""
+    zeros, NaNs other than the canonical one, complex and structured
+    values), else NumPy's default (much faster) sort: equal keys then have
+    equal bits."""
     kind = values.dtype.kind
     if kind in "biuSUMm":
         return None
@@ -84,10 +85,14 @@ def _kind(values):
     if zeros.size and zeros.any() and not zeros.all():
         return "stable"
     nans = values[np.isnan(values)]
-    if nans.size > 1:
+    if nans.size:
+        # NumPy's default (SIMD) sort may make every NaN its canonical one:
+        # a NaN of other bits (``-nan``) keeps them only in a stable sort
         size = nans.dtype.itemsize
-        raw = nans.view(np.dtype(f"u{size}")) if size in (1, 2, 4, 8) else None
-        if raw is None or np.any(raw != raw[0]):
+        if size not in (2, 4, 8):
+            return "stable"
+        unsigned = np.dtype(f"u{size}")
+        if np.any(nans.view(unsigned) != np.array(np.nan, nans.dtype).view(unsigned)):
             return "stable"
     return None
 

@@ -125,14 +125,12 @@ def _whole_axis(a, ax, keepdims, fn, q_shape):
         a = redistribute(a, tuple("n" if d == ax else "b" for d in range(a.distribution.ndim)))
     dist = a.distribution
     owned = a.owned
-    if owned.size == 0:
-        # no cells here: NumPy's nan-functions give an empty array of another
-        # shape (nanmean's, without q's dimensions); the result's dtype from one cell
-        kept = tuple(n for d, n in enumerate(owned.shape) if d != ax)
-        one = np.asarray(fn(np.zeros((1,) * dist.ndim, a.dtype), ax))
-        local = np.empty(tuple(q_shape) + kept, one.dtype)
-    else:
-        local = np.asarray(fn(owned, ax))
+    local = np.asarray(fn(owned, ax))
+    want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)
+    if owned.size == 0 and local.shape != want:
+        # NumPy's nan-quantiles of an empty block drop q's dimensions (they
+        # return np.nanmean's result): this rank's empty part, in its dtype
+        local = np.empty(want, local.dtype)
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
     for d in range(dist.ndim):
         if d != ax:

@@ -53,6 +53,8 @@ def _scan(name, ufunc, a, axis, dtype, out):
             raise DapError(f"np.{name}: out= is not supported for a DistArray")
         numpy_fn = np.cumsum if ufunc is np.add else np.cumprod
         rdtype = numpy_fn(np.zeros(1, a.dtype), dtype=dtype).dtype   # NumPy's (and errors)
+        if not a.shape and isinstance(axis, (int, np.integer)) and axis in (0, -1):
+            axis = None             # NumPy: axis 0 or -1 of a 0-d array scans it as 1-D
         if axis is not None:
             ax = axis_of(a, axis, f"np.{name}")
             check_permutation(dist, ax, f"np.{name}")
