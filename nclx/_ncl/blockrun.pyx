@@ -13,22 +13,13 @@ from nclx._ncl.entries cimport ncl_slot_policy, ncl_slot_proto, ncl_entries_quie
 
 cdef extern from *:
     """
-    #include <fenv.h>
     #include <time.h>
-    static void ncl_bx_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
+    #include "ncl_fpe.h"
+    #define ncl_bx_clear ncl_fpe_clear
+    #define ncl_bx_fpe ncl_fpe_flags
     static int64_t ncl_bx_now_ns(void) {
         struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
         return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
-    /* NumPy's NPY_FPE_* bits of the flags up now (x87 and SSE both:
-     * NumPy's integer loops raise theirs through feraiseexcept) */
-    static int ncl_bx_fpe(void) {
-        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
-        if (f & FE_DIVBYZERO) r |= 1;
-        if (f & FE_OVERFLOW) r |= 2;
-        if (f & FE_UNDERFLOW) r |= 4;
-        if (f & FE_INVALID) r |= 8;
-        return r;
     }
     """
     void ncl_bx_clear() nogil

@@ -21,7 +21,7 @@ cnp.import_ufunc()
 
 cdef extern from *:
     """
-    #include <fenv.h>
+    #include "ncl_fpe.h"
     #if defined(__x86_64__) && defined(__SSE2__)
     #include <xmmintrin.h>
     /* float arithmetic on x86-64 is SSE: MXCSR holds every flag a cast
@@ -39,27 +39,13 @@ cdef extern from *:
         if (c & _MM_EXCEPT_MASK) _mm_setcsr(c & ~_MM_EXCEPT_MASK);
     }
     /* with hooks in the chains: every flag, wherever a hook raised it */
-    static int ncl_cast_fpe_all(void) {
-        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
-        if (f & FE_DIVBYZERO) r |= 1;
-        if (f & FE_OVERFLOW) r |= 2;
-        if (f & FE_UNDERFLOW) r |= 4;
-        if (f & FE_INVALID) r |= 8;
-        return r;
-    }
-    static void ncl_cast_clear_all(void) { feclearexcept(FE_ALL_EXCEPT); }
+    #define ncl_cast_fpe_all ncl_fpe_flags
+    #define ncl_cast_clear_all ncl_fpe_clear
     #else
-    static int ncl_cast_fpe(void) {
-        int f = fetestexcept(FE_DIVBYZERO | FE_OVERFLOW | FE_UNDERFLOW | FE_INVALID), r = 0;
-        if (f & FE_DIVBYZERO) r |= 1;    /* NPY_FPE_DIVIDEBYZERO */
-        if (f & FE_OVERFLOW) r |= 2;     /* NPY_FPE_OVERFLOW */
-        if (f & FE_UNDERFLOW) r |= 4;    /* NPY_FPE_UNDERFLOW */
-        if (f & FE_INVALID) r |= 8;      /* NPY_FPE_INVALID */
-        return r;
-    }
-    static void ncl_cast_clear(void) { feclearexcept(FE_ALL_EXCEPT); }
-    #define ncl_cast_fpe_all ncl_cast_fpe
-    #define ncl_cast_clear_all ncl_cast_clear
+    #define ncl_cast_fpe ncl_fpe_flags
+    #define ncl_cast_clear ncl_fpe_clear
+    #define ncl_cast_fpe_all ncl_fpe_flags
+    #define ncl_cast_clear_all ncl_fpe_clear
     #endif
     """
     int ncl_cast_fpe() nogil
