@@ -1,8 +1,8 @@
 """Fixtures the fused-evaluation tests share (test_fused*.py import them)."""
 import pytest
 
-import nclx
 from nclx import fused
+from team_fixtures import threads  # noqa: F401 - re-exported fixture (1, 2, 3, 7 threads)
 
 
 @pytest.fixture
@@ -14,14 +14,3 @@ def low():
         yield
     finally:
         fused.fuse_threshold(before)
-
-
-@pytest.fixture(params=[1, 2, 3, 7])
-def threads(request):
-    """nclx's team at 1, 2, 3 and 7 threads."""
-    before = nclx.get_num_threads()
-    nclx.set_num_threads(request.param)
-    try:
-        yield request.param
-    finally:
-        nclx.set_num_threads(before)

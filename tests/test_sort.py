@@ -11,6 +11,7 @@ from hypothesis import given, settings, strategies as st
 import nclx
 import nclx.hooks as hooks
 from nclx._ncl import sorting
+from team_fixtures import threads  # noqa: F401 - fixture: 1, 2, 3, 7 threads
 
 CHARS = "?bBhHiIlLqQfd"
 KINDS = ["quicksort", "heapsort", "stable"]
@@ -31,14 +32,6 @@ def small():
         sorting.min_run(m)
 
 
-@pytest.fixture(params=[1, 2, 3, 7])
-def threads(request):
-    before = nclx.get_num_threads()
-    nclx.set_num_threads(request.param)
-    try:
-        yield request.param
-    finally:
-        nclx.set_num_threads(before)
 
 
 def _reachable():

@@ -15,6 +15,7 @@ import pytest
 import nclx
 import nclx.hooks as hooks
 from nclx._ncl import sorting
+from team_fixtures import threads_fixture
 
 
 def _way():
@@ -30,14 +31,7 @@ if _way() != "methods":
 CHARS = "?bBhHiIlLqQfd"
 
 
-@pytest.fixture(params=[2, 3, 7])
-def threads(request):
-    before = nclx.get_num_threads()
-    nclx.set_num_threads(request.param)
-    try:
-        yield request.param
-    finally:
-        nclx.set_num_threads(before)
+threads = threads_fixture([2, 3, 7])     # deferring needs a team of 2 or more
 
 
 def _values(char, shape, seed=0):
