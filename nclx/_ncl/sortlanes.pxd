@@ -17,7 +17,6 @@ cdef struct lane_batch:
     char **pi
     npy_intp npend, cap
     npy_intp flush_at             # lanes that make a batch (4 a thread, the threaded size)
-    int nth                       # threads when deferring started
     int failed
     ncl_sort_run_fn run           # NumPy's sort of one lane
     void *runctx

@@ -51,7 +51,6 @@ cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void 
     b.npend = 0
     b.cap = 0
     b.flush_at = 0
-    b.nth = 1
     b.failed = 0
     b.run = run
     b.runctx = runctx
@@ -87,7 +86,6 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
         nth = ncl_threads_now()
         b.mode = 1 if (eligible and _on and (nth >= 2 or _probing) and n == b.n
                        and v != b.first_v and (i == NULL or i != b.first_i)) else 2
-        b.nth = nth
         b.flush_at = max(4 * nth, (ncl_sort_threshold() + n - 1) // max(n, 1))
     if b.mode != 1 or not eligible or n != b.n:
         return NCL_LANE_NOT_TAKEN
