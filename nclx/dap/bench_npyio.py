@@ -1,7 +1,9 @@
 """Parallel .npy I/O against per-rank NumPy I/O: ``load_npy`` / ``save_npy``
 of one global float64 array on every rank of ``mpiexec``, against every
 rank's ``np.load`` / ``np.save`` of its own block to a file of its own in
-the same directory (the same bytes to the same disk, at the same time).
+the same directory (the same bytes to the same disk, at the same time);
+``save_mpiio`` is ``save_npy`` with the one-node shared mapping turned off
+(:data:`nclx.dap.npymap.MAPPED_WRITES`), every byte through MPI-IO.
 
 Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
 timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
@@ -24,6 +26,7 @@ import time
 
 import numpy as np
 
+from nclx.dap import npymap
 from nclx.dap.distarray import DistArray
 from nclx.dap.npyio import load_npy
 
@@ -63,6 +66,13 @@ def measure(comm, mb, layout, repeats, where, cold=False):
         if cold and rank == 0:      # after save_npy every rank has closed the file
             _drop(path)
 
+    def save_mpiio():           # the same through MPI-IO (no shared mapping)
+        npymap.MAPPED_WRITES = False
+        try:
+            save()
+        finally:
+            npymap.MAPPED_WRITES = True
+
     def np_save():
         np.save(own, block)
         if cold:
@@ -76,12 +86,13 @@ def measure(comm, mb, layout, repeats, where, cold=False):
         return before
 
     ops = [("save", save, comm.Barrier), ("np_save", np_save, comm.Barrier),
+           ("save_mpiio", save_mpiio, comm.Barrier),
            ("load", lambda: load_npy(path, comm=comm, grid_shape=grid), before_load(path)),
            ("np_load", lambda: np.load(own), before_load(own))]
     times = {name: [] for name, _, _ in ops}
     for rnd in range(repeats + 1):          # round 0 warms up, untimed
         # nclx first in odd rounds, NumPy first in even ones (ABBA)
-        for name, fn, before in (ops if rnd % 2 else [ops[1], ops[0], ops[3], ops[2]]):
+        for name, fn, before in (ops if rnd % 2 else [ops[1], ops[2], ops[0], ops[4], ops[3]]):
             before()
             t0 = time.perf_counter()
             fn()
@@ -90,9 +101,9 @@ def measure(comm, mb, layout, repeats, where, cold=False):
                 times[name].append(t)
     out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold}
     out.update({name: statistics.median(ts) for name, ts in times.items()})
-    for op in ("save", "load"):
+    for op, ref in (("save", "np_save"), ("load", "np_load"), ("save_mpiio", "np_save")):
         out[f"ratio_{op}"] = statistics.median(
-            a / b for a, b in zip(times[op], times["np_" + op]))
+            a / b for a, b in zip(times[op], times[ref]))
     back = load_npy(path, comm=comm, grid_shape=grid)
     ok = comm.allreduce(bool(np.array_equal(back._block, block)))
     out["correct"] = bool(ok == comm.Get_size())
@@ -135,8 +146,10 @@ def main(argv=None):
             for lay, r in results.items():
                 print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
                       f"{'correct' if r['correct'] else 'WRONG'}):")
-                for op, ref in (("save", "np_save"), ("load", "np_load")):
-                    print(f"    {op}_npy {r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
+                for op, ref in (("save", "np_save"), ("save_mpiio", "np_save"),
+                                ("load", "np_load")):
+                    print(f"    {op.replace('_', '_npy ', 1) if '_' in op else op + '_npy'} "
+                          f"{r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
                           f"{r[ref]:.3f} s: {r['ratio_' + op]:.2f}x")
     return 0
 

@@ -24,6 +24,7 @@ import struct
 
 import numpy as np
 
+from nclx.dap import npymap
 from nclx.dap.collective import describe_error
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
 from nclx.dap.maps import check_global_range
@@ -320,20 +321,36 @@ def write_npy(comm, path, block, dist, what):
         parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
-                                             plan.kind in ("contiguous", "empty"))))
-        for r, (p, dt, _, _) in enumerate(parts):
+                                             plan.kind in ("contiguous", "empty")),
+                                            plan is not None and npymap.MAPPED_WRITES
+                                            and npymap.is_box(plan.selections)))
+        for r, (p, dt, _, _, _) in enumerate(parts):
             if p != parts[0][0] or dt != parts[0][1]:
                 raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "
                                f"{parts[0][0]!r} from a {parts[0][1]} block")
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
+        # every rank's cells one box, every rank on one node: stores into a
+        # shared mapping (nclx.dap.npymap: no inode lock between the ranks)
+        planned = mapped = nbytes > 0 and all(p[4] for p in parts) and npymap.one_node(comm)
         hints = _hints([p[3] for p in parts])
         error = None
         if rank == 0:           # the header, truncating an older file
             try:
                 with open(path, "wb") as f:
                     f.write(header)
+                    if mapped:
+                        mapped = npymap.reserve(f, len(header) + nbytes)
             except OSError as exc:
                 error = exc
+        if planned:         # rank 0's reservation decides (and its error raises everywhere)
+            mapped = _agree(comm, error, what, mapped)[0]
+        if mapped:
+            try:
+                npymap.write_box(path, parts[0][2], dist.shape, block, plan.selections)
+            except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+                error = exc
+            _agree(comm, error, what)
+            return
         fh = _open(comm, path, True, hints, error, what)
         _finish(comm, fh, what, plan, block, parts[0][2], nbytes > 0, write=True)
     finally:

@@ -19,10 +19,21 @@ import numpy as np
 import pytest
 
 import nclx.dap as dap
+from nclx.dap import npymap
 from mpi_helpers import shared_tmpdir, collective_assert, comm, outcome, rank, N
 from nclx.dap import DapError, Distribution
 
 SLOW = os.environ.get("NCLX_SLOW") == "1"
+
+
+@pytest.fixture(params=["mapped", "mpiio"])
+def writer(request):
+    """Writes through the shared mapping where the layout allows (the
+    default on one node: nclx.dap.npymap), or through MPI-IO always."""
+    old = npymap.MAPPED_WRITES
+    npymap.MAPPED_WRITES = request.param == "mapped"
+    yield request.param
+    npymap.MAPPED_WRITES = old
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +109,7 @@ LAYOUTS = [
 
 @pytest.mark.parametrize("fortran", [False, True], ids=["C", "F"])
 @pytest.mark.parametrize("name,shape,kw", LAYOUTS, ids=[x[0] for x in LAYOUTS])
-def test_round_trips_of_every_layout(tmp, name, shape, kw, fortran):
+def test_round_trips_of_every_layout(tmp, name, shape, kw, fortran, writer):
     round_trip(tmp, f"{name}-{fortran}.npy", _global(shape, np.float64), fortran=fortran, **kw)
 
 
@@ -107,7 +118,7 @@ DTYPES = [np.bool_, np.int8, np.uint16, np.int64, np.float32, np.float64, ">f8",
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=[str(np.dtype(d)) for d in DTYPES])
-def test_round_trips_of_every_dtype_as_stored(tmp, dtype):
+def test_round_trips_of_every_dtype_as_stored(tmp, dtype, writer):
     g = _global((5, 7), dtype)
     da = round_trip(tmp, "dt.npy", g, dist=["c", "b"], padding=[0, 1], fortran=True)
     collective_assert(da.dtype == np.dtype(dtype), f"dtype {da.dtype} != {np.dtype(dtype)}")
@@ -132,7 +143,7 @@ def _u_dist(n, m=None, seed=5):
 
 
 @pytest.mark.parametrize("fortran", [False, True], ids=["C", "F"])
-def test_round_trips_of_unstructured_dimensions(tmp, fortran):
+def test_round_trips_of_unstructured_dimensions(tmp, fortran, writer):
     round_trip(tmp, "u1.npy", _global((11,), np.int32), dist=_u_dist(11))
     round_trip(tmp, "u2.npy", _global((11, 3), np.complex64), dist=_u_dist(11, 3),
                fortran=fortran)
@@ -359,3 +370,89 @@ def test_a_part_over_2_gib_loaded(big):
     ok = back._block.shape == (hi - lo,) and np.array_equal(
         back._block[at], ((lo + at) % 251).astype(np.int8))
     collective_assert(ok, "load_npy of the big file differs")
+
+
+# -- one node: writes through a shared mapping (nclx.dap.npymap) -------------
+
+def _spy_box_writes(monkeypatch):
+    calls = []
+    real = npymap.write_box
+    monkeypatch.setattr(npymap, "write_box", lambda *a: (calls.append(a[0]), real(*a)))
+    return calls
+
+
+@pytest.mark.parametrize("name,shape,kw,box", [
+    ("rows", (4 * N + 1, 300), dict(grid_shape=[N, 1]), True),
+    ("grid-padded", (9, 8), dict(padding=[1, 1]), True),
+    ("cyclic", (13,), dict(dist="c"), False),
+    ("u", None, None, False),
+])
+def test_one_node_box_writes_go_through_the_mapping(tmp, monkeypatch, name, shape, kw, box):
+    """Every rank of the MPI tests shares this node: layouts whose owned
+    cells are one box per rank are stored through the mapping, the others
+    through MPI-IO; the file
+    is allocated in full (posix_fallocate: a full disk cannot SIGBUS a
+    store) and np.load reads the global array."""
+    calls = _spy_box_writes(monkeypatch)
+    path = os.path.join(tmp, f"map-{name}.npy")
+    if shape is None:
+        g, da = _global((11,), np.int32), None
+        da = dap.DistArray.from_global(g, dist=_u_dist(11), comm=comm)
+    else:
+        g = _global(shape, np.float64)
+        da = dap.DistArray.from_global(g, comm=comm, **kw)
+    da.save_npy(path)
+    ok, msg = (len(calls) == 1) == box, f"{name}: mapped writes {calls}, expected box={box}"
+    if ok and rank == 0:
+        st = os.stat(path)
+        back = np.load(path)
+        ok = _same(back, g) and (not box or st.st_blocks * 512 >= st.st_size)
+        msg = f"{name}: np.load {back!r} != {g!r}, or {st.st_blocks} blocks for {st.st_size} B"
+    collective_assert(ok, msg)
+
+
+def test_a_full_disk_on_rank_0_raises_everywhere(tmp, monkeypatch):
+    """posix_fallocate failing with ENOSPC (the disk or quota full) is an
+    error on every rank before any rank stores a byte."""
+    import errno
+    calls = _spy_box_writes(monkeypatch)
+    if rank == 0:
+        def full(fd, off, n):
+            raise OSError(errno.ENOSPC, "No space left on device")
+        monkeypatch.setattr(npymap.os, "posix_fallocate", full)
+    a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
+    _raises_everywhere("DapError", "No space left", a.save_npy, os.path.join(tmp, "full.npy"))
+    collective_assert(not calls, f"stored {calls} after the failed reservation")
+
+
+def test_a_file_system_without_fallocate_falls_back_to_mpi_io(tmp, monkeypatch):
+    import errno
+    calls = _spy_box_writes(monkeypatch)
+    if rank == 0:
+        def unsupported(fd, off, n):
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        monkeypatch.setattr(npymap.os, "posix_fallocate", unsupported)
+    g = _global((5 * N, 3), np.int16)
+    round_trip(tmp, "nofalloc.npy", g)
+    collective_assert(not calls, f"mapped writes {calls} without a reservation")
+
+
+def test_a_store_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
+    if rank == N - 1:
+        def broken(*a):
+            raise MemoryError("cannot map the file here")
+        monkeypatch.setattr(npymap, "write_box", broken)
+    a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
+    _raises_everywhere("DapError", "cannot map the file here", a.save_npy,
+                       os.path.join(tmp, "broken.npy"))
+    ok = comm.allreduce(1) == N          # and the ranks go on together
+    collective_assert(ok, "the ranks fell out of step")
+
+
+def test_ranks_that_disagree_on_mapped_writes_agree_on_mpi_io(tmp, monkeypatch):
+    """MAPPED_WRITES set on some ranks only: every rank takes MPI-IO."""
+    calls = _spy_box_writes(monkeypatch)
+    monkeypatch.setattr(npymap, "MAPPED_WRITES", rank % 2 == 0)
+    g = _global((4 * N, 6), np.float32)
+    round_trip(tmp, "disagree.npy", g)
+    collective_assert(bool(calls) == (N == 1), f"mapped writes {calls}")
