@@ -26,7 +26,7 @@ MB = 256
 
 
 class NpyIO:
-    params = (["rows", "grid"], ["save", "load"])
+    params = (["rows", "grid"], ["save", "save_mpiio", "load"])
     param_names = ["layout", "op"]
     timeout = 900
 

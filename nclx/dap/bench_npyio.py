@@ -7,11 +7,13 @@ the same directory (the same bytes to the same disk, at the same time);
 
 Run as ``mpiexec -n 4 python -m nclx.dap.bench_npyio --mb 1000``; each
 timing is the slowest rank's median of ``--repeats`` rounds (ranks meet at a
-barrier before each; the four operations take turns within a round, nclx
+barrier before each; the five operations take turns within a round, nclx
 and NumPy first in alternate rounds, and each ratio is the median of the
 rounds' ratios).  By default files stay in the page cache between
 rounds (the machine's memory permitting) and nothing is synced to the
-disk; ``--cold`` times each write with its fsync and starts each read with
+disk, and each save overwrites the file of the round before (``--fresh``:
+each file is removed first, untimed, so saves make new files); ``--cold``
+times each write with its fsync and starts each read with
 the file dropped from the page cache (``posix_fadvise``): both sides are
 timed alike.  ``--json`` prints one JSON line (for asv).
 """
@@ -44,7 +46,7 @@ def _drop(path):
         os.close(fd)
 
 
-def measure(comm, mb, layout, repeats, where, cold=False):
+def measure(comm, mb, layout, repeats, where, cold=False, fresh=False):
     """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
     square float64 array in ``layout`` ('rows' or 'grid').  ``cold``: each
     write is timed with its fsync, each read starts with the file out of
@@ -85,8 +87,15 @@ def measure(comm, mb, layout, repeats, where, cold=False):
             comm.Barrier()
         return before
 
-    ops = [("save", save, comm.Barrier), ("np_save", np_save, comm.Barrier),
-           ("save_mpiio", save_mpiio, comm.Barrier),
+    def before_save(name):
+        def before():
+            if fresh and (rank == 0 or name == own) and os.path.exists(name):
+                os.remove(name)         # a new file, not one to overwrite
+            comm.Barrier()
+        return before
+
+    ops = [("save", save, before_save(path)), ("np_save", np_save, before_save(own)),
+           ("save_mpiio", save_mpiio, before_save(path)),
            ("load", lambda: load_npy(path, comm=comm, grid_shape=grid), before_load(path)),
            ("np_load", lambda: np.load(own), before_load(own))]
     times = {name: [] for name, _, _ in ops}
@@ -99,7 +108,8 @@ def measure(comm, mb, layout, repeats, where, cold=False):
             t = comm.allreduce(time.perf_counter() - t0, op=MPI.MAX)
             if rnd:
                 times[name].append(t)
-    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold}
+    out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold,
+           "fresh": fresh}
     out.update({name: statistics.median(ts) for name, ts in times.items()})
     for op, ref in (("save", "np_save"), ("load", "np_load"), ("save_mpiio", "np_save")):
         out[f"ratio_{op}"] = statistics.median(
@@ -121,6 +131,8 @@ def main(argv=None):
                     "temporary one)")
     ap.add_argument("--cold", action="store_true", help="time writes with their fsync and "
                     "reads from outside the page cache")
+    ap.add_argument("--fresh", action="store_true", help="remove each file before its save "
+                    "(untimed): saves make new files instead of overwriting the last round's")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     from mpi4py import MPI   # optional dependency: the launcher runs without it
@@ -130,7 +142,8 @@ def main(argv=None):
         made = args.dir or tempfile.mkdtemp(prefix="nclx-bench-npyio-")
     where = comm.bcast(made, root=0)
     try:
-        results = {lay: measure(comm, args.mb, lay, args.repeats, where, args.cold)
+        results = {lay: measure(comm, args.mb, lay, args.repeats, where, args.cold,
+                               args.fresh)
                    for lay in args.layouts.split(",")}
     finally:
         comm.Barrier()
@@ -142,7 +155,9 @@ def main(argv=None):
         else:
             print(f"{comm.Get_size()} ranks, {args.mb:g} MB float64; median of {args.repeats}, "
                   f"slowest rank; " + ("cold: writes with fsync, reads from the disk" if args.cold
-                                       else "warm: the page cache, no fsync"))
+                                       else "warm: the page cache, no fsync") +
+                  ("; every save makes a new file" if args.fresh else
+                   "; saves overwrite the last round's files"))
             for lay, r in results.items():
                 print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
                       f"{'correct' if r['correct'] else 'WRONG'}):")

@@ -334,12 +334,13 @@ def write_npy(comm, path, block, dist, what):
         planned = mapped = nbytes > 0 and all(p[4] for p in parts) and npymap.one_node(comm)
         hints = _hints([p[3] for p in parts])
         error = None
-        if rank == 0:           # the header, truncating an older file
+        if rank == 0:           # the header, truncating an older file (or, mapped, reusing it)
             try:
-                with open(path, "wb") as f:
-                    f.write(header)
-                    if mapped:
-                        mapped = npymap.reserve(f, len(header) + nbytes)
+                if mapped:
+                    mapped = npymap.prepare(path, header, nbytes)
+                else:
+                    with open(path, "wb") as f:
+                        f.write(header)
             except OSError as exc:
                 error = exc
         if planned:         # rank 0's reservation decides (and its error raises everywhere)

@@ -13,17 +13,18 @@ it (and as durable as after MPI-IO's close: neither syncs).
 Used by :func:`nclx.dap.npyfile.write_npy` when every rank of the
 communicator is on one node (``MPI_Comm_split_type(COMM_TYPE_SHARED)``,
 cached on the communicator), each rank's owned cells form one box of the
-global array (block and undistributed dimensions, :func:`is_box`) and rank 0 could reserve the file's
-blocks with ``posix_fallocate`` (so a full disk is an ``OSError`` on every
-rank, never a ``SIGBUS`` on a store).  Anything else goes through MPI-IO.
-:data:`MAPPED_WRITES` = False turns the path off.
+global array (block and undistributed dimensions, :func:`is_box`) and rank
+0 could reserve the file's blocks with ``posix_fallocate`` (:func:`prepare`:
+a full disk is an ``OSError`` on every rank, never a ``SIGBUS`` on a
+store).  Anything else goes through MPI-IO.  :data:`MAPPED_WRITES` = False
+turns the path off.
 """
 import mmap
 import os
 
 import numpy as np
 
-__all__ = ["MAPPED_WRITES", "one_node", "is_box", "reserve", "write_box"]
+__all__ = ["MAPPED_WRITES", "one_node", "is_box", "prepare", "write_box"]
 
 #: False: every write goes through MPI-IO.
 MAPPED_WRITES = True
@@ -59,17 +60,32 @@ def is_box(selections):
                for s in selections)
 
 
-def reserve(f, nbytes):
-    """Give the open file ``f`` its final length with its blocks allocated
-    (``posix_fallocate``): True, or False when the file system cannot
-    (the caller falls back to MPI-IO); a full disk or quota raises OSError."""
+def prepare(path, header, nbytes):
+    """Rank 0's part before the stores: the file ``path`` holding ``header``
+    and, after it, room for ``nbytes`` bytes of data, its blocks allocated
+    (``posix_fallocate``).  An existing file is not truncated first: it is
+    cut or extended to exactly its new length and every data byte of it is
+    stored by some rank afterwards (the owned boxes cover the array), so
+    its pages are reused instead of freed and faulted in again.  Returns
+    True, or False when the file system cannot allocate (the caller falls
+    back to MPI-IO: the header and the length are right for it too); a
+    full disk or quota raises OSError."""
     import errno
+    total = len(header) + nbytes
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     try:
-        os.posix_fallocate(f.fileno(), 0, nbytes)
-    except OSError as exc:
-        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-            return False
-        raise
+        if os.pwrite(fd, header, 0) != len(header):
+            raise OSError(errno.EIO, f"short write of the header of {path!r}")
+        if os.fstat(fd).st_size != total:
+            os.ftruncate(fd, total)
+        try:
+            os.posix_fallocate(fd, 0, total)
+        except OSError as exc:
+            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                return False
+            raise
+    finally:
+        os.close(fd)
     return True
 
 
