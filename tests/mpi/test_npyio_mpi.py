@@ -456,3 +456,24 @@ def test_ranks_that_disagree_on_mapped_writes_agree_on_mpi_io(tmp, monkeypatch):
     g = _global((4 * N, 6), np.float32)
     round_trip(tmp, "disagree.npy", g)
     collective_assert(bool(calls) == (N == 1), f"mapped writes {calls}")
+
+
+@pytest.mark.parametrize("old_shape", [(6 * N, 5), (6 * N, 7), (3 * N, 5)],
+                         ids=["same-size", "older-larger", "older-smaller"])
+def test_a_mapped_save_over_an_older_file_leaves_none_of_its_bytes(tmp, old_shape):
+    """The mapped path reuses an existing file (cut or extended to its new
+    length) instead of truncating it: every byte of the new file is the
+    new array's, whatever the old file held."""
+    path = os.path.join(tmp, "over.npy")
+    old = dap.DistArray.from_global(np.full(old_shape, -1.0), comm=comm, grid_shape=[N, 1])
+    old.save_npy(path)
+    g = _global((6 * N, 5), np.float64)
+    dap.DistArray.from_global(g, comm=comm, grid_shape=[N, 1]).save_npy(path)
+    ok, msg = True, None
+    if rank == 0:
+        buf = io.BytesIO()
+        np.save(buf, g)
+        with open(path, "rb") as f:
+            got = f.read()
+        ok, msg = got == buf.getvalue(), f"the file differs from np.save's ({len(got)} B)"
+    collective_assert(ok, msg)
