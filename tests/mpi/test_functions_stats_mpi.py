@@ -130,9 +130,9 @@ def test_quantiles_along_a_whole_axis_give_a_distarray():
 @pytest.mark.parametrize("call, expect", [
     (lambda a: np.percentile(a, 101), "Percentiles must be in the range"),
     (lambda a: np.quantile(a, 0.5, method="bogus"), "is not a valid method"),
-    (lambda a: np.percentile(a, 50, weights=a), "weights="),
+    (lambda a: np.percentile(a, 50, out=np.zeros(())), "out="),
     (lambda a: np.median(a, axis=(0, 1)), "tuple of axes"),
-], ids=["q", "method", "weights", "tuple"])
+], ids=["q", "method", "out", "tuple"])
 def test_quantile_errors_on_every_rank(call, expect):
     a = dap.DistArray.from_global(np.arange(24.0).reshape(6, 4), comm=comm, grid_shape=(N, 1))
     kind, msg = full_outcome(call, a)
@@ -165,6 +165,120 @@ def test_quantiles_along_a_distributed_axis_are_numpys_bits(layout, name):
         want = fn(g[:, 0], *args, axis=0, keepdims=True)
         got = fn(v, *args, axis=0, keepdims=True)
         assert_bits(got, want, f"{name} 1-D axis 0 keepdims")
+
+
+WEIGHTED = ["quantile", "percentile", "nanquantile", "nanpercentile"]
+
+
+def same_outcome(got, want, what):
+    """``full_outcome`` results: NumPy's bits, or an exception on every rank
+    -- NumPy's own where the whole array showed it (axis=None), else NumPy's
+    own on the ranks whose lines raised it and a DapError naming them on the
+    others."""
+    if want[0] == "ok":
+        collective_assert(got[0] == "ok", f"{what}: {got}")
+        assert_bits(got[1] if not isinstance(got[1], dap.DistArray) else global_of(got[1]),
+                    want[1], what)
+        return
+    kinds = comm.allgather(got)
+    ok = all(k == "exc" for k, _ in kinds) and any(m == want[1] for _, m in kinds) and all(
+        m == want[1] or (m.startswith("DapError") and want[1].split(":")[0] in m)
+        for _, m in kinds)
+    collective_assert(ok, f"{what}: {kinds} against NumPy's {want}")
+
+
+def _q(name, q):
+    return np.multiply(q, 100) if name.endswith("percentile") else q
+
+
+@pytest.mark.parametrize("layout", ["rows", "cyclic", "block-padded"])
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weighted_quantiles_are_numpys_bits(layout, name):
+    """weights= (was: DapError), method 'inverted_cdf': axis=None by a
+    sample sort and the cumulated weights passed from rank to rank (no
+    gather), axis=k on whole lines; distinct values (NumPy's unstable
+    argsort orders ties its own way), zero weights first and inside, NaN
+    values (the nan forms drop them with their weights)."""
+    fn = getattr(np, name)
+    rng = np.random.default_rng(11)
+    g = rng.permutation(np.arange(91.0) - 40.5).reshape(13, 7)
+    g[2, 3] = g[9, 1] = np.nan
+    w = rng.random(g.shape)
+    w[g == g[np.isfinite(g)].min()] = 0.0
+    w[0, :3] = 0.0
+    ints = rng.permutation(91).reshape(13, 7).astype(np.int32)
+    wi = rng.integers(0, 5, g.shape).astype(np.int64)          # integer weights: exact sums
+    for x, wx in [(g, w), (np.where(np.isnan(g), 0.5, g).astype(np.float32), w), (ints, wi)]:
+        a = dap.DistArray.from_global(x, comm=comm, **LAYOUTS[layout])
+        wa = dap.DistArray.from_global(wx, comm=comm, **LAYOUTS[layout])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            for q in (0.0, 0.37, 1.0, [0.05, 0.5, 0.95], np.float32(0.25), np.array([0.2, 0.8])):
+                kw = dict(method="inverted_cdf", weights=wa)
+                want = fn(x, _q(name, q), method="inverted_cdf", weights=wx)
+                assert_bits(fn(a, _q(name, q), **kw), want, f"{name} {x.dtype} q={q}")
+            for axis in (0, 1, -1):
+                want = fn(x, _q(name, 0.4), axis=axis, method="inverted_cdf", weights=wx)
+                got = fn(a, _q(name, 0.4), axis=axis, method="inverted_cdf", weights=wa)
+                assert_bits(global_of(got), want, f"{name} {x.dtype} axis {axis}")
+                w1 = wx[(0,) * (axis % 2) + (slice(None),)] if axis % 2 else wx[:, 0]
+                w1 = np.ascontiguousarray(w1)
+                want = full_outcome(fn, x, _q(name, [0.1, 0.6]), axis=axis,
+                                    method="inverted_cdf", weights=w1, keepdims=True)
+                got = full_outcome(fn, a, _q(name, [0.1, 0.6]), axis=axis,
+                                   method="inverted_cdf", weights=w1, keepdims=True)
+                same_outcome(got, want, f"{name} {x.dtype} axis {axis}, 1-D weights")
+
+
+@pytest.mark.parametrize("name", WEIGHTED)
+def test_weighted_quantiles_of_a_1d_array_and_its_edges(name):
+    """1-D arrays (any ranks may hold nothing), all-NaN and empty arrays,
+    weights that are all zero or hold NaN: NumPy's outcome on every rank."""
+    fn = getattr(np, name)
+    rng = np.random.default_rng(12)
+    cases = [(rng.random(3 * N + 2), rng.random(3 * N + 2)),
+             (np.arange(2.0), np.array([0.0, 1.0])),
+             (np.full(N + 1, np.nan), np.ones(N + 1)),
+             (np.zeros(0), np.zeros(0)),
+             (rng.random(2 * N), np.zeros(2 * N)),
+             (rng.random(2 * N), np.full(2 * N, np.nan)),
+             (rng.random(2 * N), np.r_[np.ones(2 * N - 1), np.inf])]
+    for x, wx in cases:
+        for kw in ({}, {"axis": 0}):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                want = full_outcome(fn, x, _q(name, [0.0, 0.5]), method="inverted_cdf",
+                                    weights=wx, **kw)
+                a = dap.DistArray.from_global(x, comm=comm)
+                wa = dap.DistArray.from_global(wx, comm=comm)
+                got = full_outcome(fn, a, _q(name, [0.0, 0.5]), method="inverted_cdf",
+                                   weights=wa, **kw)
+            same_outcome(got, want, f"{name} {x} {wx}")
+
+
+def test_weighted_quantile_errors_on_every_rank():
+    g = np.arange(24.0).reshape(6, 4)
+    a = dap.DistArray.from_global(g, comm=comm, grid_shape=(N, 1))
+    w = dap.DistArray.from_global(np.ones((6, 4)), comm=comm, grid_shape=(N, 1))
+    neg = np.ones((6, 4))
+    neg[5, 3] = -1.0                         # on the last rank only
+    wneg = dap.DistArray.from_global(neg, comm=comm, grid_shape=(N, 1))
+    other = dap.DistArray.from_global(np.ones((6, 4)), comm=comm, dist="c", grid_shape=(N, 1))
+    for call, expect in [
+            (lambda: np.quantile(a, 0.5, weights=w), "ValueError: Only method 'inverted_cdf'"),
+            (lambda: np.quantile(a, 0.5, method="inverted_cdf", weights=wneg),
+             "ValueError: Weights must be non-negative"),
+            (lambda: np.quantile(a, 0.5, method="inverted_cdf", weights=np.ones((6, 4))),
+             "weights must be a DistArray"),
+            (lambda: np.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=np.ones(3)),
+             "ValueError: Shape of weights must be consistent"),
+            (lambda: np.quantile(a, 0.5, method="inverted_cdf", weights=other), "DapError"),
+            (lambda: np.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=neg[:, 3]),
+             "ValueError: Weights must be non-negative")]:
+        kind, msg = full_outcome(call)
+        collective_assert(kind == "exc" and expect in msg, f"{expect!r} not in {msg}")
+        everyone = comm.allgather(msg)
+        collective_assert(all(m == everyone[0] for m in everyone), f"ranks differ: {everyone}")
 
 
 @settings(max_examples=15, deadline=None, derandomize=True)

@@ -20,8 +20,11 @@ size 1).  Along a distributed axis the array is first redistributed (one
 ``Alltoallw``) to that axis undistributed and the other axes block-
 distributed, then as above: NumPy's bits, the result distributed over the
 other axes that way; the one axis of a 1-D array is ``axis=None``'s
-selection.  Refused (DapError): ``weights=``, ``out=`` and
-``overwrite_input=True``.  One ``allgather`` first: a rank
+selection.  ``weights=`` (method 'inverted_cdf', as NumPy): a DistArray
+distributed like ``a``, or along ``axis=k`` also a 1-D NumPy array of
+length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
+``axis=k`` redistributes the weights with the array and NumPy computes the
+lines.  Refused (DapError): ``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
 that failed, or ranks that passed different arguments, raise on every rank.
 """
 import inspect
@@ -31,8 +34,10 @@ from numpy.lib import _function_base_impl as _fb
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
+from nclx.dap.fold import agreed_call
 from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.functions._weighted import weighted_flat
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -116,16 +121,29 @@ def _quantile_flat(a, q, method, weak_q, empty):
     return result
 
 
-def _whole_axis(a, ax, keepdims, fn, q_shape):
+def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
     """``fn(owned, axis)`` on lines held whole: a DistArray over q's
     dimensions and the other axes (axis ``ax`` kept with size 1 if asked).
     A distributed ``ax`` is first made whole: one redistribution to ``ax``
-    undistributed and the other axes block-distributed."""
+    undistributed and the other axes block-distributed.  With a
+    ``companion`` (a DistArray distributed like ``a``: the weights), it is
+    moved alike and ``fn(owned, axis, companion_owned)`` is called.
+    ``agree_what``: ``fn`` may fail on some lines only (weights that are all
+    zero or NaN on one line): one agreement after it raises the failure on
+    every rank (:func:`nclx.dap.fold.agreed_call`)."""
     if a.distribution.grid_shape[ax] != 1:
-        a = redistribute(a, tuple("n" if d == ax else "b" for d in range(a.distribution.ndim)))
+        target = tuple("n" if d == ax else "b" for d in range(a.distribution.ndim))
+        a = redistribute(a, target)
+        if companion is not None:
+            companion = redistribute(companion, a.distribution)
+    if companion is not None:
+        fn = (lambda f, c: lambda o, x: f(o, x, c))(fn, companion.owned)
     dist = a.distribution
     owned = a.owned
-    local = np.asarray(fn(owned, ax))
+    if agree_what is None:
+        local = np.asarray(fn(owned, ax))
+    else:
+        local = agreed_call(a.comm, lambda: np.asarray(fn(owned, ax)), agree_what, agree_what)
     want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)
     if owned.size == 0 and local.shape != want:
         # NumPy's nan-quantiles of an empty block drop q's dimensions (they
@@ -158,8 +176,8 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     or ``local(axis)``; ``keepdims`` as NumPy's (its no-value default: False)."""
     error = ax = None
     try:
-        if out is not None or overwrite_input or weights is not None:
-            raise DapError(f"np.{name}: out=, overwrite_input=True and weights= are not "
+        if out is not None or overwrite_input:
+            raise DapError(f"np.{name}: out= and overwrite_input=True are not "
                            f"supported for a DistArray")
         if isinstance(q, DistArray):
             raise TypeError(f"np.{name}: q must be a scalar or a NumPy array, not a DistArray")
@@ -171,7 +189,10 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
-                                              overwrite_input, method, keepdims))
+                                              overwrite_input, method, keepdims,
+                                              _weights_kind(weights)))
+    if weights is not None:
+        _check_sign(name, a, weights, q, method)
     if axis is not None and a.distribution.ndim == 1:
         axis = None                     # the one axis: the flattened array's statistics
     if axis is None:
@@ -179,6 +200,52 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
         return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \
             if keepdims else result
     return local(ax)
+
+
+def _weights_kind(weights):
+    """What the ranks must agree on about ``weights`` (the values may differ)."""
+    if weights is None:
+        return None
+    if isinstance(weights, DistArray):
+        return ("DistArray", weights.shape, str(weights.dtype))
+    return ("array", np.shape(weights), str(np.asarray(weights).dtype))
+
+
+def _check_weights(name, a, weights, axis):
+    """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``),
+    with a DistArray distributed like ``a`` or, along one axis, a 1-D
+    NumPy array."""
+    if isinstance(weights, DistArray):
+        if weights.shape != a.shape:
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            raise DapError(f"np.{name}: weights must be a DistArray of the array's shape "
+                           f"{a.shape} (distributed alike) or a 1-D NumPy array along axis, "
+                           f"not a DistArray of shape {weights.shape}")
+        a._check_same(weights)
+        return
+    w = np.asarray(weights)
+    if axis is None:
+        raise DapError(f"np.{name}: with axis=None the weights must be a DistArray distributed "
+                       f"like the array, not a {type(weights).__name__}")
+    if w.shape != (a.shape[axis],):
+        raise ValueError("Shape of weights must be consistent with "
+                         "shape of a along specified axis.")
+
+
+def _local_weights(weights):
+    return None if isinstance(weights, DistArray) else np.asarray(weights)
+
+
+def _check_sign(name, a, weights, q, method):
+    """NumPy's error for a negative weight on any rank, raised on every rank
+    (one Allreduce)."""
+    local = weights.owned if isinstance(weights, DistArray) else np.asarray(weights)
+    negative = bool(np.any(local < 0)) if local.size else False
+    if a.comm.allreduce(negative, op=mpi().LOR):
+        getattr(np, name)(np.zeros(1, a.dtype), q, method=method,
+                          weights=np.full(1, -1, local.dtype))
+        raise DapError(f"np.{name}: a weight is negative")    # NumPy always raises above
 
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
@@ -189,16 +256,37 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
     nan = name.startswith("nan")
 
     def flat():
+        if weights is not None:
+            w = weights if isinstance(weights, DistArray) else \
+                DistArray.from_global(np.asarray(weights), dist=a.distribution, comm=a.comm)
+            return weighted_flat(a, w, q, qs, method, nan, numpy_fn)
         values = _Values(a, drop_nan=nan)
         if nan and values.n == 0 and _size(a):          # all NaN: NumPy's NaNs and warning
             return numpy_fn(np.full(1, np.nan, a.dtype), q, method=method)
         return _quantile_flat(values, np.asanyarray(qs), method, weak_q,
                               lambda: numpy_fn(np.empty(0, a.dtype), q, method=method))
+    def check():
+        kw = {}
+        if weights is not None:
+            _check_weights(name, a, weights, None if axis is None else
+                           axis_of(a, axis, f"np.{name}"))
+            kw["weights"] = np.ones(2, np.asarray(weights.owned if isinstance(
+                weights, DistArray) else weights).dtype)
+        numpy_fn(np.zeros(2, a.dtype), q, method=method, **kw)
+
+    def local(ax):
+        if weights is None:
+            return _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
+                o, q, axis=x, method=method), np.shape(qs))
+        if isinstance(weights, DistArray):
+            return _whole_axis(a, ax, keepdims, lambda o, x, w: numpy_fn(
+                o, q, axis=x, method=method, weights=w), np.shape(qs), companion=weights,
+                agree_what=f"np.{name}")
+        w = _local_weights(weights)
+        return _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
+            o, q, axis=x, method=method, weights=w), np.shape(qs), agree_what=f"np.{name}")
     return _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights,
-                check=lambda: numpy_fn(np.zeros(2, a.dtype), q, method=method),
-                flat=flat,
-                local=lambda ax: _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
-                    o, q, axis=x, method=method), np.shape(qs)))
+                check=check, flat=flat, local=local)
 
 
 @implements(np.percentile)
