@@ -119,9 +119,11 @@ def sample_sort(comm, block, payload=None):
 
     ``block`` (C-contiguous, this rank's own copy) is sorted in place.
     Returns ``(lines, values)``: this rank's bucket in key order (``lines``
-    is None when ``L == 1``).  With ``payload`` (one line, ``block`` already
-    sorted: a value per element that travels with it) it returns
-    ``(payloads, values)`` instead.  Every rank of ``comm`` must call it."""
+    is None when ``L == 1``).  With ``payload`` (``block`` already sorted
+    along each row, ties in any order: a value per element that travels
+    with it) it returns ``(payloads, values)`` for one line, and
+    ``((lines, payloads), values)`` for several, in (line, value, payload)
+    order.  Every rank of ``comm`` must call it."""
     P, me = comm.Get_size(), comm.Get_rank()
     L, m = block.shape
     if payload is None:
@@ -150,6 +152,14 @@ def sample_sort(comm, block, payload=None):
     counts = np.diff(bounds)
     ltype = np.int32 if L < 2 ** 31 else np.int64
     lines = None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
+    if payload is not None and L > 1:
+        rec = np.empty(n, np.dtype([("l", ltype), ("p", np.asarray(payload).dtype),
+                                    ("v", block.dtype)]))
+        rec["l"], rec["p"], rec["v"] = lines, np.asarray(payload).reshape(-1), flat
+        recv, _ = alltoallv(comm, rec, counts)
+        del rec
+        order = np.lexsort((recv["p"], recv["v"], recv["l"]))
+        return (recv["l"][order], recv["p"][order]), recv["v"][order]
     if payload is not None:
         recv, _ = alltoallv(comm, _records(np.asarray(payload), flat), counts)
         order = np.argsort(recv["v"], kind=_kind(recv["v"]))

@@ -30,7 +30,9 @@ The result along a distributed axis is distributed like ``da`` when that
 axis is block-distributed (padding refreshed), else like ``da`` with that
 axis block-distributed (balanced, no padding) over the same grid
 coordinates.  ``kind`` reaches NumPy's sorts of whole lines (the sample
-sort is stable); ``order=`` is refused.  NaNs sort last as in NumPy.
+sort is stable); ``order=`` is refused.  ``np.argsort`` follows the same
+ways (along a distributed axis of few lines the sample sort carries each
+element's global index: NumPy's ``kind='stable'`` indices).  NaNs sort last as in NumPy.
 Each function starts with one ``allgather``: a rank that failed, or ranks
 that passed different arguments, raise the same DapError on every rank.
 """
@@ -46,6 +48,7 @@ from nclx.dap.functions._samplesort import deliver_block, sample_sort
 from nclx.dap.functions._wholelines import lines_go_whole, whole_lines
 from nclx.dap.layout import ravel
 from nclx.dap.maps import map_from_dim_dict
+from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -123,7 +126,8 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
     doc), distributed as :func:`sort`'s result.  ``axis=None``, and the one
     axis of a distributed 1-D array: indices into the flattened array by
     sample sort (:func:`_argsort_flat`), block-distributed.  Along another
-    distributed axis with fewer lines than ranks: a DapError on every rank."""
+    distributed axis with fewer lines than ranks: :func:`_argsort_lines`
+    (NumPy's ``kind='stable'`` indices bit for bit)."""
     if not a.shape:         # NumPy: a 0-d array's argsort is array([0]), whatever the axis
         return argsort(ravel(a), -1, kind, order, stable=stable)
     error = ax = None
@@ -134,18 +138,51 @@ def argsort(a, axis=-1, kind=None, order=None, *, stable=None):
             ax = axis_of(a, axis, "np.argsort")
             check_permutation(a.distribution, ax, "np.argsort")
             flat = a.distribution.ndim == 1 and a.distribution.grid_shape[0] != 1
-            if not flat and a.distribution.grid_shape[ax] != 1 and \
-                    not lines_go_whole(a.distribution, ax):
-                raise DapError(f"np.argsort: axis {ax} is distributed over "
-                               f"{a.distribution.grid_shape[ax]} grid coordinates, which share "
-                               f"fewer lines than that; argsort needs whole lines (np.sort "
-                               f"sorts along any axis)")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, "np.argsort", (axis, kind, order, stable))
     if flat:
         return _argsort_flat(a)
+    if a.distribution.grid_shape[ax] != 1 and not lines_go_whole(a.distribution, ax):
+        return _argsort_lines(a, ax)
     return _whole(a, ax, lambda x: np.argsort(x, axis=-1, kind=kind, stable=stable), np.intp)
+
+
+def _argsort_lines(a, ax):
+    """Indices along a distributed ``ax`` whose ranks share fewer lines than
+    there are ranks along it (a tall array of a few columns): a cyclic or
+    'u' axis is block-distributed first (one Alltoallw, the result's
+    layout); each rank sorts its piece of every line by (value, global
+    index), a sample sort over the ranks along ``ax`` carries the indices
+    (buckets in (line, value, index) order: NumPy's stable order), and the
+    indices go to the block owners (one ``Exscan``, one ``Alltoallv``)."""
+    dist, comm = a.distribution, a.comm
+    if dist.dist[ax] != "b":
+        a = redistribute(a, with_block_axis(dist, ax))
+        dist = a.distribution
+    sub = axis_comm(a, ax)
+    owned_shape = [m.num_owned for m in dist.maps(comm.Get_rank())]
+    L = int(np.prod([n for d, n in enumerate(owned_shape) if d != ax], dtype=np.int64))
+    if L == 0:              # no lines (another axis of size 0): the ranks along ax alike
+        return from_owned(DistArray, dist, comm, np.empty(owned_shape, np.intp), np.intp)
+    lines = owned_lines(a, ax)
+    order = np.argsort(lines, axis=1, kind="stable")
+    start = int(block_bounds(dist, ax)[sub.Get_rank()])
+    values = np.ascontiguousarray(np.take_along_axis(lines, order, axis=1))
+    del lines
+    index = order.astype(np.int64) + start
+    del order
+    if L == 1:
+        index, values = sample_sort(sub, values, payload=index.reshape(-1))
+        lnum, index = None, np.ascontiguousarray(index[np.lexsort((index, values))])
+    else:
+        (lnum, index), _ = sample_sort(sub, values, payload=index)
+    del values
+    out = deliver_block(sub, lnum, index, L, block_bounds(dist, ax))
+    del lnum, index
+    moved = [n for d, n in enumerate(owned_shape) if d != ax] + [owned_shape[ax]]
+    return from_owned(DistArray, dist, comm,
+                      np.moveaxis(out.reshape(moved).astype(np.intp), -1, ax), np.intp)
 
 
 def _argsort_flat(a):
