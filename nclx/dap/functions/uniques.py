@@ -16,7 +16,9 @@ NumPy's.  ``return_index`` (each value's first global C-order index: one
 ``Allreduce`` of per-rank minima) and ``return_inverse`` (a DistArray of
 positions in the result, distributed like the input, NumPy 2's shape) are
 found from the global result every rank holds; with ``equal_nan=False``
-they, and ``axis``, are refused.  One agreement first raises on every rank
+each NaN cell is its own entry, in C order of the cells (one
+``Allgatherv`` of the NaN cells' flat indices and bits: the result holds
+one entry for each anyway).  ``axis`` is refused.  One agreement first raises on every rank
 if a rank failed or the ranks passed different arguments.
 """
 import numpy as np
@@ -70,9 +72,6 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     comm = ar.comm
     error = None
     try:
-        if (return_index or return_inverse) and not equal_nan:
-            raise DapError("np.unique: return_index / return_inverse with equal_nan=False "
-                           "(each NaN its own value) are not supported for a DistArray")
         if axis is not None:
             raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
         if ar.dtype.hasobject:
@@ -109,7 +108,7 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     result = _allgatherv(comm, values, sizes, ar.dtype)
     out = [result]
     if return_index or return_inverse:
-        index, inverse = _indices(ar, result, return_index)
+        index, inverse = _indices(ar, result, return_index, equal_nan)
         if return_index:
             out.append(index)
         if return_inverse:
@@ -119,26 +118,61 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def _indices(ar, uniq, first):
+def _flat_indices(ar, size):
+    """Global C-order flat indices of this rank's owned cells (C order of
+    the owned block)."""
+    idx = [m.global_indices() for m in ar.distribution.maps(ar.comm.Get_rank())]
+    return np.ravel_multi_index(np.ix_(*idx), ar.shape).reshape(-1).astype(np.int64) if idx \
+        else np.zeros(size, np.int64)
+
+
+def _indices(ar, uniq, first, equal_nan=True):
     """NumPy's ``return_index`` (with ``first``: the global C-order index of
     each value's first occurrence, one ``Allreduce`` of the minima) and
     ``return_inverse`` (each cell's position in ``uniq``: a DistArray
     distributed like ``ar``), from the global ``uniq`` every rank holds:
-    equal values (both zeros, every NaN) find one position, as in NumPy."""
-    own = np.asarray(ar.owned)
-    inv = np.searchsorted(uniq, own.reshape(-1)).astype(np.intp)
+    equal values (both zeros, every NaN) find one position, as in NumPy.
+    With ``equal_nan=False`` every NaN is a value of its own, and ``uniq``
+    ends with one NaN a NaN cell (:func:`_own_nans`)."""
+    own = np.asarray(ar.owned).reshape(-1)
+    flat = _flat_indices(ar, own.size) if first or not equal_nan else None
+    nans = None
+    if not equal_nan and ar.dtype.kind in "fc":
+        nans = _own_nans(ar, uniq, own, flat)
+    inv = np.searchsorted(uniq if nans is None else uniq[:nans[0]], own).astype(np.intp)
+    if nans is not None:
+        inv[nans[1]] = nans[0] + np.searchsorted(nans[2], flat[nans[1]])
     index = None
     if first:
-        rank = ar.comm.Get_rank()
-        idx = [m.global_indices() for m in ar.distribution.maps(rank)]
-        flat = np.ravel_multi_index(np.ix_(*idx), ar.shape).reshape(-1) if idx else \
-            np.zeros(own.size, np.int64)
         index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
-        np.minimum.at(index, inv, flat.astype(np.int64))
+        keep = slice(None) if nans is None else ~nans[1]
+        np.minimum.at(index, inv[keep], flat[keep])
+        if nans is not None:
+            index[nans[0]:] = nans[2]
         ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
         index = index.astype(np.intp)
-    inverse = from_owned(DistArray, ar.distribution, ar.comm, inv.reshape(own.shape), np.intp)
+    inverse = from_owned(DistArray, ar.distribution, ar.comm,
+                         inv.reshape(np.asarray(ar.owned).shape), np.intp)
     return index, inverse
+
+
+def _own_nans(ar, uniq, own, flat):
+    """With ``equal_nan=False``: every NaN cell is an entry of ``uniq`` of its
+    own, after the other values, in C order of the cells (NumPy's order
+    with ``return_index``, whose argsort is stable; with ``return_inverse``
+    alone NumPy's order of the NaNs is its unstable argsort's).  One
+    ``Allgatherv`` of every NaN cell's flat index and bits (the result holds
+    an entry for each anyway) writes their bits into ``uniq`` in that
+    order.  Returns ``(first NaN position, this rank's NaN mask, the flat
+    indices of all NaN cells, sorted)``."""
+    mask = np.isnan(own)
+    first_nan = int(uniq.shape[0] - np.count_nonzero(np.isnan(uniq)))
+    sizes = np.array(ar.comm.allgather(int(np.count_nonzero(mask))), np.int64)
+    where = _allgatherv(ar.comm, flat[mask], sizes, np.int64)
+    bits = _allgatherv(ar.comm, own[mask], sizes, ar.dtype)
+    order = np.argsort(where, kind="stable")
+    uniq[first_nan:] = bits[order]
+    return first_nan, mask, where[order]
 
 
 def _start_of_run(edges, drop, r):
