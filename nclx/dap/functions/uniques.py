@@ -18,16 +18,20 @@ positions in the result, distributed like the input, NumPy 2's shape) are
 found from the global result every rank holds; with ``equal_nan=False``
 each NaN cell is its own entry, in C order of the cells (one
 ``Allgatherv`` of the NaN cells' flat indices and bits: the result holds
-one entry for each anyway).  ``axis`` is refused.  One agreement first raises on every rank
+one entry for each anyway).  ``axis=k`` (:func:`_unique_axis`): the
+slices along ``k`` become records of NumPy's consolidated structured dtype
+after one redistribution (``k`` block-distributed, the other axes whole)
+and take the same path.  One agreement first raises on every rank
 if a rank failed or the ranks passed different arguments.
 """
 import numpy as np
 
 from nclx.dap.distarray import DistArray
-from nclx.dap.functions._layout import agree_call, from_owned
+from nclx.dap.distribution import Distribution
+from nclx.dap.functions._layout import agree_call, axis_of, from_owned
 from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
-from nclx.dap.validate import DapError
 
 
 def _same(x, y, equal_nan):
@@ -70,16 +74,28 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
            equal_nan=True, sorted=True):
     """``np.unique`` of a DistArray (see the module doc)."""
     comm = ar.comm
-    error = None
+    error = ax = None
     try:
-        if axis is not None:
-            raise DapError("np.unique: axis= is not supported for a DistArray (axis=None)")
         if ar.dtype.hasobject:
             raise TypeError(f"np.unique: a DistArray of dtype {ar.dtype} is not supported")
+        if axis is not None:
+            ax = axis_of(ar, axis, "np.unique")
+            if ar.dtype.names is not None:
+                raise TypeError(f"The axis argument to unique is not supported for dtype "
+                                f"{ar.dtype}")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(comm, error, "np.unique",
                (return_index, return_inverse, return_counts, axis, equal_nan, sorted))
+    if ax is not None and ar.distribution.ndim > 1:
+        return _unique_axis(ar, ax, return_index, return_inverse, return_counts, equal_nan)
+    out = _unique_core(ar, return_index, return_inverse, return_counts, equal_nan)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _unique_core(ar, return_index, return_inverse, return_counts, equal_nan):
+    """``[values, index?, inverse?, counts?]`` of the flattened ``ar``."""
+    comm = ar.comm
     # each rank's own distinct values and counts first: few values move if few differ
     mine, held = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
     held, bucket = sample_sort(comm, mine.reshape(1, -1), payload=held.astype(np.int64))
@@ -115,6 +131,41 @@ def unique(ar, return_index=False, return_inverse=False, return_counts=False, ax
             out.append(inverse)
     if return_counts:
         out.append(_allgatherv(comm, counts, sizes, np.intp))
+    return out
+
+
+def _unique_axis(ar, ax, return_index, return_inverse, return_counts, equal_nan):
+    """``np.unique(ar, axis=ax)``: the array is redistributed (one
+    Alltoallw) to ``ax`` block-distributed over every rank and the other
+    axes whole, each slice along ``ax`` is one record of a structured dtype
+    (NumPy's own consolidation: its fields compare in order, NaN last, and
+    a slice holding a NaN equals no other), and the records go through
+    the flattened path as a 1-D DistArray; the values come back as slices
+    along ``ax``, the inverse is a DistArray of ``ar.shape[ax]``
+    block-distributed."""
+    comm, P = ar.comm, ar.comm.Get_size()
+    shape = ar.shape
+    n, rest = shape[ax], tuple(s for d, s in enumerate(shape) if d != ax)
+    K = int(np.prod(rest, dtype=np.int64))
+    rows = Distribution.from_shape((n,), "b", nprocs=P)
+    if K == 0 or n == 0:        # no cells: NumPy's result does not depend on data
+        res = np.unique(np.zeros(shape, ar.dtype), return_index, return_inverse,
+                        return_counts, axis=ax, equal_nan=equal_nan)
+        out = list(res) if isinstance(res, tuple) else [res]
+        if return_inverse:
+            k = 1 + int(return_index)
+            out[k] = DistArray.from_global(out[k], dist=rows, comm=comm)
+        return out[0] if len(out) == 1 else tuple(out)
+    target = tuple("b" if d == ax else "n" for d in range(len(shape)))
+    b = redistribute(ar, target, grid_shape=tuple(P if d == ax else 1 for d in range(len(shape))))
+    lines = np.ascontiguousarray(np.moveaxis(b.owned, ax, 0).reshape(-1, K))
+    del b
+    records = np.dtype([(f"f{i}", ar.dtype) for i in range(K)])
+    as_rows = DistArray(lines.view(records).reshape(-1), rows, comm)
+    del lines
+    out = _unique_core(as_rows, return_index, return_inverse, return_counts, equal_nan)
+    uniq = out[0]
+    out[0] = np.moveaxis(uniq.view(ar.dtype).reshape((uniq.shape[0],) + rest), 0, ax)
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -132,23 +183,25 @@ def _indices(ar, uniq, first, equal_nan=True):
     ``return_inverse`` (each cell's position in ``uniq``: a DistArray
     distributed like ``ar``), from the global ``uniq`` every rank holds:
     equal values (both zeros, every NaN) find one position, as in NumPy.
-    With ``equal_nan=False`` every NaN is a value of its own, and ``uniq``
-    ends with one NaN a NaN cell (:func:`_own_nans`)."""
+    With ``equal_nan=False`` every NaN, and with a structured dtype every
+    record holding a NaN, is an entry of its own (:func:`_apart`)."""
     own = np.asarray(ar.owned).reshape(-1)
-    flat = _flat_indices(ar, own.size) if first or not equal_nan else None
-    nans = None
-    if not equal_nan and ar.dtype.kind in "fc":
-        nans = _own_nans(ar, uniq, own, flat)
-    inv = np.searchsorted(uniq if nans is None else uniq[:nans[0]], own).astype(np.intp)
-    if nans is not None:
-        inv[nans[1]] = nans[0] + np.searchsorted(nans[2], flat[nans[1]])
+    flat = _flat_indices(ar, own.size) if first or not equal_nan or \
+        ar.dtype.names is not None else None
+    apart = None
+    if (not equal_nan and ar.dtype.kind in "fc") or ar.dtype.names is not None:
+        apart = _apart(ar, uniq, own, flat)
+    inv = np.searchsorted(uniq, own).astype(np.intp)
+    if apart is not None:
+        mask, where, slots = apart
+        inv[mask] = slots[np.searchsorted(where, flat[mask])]
     index = None
     if first:
         index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
-        keep = slice(None) if nans is None else ~nans[1]
+        keep = slice(None) if apart is None else ~apart[0]
         np.minimum.at(index, inv[keep], flat[keep])
-        if nans is not None:
-            index[nans[0]:] = nans[2]
+        if apart is not None:
+            index[apart[2]] = apart[1]
         ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
         index = index.astype(np.intp)
     inverse = from_owned(DistArray, ar.distribution, ar.comm,
@@ -156,23 +209,29 @@ def _indices(ar, uniq, first, equal_nan=True):
     return index, inverse
 
 
-def _own_nans(ar, uniq, own, flat):
-    """With ``equal_nan=False``: every NaN cell is an entry of ``uniq`` of its
-    own, after the other values, in C order of the cells (NumPy's order
-    with ``return_index``, whose argsort is stable; with ``return_inverse``
-    alone NumPy's order of the NaNs is its unstable argsort's).  One
-    ``Allgatherv`` of every NaN cell's flat index and bits (the result holds
-    an entry for each anyway) writes their bits into ``uniq`` in that
-    order.  Returns ``(first NaN position, this rank's NaN mask, the flat
-    indices of all NaN cells, sorted)``."""
-    mask = np.isnan(own)
-    first_nan = int(uniq.shape[0] - np.count_nonzero(np.isnan(uniq)))
+def _apart(ar, uniq, own, flat):
+    """Cells equal to no other (``x != x``: a NaN with ``equal_nan=False``,
+    a record holding a NaN): each is an entry of ``uniq`` of its own, and
+    the entries of cells that sort alike (every NaN) follow C order of the
+    cells (NumPy's order with ``return_index``, whose argsort is stable;
+    with ``return_inverse`` alone NumPy's order of them is its unstable
+    argsort's).  One ``Allgatherv`` of every such cell's flat index and bits
+    (the result holds an entry for each anyway) writes their bits into
+    ``uniq`` in that order.  Returns ``(this rank's mask of such cells, the
+    flat indices of all of them in increasing order, the entry of each)``."""
+    mask = np.asarray(own != own).reshape(-1)
     sizes = np.array(ar.comm.allgather(int(np.count_nonzero(mask))), np.int64)
     where = _allgatherv(ar.comm, flat[mask], sizes, np.int64)
     bits = _allgatherv(ar.comm, own[mask], sizes, ar.dtype)
     order = np.argsort(where, kind="stable")
-    uniq[first_nan:] = bits[order]
-    return first_nan, mask, where[order]
+    where, bits = where[order], bits[order]
+    order = np.argsort(bits, kind="stable")           # by value, then C order
+    first = np.searchsorted(uniq, bits[order], side="left")
+    within = np.arange(order.shape[0]) - np.searchsorted(bits[order], bits[order], side="left")
+    slots = np.empty(order.shape[0], np.int64)
+    slots[order] = first + within
+    uniq[slots] = bits
+    return mask, where, slots
 
 
 def _start_of_run(edges, drop, r):
