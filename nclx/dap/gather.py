@@ -6,7 +6,7 @@ and :func:`from_every_rank` (``DistArray.from_global`` with the array on
 every rank: each rank cuts its own block)."""
 import numpy as np
 
-from nclx.dap.collective import _ranges, agree_same, allgather_checked
+from nclx.dap.collective import _ranges, allgather_checked
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import check_global_range
 from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
@@ -78,6 +78,8 @@ def from_root(array, dist, comm, root, kw):
                            f"passes the global array")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by allgather_checked
         error = exc
+    # the fold's record first: ranks calling another operation meet it and raise
+    agree_quick(comm, "from_global(root=)", None, "DistArray.from_global")
     everyone = allgather_checked(comm, (info, key), error, "DistArray.from_global")
     # every rank holds the same values now: every check below has one verdict
     groups = {}
@@ -126,9 +128,23 @@ def from_every_rank(array, dist, comm, kw):
         check_global_range(d)
         idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
         block = array[np.ix_(*idx)].copy() if idx else array.copy()
-    except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_same
+    except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_quick
         error = exc
-    agree_same(comm, (shape, dtype), error, "DistArray.from_global",
-               describe=lambda v: "no array" if v[0] is None else
-               f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})")
+    # one Allreduce of the fold's record (a rank in another operation meets it
+    # there); the allgather that reports runs only on a failure or a disagreement
+    agree_quick(comm, (shape, dtype, _argkey(dist, None, kw)), error, "DistArray.from_global",
+                describe=_describe_every_rank)
     return block, d
+
+
+def _describe_every_rank(v):
+    """A rank's arguments to the every-rank ``from_global`` (or, from a rank
+    in another call, whatever that call agrees on)."""
+    if not (isinstance(v, tuple) and len(v) == 3 and isinstance(v[2], tuple)):
+        return repr(v)[:120]
+    if v[0] is None:
+        return "no array"
+    text = f"an array of shape {v[0]} and dtype {v[1]} ({v[1].str!r})"
+    if v[2][:2] != ("None", "[]"):
+        text += f", dist/keywords {v[2][0][:60]} {v[2][1][:60]}"
+    return text

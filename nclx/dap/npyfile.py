@@ -28,7 +28,7 @@ from nclx.dap import npymap
 from nclx.dap.collective import describe_error
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
 from nclx.dap.maps import check_global_range
-from nclx.dap.redistribute import layout_key
+from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
 __all__ = ["header_bytes", "read_header", "read_npy", "write_npy"]
@@ -252,6 +252,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
     shape.  Every cell of the block is read, padding included (a cell
     outside the global array, boundary padding of an import, stays 0)."""
     rank = comm.Get_rank()
+    # a rank in another operation meets it here (the path is checked below)
+    agree_quick(comm, "load_npy", None, "load_npy")
     head = None
     if rank == 0:
         try:
@@ -318,6 +320,8 @@ def write_npy(comm, path, block, dist, what):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
+        # a rank in another operation meets it here (the path is checked below)
+        agree_quick(comm, "save_npy", None, "save_npy")
         parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
