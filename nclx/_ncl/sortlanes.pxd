@@ -20,6 +20,7 @@ cdef struct lane_batch:
     int failed
     ncl_sort_run_fn run           # NumPy's sort of one lane
     void *runctx
+    char *inl[32]                 # the first 16 lanes' pointers: no allocation for a small sort
 
 cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void *runctx) noexcept nogil
 cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligible) noexcept nogil

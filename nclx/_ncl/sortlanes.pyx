@@ -46,10 +46,10 @@ cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void 
     b.first_v = NULL
     b.first_i = NULL
     b.n = 0
-    b.pv = NULL
-    b.pi = NULL
+    b.pv = &b.inl[0]
+    b.pi = &b.inl[16]
     b.npend = 0
-    b.cap = 0
+    b.cap = 16
     b.flush_at = 0
     b.failed = 0
     b.run = run
@@ -57,12 +57,27 @@ cdef void ncl_lanes_init(lane_batch *b, npy_intp isz, ncl_sort_run_fn run, void 
 
 
 cdef int _grow(lane_batch *b) noexcept nogil:
-    cdef npy_intp cap = 64 if b.cap == 0 else 2 * b.cap
-    cdef char **pv = <char **>realloc(b.pv, cap * sizeof(char *))
+    """Twice the room for lane pointers; the first lists live in the batch
+    itself (``inl``), later ones on the heap."""
+    cdef npy_intp cap = 2 * b.cap
+    cdef char **pv
+    cdef char **pi
+    if b.pv == &b.inl[0]:
+        pv = <char **>malloc(cap * sizeof(char *))
+        pi = <char **>malloc(cap * sizeof(char *))
+        if pv == NULL or pi == NULL:
+            free(pv)
+            free(pi)
+            return -1
+        memcpy(pv, b.pv, b.npend * sizeof(char *))
+        memcpy(pi, b.pi, b.npend * sizeof(char *))
+        b.pv, b.pi, b.cap = pv, pi, cap
+        return 0
+    pv = <char **>realloc(b.pv, cap * sizeof(char *))
     if pv == NULL:
         return -1
     b.pv = pv
-    cdef char **pi = <char **>realloc(b.pi, cap * sizeof(char *))
+    pi = <char **>realloc(b.pi, cap * sizeof(char *))
     if pi == NULL:
         return -1
     b.pi = pi
@@ -153,11 +168,12 @@ cdef int ncl_lanes_flush(lane_batch *b) noexcept nogil:
 cdef void ncl_lanes_release(lane_batch *b) noexcept nogil:
     """The last batch, then the list's memory."""
     ncl_lanes_flush(b)
-    free(b.pv)
-    free(b.pi)
-    b.pv = NULL
-    b.pi = NULL
-    b.cap = 0
+    if b.pv != &b.inl[0]:
+        free(b.pv)
+        free(b.pi)
+    b.pv = &b.inl[0]
+    b.pi = &b.inl[16]
+    b.cap = 16
 
 
 def deferred():

@@ -153,6 +153,22 @@ cdef struct meth_aux:
     npy_intp strides[2]
 
 
+cdef extern from *:
+    """
+    /* One spare loop data block, taken and given back with atomic exchanges
+     * (any thread, no lock): a sort call allocates none in the common case. */
+    static void *ncl_meth_spare = NULL;
+    static inline void *ncl_meth_take(void) {
+        return __atomic_exchange_n(&ncl_meth_spare, NULL, __ATOMIC_ACQUIRE);
+    }
+    static inline void *ncl_meth_give(void *p) {
+        return __atomic_exchange_n(&ncl_meth_spare, p, __ATOMIC_ACQ_REL);
+    }
+    """
+    void *ncl_meth_take() noexcept nogil
+    void *ncl_meth_give(void *p) noexcept nogil
+
+
 cdef void _aux_free(NpyAuxData *p) noexcept:
     """NumPy frees the loop's data after the last lane, before the sort
     returns: the deferred lanes are sorted first."""
@@ -162,7 +178,7 @@ cdef void _aux_free(NpyAuxData *p) noexcept:
     ncl_lanes_release(&a.lanes)
     if a.aux != NULL and a.aux.free != NULL:
         (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
-    free(a)
+    free(ncl_meth_give(a))          # kept as the spare; the one it replaces is freed
 
 
 cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
@@ -196,10 +212,12 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
                 with gil:
                     PyErr_SetString(MemoryError, "nclx: a batch of sort lanes failed")
             return rc
-        if direct and a.lanes.calls > 1:
-            # a later lane that is not deferred and would go straight to NumPy's
-            # loop through ncl_sort_via: straight there (the first goes through it)
+        if direct:
+            # not deferred, short, no hook: ncl_sort_via would only call NumPy's
+            # loop (ncl_sort_direct counted the call for install()'s probe)
             return a.loop(ctx, data, dims, strides, a.aux)
+    elif ncl_sort_direct(a.c, a.arg, dims[0]):
+        return a.loop(ctx, data, dims, strides, a.aux)      # stable, short, no hook
     r.a = a
     r.ctx = ctx
     r.strides = strides
@@ -217,9 +235,11 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     cdef int rc
     if c < 0:
         return -1
-    a = <meth_aux *>malloc(sizeof(meth_aux))
+    a = <meth_aux *>ncl_meth_take()
     if a == NULL:
-        return -1
+        a = <meth_aux *>malloc(sizeof(meth_aux))
+        if a == NULL:
+            return -1
     a.base.free = <void *>_aux_free
     a.base.clone = NULL
     a.c = c
@@ -236,7 +256,7 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
                                                         &a.loop, &a.aux, flags)
     ctx.method = mine
     if rc < 0:
-        free(a)
+        free(ncl_meth_give(a))
         return rc
     out_loop[0] = _loop
     out_aux[0] = &a.base
