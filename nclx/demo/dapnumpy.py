@@ -65,6 +65,13 @@ def run_rank():
     else:
         ok = False
 
+    u = np.unique(A // 12, axis=0)          # rows as records, no gather
+    q = np.quantile(A, [0.25, 0.5], method="inverted_cdf", weights=A)
+    say(f"np.unique(A // 12, axis=0) -> {u.shape[0]} distinct rows; np.quantile(A, [0.25, 0.5], "
+        f"method='inverted_cdf', weights=A) = {q}")
+    ok &= u.tobytes() == np.unique(g // 12, axis=0).tobytes()
+    ok &= q.tobytes() == np.quantile(g, [0.25, 0.5], method="inverted_cdf", weights=g).tobytes()
+
     if comm.size > 1:
         try:
             np.roll(A, comm.rank)          # a per-rank argument: every rank is told, none hangs
@@ -99,6 +106,14 @@ def run_rank():
         bg = B.gather(root=0)
         if comm.rank == 0:
             ok &= bg.tobytes() == g.tobytes()
+        rows = os.path.join(tmp, "rows.npy")
+        A.save_npy(rows)                    # block rows, ranks on one node: a shared mapping
+        comm.Barrier()
+        if comm.rank == 0:
+            ok &= np.load(rows).tobytes() == g.tobytes()
+        say(f"A.save_npy(path) (block rows, ranks on one node: stores into a shared mapping "
+            f"of the file) -> np.load(path) equals g: "
+            f"{comm.rank != 0 or np.load(rows).tobytes() == g.tobytes()}")
     finally:
         comm.Barrier()
         if comm.rank == 0:
