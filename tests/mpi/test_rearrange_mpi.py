@@ -95,6 +95,12 @@ def test_join_errors_raise_on_every_rank():
         np.concatenate([a, a], dtype=np.int32)
     with pytest.raises(ValueError, match="2 shifts for 3 axes"):
         np.roll(a, (1, 2), (0, 1, 0))
+    # a generator of DistArrays: NumPy's TypeError (was: a ValueError, "need at
+    # least one array", as NumPy's dispatcher had consumed the generator)
+    with pytest.raises(TypeError, match="The first input argument needs to be a sequence"):
+        np.concatenate(x for x in [a, a])
+    with pytest.raises(TypeError, match="must be passed as a \"sequence\""):
+        np.stack(x for x in [a, a])
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, database=None)

@@ -134,6 +134,9 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     Alltoallw into the default layout of the result."""
     what = "concatenate"
     _no_out(out, what)
+    if isinstance(arrays, dict) or not hasattr(type(arrays), "__getitem__"):
+        # NumPy's own error (its dispatcher consumed a generator already)
+        raise TypeError("The first input argument needs to be a sequence")
     arrays = _operands(arrays, what)
     if axis is None:
         arrays, axis = [ravel(x) for x in arrays], 0
