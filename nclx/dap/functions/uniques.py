@@ -192,13 +192,22 @@ def _indices(ar, uniq, first, equal_nan=True):
     if (not equal_nan and ar.dtype.kind in "fc") or ar.dtype.names is not None:
         apart = _apart(ar, uniq, own, flat)
     inv = np.searchsorted(uniq, own).astype(np.intp)
+    keep = slice(None)
+    if equal_nan and ar.dtype.kind == "c":
+        # NumPy's one NaN entry (the last) holds every complex NaN, which
+        # searchsorted orders apart (nan+0j after 1+nanj); its first index
+        # is that of the first cell sorting like the entry's value
+        nans = np.isnan(own)
+        slot = np.searchsorted(np.isnan(uniq), True)
+        keep = ~(nans & (inv != slot))
+        inv[nans] = slot
     if apart is not None:
         mask, where, slots = apart
         inv[mask] = slots[np.searchsorted(where, flat[mask])]
     index = None
     if first:
         index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
-        keep = slice(None) if apart is None else ~apart[0]
+        keep = keep if apart is None else ~apart[0]
         np.minimum.at(index, inv[keep], flat[keep])
         if apart is not None:
             index[apart[2]] = apart[1]

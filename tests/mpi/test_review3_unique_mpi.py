@@ -1,0 +1,33 @@
+"""Review of np.unique's return_index / return_inverse (runs under mpiexec
+-n 1..6): NumPy's outcome on the gathered array, on every rank."""
+import numpy as np
+from mpi4py import MPI
+
+import nclx.dap as dap
+from mpi_helpers import collective_assert, global_of, outcome
+
+comm = MPI.COMM_WORLD
+
+
+def bits(x):
+    x = np.asarray(x)
+    return x.dtype.str, x.shape, x.tobytes()
+
+
+def test_complex_nans_of_both_kinds_find_numpys_one_nan_entry():
+    """equal_nan=True folds every complex value holding a NaN (nan+0j sorts
+    after 1+nanj) into NumPy's one NaN entry: the inverse points there, its
+    first index is the first cell sorting like it (1+nanj) (was an
+    IndexError on the ranks holding nan+0j only, the others waiting in the
+    Allreduce)."""
+    g = np.array([1, complex(np.nan, 0), 2, 3, complex(1, np.nan), 4, complex(np.nan, 1), 2,
+                  complex(1, np.nan)])
+    a = dap.DistArray.from_global(g, comm=comm)
+    want = np.unique(g, return_index=True, return_inverse=True, return_counts=True)
+    kind, got = outcome(np.unique, a, return_index=True, return_inverse=True,
+                        return_counts=True)
+    every = comm.allgather(kind)
+    collective_assert(all(k == "ok" for k in every), f"{got}")
+    got = (got[0], got[1], global_of(got[2]), got[3])
+    ok = all(bits(x) == bits(y) for x, y in zip(got, want))
+    collective_assert(ok, f"{got} != {want}")
