@@ -31,3 +31,25 @@ def test_complex_nans_of_both_kinds_find_numpys_one_nan_entry():
     got = (got[0], got[1], global_of(got[2]), got[3])
     ok = all(bits(x) == bits(y) for x, y in zip(got, want))
     collective_assert(ok, f"{got} != {want}")
+
+
+def test_return_index_gives_the_bits_of_the_cell_at_each_index():
+    """With return_index NumPy's entries are the cells at their first index
+    (a stable argsort): 0.0 before -0.0 gives 0.0, a NaN's payload and sign
+    are the first NaN's, a float16 NaN keeps its bits, and along an axis a
+    row of zeros is the first such row (was: the bits the sort happened to
+    leave, -0.0 from [3, 2, 0, -0, 0, -0] on one rank)."""
+    nan = np.float64(np.nan)
+    cases = [np.array([3.0, 2.0, 0.0, -0.0, 0.0, -0.0]),
+             np.array([-0.0, 3.0, 0.0, 2.0, -0.0, 0.0]),
+             np.array([1.0, (nan.view(np.uint64) + 1).view(np.float64), 2.0, -nan, 4.0, nan]),
+             np.array([1.0, np.nan, 0.0, np.nan, 2.0, -0.0], np.float16),
+             np.array([1 + 0j, complex(0.0, -0.0), 2, complex(-0.0, 0.0), 0j, 3]),
+             np.array([[2.0, 0.0], [0.0, -0.0], [-0.0, 0.0], [2.0, -0.0], [1.0, 1.0]])]
+    for g in cases:
+        a = dap.DistArray.from_global(g, comm=comm)
+        for kw in (dict(equal_nan=True), dict(equal_nan=False), dict(axis=0)):
+            want = np.unique(g, return_index=True, **kw)
+            kind, got = outcome(np.unique, a, return_index=True, **kw)
+            ok = kind == "ok" and all(bits(x) == bits(y) for x, y in zip(got, want))
+            collective_assert(ok, f"{g} {kw}: {got} != {want}")

@@ -212,10 +212,27 @@ def _indices(ar, uniq, first, equal_nan=True):
         if apart is not None:
             index[apart[2]] = apart[1]
         ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
+        if ar.dtype.kind in "fc" or ar.dtype.names is not None:
+            _bits_at(ar.comm, uniq, own, flat, index)
         index = index.astype(np.intp)
     inverse = from_owned(DistArray, ar.distribution, ar.comm,
                          inv.reshape(np.asarray(ar.owned).shape), np.intp)
     return index, inverse
+
+
+def _bits_at(comm, uniq, own, flat, index):
+    """NumPy's entries with ``return_index`` are the cells at their first
+    index (its argsort is stable): equal values of other bits (both zeros,
+    NaNs of other payloads) take that cell's bits in ``uniq`` (one
+    bitwise-or ``Allreduce`` from the cells' owners)."""
+    order = np.argsort(flat, kind="stable")
+    loc = np.minimum(np.searchsorted(flat[order], index), max(flat.shape[0] - 1, 0))
+    mine = flat[order][loc] == index if flat.shape[0] else np.zeros(index.shape, bool)
+    got = np.zeros(uniq.shape[0], uniq.dtype)
+    got[mine] = own[order[loc[mine]]]
+    bits = np.ascontiguousarray(got).view(np.uint8)
+    comm.Allreduce(mpi().IN_PLACE, bits, op=mpi().BOR)
+    uniq[...] = bits.view(uniq.dtype)
 
 
 def _apart(ar, uniq, own, flat):
