@@ -53,3 +53,23 @@ def test_return_index_gives_the_bits_of_the_cell_at_each_index():
             kind, got = outcome(np.unique, a, return_index=True, **kw)
             ok = kind == "ok" and all(bits(x) == bits(y) for x, y in zip(got, want))
             collective_assert(ok, f"{g} {kw}: {got} != {want}")
+
+
+def test_nat_is_the_nan_of_datetimes_and_timedeltas():
+    """NaT is NumPy's NaN for 'M' and 'm': with equal_nan=True one entry
+    for all of them (was one per rank holding some), with equal_nan=False
+    one each, in C order with their own first index and inverse (was an
+    index of 2**63-1 and every NaT's inverse on the first)."""
+    g = np.array([3, "NaT", 1, 3, "NaT", 2, "NaT", 1, 5, "NaT"], "M8[s]")
+    for x in (g, g.view("m8[s]")):
+        a = dap.DistArray.from_global(x, comm=comm)
+        for en in (True, False):
+            want = np.unique(x, return_index=True, return_inverse=True, return_counts=True,
+                             equal_nan=en)
+            kind, got = outcome(np.unique, a, return_index=True, return_inverse=True,
+                                return_counts=True, equal_nan=en)
+            ok = kind == "ok"
+            if comm.allreduce(ok, op=MPI.LAND):
+                got = (got[0], got[1], global_of(got[2]), got[3])
+                ok = all(bits(p) == bits(q) for p, q in zip(got, want))
+            collective_assert(ok, f"{x.dtype} equal_nan={en}: {got} != {want}")

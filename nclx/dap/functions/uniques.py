@@ -35,9 +35,10 @@ from nclx.dap.registry import implements
 
 
 def _same(x, y, equal_nan):
-    """Equal values (NaN equal to NaN where ``equal_nan``), elementwise."""
+    """Equal values (NaN equal to NaN, NaT to NaT, where ``equal_nan``),
+    elementwise."""
     eq = x == y
-    if equal_nan and x.dtype.kind in "fc":
+    if equal_nan and x.dtype.kind in "fcmM":
         eq |= np.isnan(x) & np.isnan(y)
     return eq
 
@@ -189,7 +190,7 @@ def _indices(ar, uniq, first, equal_nan=True):
     flat = _flat_indices(ar, own.size) if first or not equal_nan or \
         ar.dtype.names is not None else None
     apart = None
-    if (not equal_nan and ar.dtype.kind in "fc") or ar.dtype.names is not None:
+    if (not equal_nan and ar.dtype.kind in "fcmM") or ar.dtype.names is not None:
         apart = _apart(ar, uniq, own, flat)
     inv = np.searchsorted(uniq, own).astype(np.intp)
     keep = slice(None)
