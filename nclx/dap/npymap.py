@@ -21,6 +21,7 @@ turns the path off.
 """
 import mmap
 import os
+import stat
 
 import numpy as np
 
@@ -67,13 +68,18 @@ def prepare(path, header, nbytes):
     cut or extended to exactly its new length and every data byte of it is
     stored by some rank afterwards (the owned boxes cover the array), so
     its pages are reused instead of freed and faulted in again.  Returns
-    True, or False when the file system cannot allocate (the caller falls
-    back to MPI-IO: the header and the length are right for it too); a
-    full disk or quota raises OSError."""
+    True, or False when the file system cannot allocate or ``path`` is no
+    regular file (the caller falls back to MPI-IO: the header and the
+    length are right for it too); a full disk or quota raises OSError."""
     import errno
     total = len(header) + nbytes
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            # a device or pipe (the null device): no length to cut, nothing
+            # to map; the header as an ordinary write puts it, MPI-IO the rest
+            os.write(fd, header)
+            return False
         if os.pwrite(fd, header, 0) != len(header):
             raise OSError(errno.EIO, f"short write of the header of {path!r}")
         if os.fstat(fd).st_size != total:

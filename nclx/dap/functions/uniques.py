@@ -35,9 +35,10 @@ from nclx.dap.registry import implements
 
 
 def _same(x, y, equal_nan):
-    """Equal values (NaN equal to NaN where ``equal_nan``), elementwise."""
+    """Equal values (NaN equal to NaN, NaT to NaT, where ``equal_nan``),
+    elementwise."""
     eq = x == y
-    if equal_nan and x.dtype.kind in "fc":
+    if equal_nan and x.dtype.kind in "fcmM":
         eq |= np.isnan(x) & np.isnan(y)
     return eq
 
@@ -189,24 +190,50 @@ def _indices(ar, uniq, first, equal_nan=True):
     flat = _flat_indices(ar, own.size) if first or not equal_nan or \
         ar.dtype.names is not None else None
     apart = None
-    if (not equal_nan and ar.dtype.kind in "fc") or ar.dtype.names is not None:
+    if (not equal_nan and ar.dtype.kind in "fcmM") or ar.dtype.names is not None:
         apart = _apart(ar, uniq, own, flat)
     inv = np.searchsorted(uniq, own).astype(np.intp)
+    keep = slice(None)
+    if equal_nan and ar.dtype.kind == "c":
+        # NumPy's one NaN entry (the last) holds every complex NaN, which
+        # searchsorted orders apart (nan+0j after 1+nanj); its first index
+        # is that of the first cell sorting like the entry's value
+        nans = np.isnan(own)
+        slot = np.searchsorted(np.isnan(uniq), True)
+        keep = ~(nans & (inv != slot))
+        inv[nans] = slot
     if apart is not None:
         mask, where, slots = apart
         inv[mask] = slots[np.searchsorted(where, flat[mask])]
     index = None
     if first:
         index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
-        keep = slice(None) if apart is None else ~apart[0]
+        keep = keep if apart is None else ~apart[0]
         np.minimum.at(index, inv[keep], flat[keep])
         if apart is not None:
             index[apart[2]] = apart[1]
         ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
+        if ar.dtype.kind in "fc" or ar.dtype.names is not None:
+            _bits_at(ar.comm, uniq, own, flat, index)
         index = index.astype(np.intp)
     inverse = from_owned(DistArray, ar.distribution, ar.comm,
                          inv.reshape(np.asarray(ar.owned).shape), np.intp)
     return index, inverse
+
+
+def _bits_at(comm, uniq, own, flat, index):
+    """NumPy's entries with ``return_index`` are the cells at their first
+    index (its argsort is stable): equal values of other bits (both zeros,
+    NaNs of other payloads) take that cell's bits in ``uniq`` (one
+    bitwise-or ``Allreduce`` from the cells' owners)."""
+    order = np.argsort(flat, kind="stable")
+    loc = np.minimum(np.searchsorted(flat[order], index), max(flat.shape[0] - 1, 0))
+    mine = flat[order][loc] == index if flat.shape[0] else np.zeros(index.shape, bool)
+    got = np.zeros(uniq.shape[0], uniq.dtype)
+    got[mine] = own[order[loc[mine]]]
+    bits = np.ascontiguousarray(got).view(np.uint8)
+    comm.Allreduce(mpi().IN_PLACE, bits, op=mpi().BOR)
+    uniq[...] = bits.view(uniq.dtype)
 
 
 def _apart(ar, uniq, own, flat):
