@@ -350,12 +350,15 @@ def write_npy(comm, path, block, dist, what):
         if planned:         # rank 0's reservation decides (and its error raises everywhere)
             mapped = _agree(comm, error, what, mapped)[0]
         if mapped:
+            unmappable = False
             try:
                 npymap.write_box(path, parts[0][2], dist.shape, block, plan.selections)
+            except npymap.Unmappable:
+                unmappable = True           # every rank writes through MPI-IO below
             except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
                 error = exc
-            _agree(comm, error, what)
-            return
+            if not any(_agree(comm, error, what, unmappable)):
+                return
         fh = _open(comm, path, True, hints, error, what)
         _finish(comm, fh, what, plan, block, parts[0][2], nbytes > 0, write=True)
     finally:

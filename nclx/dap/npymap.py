@@ -16,8 +16,9 @@ cached on the communicator), each rank's owned cells form one box of the
 global array (block and undistributed dimensions, :func:`is_box`) and rank
 0 could reserve the file's blocks with ``posix_fallocate`` (:func:`prepare`:
 a full disk is an ``OSError`` on every rank, never a ``SIGBUS`` on a
-store).  Anything else goes through MPI-IO.  :data:`MAPPED_WRITES` = False
-turns the path off.
+store).  Anything else goes through MPI-IO, and so do all ranks when one
+of them cannot map the file (:class:`Unmappable`).  :data:`MAPPED_WRITES` =
+False turns the path off.
 """
 import mmap
 import os
@@ -25,12 +26,17 @@ import stat
 
 import numpy as np
 
-__all__ = ["MAPPED_WRITES", "one_node", "is_box", "prepare", "write_box"]
+__all__ = ["MAPPED_WRITES", "Unmappable", "one_node", "is_box", "prepare", "write_box"]
 
 #: False: every write goes through MPI-IO.
 MAPPED_WRITES = True
 
 _keyval = None
+
+
+class Unmappable(OSError):
+    """The file cannot be mapped shared on this rank (some FUSE and network
+    file systems): the ranks then write through MPI-IO."""
 
 
 def one_node(comm):
@@ -123,6 +129,8 @@ def write_box(path, data_offset, shape, block, selections):
     try:
         mm = mmap.mmap(fd, last - lo, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
                        offset=lo)
+    except OSError as exc:      # a file system that cannot map files shared
+        raise Unmappable(exc.errno, f"cannot map {path!r} shared: {exc.strerror}") from exc
     finally:
         os.close(fd)
     try:

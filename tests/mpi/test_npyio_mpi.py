@@ -477,3 +477,22 @@ def test_a_mapped_save_over_an_older_file_leaves_none_of_its_bytes(tmp, old_shap
             got = f.read()
         ok, msg = got == buf.getvalue(), f"the file differs from np.save's ({len(got)} B)"
     collective_assert(ok, msg)
+
+
+def test_a_rank_that_cannot_map_the_file_sends_every_rank_through_mpi_io(tmp, monkeypatch):
+    """A file system that cannot map files shared (some FUSE and network
+    ones) on one rank: every rank writes through MPI-IO and the file is
+    right (was: an OSError raised on every rank)."""
+    import errno
+    if rank == N - 1:
+        def refuse(*a, **kw):
+            raise OSError(errno.ENODEV, "No such device")
+        monkeypatch.setattr(npymap.mmap, "mmap", refuse)
+    g = _global((4 * N, 6), np.float64)
+    path = os.path.join(tmp, "unmappable.npy")
+    dap.DistArray.from_global(g, comm=comm, grid_shape=[N, 1]).save_npy(path)
+    ok, msg = True, None
+    if rank == 0:
+        back = np.load(path)
+        ok, msg = _same(back, g), f"np.load {back!r} != {g!r}"
+    collective_assert(ok, msg)
