@@ -67,7 +67,34 @@ def test_axis_sorts_and_argsorts_equal_stock(char, shape, threads):
     assert got_s.tobytes() == want_s.tobytes() and b.tobytes() == want_s.tobytes()
     assert got_a.tobytes() == want_a.tobytes()
     lanes = int(np.prod(shape[:-1]))
-    assert n_s == lanes - 1 and n_a == lanes - 1      # every lane but the first deferred
+    assert n_s == n_a == _expected_deferred(lanes, shape[-1])
+
+
+def _expected_deferred(lanes, n):
+    """Lanes deferred by an N-d sort of ``lanes`` lanes of ``n``: all but the
+    first, and all but the first half threaded size of elements (those go
+    straight to NumPy's loop: a small sort never defers)."""
+    from nclx._ncl import sorting
+    head = sorting.threshold() // 2
+    first = max(2, -(-head // max(n, 1)) + 1)          # the first lane deferred (1-based)
+    return max(0, lanes - first + 1)
+
+
+def test_small_nd_sorts_do_not_defer_their_lanes(threads):
+    """An N-d sort smaller than the threaded size sorts every lane at once
+    (deferring them only added calls a lane: 0.85-0.89x stock at (8, 12)),
+    and a larger one defers all lanes past the first half threaded size."""
+    from nclx._ncl import sorting
+    small = _values("d", (8, 12))
+    with nclx.installed():
+        got, n = _deferred_during(lambda: np.sort(small, axis=1))
+    assert got.tobytes() == np.sort(small, axis=1).tobytes() and n == 0
+    rows = 2 * sorting.threshold() // 100 + 3
+    big = _values("d", (rows, 100))
+    with nclx.installed():
+        got, n = _deferred_during(lambda: np.sort(big, axis=1))
+    assert got.tobytes() == np.sort(big, axis=1).tobytes()
+    assert n == _expected_deferred(rows, 100) > 0
 
 
 @pytest.mark.parametrize("make", [

@@ -104,6 +104,11 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
         b.flush_at = max(4 * nth, (ncl_sort_threshold() + n - 1) // max(n, 1))
     if b.mode != 1 or not eligible or n != b.n:
         return NCL_LANE_NOT_TAKEN
+    if (b.calls - 1) * n < ncl_sort_threshold() // 2 and not _probing:
+        # the first lanes go straight to NumPy's loop: an N-d sort of fewer
+        # elements than the threaded size never defers (its batch would run
+        # on one thread anyway), a larger one defers the rest
+        return NCL_LANE_NOT_TAKEN
     if b.npend == b.cap and _grow(b) < 0:
         return NCL_LANE_NOT_TAKEN              # no memory for the list: sort it now
     b.pv[b.npend] = v
