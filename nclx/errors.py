@@ -10,6 +10,8 @@ own family in one module that derives from this one:
 - core: :class:`NclxInstallError`, :class:`NclxISAError`, :class:`HookError`;
 - ``nclx.storage.params``: ``StorageError`` and its subclasses;
 - ``nclx.dap.validate``: ``DapError``, ``DapTypeError``;
+- ``nclx.dap.npymap``: ``Unmappable`` (an OSError: a file not mappable
+  shared, the save goes through MPI-IO);
 - ``nclx.types.parser``: ``TypeStringError``;
 - ``nclx.ipc.errors``: ``ProtocolError``, ``RemoteError`` and subclasses;
 - ``nclx._trace``: ``Untraceable`` (a fused call that then runs eagerly).

@@ -19,6 +19,7 @@ _BUILTIN_BASES = {
     "nclx.storage.params.DeviceUnavailableError": ImportError,
     "nclx.dap.validate.DapError": ValueError,
     "nclx.dap.validate.DapTypeError": TypeError,
+    "nclx.dap.npymap.Unmappable": OSError,
     "nclx.types.parser.TypeStringError": ValueError,
     "nclx.ipc.errors.ProtocolError": ValueError,
     "nclx.ipc.errors.ConnectionLostError": ConnectionError,

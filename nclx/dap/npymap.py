@@ -26,6 +26,8 @@ import stat
 
 import numpy as np
 
+from nclx.errors import NclxError
+
 __all__ = ["MAPPED_WRITES", "Unmappable", "one_node", "is_box", "prepare", "write_box"]
 
 #: False: every write goes through MPI-IO.
@@ -34,7 +36,7 @@ MAPPED_WRITES = True
 _keyval = None
 
 
-class Unmappable(OSError):
+class Unmappable(NclxError, OSError):
     """The file cannot be mapped shared on this rank (some FUSE and network
     file systems): the ranks then write through MPI-IO."""
 
