@@ -115,3 +115,21 @@ def assert_raised_everywhere(steps, ended, report, nsteps=1, types=None):
         assert line.startswith("EXC "), f"rank {r} did not raise:\n{report}"
         if types:
             assert any(line.startswith(f"EXC {t}:") for t in types), report
+
+
+def assert_calls_raise_then_in_step(tmp_path, nranks, setup, calls, final, want):
+    """Run ``setup``, then each of ``calls`` (expressions; the ranks call
+    differently) as a step, then ``final`` (the same call everywhere):
+    every rank must finish, raise a DapError at each call, and give
+    ``OK want`` at the final step (the ranks stay in step)."""
+    body = textwrap.dedent(setup)
+    for call in calls:
+        body += f"step(lambda: {call})\n"
+    body += f"step(lambda: {final})\n"
+    steps, ended, report = run_ranks(tmp_path, nranks, body)
+    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
+    for r, lines in enumerate(steps):
+        assert len(lines) == len(calls) + 1, f"rank {r} did not report every step:\n{report}"
+        for call, line in zip(calls, lines):
+            assert line.startswith("EXC DapError:"), f"{call}: rank {r}: {line}\n{report}"
+        assert lines[-1] == f"OK {want!r}", report

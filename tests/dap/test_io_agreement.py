@@ -9,11 +9,9 @@ different collectives for ever; ``from_global`` agreed only on the shape
 and dtype, so ranks passing different ``dist`` built inconsistent
 DistArrays silently.  Each scenario runs under ``mpiexec -n 4`` in a
 subprocess with a watchdog (dap_helpers)."""
-import textwrap
-
 import pytest
 
-from dap_helpers import run_ranks
+from dap_helpers import assert_calls_raise_then_in_step
 
 SCENARIOS = {
     "save against a reduction": "a.save_npy(path) if rank == 0 else float(np.sum(a))",
@@ -30,18 +28,10 @@ SCENARIOS = {
 
 @pytest.mark.parametrize("group", [list(SCENARIOS)[:3], list(SCENARIOS)[3:]])
 def test_io_and_from_global_called_differently_raise_everywhere(tmp_path, group):
-    body = textwrap.dedent("""
+    setup = """
         a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
         path = comm.bcast(os.path.abspath("x.npy") if rank == 0 else None)
         a.save_npy(path)
-    """)
-    for name in group:
-        body += f"step(lambda: {SCENARIOS[name]})\n"
-    body += "step(lambda: float(np.sum(a)))\n"           # the ranks are still in step
-    steps, ended, report = run_ranks(tmp_path, 4, body)
-    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
-    for r, lines in enumerate(steps):
-        assert len(lines) == len(group) + 1, f"rank {r} did not report every step:\n{report}"
-        for name, line in zip(group, lines):
-            assert line.startswith("EXC DapError:"), f"{name}: rank {r}: {line}\n{report}"
-        assert lines[-1] == f"OK {float(sum(range(32)))!r}", report
+    """
+    assert_calls_raise_then_in_step(tmp_path, 4, setup, [SCENARIOS[n] for n in group],
+                                    "float(np.sum(a))", float(sum(range(32))))

@@ -8,11 +8,9 @@ reductions with per-rank arguments hung; var with a per-rank ddof, max with
 a per-rank initial, clip with per-rank bounds gave silently different
 results per rank.  Each scenario runs under ``mpiexec -n 4`` in a
 subprocess with a watchdog (dap_helpers)."""
-import textwrap
-
 import pytest
 
-from dap_helpers import run_ranks
+from dap_helpers import assert_calls_raise_then_in_step
 
 SCENARIOS = {
     "sum dtype": "a.sum(dtype=np.float32 if rank == 0 else None)",
@@ -35,21 +33,13 @@ SCENARIOS = {
 
 @pytest.mark.parametrize("group", [list(SCENARIOS)[:8], list(SCENARIOS)[8:]])
 def test_ranks_calling_differently_raise_everywhere(tmp_path, group):
-    body = textwrap.dedent("""
+    setup = """
         a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
         m = dap.DistArray.from_global(np.arange(24.0 * N).reshape(4 * N, 6), comm=comm)
         q = dap.DistArray.from_global(np.arange(64.0).reshape(8, 8), comm=comm,
                                       grid_shape=(2, N // 2))
         w = dap.DistArray.from_global(np.ones((8, 1000)), comm=comm, grid_shape=(N, 1))
-    """)
-    for name in group:
-        body += f"step(lambda: {SCENARIOS[name]})\n"
-    # the ranks are still in step: the same call everywhere works
-    body += "step(lambda: float(np.sum(a)))\n"
-    steps, ended, report = run_ranks(tmp_path, 4, body)
-    assert all(ended), f"a rank was left waiting (or was ended):\n{report}"
-    for r, lines in enumerate(steps):
-        assert len(lines) == len(group) + 1, f"rank {r} did not report every step:\n{report}"
-        for name, line in zip(group, lines):
-            assert line.startswith("EXC DapError:"), f"{name}: rank {r}: {line}\n{report}"
-        assert lines[-1] == f"OK {float(sum(range(32)))!r}", report
+    """
+    # the ranks are still in step afterwards: the same call everywhere works
+    assert_calls_raise_then_in_step(tmp_path, 4, setup, [SCENARIOS[n] for n in group],
+                                    "float(np.sum(a))", float(sum(range(32))))
