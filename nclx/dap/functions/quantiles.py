@@ -37,7 +37,7 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call
 from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
-from nclx.dap.functions._weighted import weighted_flat
+from nclx.dap.functions._weighted import pick, weighted_flat
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -64,17 +64,7 @@ def _order_statistics(a, positions):
     local, a.local = a.local, None
     _, bucket = sample_sort(comm, local.reshape(1, -1))
     del local
-    mine = np.array([bucket.shape[0]], np.int64)
-    base = np.zeros(1, np.int64)
-    comm.Exscan(mine, base, op=mpi().SUM)
-    base = 0 if comm.Get_rank() == 0 else int(base[0])
-    out = np.zeros(positions.shape[0], a.dtype)
-    here = (positions >= base) & (positions < base + bucket.shape[0])
-    out[here] = bucket[positions[here] - base]
-    bits = np.ascontiguousarray(out).view(np.uint8)
-    got = np.empty_like(bits)
-    comm.Allreduce(bits, got, op=mpi().BOR)
-    return got.view(a.dtype)
+    return pick(comm, bucket, positions, a.dtype)
 
 
 def _fetch(a, n, indices):
