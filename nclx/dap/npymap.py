@@ -20,6 +20,7 @@ store).  Anything else goes through MPI-IO, and so do all ranks when one
 of them cannot map the file (:class:`Unmappable`).  :data:`MAPPED_WRITES` =
 False turns the path off.
 """
+import errno
 import mmap
 import os
 import stat
@@ -79,7 +80,6 @@ def prepare(path, header, nbytes):
     True, or False when the file system cannot allocate or ``path`` is no
     regular file (the caller falls back to MPI-IO: the header and the
     length are right for it too); a full disk or quota raises OSError."""
-    import errno
     total = len(header) + nbytes
     fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
     try:
