@@ -6,11 +6,16 @@
 ...     b = a + a
 ...     s = b.sum()
 >>> sorted({r.op for r in led.records()})
-['add']
+['add', 'copy']
 >>> print(led.table())            # doctest: +SKIP
-op   kind     dtypes                  calls  elements  ms
-add  elementwise int64,int64->int64    1     100000   0.05
+op    kind         dtypes              calls  elements  ms  ...
+add   elementwise  int64,int64->int64      1    100000  0.05
+add   reduce       int64,int64->int64      1    100000  0.03
+copy  call         int64->int64            1         1  0.00
 ...
+
+(The copy: NumPy's reduction copies the first element into its result;
+every copy of a dtype to itself is a row of the ``copy`` call op.)
 
 The ledger is a C node at the front of every funnel chain: it timestamps the
 rest of the chain and adds to per-signature counters with atomic adds, so it

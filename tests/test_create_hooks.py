@@ -60,8 +60,9 @@ def test_ledger_has_one_create_row_per_call(name):
             call(name, 0, dt)                    # no elements: no Create call
         call(name, 10, "complex128")             # NumPy's own code: no row
         call(name, 10, ">f8")
+    # (the prototypes' own copies are rows of the convert subsystem)
     rows = sorted((r.op, r.dtypes, r.elements, r.calls, r.kind, r.subsystem)
-                  for r in led.records())
+                  for r in led.records() if r.subsystem == "create")
     assert rows == sorted((OPS[name], (dt,), 1000, 1, "call", "create") for dt in FIXED)
 
 
@@ -70,7 +71,8 @@ def test_a_subarray_dtype_is_served_as_its_base():
         a = nc.full(4, 1.5, "(2,)f4")
         b = nc.zeros_like(np.ones(3), dtype="(2,)i2")
     assert a.shape == (4, 2) and (a == 1.5).all() and b.shape == (3, 2) and not b.any()
-    assert sorted((r.op, r.dtypes, r.elements) for r in led.records()) == \
+    assert sorted((r.op, r.dtypes, r.elements) for r in led.records()
+                  if r.subsystem == "create") == \
         [("full", ("float32",), 8), ("zeros", ("int16",), 6)]
 
 

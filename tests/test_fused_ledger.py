@@ -14,7 +14,10 @@ from fused_fixtures import low  # noqa: F401 - fixtures
 
 
 def _rows(led):
-    return sorted((r.op, r.kind, r.dtypes, r.calls, r.elements) for r in led.records())
+    # without NumPy's copies (the copy op): an eager reduction copies its
+    # first element into the result, a fused one writes the result directly
+    return sorted((r.op, r.kind, r.dtypes, r.calls, r.elements) for r in led.records()
+                  if r.op != "copy")
 
 
 def _data(n=70_001):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import nclx
+from nclx._ncl import copying
 from nclx._ncl import sorting
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
@@ -42,18 +43,23 @@ def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
     kernel_ops = [s for s in funnel.signatures()
                   if s[0] not in spec.NUMPY_LOOPS and s[0] not in spec.NCLX_ONLY]
     assert set(kernel_ops) <= set(before)
+    copy_getters = copying.getters()
     n = nclx.install()
     sorts = sum(1 for stock, now in sorting.slots().values() if stock and stock != now)
     methods = 26 if sorting.way_in() == "methods" else 0        # 13 DTypes x {sort, argsort}
-    assert n == len(before) + sorts + methods
+    copies = len(spec.ALL) if copying.layout() == "" else 0      # one copy method per DType
+    assert n == len(before) + sorts + methods + copies
     assert sorts == (78 if sorting.reachable() == "" else 0)   # 13 types x 3 kinds x 2
     during = _snapshot()
     for k, (key, addr) in enumerate(before.items()):
         assert during[key] != addr
     assert all(during[key] == funnel.entry_address(k)
                for k, key in enumerate(funnel.signatures()) if key in during)
+    if copies:
+        assert all(addr != copy_getters[name] for name, addr in copying.getters().items())
     assert nclx.uninstall() == n
     assert _snapshot() == before
+    assert copying.getters() == copy_getters
     assert not nclx.is_installed()
 
 

@@ -11,6 +11,7 @@ import contextlib
 import threading
 import warnings
 
+from nclx._ncl import copying as _copying
 from nclx._ncl import entries as _entries
 from nclx._ncl import hooks as _hooks
 from nclx._ncl import looptable as _looptable
@@ -22,7 +23,7 @@ from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
-          "generation": 0, "sorts": None, "recycle_prev": None}
+          "generation": 0, "sorts": None, "copies": None, "recycle_prev": None}
 _local = threading.local()
 
 
@@ -60,6 +61,10 @@ def _apply():
             _sorting.swap_out()
         else:
             swapped += _sorting.swap_in(require=s["sorts"] is True)
+        if s["copies"] is False:
+            _copying.swap_out()
+        else:
+            swapped += _copying.swap_in(require=s["copies"] is True)
     else:
         _restore()
     if s["funnel_explicit"] or s["funnel_holds"] > 0:
@@ -72,8 +77,9 @@ def _apply():
 def _restore():
     restored, foreign = _entries.swap_out()
     sorts, sorts_foreign = _sorting.swap_out()
-    restored += sorts
-    foreign += sorts_foreign
+    copies, copies_foreign = _copying.swap_out()
+    restored += sorts + copies
+    foreign += sorts_foreign + copies_foreign
     _pyfunnel.swap_out()
     _hooks.collect()
     if foreign:
@@ -113,7 +119,7 @@ def release_memory():
     return _recycle.trim(0) + _sorting.release()
 
 
-def install(python_funnel=False, sorts=None, recycle=False):
+def install(python_funnel=False, sorts=None, recycle=False, copies=None):
     """Route NumPy's built-in loops through nclx's hook chains.
 
     Swaps the loops of every op and dtype of the kernel library (both int64
@@ -135,6 +141,14 @@ def install(python_funnel=False, sorts=None, recycle=False):
         None (default): where this NumPy sorts through the slots nclx
         replaces (probed once: NumPy 2.0-2.4), else leave them NumPy's;
         True: raise NclxInstallError where it does not; False: never.
+    copies : bool or None
+        Split NumPy's large copies of a fixed-width dtype to itself
+        (``ndarray.copy``, ``np.array``, ``a[...] = b``, the copy in
+        ``np.sort``) across nclx's threads, each piece NumPy's own copy loop,
+        through the ``copy`` call op (docs/hooks.md).  None (default): where
+        NumPy's copy methods have the layout nclx knows (NumPy 2.0-2.5),
+        else leave them NumPy's; True: raise NclxInstallError where they do
+        not; False: never.
     recycle : bool
         Also make nclx's recycling allocator NumPy's data-allocation
         handler (NEP 49) in the calling context: freed array data of
@@ -148,24 +162,27 @@ def install(python_funnel=False, sorts=None, recycle=False):
     Returns
     -------
     int
-        Number of NumPy function pointers (ufunc loops, sort slots)
-        swapped by this call.
+        Number of NumPy function pointers (ufunc loops, sort slots, copy
+        loop getters) swapped by this call.
     """
     if sorts not in (None, True, False):
         raise TypeError(f"install(sorts=...) takes None, True or False, not {sorts!r}")
+    if copies not in (None, True, False):
+        raise TypeError(f"install(copies=...) takes None, True or False, not {copies!r}")
     if not isinstance(recycle, bool):
         raise TypeError(f"install(recycle=...) takes True or False, not {recycle!r}")
     with _lock:
         was = dict(_state)
         _state["explicit"] = True
         _state["sorts"] = sorts
+        _state["copies"] = copies
         if python_funnel:
             _state["funnel_explicit"] = True
         try:
             swapped = _apply()
         except BaseException:
             _state.update(explicit=was["explicit"], funnel_explicit=was["funnel_explicit"],
-                          sorts=was["sorts"])
+                          sorts=was["sorts"], copies=was["copies"])
             _apply()
             raise
         if recycle:
@@ -183,7 +200,8 @@ def uninstall():
     restored.
     """
     with _lock:
-        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0, sorts=None)
+        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0, sorts=None,
+                      copies=None)
         _state["generation"] += 1
         _recycle_off()
         return _restore()

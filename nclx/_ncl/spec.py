@@ -262,6 +262,8 @@ CALL_OPS = {
     "empty": ("create", ALL, ("out",)),
     "zeros": ("create", ALL, ("out",)),
     "full": ("create", ALL, ("out",)),
+    # NumPy's copies of a dtype to itself (nclx._ncl.copying)
+    "copy": ("convert", ALL, ("src", "dst")),
 }
 
 #: every op's name, in the order of ncl_op_names (call.op): OPS, then CALL_OPS
