@@ -350,3 +350,29 @@ def test_tune_rejects_bad_values():
         copying.tune(0)
     with pytest.raises(ValueError, match="cold_bytes"):
         copying.tune(None, -1)
+
+
+@pytest.mark.parametrize("dtype", list(spec.ALL))
+def test_zero_d_and_empty_copies(dtype):
+    nclx.install()
+    nclx.set_num_threads(2)
+    z = _data(dtype, 1).reshape(())
+    e = np.empty((0, 5), dtype)
+    assert z.copy().tobytes() == z.tobytes() and z.copy().shape == ()
+    d = np.zeros((), dtype)
+    d[...] = z
+    assert d.tobytes() == z.tobytes()
+    assert e.copy().shape == (0, 5) and e.T.copy().shape == (5, 0)
+
+
+def test_copies_under_checked_mode():
+    nclx.install()
+    nclx.set_num_threads(2)
+    a = np.arange(100_000, dtype=np.int64)
+    with nclx.checked():
+        b = a.copy()
+        c = np.empty_like(a)
+        c[...] = a[::-1]
+        s = a.sum()
+    assert b.tobytes() == a.tobytes() and c.tobytes() == a[::-1].tobytes()
+    assert s == a.sum()

@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+from nclx._ncl import copying
+
 MODULES = ["numpy._core.tests.test_umath", "numpy._core.tests.test_ufunc",
            "numpy._core.tests.test_numeric"]
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -38,6 +40,9 @@ def test_numpy_suites_pass_with_nclx_installed(tmp_path):
     assert "[nclx] installed" in out1, out1[-2000:]
     assert "every NumPy loop restored" in out1, out1[-2000:]
     assert passed1 > 5000, f"too few tests ran with nclx: {passed1}"
+    if copying.layout() == "":
+        split = re.search(r"copies split across the team: (\d+)", out1)
+        assert split and int(split.group(1)) > 1000, out1[-2000:]
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
 
@@ -56,5 +61,27 @@ def test_numpy_sort_tests_pass_with_nclx_installed(tmp_path):
     assert "[nclx] installed" in out1, out1[-2000:]
     assert "every NumPy loop restored" in out1, out1[-2000:]
     assert passed1 == passed0 and passed1 > 100, (passed0, passed1)
+    new = failed1 - failed0
+    assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
+
+
+#: NumPy's tests of what copies (assignment, indexing, nditer buffers and
+#: their copies, concatenate and stacking, array creation), run with every
+#: copy of 128 bytes or more split across nclx's team
+COPY_MODULES = ["numpy._core.tests.test_multiarray", "numpy._core.tests.test_nditer",
+                "numpy._core.tests.test_indexing", "numpy._core.tests.test_shape_base",
+                "numpy._core.tests.test_api"]
+
+
+@pytest.mark.numpy_suite
+def test_numpy_copy_tests_pass_with_nclx_installed(tmp_path):
+    rc0, passed0, failed0, out0 = _run(False, tmp_path, COPY_MODULES)
+    rc1, passed1, failed1, out1 = _run(True, tmp_path, COPY_MODULES)
+    assert "[nclx] installed" in out1, out1[-2000:]
+    assert "every NumPy loop restored" in out1, out1[-2000:]
+    assert passed1 == passed0 and passed1 > 3000, (passed0, passed1)
+    if copying.layout() == "":
+        split = re.search(r"copies split across the team: (\d+)", out1)
+        assert split and int(split.group(1)) > 1000, out1[-2000:]
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"

@@ -3,6 +3,7 @@ uninstall() put every NumPy loop back exactly."""
 import numpy as np
 
 import nclx
+from nclx._ncl import copying
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
 from nclx._ncl import policy
@@ -11,6 +12,8 @@ from nclx._ncl import spec
 
 _before = {}
 _sort_slots = {}
+_copy_getters = {}
+_copy_tuning = []
 
 
 def pytest_configure(config):
@@ -30,6 +33,10 @@ def pytest_configure(config):
     sorting.threshold(64)
     sorting.fast_threshold(64)
     sorting.min_run(16)
+    # and every copy of 128 bytes or more split across the team, a sleeping
+    # team woken for it (nclx._ncl.copying)
+    _copy_getters.update(copying.getters())
+    _copy_tuning[:] = copying.tune(64, 0)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
@@ -42,6 +49,10 @@ def pytest_unconfigure(config):
     sorting.threshold(1 << 15)
     sorting.fast_threshold(1 << 18)
     sorting.min_run(1 << 13)
+    copying.tune(*_copy_tuning)
+    print(f"[nclx] copies split across the team: {copying.split_calls()}")
+    if copying.getters() != _copy_getters:
+        raise RuntimeError("uninstall() left NumPy's copy methods changed")
     moved = [k for k, (_stock, now) in sorting.slots().items() if _sort_slots[k] != now]
     if moved:
         raise RuntimeError(f"uninstall() left {len(moved)} sort slots changed: {moved[:5]}")
