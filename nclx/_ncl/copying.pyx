@@ -21,10 +21,12 @@ than ``cold_bytes`` bytes.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject
+from cpython.exc cimport PyErr_SetString
 from libc.stdint cimport int64_t, uintptr_t
 
-from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run, ncl_callop_quiet
+from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CONVERT
+from nclx._ncl.registry cimport ncl_funnel_chain, ncl_kernel_chain
+from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
 import numpy as np
 
@@ -95,6 +97,11 @@ cdef extern from *:
                                            __ATOMIC_ACQUIRE);
     }
     static inline void *ncl_copy_loaded(void *slot) { return __atomic_load_n((void **)slot, __ATOMIC_ACQUIRE); }
+    #include "nclx.h"
+    /* no user node in the chain (what ncl_callop_quiet reads) */
+    static inline int ncl_copy_nouser(const ncl_chain *c) {
+        return __atomic_load_n(&c->nuser, __ATOMIC_ACQUIRE) == 0;
+    }
     static inline void ncl_copy_count(int64_t *p) { __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
     """
     ctypedef struct NpyAuxData:
@@ -122,6 +129,7 @@ cdef extern from *:
     void ncl_copy_store(int64_t *p, int64_t v) noexcept nogil
     void ncl_copy_rc(int *p, int v) noexcept nogil
     void ncl_copy_count(int64_t *p) noexcept nogil
+    bint ncl_copy_nouser(const ncl_chain *c) noexcept nogil
     int ncl_copy_publish(void *slot, void *loop) noexcept nogil
     void *ncl_copy_loaded(void *slot) noexcept nogil
 
@@ -139,9 +147,13 @@ cdef enum:
 #: as many is NumPy's loop on the calling thread (docs/hooks.md)
 PIECE_BYTES = 256 << 10
 #: a team that ran less than this long ago still spins; a sleeping one is
-#: woken only for calls of COLD_BYTES and more (as nclx._ncl.creating)
+#: woken only for calls of COLD_BYTES and more (as nclx._ncl.creating).
+#: Measured here (docs/benchmarks.md): a 4 MB copy split after the caller
+#: computed for 20 ms took 0.20-0.30 ms against NumPy's 0.26 (waking the
+#: team about 0.1 ms), after the whole process slept 10 ms 5.5 ms (the VM
+#: wakes its idle second CPU late)
 WARM_NS = 2_000_000
-COLD_BYTES = 8 << 20
+COLD_BYTES = 4 << 20
 
 cdef npy_intp _piece_bytes = PIECE_BYTES
 cdef npy_intp _split_bytes = 2 * PIECE_BYTES   # calls below are never split
@@ -151,6 +163,8 @@ cdef int64_t _warm_until = 0
 cdef int64_t _splits = 0                   # calls split across the team (split_calls())
 
 cdef int _slot[NTYPES]                     # type number -> copy call slot, or -1
+cdef ncl_chain *_kchain[NTYPES]            # ... -> its kernel chain (copy_<dtype>)
+cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CONVERT)
 cdef void *_meth[NTYPES]                   # NumPy's copy method of that DType
 cdef get_loop_fn _numpy_get[NTYPES]        # its own loop getter
 cdef int _nmeth = 0
@@ -349,7 +363,9 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
     cdef copy_aux *a
     cdef int rc
     if t < 0 or t >= NTYPES or _numpy_get[t] == NULL:
-        return -1             # not a DType nclx swapped (cannot happen)
+        # not a DType nclx swapped (cannot happen)
+        PyErr_SetString(SystemError, "nclx: a copy loop asked of an unknown DType")
+        return -1
     numpy_get = _numpy_get[t]
     rc = numpy_get(ctx, aligned, move_refs, strides, out_loop, out_aux, flags)
     if rc < 0 or out_aux[0] != NULL or _slot[t] < 0 \
@@ -360,7 +376,10 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
     a = _aux_for(t, out_loop[0], ncl_copy_descr_size(ctx.descriptors[0]))
     if a == NULL:
         return rc             # NumPy's loop works as well
-    out_loop[0] = _loop_quiet if ncl_callop_quiet(a.k) else _loop
+    # nobody watching now (no hook, no ledger): small calls go to NumPy's
+    # loop at once.  A checked() mode changes nothing in a copy.
+    out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
+        else _loop
     out_aux[0] = <NpyAuxData *>a
     return rc
 
@@ -409,6 +428,7 @@ def layout():
         _meth[t] = ncl_slots_within(f)
         _numpy_get[t] = <get_loop_fn>ncl_cmeth_get(_meth[t])
         _slot[t] = ncl_callop_slot("copy", name)
+        _kchain[t] = ncl_kernel_chain(spec.call_kernel_name("copy", name))
     _why = ""
     return _why
 
@@ -419,6 +439,7 @@ def _init():
         _slot[t] = -1
         _meth[t] = NULL
         _numpy_get[t] = NULL
+        _kchain[t] = NULL
         for i in range(AUX_PER_TYPE):
             _auxes[t][i].loop = NULL
 
