@@ -578,3 +578,54 @@ def test_large_sorts_of_few_distinct_values(char):
             with nclx.installed():
                 got = np.sort(a, kind=kind)
             assert got.tobytes() == ref.tobytes(), (char, distinct, kind)
+
+
+@needs_slots
+@pytest.mark.parametrize("char", ["f4", "f8"])
+@pytest.mark.parametrize("extra", ["none", "neg_zero", "both_zeros", "nan", "nan_payload", "neg_nan"])
+def test_unstable_float_sorts_of_data_in_order(char, extra, threads, small):
+    """Data already in order is its own unstable sort only when equal keys
+    have equal bits and it holds no NaN (NumPy 2.0-2.4 rewrite them)."""
+    n = 20_011
+    a = np.sort(np.random.default_rng(1).standard_normal(n).astype(char) * 10)
+    a[n // 2 - 3:n // 2 + 3] = 0.0
+    if extra == "neg_zero":
+        a[n // 2 - 3:n // 2 + 3] = -0.0
+    elif extra == "both_zeros":
+        a[n // 2 - 1] = -0.0
+    elif extra in ("nan", "nan_payload", "neg_nan"):
+        bits = {"nan": (0x7FF8000000000000, 0x7FC00000),
+                "nan_payload": (0x7FF0000000000ABC, 0x7F800ABC),
+                "neg_nan": (0xFFF8000000000000, 0xFFC00000)}[extra]
+        nan = np.array([bits[0]], np.uint64).view(np.float64) if char == "f8" \
+            else np.array([bits[1]], np.uint32).view(np.float32)
+        a[-5:] = nan
+        assert a[-5:].tobytes() == nan.tobytes() * 5
+    for kind in ("quicksort", "heapsort"):
+        ref = np.sort(a, kind=kind)
+        with nclx.installed():
+            got = np.sort(a, kind=kind)
+            b = a.copy()
+            b.sort(kind=kind)
+        assert got.tobytes() == ref.tobytes() and b.tobytes() == ref.tobytes(), (extra, kind)
+
+
+@needs_slots
+@pytest.mark.parametrize("char", ["f4", "f8"])
+def test_in_order_scan_finds_every_descent_position(char, small):
+    """The vector scan of float data (two or four elements a step, blocks
+    of 2,048) sees one descent wherever it is, a NaN before a number too."""
+    n = 6_000
+    base = np.arange(n, dtype=char)
+    for pos in [1, 2, 3, 4, 5, 2047, 2048, 2049, 2050, 4095, 4096, 4097, n - 2, n - 1]:
+        for how in ("swap", "nan"):
+            a = base.copy()
+            if how == "swap":
+                a[pos - 1], a[pos] = a[pos], a[pos - 1]
+            else:
+                a[pos - 1] = np.nan
+            for kind in KINDS:
+                ref = np.sort(a, kind=kind)
+                with nclx.installed():
+                    got = np.sort(a, kind=kind)
+                assert got.tobytes() == ref.tobytes(), (pos, how, kind)

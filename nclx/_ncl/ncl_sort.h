@@ -17,6 +17,9 @@
 #include <sys/mman.h>
 #include <numpy/npy_common.h>
 #include "ncl_dtswitch.h"
+#if defined(__x86_64__) && defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* Merge scratch.  A large one is mapped on 2 MiB boundaries and asked for
  * huge pages (a fresh 80 MB buffer costs 20,000 4 KiB page faults, more than
@@ -289,26 +292,78 @@ static npy_intp ncl_nan_start(int dt, const char *v, const npy_intp *idx, npy_in
     return lo;
 }
 
-/* 1 when v[0:n) is in order (NumPy's order: NaNs last); stops at the
- * first descent, so unsorted data costs a few compares. */
+/* 1 when v[0:n) is in order (NumPy's order: NaNs last).  Blocks of 2,048
+ * elements are scanned without a branch, stopping after the first block
+ * with a descent (unsorted data costs one block).  Floats' compare with
+ * its NaN cases (x[i] < x[i-1], or x[i-1] a NaN and x[i] not) ran at 3.8 ns
+ * an element as scalar code here (GCC does not vectorise it): with SSE2 it
+ * is four vector compares per two (four) elements, at memory speed. */
+#define NCL_BLT_INT(a, b) ((a) < (b))
+#define NCL_BLT_FLT(a, b) (((a) < (b)) | (((b) != (b)) & ((a) == (a))))
+#if defined(__x86_64__) && defined(__SSE2__)
+#define NCL_SSE_SORTED(W, VT, LOAD, LT, UNORD, ORD, OR, AND, MASK, ZERO)                 \
+static npy_intp ncl_sorted_prefix_##W(const void *v, npy_intp s, npy_intp e)          \
+{   /* the first i in [s, e) where a block of vector steps saw a descent, or e */    \
+    const char *p = (const char *)v;                                                 \
+    const npy_intp step = 16 / sizeof(p[0]) / (W);                                    \
+    VT bad = ZERO();                                                                 \
+    npy_intp i = s;                                                                  \
+    for (; i + step <= e; i += step) {                                               \
+        VT a = LOAD((const void *)(p + i * (W))), b = LOAD((const void *)(p + (i - 1) * (W))); \
+        bad = OR(bad, OR(LT(a, b), AND(UNORD(b, b), ORD(a, a))));                     \
+    }                                                                                \
+    return MASK(bad) ? s : i;                                                        \
+}
+#define NCL_LOADPD(q) _mm_loadu_pd((const double *)(q))
+#define NCL_LOADPS(q) _mm_loadu_ps((const float *)(q))
+NCL_SSE_SORTED(8, __m128d, NCL_LOADPD, _mm_cmplt_pd, _mm_cmpunord_pd, _mm_cmpord_pd, _mm_or_pd,
+               _mm_and_pd, _mm_movemask_pd, _mm_setzero_pd)
+NCL_SSE_SORTED(4, __m128, NCL_LOADPS, _mm_cmplt_ps, _mm_cmpunord_ps, _mm_cmpord_ps, _mm_or_ps,
+               _mm_and_ps, _mm_movemask_ps, _mm_setzero_ps)
+#undef NCL_LOADPD
+#undef NCL_LOADPS
+#define NCL_VEC_START(NAME, x, s, e) NCL_VEC_##NAME(x, s, e)
+#define NCL_VEC_float64(x, s, e) ncl_sorted_prefix_8((const void *)(x), s, e)
+#define NCL_VEC_float32(x, s, e) ncl_sorted_prefix_4((const void *)(x), s, e)
+#else
+#define NCL_VEC_START(NAME, x, s, e) (s)
+#endif
+#define NCL_VEC_bool(x, s, e) (s)
+#define NCL_VEC_int8(x, s, e) (s)
+#define NCL_VEC_int16(x, s, e) (s)
+#define NCL_VEC_int32(x, s, e) (s)
+#define NCL_VEC_int64(x, s, e) (s)
+#define NCL_VEC_uint8(x, s, e) (s)
+#define NCL_VEC_uint16(x, s, e) (s)
+#define NCL_VEC_uint32(x, s, e) (s)
+#define NCL_VEC_uint64(x, s, e) (s)
+#define NCL_VEC_float32nn(x, s, e) (s)
+#define NCL_VEC_float64nn(x, s, e) (s)
 static int ncl_is_sorted(int dt, const char *v, npy_intp n)
 {
     int r = 1;
-#define NCL_S(NAME, T) { const T *x = (const T *)v; \
-        for (npy_intp i = 1; i < n; i++) if (NCL_LT_##NAME(x[i], x[i - 1])) { r = 0; break; } }
-#define NCL_LT_bool NCL_LT_INT
-#define NCL_LT_int8 NCL_LT_INT
-#define NCL_LT_int16 NCL_LT_INT
-#define NCL_LT_int32 NCL_LT_INT
-#define NCL_LT_int64 NCL_LT_INT
-#define NCL_LT_uint8 NCL_LT_INT
-#define NCL_LT_uint16 NCL_LT_INT
-#define NCL_LT_uint32 NCL_LT_INT
-#define NCL_LT_uint64 NCL_LT_INT
-#define NCL_LT_float32 NCL_LT_FLT
-#define NCL_LT_float64 NCL_LT_FLT
-#define NCL_LT_float32nn NCL_LT_INT
-#define NCL_LT_float64nn NCL_LT_INT
+    /* each block: the vector steps (floats, SSE2), then the rest one by one */
+#define NCL_S(NAME, T) { const T *x = (const T *)v;                                    \
+        for (npy_intp s = 1; s < n && r; s += 2048) {                                 \
+            npy_intp e = n - s < 2048 ? n : s + 2048;                                  \
+            int bad = 0;                                                              \
+            for (npy_intp i = NCL_VEC_START(NAME, x, s, e); i < e; i++)                \
+                bad |= NCL_BLT_##NAME(x[i], x[i - 1]);                                 \
+            r = !bad;                                                                 \
+        } }
+#define NCL_BLT_bool NCL_BLT_INT
+#define NCL_BLT_int8 NCL_BLT_INT
+#define NCL_BLT_int16 NCL_BLT_INT
+#define NCL_BLT_int32 NCL_BLT_INT
+#define NCL_BLT_int64 NCL_BLT_INT
+#define NCL_BLT_uint8 NCL_BLT_INT
+#define NCL_BLT_uint16 NCL_BLT_INT
+#define NCL_BLT_uint32 NCL_BLT_INT
+#define NCL_BLT_uint64 NCL_BLT_INT
+#define NCL_BLT_float32 NCL_BLT_FLT
+#define NCL_BLT_float64 NCL_BLT_FLT
+#define NCL_BLT_float32nn NCL_BLT_INT
+#define NCL_BLT_float64nn NCL_BLT_INT
     NCL_SORT_SWITCH(dt, NCL_S)
 #undef NCL_S
     return r;

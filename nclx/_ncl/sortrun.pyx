@@ -236,6 +236,10 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
                 nanhi = j.nanhi[r] if j.nanhi[r] > nanhi else nanhi
         if (flags & 3) == 3 or (have and nanlo != nanhi):
             return _whole(j)
+        # no NaN (NumPy 2.0-2.4's sort rewrites them) and equal keys with
+        # equal bits: data in order is its own unstable sort too
+        if not have and _in_order(j):
+            return 0
     if j.idx == NULL and j.kind != 2:
         return ncl_sort_partition(j, nruns, 2 * _min_run)
     j.esz = j.isz
