@@ -21,15 +21,18 @@ KINDS = ["quicksort", "heapsort", "stable"]
 def small():
     """Thresholds low enough that small arrays take the threaded paths."""
     t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
+    o = sorting.in_order_team()
     sorting.threshold(64)
     sorting.fast_threshold(64)
     sorting.min_run(16)
+    sorting.in_order_team(64)
     try:
         yield
     finally:
         sorting.threshold(t)
         sorting.fast_threshold(f)
         sorting.min_run(m)
+        sorting.in_order_team(o)
 
 
 
@@ -382,6 +385,8 @@ def test_settings_validate_and_scratch_release(small):
         sorting.min_run(0)
     with pytest.raises(ValueError, match="threshold"):
         sorting.fast_threshold(0)
+    with pytest.raises(ValueError, match="in_order_team"):
+        sorting.in_order_team(-1)
     keep = sorting.scratch_keep()
     try:
         sorting.scratch_keep(1 << 30)
@@ -499,10 +504,13 @@ def test_counting_sort_small_range(char, outlier, kind, threads, small):
 @needs_slots
 @pytest.mark.parametrize("char", ["i8", "f8", "u2"])
 @pytest.mark.parametrize("kind", KINDS)
-def test_in_order_check_sees_run_boundaries(char, kind, threads, small):
-    """The in-order shortcut checks each run with the element before it:
-    one descent exactly across a run boundary is seen (stock's bytes)."""
+@pytest.mark.parametrize("team", [True, False])
+def test_in_order_check_sees_run_boundaries(char, kind, threads, small, team):
+    """The in-order shortcut checks each run with the element before it (on
+    the team, or all on the calling thread below ``in_order_team``): one
+    descent exactly across a run boundary is seen (stock's bytes)."""
     n = 10_007
+    sorting.in_order_team(64 if team else n + 1)
     for nruns in (2, 3, 7):
         for r in range(1, nruns):
             b = (n // nruns) * r + min(r, n % nruns)

@@ -55,6 +55,11 @@ cdef npy_intp ncl_split_min(sort_job *j) noexcept nogil:
         return _fast_threshold
     return _threshold
 cdef npy_intp _min_run = 1 << 13        # no run shorter than this
+# in-order checks of fewer elements run on the calling thread: NumPy's
+# timsort checks a sorted 1e5-element int64 run in about 20 us, and the
+# team's start cost more than the half it saves (measured: 41.6 us stock,
+# 57 us split on the team, docs/benchmarks.md)
+cdef npy_intp _in_order_team = 1 << 18
 
 
 cdef npy_intp ncl_sort_threshold() noexcept nogil:
@@ -179,7 +184,10 @@ cdef int _in_order(sort_job *j) noexcept nogil:
     """1 when j.v[0:n) is in NumPy's order (each run checked on the team
     with the element before it; a thread stops at its first descent)."""
     cdef int r
-    ncl_team_run(j.nruns, _t_in_order, j)
+    if j.n < _in_order_team:
+        _t_in_order(j, 0, 1)
+    else:
+        ncl_team_run(j.nruns, _t_in_order, j)
     for r in range(j.nruns):
         if not j.scan[r]:
             return 0
@@ -323,6 +331,17 @@ def scratch_keep(n=None):
             raise ValueError(f"scratch_keep must be >= 0, not {n}")
         ncl_scratch_keep = int(n)
     return ncl_scratch_keep
+
+
+def in_order_team(n=None):
+    """The fewest elements whose in-order check runs on the team; with
+    ``n``, set it (>= 0)."""
+    global _in_order_team
+    if n is not None:
+        if int(n) < 0:
+            raise ValueError(f"in_order_team must be >= 0, not {n}")
+        _in_order_team = int(n)
+    return _in_order_team
 
 
 def min_run(n=None):

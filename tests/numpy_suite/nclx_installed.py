@@ -33,6 +33,7 @@ def pytest_configure(config):
     sorting.threshold(64)
     sorting.fast_threshold(64)
     sorting.min_run(16)
+    sorting.in_order_team(64)
     # and every copy of 128 bytes or more split across the team, a sleeping
     # team woken for it (nclx._ncl.copying)
     _copy_getters.update(copying.getters())
@@ -49,6 +50,7 @@ def pytest_unconfigure(config):
     sorting.threshold(1 << 15)
     sorting.fast_threshold(1 << 18)
     sorting.min_run(1 << 13)
+    sorting.in_order_team(1 << 18)
     copying.tune(*_copy_tuning)
     print(f"[nclx] copies split across the team: {copying.split_calls()}")
     if copying.getters() != _copy_getters:
