@@ -619,19 +619,31 @@ def test_unstable_float_sorts_of_data_in_order(char, extra, threads, small):
 
 
 @needs_slots
-@pytest.mark.parametrize("char", ["f4", "f8"])
+@pytest.mark.parametrize("char", ["f4", "f8", "i8", "u8", "i4"])
 def test_in_order_scan_finds_every_descent_position(char, small):
-    """The vector scan of float data (two or four elements a step, blocks
-    of 2,048) sees one descent wherever it is, a NaN before a number too."""
+    """The block scan (floats: two or four elements a vector step; int64:
+    the overflow-corrected sign of a - b; blocks of 2,048) sees one descent
+    wherever it is: a NaN before a number, the extremes of the integers."""
     n = 6_000
     base = np.arange(n, dtype=char)
+    hows = ("swap", "nan") if char[0] == "f" else ("swap", "extremes", "wrap")
     for pos in [1, 2, 3, 4, 5, 2047, 2048, 2049, 2050, 4095, 4096, 4097, n - 2, n - 1]:
-        for how in ("swap", "nan"):
+        for how in hows:
             a = base.copy()
             if how == "swap":
                 a[pos - 1], a[pos] = a[pos], a[pos - 1]
-            else:
+            elif how == "nan":
                 a[pos - 1] = np.nan
+            elif how == "extremes":          # max then min: a - b overflows
+                info = np.iinfo(char)
+                a[:pos] = info.min
+                a[pos - 1] = info.max
+                a[pos:] = info.min
+            else:                            # min .. then max .. (in order), one min after
+                info = np.iinfo(char)
+                a[:pos] = info.min
+                a[pos:] = info.max
+                a[-1] = info.min if pos < n - 1 else a[-1]
             for kind in KINDS:
                 ref = np.sort(a, kind=kind)
                 with nclx.installed():

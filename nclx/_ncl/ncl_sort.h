@@ -346,16 +346,21 @@ static int ncl_is_sorted(int dt, const char *v, npy_intp n)
 #define NCL_S(NAME, T) { const T *x = (const T *)v;                                    \
         for (npy_intp s = 1; s < n && r; s += 2048) {                                 \
             npy_intp e = n - s < 2048 ? n : s + 2048;                                  \
-            int bad = 0;                                                              \
+            uint64_t bad = 0;                                                         \
             for (npy_intp i = NCL_VEC_START(NAME, x, s, e); i < e; i++)                \
                 bad |= NCL_BLT_##NAME(x[i], x[i - 1]);                                 \
-            r = !bad;                                                                 \
+            r = !NCL_BAD_##NAME(bad);                                                 \
         } }
 #define NCL_BLT_bool NCL_BLT_INT
 #define NCL_BLT_int8 NCL_BLT_INT
 #define NCL_BLT_int16 NCL_BLT_INT
 #define NCL_BLT_int32 NCL_BLT_INT
-#define NCL_BLT_int64 NCL_BLT_INT
+/* int64: a < b is the sign of a - b corrected for overflow, accumulated
+ * as whole words (no compare: GCC's emulated 64-bit vector compare without
+ * SSE4.2 made this scan 11% slower than NumPy's timsort run check) */
+#define NCL_BLT_int64(a, b) (((uint64_t)(a) - (uint64_t)(b)) ^ (((uint64_t)(a) ^ (uint64_t)(b)) \
+                             & (((uint64_t)(a) - (uint64_t)(b)) ^ (uint64_t)(a))))
+#define NCL_BAD_int64(bad) ((bad) >> 63)
 #define NCL_BLT_uint8 NCL_BLT_INT
 #define NCL_BLT_uint16 NCL_BLT_INT
 #define NCL_BLT_uint32 NCL_BLT_INT
@@ -364,6 +369,18 @@ static int ncl_is_sorted(int dt, const char *v, npy_intp n)
 #define NCL_BLT_float64 NCL_BLT_FLT
 #define NCL_BLT_float32nn NCL_BLT_INT
 #define NCL_BLT_float64nn NCL_BLT_INT
+#define NCL_BAD_bool(bad) (bad)
+#define NCL_BAD_int8(bad) (bad)
+#define NCL_BAD_int16(bad) (bad)
+#define NCL_BAD_int32(bad) (bad)
+#define NCL_BAD_uint8(bad) (bad)
+#define NCL_BAD_uint16(bad) (bad)
+#define NCL_BAD_uint32(bad) (bad)
+#define NCL_BAD_uint64(bad) (bad)
+#define NCL_BAD_float32(bad) (bad)
+#define NCL_BAD_float64(bad) (bad)
+#define NCL_BAD_float32nn(bad) (bad)
+#define NCL_BAD_float64nn(bad) (bad)
     NCL_SORT_SWITCH(dt, NCL_S)
 #undef NCL_S
     return r;
