@@ -9,6 +9,7 @@ One module per section, run in this order by :func:`run`:
 5. ``checked``: integer overflow raises instead of wrapping
 5b. ``elementwise``: unary math, IsUnary, Ternary, Convert, threaded
 5c. ``sort``: np.sort / np.argsort on nclx's threads
+5c2. ``copies``: NumPy's copies of a dtype to itself on nclx's threads
 5d. ``mask``: boolean selection and assignment (nclx.mask), threaded
 5e. ``create``: nclx.empty/zeros/full..., aligned, first touch on the team
 5f. ``random``: nclx.random.Generator, counter-based streams on the team
@@ -24,8 +25,9 @@ One module per section, run in this order by :func:`run`:
 ``_common`` holds what they share: headings, the median timer, mpiexec.
 """
 import nclx
-from nclx.demo import (checked, create, dap, dapnumpy, elementwise, fused, heat, identical,
-                       install, ipc, mask, random, recycle, sort, speed, storage, types, ufuncs)
+from nclx.demo import (checked, copies, create, dap, dapnumpy, elementwise, fused, heat,
+                       identical, install, ipc, mask, random, recycle, sort, speed, storage, types,
+                       ufuncs)
 
 __all__ = ["run"]
 
@@ -37,7 +39,7 @@ def run():
           f"{', '.join(cfg['isa_builds'])}; running the {cfg['isa_selected']} build; "
           f"OpenMP {'on' if cfg['openmp'] else 'off'}")
     for show in (ufuncs.run, identical.run, speed.run, install.run, checked.run,
-                 elementwise.run, sort.run, mask.run, create.run, random.run, recycle.run,
+                 elementwise.run, sort.run, copies.run, mask.run, create.run, random.run, recycle.run,
                  fused.run):
         show()
     rc, mpiexec = dap.run()
