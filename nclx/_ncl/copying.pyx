@@ -5,32 +5,21 @@ Every NumPy copy of an array to one of the same dtype -- ``ndarray.copy``,
 ``np.array(a)``, ``a[...] = b``, ``np.concatenate``, the copy ``np.sort``
 makes before it sorts -- runs the loop its DType's within-dtype cast
 (NumPy's ArrayMethod ``numeric_copy_or_byteswap``) hands out.  No public
-call replaces that method, so under ``install()`` this module puts its own
-loop getter in the method's ``get_strided_loop`` field (after checking the
-layout: ``layout()``) and puts NumPy's back on ``uninstall()``.
-
-nclx's getter asks NumPy's for its loop; for the fixed-width dtypes in
-native byte order it wraps the loop: a call of ``n`` elements is one call
-of the ``copy`` call op (subsystem "convert": ledger row, hooks), whose
-kernel splits the elements across the team, each piece NumPy's own loop
-on its part of both buffers (an elementwise copy: the same bytes however
-it is cut).  A call whose source and destination memory overlap is one
-call of NumPy's loop (its ``memmove`` semantics), and so is a call of
-fewer than twice ``piece_bytes`` bytes or, while the team sleeps, fewer
-than ``cold_bytes`` bytes.
+call replaces that method, so under ``install()`` this module puts nclx's
+loop getter (nclx._ncl.copyloop) in the method's ``get_strided_loop``
+field, after checking the layout (``layout()``), and puts NumPy's back on
+``uninstall()``.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject
-from cpython.exc cimport PyErr_SetString
-from libc.stdint cimport int64_t, uintptr_t
 
-from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CONVERT
-from nclx._ncl.registry cimport ncl_funnel_chain, ncl_kernel_chain
-from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run
-from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+from nclx._ncl.registry cimport ncl_kernel_chain
+from nclx._ncl.callops cimport ncl_callop_slot
+from nclx._ncl.copyloop cimport get_loop_fn, ncl_copy_setup, ncl_copy_get_loop
 import numpy as np
 
 from nclx._ncl import spec
+from nclx._ncl.copyloop import COLD_BYTES, PIECE_BYTES, WARM_NS, split_calls, tune
 from nclx.errors import NclxInstallError
 
 cnp.import_array()
@@ -38,7 +27,6 @@ cnp.import_array()
 cdef extern from *:
     """
     #include <string.h>
-    #include <time.h>
     #include <numpy/dtype_api.h>
     /* The head of NumPy's PyArrayMethodObject (array_method.h, unchanged
      * from 2.0 to 2.5) and of its bound method (the object
@@ -77,43 +65,7 @@ cdef extern from *:
         __atomic_store_n(&((ncl_cmeth_head *)m)->get_strided_loop, (PyArrayMethod_GetLoop *)f,
                          __ATOMIC_RELEASE);
     }
-    static int ncl_copy_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
-    static npy_intp ncl_copy_descr_size(void *d) { return PyDataType_ELSIZE((PyArray_Descr *)d); }
-    static int ncl_copy_descr_native(void *d) {
-        return PyArray_ISNBO(((PyArray_Descr *)d)->byteorder);
-    }
-    static inline int64_t ncl_copy_now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
-    static inline int64_t ncl_copy_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-    static inline void ncl_copy_store(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-    static inline void ncl_copy_rc(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-    /* publish a table entry's loop: 1 when it was still empty */
-    static inline int ncl_copy_publish(void *slot, void *loop) {
-        void *none = NULL;
-        return __atomic_compare_exchange_n((void **)slot, &none, loop, 0, __ATOMIC_ACQ_REL,
-                                           __ATOMIC_ACQUIRE);
-    }
-    static inline void *ncl_copy_loaded(void *slot) { return __atomic_load_n((void **)slot, __ATOMIC_ACQUIRE); }
-    #include "nclx.h"
-    /* no user node in the chain (what ncl_callop_quiet reads) */
-    static inline int ncl_copy_nouser(const ncl_chain *c) {
-        return __atomic_load_n(&c->nuser, __ATOMIC_ACQUIRE) == 0;
-    }
-    static inline void ncl_copy_count(int64_t *p) { __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
     """
-    ctypedef struct NpyAuxData:
-        void *free
-        void *clone
-    ctypedef struct PyArrayMethod_Context:
-        PyObject *caller
-        void *method
-        void **descriptors
-    ctypedef int (*strided_loop_fn "PyArrayMethod_StridedLoop *")(
-        PyArrayMethod_Context *ctx, char **data, const npy_intp *dims, const npy_intp *strides,
-        NpyAuxData *aux) noexcept nogil
     ctypedef struct PyArray_ArrFuncs
     void *ncl_bound_method(PyObject *b) noexcept
     void *ncl_slots_within(PyArray_ArrFuncs *f) noexcept
@@ -121,267 +73,20 @@ cdef extern from *:
     int ncl_cmeth_ok(void *m) noexcept
     void *ncl_cmeth_get(void *m) noexcept nogil
     void ncl_cmeth_set(void *m, void *f) noexcept nogil
-    int ncl_copy_descr_type(void *d) noexcept nogil
-    int ncl_copy_descr_native(void *d) noexcept nogil
-    npy_intp ncl_copy_descr_size(void *d) noexcept nogil
-    int64_t ncl_copy_now_ns() noexcept nogil
-    int64_t ncl_copy_load(int64_t *p) noexcept nogil
-    void ncl_copy_store(int64_t *p, int64_t v) noexcept nogil
-    void ncl_copy_rc(int *p, int v) noexcept nogil
-    void ncl_copy_count(int64_t *p) noexcept nogil
-    bint ncl_copy_nouser(const ncl_chain *c) noexcept nogil
-    int ncl_copy_publish(void *slot, void *loop) noexcept nogil
-    void *ncl_copy_loaded(void *slot) noexcept nogil
 
 cdef extern from "numpy/arrayobject.h":
     PyArray_ArrFuncs *PyDataType_GetArrFuncs(cnp.dtype descr)
 
-ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                            const npy_intp *strides, strided_loop_fn *out_loop,
-                            NpyAuxData **out_aux, int *flags) noexcept
-
 cdef enum:
     NTYPES = 32               # NumPy's built-in type numbers are below this
 
-#: each thread copies at least this many bytes: a call of fewer than twice
-#: as many is NumPy's loop on the calling thread (docs/hooks.md)
-PIECE_BYTES = 256 << 10
-#: a team that ran less than this long ago still spins; a sleeping one is
-#: woken only for calls of COLD_BYTES and more (as nclx._ncl.creating).
-#: Measured here (docs/benchmarks.md): a 4 MB copy split after the caller
-#: computed for 20 ms took 0.20-0.30 ms against NumPy's 0.26 (waking the
-#: team about 0.1 ms), after the whole process slept 10 ms 5.5 ms (the VM
-#: wakes its idle second CPU late)
-WARM_NS = 2_000_000
-COLD_BYTES = 4 << 20
-
-cdef npy_intp _piece_bytes = PIECE_BYTES
-cdef npy_intp _split_bytes = 2 * PIECE_BYTES   # calls below are never split
-cdef npy_intp _cold_bytes = COLD_BYTES
-cdef int64_t _warm_ns = WARM_NS
-cdef int64_t _warm_until = 0
-cdef int64_t _splits = 0                   # calls split across the team (split_calls())
-
-cdef int _slot[NTYPES]                     # type number -> copy call slot, or -1
-cdef ncl_chain *_kchain[NTYPES]            # ... -> its kernel chain (copy_<dtype>)
-cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CONVERT)
-cdef void *_meth[NTYPES]                   # NumPy's copy method of that DType
-cdef get_loop_fn _numpy_get[NTYPES]        # its own loop getter
-cdef int _nmeth = 0
+cdef void *_meth[NTYPES]                   # NumPy's copy method of each DType served
+cdef void *_numpy_get[NTYPES]              # its own loop getter
 cdef int _swapped = 0
 _why = None                                # '' once layout() held, else why not
 
-
-cdef struct copy_aux:
-    NpyAuxData base
-    strided_loop_fn loop      # NumPy's loop (its data was NULL)
-    int k                     # the copy call slot
-    npy_intp itemsize
-
-
-cdef enum:
-    AUX_PER_TYPE = 32
-
-cdef copy_aux _auxes[NTYPES][AUX_PER_TYPE]
-
-
-cdef struct copy_job:
-    PyArrayMethod_Context *ctx
-    strided_loop_fn loop
-    char *src
-    char *dst
-    npy_intp n
-    npy_intp isz
-    npy_intp ss, ds
-    int pieces
-    int rc
-
-
-cdef void _aux_free(NpyAuxData *p) noexcept nogil:
-    """The loop data lives in the module's table: nothing to free."""
-    pass
-
-
-cdef NpyAuxData *_aux_clone(NpyAuxData *p) noexcept nogil:
-    return p                  # immutable, shared
-
-
-cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize) noexcept:
-    """The loop data of NumPy's ``loop`` for type number ``t``: one entry per
-    (type, loop) in a table made once (NumPy hands out a few loops per
-    itemsize: contiguous, strided, unaligned), so a copy allocates nothing.
-    NULL when the table is full (the loop is then NumPy's, unwrapped)."""
-    cdef int i
-    cdef copy_aux *a
-    cdef void *cur
-    for i in range(AUX_PER_TYPE):
-        a = &_auxes[t][i]
-        cur = ncl_copy_loaded(&a.loop)
-        if cur == NULL:
-            # every entry of type t has the same data but its loop, filled
-            # (by any thread, the same values) before the loop is published
-            a.base.free = <void *>_aux_free
-            a.base.clone = <void *>_aux_clone
-            a.k = _slot[t]
-            a.itemsize = itemsize
-            if ncl_copy_publish(&a.loop, <void *>loop):
-                return a
-            cur = ncl_copy_loaded(&a.loop)
-        if cur == <void *>loop:
-            return a
-    return NULL
-
-
-cdef inline npy_intp _lo(char *p, npy_intp n, npy_intp s) noexcept nogil:
-    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s < 0 else 0)
-
-
-cdef inline npy_intp _hi(char *p, npy_intp n, npy_intp s, npy_intp isz) noexcept nogil:
-    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s > 0 else 0) + isz
-
-
-cdef inline bint _overlap(const copy_job *j, npy_intp isz) noexcept nogil:
-    return (_lo(j.src, j.n, j.ss) < _hi(j.dst, j.n, j.ds, isz)
-            and _lo(j.dst, j.n, j.ds) < _hi(j.src, j.n, j.ss, isz))
-
-
-cdef inline npy_intp _bound(const copy_job *j, int t) noexcept nogil:
-    """First element of piece ``t``: equal pieces, cut on multiples of 512
-    elements (whole cache lines and pages of a contiguous copy)."""
-    cdef npy_intp b
-    if t >= j.pieces:
-        return j.n
-    b = (j.n // j.pieces) * t
-    return min(b - b % 512, j.n)
-
-
-cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef copy_job *j = <copy_job *>ctx
-    cdef int t = tid
-    cdef npy_intp a, b, m
-    cdef char *data[2]
-    cdef npy_intp strides[2]
-    strides[0] = j.ss
-    strides[1] = j.ds
-    while t < j.pieces:
-        a = _bound(j, t)
-        b = _bound(j, t + 1)
-        if b > a:
-            data[0] = j.src + a * j.ss
-            data[1] = j.dst + a * j.ds
-            m = b - a
-            if j.loop(j.ctx, data, &m, strides, NULL) != 0:
-                ncl_copy_rc(&j.rc, -1)
-        t += nthreads
-
-
-cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
-                  void *data) noexcept nogil:
-    """nclx's kernel of the copy call op: the pieces on the team."""
-    cdef copy_job *j = <copy_job *>data
-    cdef npy_intp isz = j.isz
-    cdef npy_intp nbytes = j.n * isz
-    cdef int want = <int>min(<npy_intp>min(ncl_threads_now(), MAX_THREADS), nbytes // _piece_bytes)
-    j.src = args[0]
-    j.dst = args[1]
-    j.ss = steps[0]
-    j.ds = steps[1]
-    if want > 1 and nbytes < _cold_bytes and ncl_copy_now_ns() > ncl_copy_load(&_warm_until):
-        want = 1              # the team sleeps: waking it costs more than it saves
-    if want > 1 and _overlap(j, isz):
-        want = 1              # NumPy's loop, whole: memmove's order
-    if want <= 1:
-        j.pieces = 1
-        _team_body(j, 0, 1)
-        return
-    j.pieces = want
-    ncl_copy_count(&_splits)
-    ncl_team_run(want, _team_body, j)
-    ncl_copy_store(&_warm_until, ncl_copy_now_ns() + _warm_ns)
-
-
-cdef void _numpy_way(char **args, const npy_intp *dims, const npy_intp *steps,
-                     void *data) noexcept nogil:
-    """NumPy's loop, whole, on the calling thread."""
-    cdef copy_job *j = <copy_job *>data
-    j.src = args[0]
-    j.dst = args[1]
-    j.ss = steps[0]
-    j.ds = steps[1]
-    j.pieces = 1
-    _team_body(j, 0, 1)
-
-
-cdef int _call(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-               const npy_intp *strides, copy_aux *a) noexcept nogil:
-    """One call of the copy call op (its chains, or its kernel at once)."""
-    cdef copy_job j
-    cdef char *args[2]
-    cdef npy_intp d[3]
-    cdef npy_intp st[2]
-    j.ctx = ctx
-    j.loop = a.loop
-    j.n = dims[0]
-    j.isz = a.itemsize
-    j.rc = 0
-    args[0] = data[0]
-    args[1] = data[1]
-    d[0] = dims[0]            # the elements the call copies (the ledger's count)
-    d[1] = dims[0]            # the operands' lengths
-    d[2] = dims[0]
-    st[0] = strides[0]
-    st[1] = strides[1]
-    ncl_callop_run(a.k, args, d, st, &j, _kernel, _numpy_way)
-    return j.rc
-
-
-cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-               const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    """The loop of a copy somebody watches (a hook or the ledger was in the
-    copy op's chains, or a checked() mode on, when NumPy asked for it):
-    every call is a call of the op."""
-    return _call(ctx, data, dims, strides, <copy_aux *>aux)
-
-
-cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                     const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    """The loop of a copy nobody watched when NumPy asked for it: a call
-    too small to split is NumPy's loop at once (one compare: copies of a
-    few elements, called once per row, must not slow down); a larger one
-    is a call of the op (whose chains are checked again)."""
-    cdef copy_aux *a = <copy_aux *>aux
-    if dims[0] * a.itemsize < _split_bytes:
-        return a.loop(ctx, data, dims, strides, NULL)
-    return _call(ctx, data, dims, strides, a)
-
-
-cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                   const npy_intp *strides, strided_loop_fn *out_loop, NpyAuxData **out_aux,
-                   int *flags) noexcept:
-    cdef int t = ncl_copy_descr_type(ctx.descriptors[0])
-    cdef get_loop_fn numpy_get
-    cdef copy_aux *a
-    cdef int rc
-    if t < 0 or t >= NTYPES or _numpy_get[t] == NULL:
-        # not a DType nclx swapped (cannot happen)
-        PyErr_SetString(SystemError, "nclx: a copy loop asked of an unknown DType")
-        return -1
-    numpy_get = _numpy_get[t]
-    rc = numpy_get(ctx, aligned, move_refs, strides, out_loop, out_aux, flags)
-    if rc < 0 or out_aux[0] != NULL or _slot[t] < 0 \
-            or ncl_copy_descr_type(ctx.descriptors[1]) != t \
-            or not ncl_copy_descr_native(ctx.descriptors[0]) \
-            or not ncl_copy_descr_native(ctx.descriptors[1]):
-        return rc             # a byte swap, or a loop with data: NumPy's as it is
-    a = _aux_for(t, out_loop[0], ncl_copy_descr_size(ctx.descriptors[0]))
-    if a == NULL:
-        return rc             # NumPy's loop works as well
-    # nobody watching now (no hook, no ledger): small calls go to NumPy's
-    # loop at once.  A checked() mode changes nothing in a copy.
-    out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
-        else _loop
-    out_aux[0] = <NpyAuxData *>a
-    return rc
+__all__ = ["layout", "swap_in", "swap_out", "is_swapped", "getters", "split_calls", "tune",
+           "PIECE_BYTES", "COLD_BYTES", "WARM_NS"]
 
 
 def layout():
@@ -389,7 +94,7 @@ def layout():
     are where and what nclx expects (found twice: through
     ``_get_castingimpl`` and in the DType's slots, and named
     ``numeric_copy_or_byteswap``), else why not.  Reads only."""
-    global _why, _nmeth
+    global _why
     cdef cnp.dtype d
     cdef PyArray_ArrFuncs *f
     cdef void *m
@@ -426,24 +131,11 @@ def layout():
         t = d.type_num
         f = PyDataType_GetArrFuncs(d)
         _meth[t] = ncl_slots_within(f)
-        _numpy_get[t] = <get_loop_fn>ncl_cmeth_get(_meth[t])
-        _slot[t] = ncl_callop_slot("copy", name)
-        _kchain[t] = ncl_kernel_chain(spec.call_kernel_name("copy", name))
+        _numpy_get[t] = ncl_cmeth_get(_meth[t])
+        ncl_copy_setup(t, <get_loop_fn>_numpy_get[t], ncl_callop_slot("copy", name),
+                       ncl_kernel_chain(spec.call_kernel_name("copy", name)))
     _why = ""
     return _why
-
-
-def _init():
-    cdef int t, i
-    for t in range(NTYPES):
-        _slot[t] = -1
-        _meth[t] = NULL
-        _numpy_get[t] = NULL
-        _kchain[t] = NULL
-        for i in range(AUX_PER_TYPE):
-            _auxes[t][i].loop = NULL
-
-_init()
 
 
 def swap_in(require=False):
@@ -458,8 +150,8 @@ def swap_in(require=False):
             raise NclxInstallError(f"nclx cannot thread NumPy's copies here: {why}")
         return 0
     for t in range(NTYPES):
-        if _meth[t] != NULL and ncl_cmeth_get(_meth[t]) != <void *>_get_loop:
-            ncl_cmeth_set(_meth[t], <void *>_get_loop)
+        if _meth[t] != NULL and ncl_cmeth_get(_meth[t]) != <void *>ncl_copy_get_loop:
+            ncl_cmeth_set(_meth[t], <void *>ncl_copy_get_loop)
             n += 1
     _swapped = 1
     return n
@@ -476,10 +168,10 @@ def swap_out():
     for t in range(NTYPES):
         if _meth[t] != NULL:
             cur = ncl_cmeth_get(_meth[t])
-            if cur != <void *>_numpy_get[t]:
-                if cur != <void *>_get_loop:
+            if cur != _numpy_get[t]:
+                if cur != <void *>ncl_copy_get_loop:
                     foreign += 1
-                ncl_cmeth_set(_meth[t], <void *>_numpy_get[t])
+                ncl_cmeth_set(_meth[t], _numpy_get[t])
                 restored += 1
     _swapped = 0
     return restored, foreign
@@ -489,14 +181,9 @@ def is_swapped():
     """True while nclx's getter is in NumPy's copy methods."""
     cdef int t
     for t in range(NTYPES):
-        if _meth[t] != NULL and ncl_cmeth_get(_meth[t]) == <void *>_get_loop:
+        if _meth[t] != NULL and ncl_cmeth_get(_meth[t]) == <void *>ncl_copy_get_loop:
             return True
     return False
-
-
-def split_calls():
-    """Copy calls split across the team so far (in this process)."""
-    return ncl_copy_load(&_splits)
 
 
 def getters():
@@ -512,19 +199,10 @@ def getters():
     return res
 
 
-def tune(piece_bytes=None, cold_bytes=None):
-    """Set the smallest piece a thread copies and the size that wakes a
-    sleeping team (bytes); returns the old (piece_bytes, cold_bytes).  For
-    tests and calibration."""
-    global _piece_bytes, _split_bytes, _cold_bytes
-    old = (_piece_bytes, _cold_bytes)
-    if piece_bytes is not None:
-        if piece_bytes < 1:
-            raise ValueError(f"piece_bytes must be at least 1, not {piece_bytes}")
-        _piece_bytes = piece_bytes
-        _split_bytes = 2 * piece_bytes
-    if cold_bytes is not None:
-        if cold_bytes < 0:
-            raise ValueError(f"cold_bytes must be at least 0, not {cold_bytes}")
-        _cold_bytes = cold_bytes
-    return old
+def _init():
+    cdef int t
+    for t in range(NTYPES):
+        _meth[t] = NULL
+        _numpy_get[t] = NULL
+
+_init()
