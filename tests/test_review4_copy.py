@@ -1,0 +1,64 @@
+"""Review 4 of the threaded copies (nclx._ncl.copying): hostile layouts and
+uses, each equal to stock NumPy bit for bit under install()."""
+import warnings
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import as_strided
+
+import nclx
+import nclx.hooks as hooks
+from nclx._ncl import copying
+
+pytestmark = pytest.mark.skipif(copying.layout() != "",
+                                reason=f"NumPy's copy methods not reachable: {copying.layout()}")
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    old = copying.tune(64, 0)           # split whenever there are two pieces of 64 bytes
+    nthreads = nclx.get_num_threads()
+    nclx.uninstall()
+    hooks.reset()
+    nclx.set_num_threads(4)
+    yield
+    hooks.reset()
+    nclx.uninstall()
+    copying.tune(*old)
+    nclx.set_num_threads(nthreads)
+
+
+def _stock_and_installed(f, tries=5):
+    nclx.uninstall()
+    ref = f()
+    nclx.install()
+    try:
+        before = copying.split_calls()
+        got = [f() for _ in range(tries)]
+        split = copying.split_calls() - before
+    finally:
+        nclx.uninstall()
+    return ref, got, split
+
+
+@pytest.mark.parametrize("dstride", [0, 4, -4])
+def test_destination_elements_sharing_bytes(dstride):
+    """A destination whose elements share bytes (stride 0, or smaller than
+    the itemsize: as_strided) is written in NumPy's order, the last write
+    winning: never split (was split across the team: whichever piece ended
+    last won)."""
+    n = 1 << 16
+
+    def f():
+        buf = np.zeros(n * 4 + 16, np.uint8)
+        start = 0 if dstride >= 0 else (n - 1) * 4
+        base = np.frombuffer(buf, np.int64, count=1, offset=start)
+        dst = as_strided(base, shape=(n,), strides=(dstride,), writeable=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dst[...] = np.arange(n, dtype=np.int64) * 0x0101010101
+        return buf.tobytes()
+
+    ref, got, split = _stock_and_installed(f)
+    assert split == 0
+    assert all(g == ref for g in got)
