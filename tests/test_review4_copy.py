@@ -1,5 +1,6 @@
 """Review 4 of the threaded copies (nclx._ncl.copying): hostile layouts and
 uses, each equal to stock NumPy bit for bit under install()."""
+import pathlib
 import warnings
 
 import numpy as np
@@ -62,3 +63,14 @@ def test_destination_elements_sharing_bytes(dstride):
     ref, got, split = _stock_and_installed(f)
     assert split == 0
     assert all(g == ref for g in got)
+
+
+def test_docs_name_the_sizes_the_code_uses():
+    """docs/hooks.md "Copies" states the piece and cold sizes of
+    nclx._ncl.copying (it said 8 MiB after the cold size became 4 MiB)."""
+    doc = pathlib.Path(__file__).resolve().parents[1] / "docs" / "hooks.md"
+    if not doc.exists():
+        pytest.skip("no docs next to the tests")
+    text = " ".join(doc.read_text().split())
+    assert f"pieces of {copying.PIECE_BYTES >> 10} KiB" in text
+    assert f"below {copying.COLD_BYTES >> 20} MiB" in text
