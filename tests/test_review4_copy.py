@@ -119,3 +119,18 @@ def test_structured_copies_go_field_by_field_through_nclx(sdt):
     assert split > 0
     want = [_field_bytes(x) for x in ref]
     assert all([_field_bytes(x) for x in g] == want for g in got)
+
+
+@pytest.mark.parametrize("piece, cold", [(1 << 62, None), (1 << 63, None), (64, 1 << 63),
+                                         (128, -1), (0, 1 << 20)])
+def test_tune_out_of_range_raises_value_error_and_changes_nothing(piece, cold):
+    """tune() checks both sizes before it sets either (a piece of 2**62
+    bytes set piece_bytes, then raised OverflowError computing twice it;
+    cold_bytes 2**63 raised OverflowError after piece_bytes was set)."""
+    before = copying.tune()
+    with pytest.raises(ValueError):
+        copying.tune(piece, cold)
+    assert copying.tune() == before
+    a = np.arange(10000, dtype=np.int64)
+    with nclx.installed():
+        assert a.copy().tobytes() == a.tobytes()
