@@ -82,6 +82,8 @@ PIECE_BYTES = 256 << 10
 WARM_NS = 2_000_000
 COLD_BYTES = 4 << 20
 
+_MAX_BYTES = (1 << 63) - 1                 # npy_intp's largest (tune()'s bounds)
+_MAX_PIECE = _MAX_BYTES // 2               # twice it (_split_bytes) still fits
 cdef npy_intp _piece_bytes = PIECE_BYTES
 cdef npy_intp _split_bytes = 2 * PIECE_BYTES   # calls below are never split
 cdef npy_intp _cold_bytes = COLD_BYTES
@@ -219,8 +221,10 @@ cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
     j.ds = steps[1]
     if want > 1 and nbytes < _cold_bytes and ncl_copy_now_ns() > ncl_copy_load(&_warm_until):
         want = 1              # the team sleeps: waking it costs more than it saves
-    if want > 1 and _overlap(j, isz):
-        want = 1              # NumPy's loop, whole: memmove's order
+    if want > 1 and (_overlap(j, isz) or -isz < j.ds < isz):
+        want = 1              # NumPy's loop, whole: memmove's order; or
+                              # destination elements sharing bytes (a stride
+                              # of 0, as_strided): the last write wins
     if want <= 1:
         j.pieces = 1
         _team_body(j, 0, 1)
@@ -339,13 +343,14 @@ def tune(piece_bytes=None, cold_bytes=None):
     tests and calibration."""
     global _piece_bytes, _split_bytes, _cold_bytes
     old = (_piece_bytes, _cold_bytes)
+    # both checked before either is set: a bad one changes nothing
+    if piece_bytes is not None and not 1 <= piece_bytes <= _MAX_PIECE:
+        raise ValueError(f"piece_bytes must be in [1, {_MAX_PIECE}], not {piece_bytes}")
+    if cold_bytes is not None and not 0 <= cold_bytes <= _MAX_BYTES:
+        raise ValueError(f"cold_bytes must be in [0, {_MAX_BYTES}], not {cold_bytes}")
     if piece_bytes is not None:
-        if piece_bytes < 1:
-            raise ValueError(f"piece_bytes must be at least 1, not {piece_bytes}")
         _piece_bytes = piece_bytes
         _split_bytes = 2 * piece_bytes
     if cold_bytes is not None:
-        if cold_bytes < 0:
-            raise ValueError(f"cold_bytes must be at least 0, not {cold_bytes}")
         _cold_bytes = cold_bytes
     return old
