@@ -28,20 +28,9 @@ cdef extern from *:
     """
     #include <string.h>
     #include <numpy/dtype_api.h>
-    /* The head of NumPy's PyArrayMethodObject (array_method.h, unchanged
-     * from 2.0 to 2.5) and of its bound method (the object
-     * numpy._core._multiarray_umath._get_castingimpl returns). */
-    typedef struct {
-        PyObject_HEAD
-        char *name;
-        int nin, nout;
-        int casting;
-        int flags;
-        void *static_data;
-        void *resolve_descriptors_with_scalars;
-        void *resolve_descriptors;
-        PyArrayMethod_GetLoop *get_strided_loop;
-    } ncl_cmeth_head;
+    #include "ncl_arraymethod.h"
+    /* the head of NumPy's bound method (the object
+     * numpy._core._multiarray_umath._get_castingimpl returns) */
     typedef struct {
         PyObject_HEAD
         void *dtypes;
@@ -52,17 +41,17 @@ cdef extern from *:
     static void *ncl_slots_within(PyArray_ArrFuncs *f) { return ((void **)f)[-2]; }
     static PyObject *ncl_slots_castingimpls(PyArray_ArrFuncs *f) { return ((PyObject **)f)[-1]; }
     static int ncl_cmeth_ok(void *m) {
-        ncl_cmeth_head *h = (ncl_cmeth_head *)m;
+        ncl_meth_head *h = (ncl_meth_head *)m;
         return strcmp(Py_TYPE((PyObject *)m)->tp_name, "numpy._ArrayMethod") == 0
             && h->name != NULL && strcmp(h->name, "numeric_copy_or_byteswap") == 0
             && h->nin == 1 && h->nout == 1 && h->get_strided_loop != NULL
             && h->resolve_descriptors != NULL;
     }
     static void *ncl_cmeth_get(void *m) {
-        return (void *)__atomic_load_n(&((ncl_cmeth_head *)m)->get_strided_loop, __ATOMIC_ACQUIRE);
+        return (void *)__atomic_load_n(&((ncl_meth_head *)m)->get_strided_loop, __ATOMIC_ACQUIRE);
     }
     static void ncl_cmeth_set(void *m, void *f) {
-        __atomic_store_n(&((ncl_cmeth_head *)m)->get_strided_loop, (PyArrayMethod_GetLoop *)f,
+        __atomic_store_n(&((ncl_meth_head *)m)->get_strided_loop, (PyArrayMethod_GetLoop *)f,
                          __ATOMIC_RELEASE);
     }
     """

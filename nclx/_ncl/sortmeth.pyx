@@ -84,20 +84,7 @@ cdef extern from "numpy/arrayobject.h":
 
 cdef extern from *:
     """
-    #include <numpy/dtype_api.h>
-    /* The head of NumPy 2.5's PyArrayMethodObject (array_method.h): what
-     * nclx reads of NumPy's own sort methods, checked by layout(). */
-    typedef struct {
-        PyObject_HEAD
-        char *name;
-        int nin, nout;
-        int casting;
-        int flags;
-        void *static_data;
-        void *resolve_descriptors_with_scalars;
-        void *resolve_descriptors;
-        PyArrayMethod_GetLoop *get_strided_loop;
-    } ncl_meth_head;
+    #include "ncl_arraymethod.h"   /* ncl_meth_head: checked by layout() */
     static PyArrayMethod_GetLoop *ncl_meth_get_loop(void *m) { return ((ncl_meth_head *)m)->get_strided_loop; }
     static int ncl_meth_ok(void *m) {
         ncl_meth_head *h = (ncl_meth_head *)m;
