@@ -20,7 +20,7 @@ from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
 from nclx._ncl.sortjob cimport sort_job, ncl_stock, ncl_part, MAXRUNS
 from nclx._ncl.sortpart cimport ncl_sort_partition
-from nclx._ncl.sortcount cimport ncl_sort_counting
+from nclx._ncl.sortcount cimport ncl_sort_counting, ncl_sort_few
 
 
 cdef extern from "ncl_sort.h" nogil:
@@ -222,6 +222,10 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
             return 0
     # integers of a small range: counted (any kind: equal integers are one)
     if j.idx == NULL and j.dt < 9 and ncl_sort_counting(j, nruns):
+        return 0
+    # few distinct bit patterns, no NaN, not both zeros: counted (any kind:
+    # equal keys are then the same bits)
+    if j.idx == NULL and ncl_sort_few(j, nruns):
         return 0
     if j.idx != NULL:
         # indices other than 0..n-1 (np.lexsort's later keys): NumPy's way
