@@ -315,6 +315,46 @@ def test_concurrent_threads_sort_correctly(small):
     assert out == refs
 
 
+@needs_slots
+def test_sorts_inside_a_sort_hook_and_threads_that_end(small):
+    """A hook that sorts while a sort runs on the same thread (NumPy 2.5: the
+    outer sort holds the thread's loop data, the inner one takes its own),
+    and threads that sort small arrays and end (each frees its loop data):
+    stock's bytes every time."""
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal(3000)
+    m = rng.integers(0, 50, (6, 40))
+    small_ = rng.standard_normal(7)
+    inner = []
+
+    def sorting_spy(call):
+        inner.append(np.sort(small_).tobytes())
+        inner.append(np.sort(m, axis=1).tobytes())
+        call.next()
+
+    with nclx.installed(), hooks.register("funnel", "sort", sorting_spy):
+        got = np.sort(a)
+        got2 = np.sort(m, axis=1)
+    assert got.tobytes() == np.sort(a).tobytes()
+    assert got2.tobytes() == np.sort(m, axis=1).tobytes()
+    assert inner and set(inner[0::2]) == {np.sort(small_).tobytes()}
+    assert set(inner[1::2]) == {np.sort(m, axis=1).tobytes()}
+    refs = [np.sort(x).tobytes() for x in (small_, m, a[:100])]
+    out = []
+
+    def brief():
+        out.append([np.sort(x).tobytes() for x in (small_, m, a[:100])])
+
+    with nclx.installed():
+        for _ in range(3):
+            ts = [threading.Thread(target=brief) for _ in range(16)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+    assert len(out) == 48 and all(o == refs for o in out)
+
+
 def _child(q):
     a = np.random.default_rng(8).standard_normal(200000)
     with nclx.installed():

@@ -7,3 +7,4 @@ cdef ncl_call *ncl_slot_proto(int k) noexcept nogil
 cdef bint ncl_slot_installed(int k) noexcept nogil
 cdef bint ncl_slot_reducible(int k) noexcept nogil
 cdef bint ncl_entries_quiet() noexcept nogil     # the gate is open: no hook, no mode
+cdef const int *ncl_entries_gate() noexcept nogil  # where the gate lives

@@ -158,9 +158,10 @@ cdef bint _overlap(lane_batch *b) noexcept nogil:
 cdef int ncl_lanes_flush(lane_batch *b) noexcept nogil:
     """Sort the recorded lanes (on the team when they are many and share no
     memory, else in the order NumPy handed them over): 0 or -1."""
-    cdef int nth = ncl_threads_now()
+    cdef int nth
     if b.npend == 0:
         return 0
+    nth = ncl_threads_now()
     b.failed = 0
     if nth < 2 or b.npend * b.n < ncl_sort_threshold() or _overlap(b):
         _t_lanes(b, 0, 1)

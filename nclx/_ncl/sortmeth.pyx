@@ -27,7 +27,9 @@ from libc.stdlib cimport malloc, free
 from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct
+from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
+from nclx._ncl.sortrun cimport ncl_sort_threshold_at
+from nclx._ncl.entries cimport ncl_entries_gate
 from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, ncl_lanes_release,
                                   NCL_LANE_NOT_TAKEN)
 from nclx._ncl import sortlanes
@@ -128,13 +130,19 @@ cdef struct run_ctx:
 
 cdef struct meth_aux:
     NpyAuxData base
+    int keyed                     # a thread's own block (freed when the thread ends)
+    int busy                      # held by a sort
     strided_loop_fn loop          # NumPy's loop and its data
     NpyAuxData *aux
     int c
     int arg
     # an N-d sort's lanes, deferred (nclx._ncl.sortlanes): NumPy's loop run
     # later, with this sort's context and contiguous strides
-    lane_batch lanes
+    lane_batch lanes              # set up at the second lane (most sorts have one)
+    int ncalls                    # unstable lanes handed over: 0, 1, 2 (two or more)
+    char *first_v                 # the first lane, replayed into the batch at the second
+    char *first_i
+    npy_intp first_n
     bint direct                   # its lanes go straight to NumPy's loop (no hook, short)
     run_ctx later
     npy_intp strides[2]
@@ -142,18 +150,75 @@ cdef struct meth_aux:
 
 cdef extern from *:
     """
-    /* One spare loop data block, taken and given back with atomic exchanges
-     * (any thread, no lock): a sort call allocates none in the common case. */
-    static void *ncl_meth_spare = NULL;
-    static inline void *ncl_meth_take(void) {
-        return __atomic_exchange_n(&ncl_meth_spare, NULL, __ATOMIC_ACQUIRE);
+    /* One loop data block per thread, kept as a pthread key's value (so a
+     * thread that ends frees it): a sort call allocates none in the common
+     * case and runs no locked instruction (an atomic exchange cost about
+     * 10 ns a call here).  The block says whether it is a thread's own
+     * (`keyed`) and whether a sort holds it (`busy`: a nested sort on the
+     * same thread, from a hook, takes a block of its own). */
+    #include <pthread.h>
+    static pthread_key_t ncl_meth_key;
+    static int ncl_meth_key_ok = 0;
+    static int ncl_meth_key_init(void) {
+        if (!ncl_meth_key_ok && pthread_key_create(&ncl_meth_key, free) == 0) ncl_meth_key_ok = 1;
+        return ncl_meth_key_ok;
     }
-    static inline void *ncl_meth_give(void *p) {
-        return __atomic_exchange_n(&ncl_meth_spare, p, __ATOMIC_ACQ_REL);
+    static inline void *ncl_meth_mine(void) {
+        return ncl_meth_key_ok ? pthread_getspecific(ncl_meth_key) : NULL;
     }
+    static inline int ncl_meth_keep(void *p) {
+        return ncl_meth_key_ok && pthread_setspecific(ncl_meth_key, p) == 0;
+    }
+    static inline int ncl_meth_load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void ncl_meth_store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     """
-    void *ncl_meth_take() noexcept nogil
-    void *ncl_meth_give(void *p) noexcept nogil
+    int ncl_meth_key_init() noexcept nogil
+    void *ncl_meth_mine() noexcept nogil
+    int ncl_meth_keep(void *p) noexcept nogil
+    int ncl_meth_load(const int *p) noexcept nogil
+    void ncl_meth_store(int *p, int v) noexcept nogil
+
+
+ncl_meth_key_init()      # at import, with the GIL: before any sort reaches nclx's methods
+
+# the fast path's three loads, inlined (each a cross-module call otherwise):
+# the entries' gate (user nodes in funnel and kernel chains, threads inside
+# checked(): 0 means every sort op is quiet), the split threshold, and the
+# threads running install()'s probe (0: no hit to count)
+cdef const int *_gate = ncl_entries_gate()
+cdef const npy_intp *_threshold = ncl_sort_threshold_at()
+cdef const int *_probing = ncl_sort_probing()
+
+
+cdef inline bint _direct(meth_aux *a, npy_intp n) noexcept nogil:
+    """ncl_sort_direct, its common case inlined: a short lane while nobody
+    watches and nobody probes goes straight to NumPy's loop."""
+    if n < _threshold[0] and ncl_meth_load(_gate) == 0 and ncl_meth_load(_probing) == 0:
+        return True
+    return ncl_sort_direct(a.c, a.arg, n)
+
+
+cdef meth_aux *_aux_take() noexcept nogil:
+    """This thread's block when no sort holds it, else a new one."""
+    cdef meth_aux *a = <meth_aux *>ncl_meth_mine()
+    cdef bint keep
+    if a != NULL and not ncl_meth_load(&a.busy):
+        a.busy = 1
+        return a
+    keep = a == NULL
+    a = <meth_aux *>malloc(sizeof(meth_aux))
+    if a == NULL:
+        return NULL
+    a.busy = 1
+    a.keyed = keep and ncl_meth_keep(a)
+    return a
+
+
+cdef void _aux_give(meth_aux *a) noexcept nogil:
+    if a.keyed:
+        ncl_meth_store(&a.busy, 0)       # stays its thread's block
+    else:
+        free(a)
 
 
 cdef void _aux_free(NpyAuxData *p) noexcept:
@@ -162,10 +227,11 @@ cdef void _aux_free(NpyAuxData *p) noexcept:
     cdef meth_aux *a = <meth_aux *>p
     # the last batch is small (under the threaded size or 4 lanes a thread):
     # sorted with the GIL held, as NumPy holds it here
-    ncl_lanes_release(&a.lanes)
+    if a.ncalls > 1 and (a.lanes.npend or a.lanes.pv != &a.lanes.inl[0]):
+        ncl_lanes_release(&a.lanes)
     if a.aux != NULL and a.aux.free != NULL:
         (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
-    free(ncl_meth_give(a))          # kept as the spare; the one it replaces is freed
+    _aux_give(a)
 
 
 cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
@@ -189,9 +255,30 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
         return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
     if flags == 0:
         # unstable: the lanes of an N-d sort in place are sorted in batches
+        if a.ncalls == 0:
+            # the first lane (of most sorts the only one): noted, no batch yet
+            a.ncalls = 1
+            a.first_v = data[0]
+            a.first_i = data[1] if a.arg else NULL
+            a.first_n = dims[0]
+            # every lane of one sort has the same length
+            a.direct = _direct(a, dims[0])
+            if a.direct:
+                return a.loop(ctx, data, dims, strides, a.aux)
+            r.a = a
+            r.ctx = ctx
+            r.strides = strides
+            return ncl_sort_via(a.c, 0, data[0], <npy_intp *>data[1] if a.arg else NULL,
+                                dims[0], _run, &r)
+        if a.ncalls == 1:
+            # the second lane: the batch starts, the first lane noted in it
+            # (never taken: it was sorted when it came)
+            a.ncalls = 2
+            a.later.a = a
+            a.later.strides = a.strides
+            ncl_lanes_init(&a.lanes, a.strides[0], _run, &a.later)
+            ncl_lanes_take(&a.lanes, a.first_v, a.first_i, a.first_n, a.direct)
         a.later.ctx = ctx
-        if a.lanes.calls == 0:        # every lane of one sort has the same length
-            a.direct = ncl_sort_direct(a.c, a.arg, dims[0])
         direct = a.direct
         rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0], direct)
         if rc != NCL_LANE_NOT_TAKEN:
@@ -203,7 +290,7 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
             # not deferred, short, no hook: ncl_sort_via would only call NumPy's
             # loop (ncl_sort_direct counted the call for install()'s probe)
             return a.loop(ctx, data, dims, strides, a.aux)
-    elif ncl_sort_direct(a.c, a.arg, dims[0]):
+    elif _direct(a, dims[0]):
         return a.loop(ctx, data, dims, strides, a.aux)      # stable, short, no hook
     r.a = a
     r.ctx = ctx
@@ -222,11 +309,9 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     cdef int rc
     if c < 0:
         return -1
-    a = <meth_aux *>ncl_meth_take()
+    a = _aux_take()
     if a == NULL:
-        a = <meth_aux *>malloc(sizeof(meth_aux))
-        if a == NULL:
-            return -1
+        return -1
     a.base.free = <void *>_aux_free
     a.base.clone = NULL
     a.c = c
@@ -234,16 +319,13 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.aux = NULL
     a.strides[0] = strides[0]
     a.strides[1] = strides[1]
-    a.later.a = a
-    a.later.ctx = ctx
-    a.later.strides = a.strides
-    ncl_lanes_init(&a.lanes, strides[0], _run, &a.later)
+    a.ncalls = 0
     ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
     rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
                                                         &a.loop, &a.aux, flags)
     ctx.method = mine
     if rc < 0:
-        free(ncl_meth_give(a))
+        _aux_give(a)
         return rc
     out_loop[0] = _loop
     out_aux[0] = &a.base
@@ -262,39 +344,42 @@ cdef int _get_argsort_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
     return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 1)
 
 
-cdef extern from "numpy/ndarraytypes.h":
-    bint PyArray_ISNBO(char byteorder)
-
-
-cdef int _resolve(void *self, void **dtypes, void **given, void **loop, npy_intp *view_offset,
-                  int arg) noexcept:
-    # NumPy resolves descriptors with the GIL held
-    """The loop's descriptors: the input's, in native byte order (the given
-    one itself when it is native: no new descriptor per call); argsort's
-    output is intp."""
-    cdef cnp.dtype d = <cnp.dtype>given[0]
-    cdef cnp.dtype out
-    try:
-        if not PyArray_ISNBO(d.byteorder):
-            d = d.newbyteorder("=")
-        Py_INCREF(d)
-        loop[0] = <void *>d
-        out = cnp.PyArray_DescrFromType(cnp.NPY_INTP) if arg else d
-        Py_INCREF(out)
-        loop[1] = <void *>out
-    except BaseException:
-        return -1
-    return 0      # NPY_NO_CASTING
+cdef extern from *:
+    """
+    /* The loop's descriptors: the input's, in native byte order (the given
+     * one itself when it is native: no new descriptor per call); argsort's
+     * output is intp.  Plain C: NumPy resolves with the GIL held, and a
+     * Cython try block here cost a save of the exception state per sort. */
+    static int ncl_meth_resolve(PyArray_Descr **given, PyArray_Descr **loop, int arg) {
+        PyArray_Descr *d = given[0];
+        if (PyArray_ISNBO(d->byteorder)) {
+            Py_INCREF(d);
+        } else {
+            d = PyArray_DescrNewByteorder(d, NPY_NATIVE);
+            if (d == NULL) return -1;
+        }
+        loop[0] = d;
+        if (arg) {
+            loop[1] = PyArray_DescrFromType(NPY_INTP);
+            if (loop[1] == NULL) { Py_DECREF(d); loop[0] = NULL; return -1; }
+        } else {
+            Py_INCREF(d);
+            loop[1] = d;
+        }
+        return 0;                   /* NPY_NO_CASTING */
+    }
+    """
+    int ncl_meth_resolve(void **given, void **loop, int arg) noexcept
 
 
 cdef int _resolve_sort(void *self, void **dtypes, void **given, void **loop,
                        npy_intp *view_offset) noexcept:
-    return _resolve(self, dtypes, given, loop, view_offset, 0)
+    return ncl_meth_resolve(given, loop, 0)
 
 
 cdef int _resolve_argsort(void *self, void **dtypes, void **given, void **loop,
                           npy_intp *view_offset) noexcept:
-    return _resolve(self, dtypes, given, loop, view_offset, 1)
+    return ncl_meth_resolve(given, loop, 1)
 
 
 def layout():

@@ -66,6 +66,11 @@ cdef npy_intp ncl_sort_threshold() noexcept nogil:
     return _threshold
 
 
+cdef const npy_intp *ncl_sort_threshold_at() noexcept nogil:
+    """Where the split threshold lives (a caller's inlined fast path)."""
+    return &_threshold
+
+
 # ------------------------------------------------------------ team pieces
 
 cdef void _t_scan(void *ctx, int tid, int nth) noexcept nogil:
