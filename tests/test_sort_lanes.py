@@ -72,10 +72,11 @@ def test_axis_sorts_and_argsorts_equal_stock(char, shape, threads):
 
 def _expected_deferred(lanes, n):
     """Lanes deferred by an N-d sort of ``lanes`` lanes of ``n``: all but the
-    first, and all but the first half threaded size of elements (those go
-    straight to NumPy's loop: a small sort never defers)."""
+    first, and all but the first threaded size of elements (those go
+    straight to NumPy's loop: a sort smaller than the threaded size never
+    defers)."""
     from nclx._ncl import sorting
-    head = sorting.threshold() // 2
+    head = sorting.threshold()
     first = max(2, -(-head // max(n, 1)) + 1)          # the first lane deferred (1-based)
     return max(0, lanes - first + 1)
 
@@ -83,7 +84,7 @@ def _expected_deferred(lanes, n):
 def test_small_nd_sorts_do_not_defer_their_lanes(threads):
     """An N-d sort smaller than the threaded size sorts every lane at once
     (deferring them only added calls a lane: 0.85-0.89x stock at (8, 12)),
-    and a larger one defers all lanes past the first half threaded size."""
+    and a larger one defers all lanes past the first threaded size."""
     from nclx._ncl import sorting
     small = _values("d", (8, 12))
     with nclx.installed():

@@ -27,3 +27,4 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
 cdef int ncl_lanes_flush(lane_batch *b) noexcept nogil
 cdef void ncl_lanes_release(lane_batch *b) noexcept nogil
 cdef bint ncl_lanes_on() noexcept nogil
+cdef const int *ncl_lanes_probing() noexcept nogil

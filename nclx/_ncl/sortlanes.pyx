@@ -35,6 +35,11 @@ cdef int _probing = 0       # probe(): defer whatever the thread count
 cdef long long _deferred = 0    # lanes deferred so far (tests: did it happen)
 
 
+cdef const int *ncl_lanes_probing() noexcept nogil:
+    """Where probe()'s flag lives (a caller's inlined fast path)."""
+    return &_probing
+
+
 cdef bint ncl_lanes_on() noexcept nogil:
     return _on != 0
 
@@ -104,7 +109,7 @@ cdef int ncl_lanes_take(lane_batch *b, char *v, char *i, npy_intp n, bint eligib
         b.flush_at = max(4 * nth, (ncl_sort_threshold() + n - 1) // max(n, 1))
     if b.mode != 1 or not eligible or n != b.n:
         return NCL_LANE_NOT_TAKEN
-    if (b.calls - 1) * n < ncl_sort_threshold() // 2 and not _probing:
+    if (b.calls - 1) * n < ncl_sort_threshold() and not _probing:
         # the first lanes go straight to NumPy's loop: an N-d sort of fewer
         # elements than the threaded size never defers (its batch would run
         # on one thread anyway), a larger one defers the rest

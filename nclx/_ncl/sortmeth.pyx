@@ -31,7 +31,7 @@ from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
 from nclx._ncl.sortrun cimport ncl_sort_threshold_at
 from nclx._ncl.entries cimport ncl_entries_gate
 from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, ncl_lanes_release,
-                                  NCL_LANE_NOT_TAKEN)
+                                  ncl_lanes_probing, NCL_LANE_NOT_TAKEN)
 from nclx._ncl import sortlanes
 import numpy as np
 
@@ -139,7 +139,9 @@ cdef struct meth_aux:
     # an N-d sort's lanes, deferred (nclx._ncl.sortlanes): NumPy's loop run
     # later, with this sort's context and contiguous strides
     lane_batch lanes              # set up at the second lane (most sorts have one)
-    int ncalls                    # unstable lanes handed over: 0, 1, 2 (two or more)
+    int ncalls                    # 0, 1, 2: no lane yet, lanes outside a batch, the batch set up
+    npy_intp seen                 # lanes handed over before the batch was set up
+    npy_intp direct_until         # lanes while seen < this go straight to NumPy's loop
     char *first_v                 # the first lane, replayed into the batch at the second
     char *first_i
     npy_intp first_n
@@ -188,6 +190,7 @@ ncl_meth_key_init()      # at import, with the GIL: before any sort reaches nclx
 cdef const int *_gate = ncl_entries_gate()
 cdef const npy_intp *_threshold = ncl_sort_threshold_at()
 cdef const int *_probing = ncl_sort_probing()
+cdef const int *_lanes_probing = ncl_lanes_probing()
 
 
 cdef inline bint _direct(meth_aux *a, npy_intp n) noexcept nogil:
@@ -244,7 +247,50 @@ cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
     return a.loop(r.ctx, data, &n, r.strides, a.aux)
 
 
+cdef inline void _first_lane(meth_aux *a, char **data, npy_intp n, bint direct) noexcept nogil:
+    """Note an unstable sort's first lane (replayed into the batch if one
+    starts) and how many lanes may go straight to NumPy's loop: those
+    holding the first threaded size of elements, while no lane probe runs."""
+    a.ncalls = 1
+    a.seen = 1
+    a.first_v = data[0]
+    a.first_i = data[1] if a.arg else NULL
+    a.first_n = n
+    a.direct = direct
+    if direct and ncl_meth_load(_lanes_probing) == 0:
+        a.direct_until = (_threshold[0] + n - 1) // n if n > 0 else 1
+    else:
+        a.direct_until = 1
+
+
 cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
+               const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
+    """The common calls (a short lane while nobody watches or probes) in a
+    function small enough to need no saved registers; the rest in _slow."""
+    cdef meth_aux *a = <meth_aux *>aux
+    cdef int flags
+    cdef npy_intp n = dims[0]
+    if a.seen < a.direct_until:
+        # an unstable sort's lanes holding the first threaded size of
+        # elements (set at its first lane): straight to NumPy's loop, as
+        # ncl_lanes_take would send them (an N-d sort smaller than the
+        # threaded size never defers)
+        a.seen += 1
+        return a.loop(ctx, data, dims, strides, a.aux)
+    flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
+    if flags == 0:
+        if a.ncalls == 0 and n < _threshold[0] and ncl_meth_load(_gate) == 0 \
+                and ncl_meth_load(_probing) == 0:
+            # the first lane (of most sorts the only one), as _slow notes it
+            _first_lane(a, data, n, True)
+            return a.loop(ctx, data, dims, strides, a.aux)
+    elif flags == NPY_SORT_STABLE and n < _threshold[0] and ncl_meth_load(_gate) == 0 \
+            and ncl_meth_load(_probing) == 0:
+        return a.loop(ctx, data, dims, strides, a.aux)      # stable, short, no hook
+    return _slow_loop(ctx, data, dims, strides, aux)
+
+
+cdef int _slow(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
                const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
     cdef meth_aux *a = <meth_aux *>aux
     cdef run_ctx r
@@ -256,13 +302,9 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
     if flags == 0:
         # unstable: the lanes of an N-d sort in place are sorted in batches
         if a.ncalls == 0:
-            # the first lane (of most sorts the only one): noted, no batch yet
-            a.ncalls = 1
-            a.first_v = data[0]
-            a.first_i = data[1] if a.arg else NULL
-            a.first_n = dims[0]
-            # every lane of one sort has the same length
-            a.direct = _direct(a, dims[0])
+            # the first lane (of most sorts the only one): noted, no batch
+            # yet; every lane of one sort has the same length
+            _first_lane(a, data, dims[0], _direct(a, dims[0]))
             if a.direct:
                 return a.loop(ctx, data, dims, strides, a.aux)
             r.a = a
@@ -271,13 +313,15 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
             return ncl_sort_via(a.c, 0, data[0], <npy_intp *>data[1] if a.arg else NULL,
                                 dims[0], _run, &r)
         if a.ncalls == 1:
-            # the second lane: the batch starts, the first lane noted in it
-            # (never taken: it was sorted when it came)
+            # past the lanes _loop sent straight on (seen >= direct_until):
+            # from here on the batch: the first lane noted in it (never
+            # taken: it was sorted when it came), the lanes since counted
             a.ncalls = 2
             a.later.a = a
             a.later.strides = a.strides
             ncl_lanes_init(&a.lanes, a.strides[0], _run, &a.later)
             ncl_lanes_take(&a.lanes, a.first_v, a.first_i, a.first_n, a.direct)
+            a.lanes.calls = <int>a.seen
         a.later.ctx = ctx
         direct = a.direct
         rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0], direct)
@@ -297,6 +341,11 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
     r.strides = strides
     return ncl_sort_via(a.c, 2 if flags == NPY_SORT_STABLE else 0, data[0],
                         <npy_intp *>data[1] if a.arg else NULL, dims[0], _run, &r)
+
+
+# _loop calls _slow through this pointer: the compiler cannot inline it
+# (and with it the saved registers of its many paths)
+cdef strided_loop_fn _slow_loop = <strided_loop_fn>_slow
 
 
 cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const npy_intp *strides,
@@ -320,6 +369,8 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.strides[0] = strides[0]
     a.strides[1] = strides[1]
     a.ncalls = 0
+    a.seen = 0
+    a.direct_until = 0
     ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
     rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
                                                         &a.loop, &a.aux, flags)
