@@ -26,4 +26,14 @@
     case 9: CALL(float32, float); break;                                               \
     case 10: CALL(float64, double); break;
 
+/* the sort headers' switch: the floats also as 11, 12 (float32nn, float64nn:
+ * no NaN among them, compared with a plain <) */
+#define NCL_SORT_SWITCH(dt, CALL)                                                      \
+    switch (dt) {                                                                      \
+    NCL_DT_CASES(CALL)                                                                 \
+    case 11: CALL(float32nn, float); break;                                            \
+    case 12: CALL(float64nn, double); break;                                           \
+    default: break;                                                                    \
+    }
+
 #endif

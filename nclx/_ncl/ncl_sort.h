@@ -17,9 +17,6 @@
 #include <sys/mman.h>
 #include <numpy/npy_common.h>
 #include "ncl_dtswitch.h"
-#if defined(__x86_64__) && defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* Merge scratch.  A large one is mapped on 2 MiB boundaries and asked for
  * huge pages (a fresh 80 MB buffer costs 20,000 4 KiB page faults, more than
@@ -233,14 +230,6 @@ NCL_KMERGE_DEFS(float64, double, NCL_LT_FLT)
 NCL_KMERGE_DEFS(float32nn, float, NCL_LT_INT)
 NCL_KMERGE_DEFS(float64nn, double, NCL_LT_INT)
 
-/* dtype numbers as in ncl_spec.h's ncl_dtype */
-#define NCL_SORT_SWITCH(dt, CALL)                                                      \
-    switch (dt) {                                                                      \
-    NCL_DT_CASES(CALL)                                                                 \
-    case 11: CALL(float32nn, float); break;                                            \
-    case 12: CALL(float64nn, double); break;                                           \
-    default: break;                                                                    \
-    }
 
 /* Merge output positions [d0, d1) of the runs A = keys[a0:a0+la) and
  * B = keys[b0:b0+lb) into kout[o0:...), with their indices (isrc -> iout)
@@ -292,107 +281,6 @@ static npy_intp ncl_nan_start(int dt, const char *v, const npy_intp *idx, npy_in
     return lo;
 }
 
-/* 1 when v[0:n) is in order (NumPy's order: NaNs last).  Blocks of 2,048
- * elements are scanned without a branch, stopping after the first block
- * with a descent (unsorted data costs one block).  Floats' compare with
- * its NaN cases (x[i] < x[i-1], or x[i-1] a NaN and x[i] not) ran at 3.8 ns
- * an element as scalar code here (GCC does not vectorise it): with SSE2 it
- * is four vector compares per two (four) elements, at memory speed. */
-#define NCL_BLT_INT(a, b) ((a) < (b))
-#define NCL_BLT_FLT(a, b) (((a) < (b)) | (((b) != (b)) & ((a) == (a))))
-#if defined(__x86_64__) && defined(__SSE2__)
-#define NCL_SSE_SORTED(W, VT, LOAD, LT, UNORD, ORD, OR, AND, MASK, ZERO)                 \
-static npy_intp ncl_sorted_prefix_##W(const void *v, npy_intp s, npy_intp e)          \
-{   /* the first i in [s, e) where a block of vector steps saw a descent, or e */    \
-    const char *p = (const char *)v;                                                 \
-    const npy_intp step = 16 / sizeof(p[0]) / (W);                                    \
-    VT bad = ZERO();                                                                 \
-    npy_intp i = s;                                                                  \
-    for (; i + step <= e; i += step) {                                               \
-        VT a = LOAD((const void *)(p + i * (W))), b = LOAD((const void *)(p + (i - 1) * (W))); \
-        bad = OR(bad, OR(LT(a, b), AND(UNORD(b, b), ORD(a, a))));                     \
-    }                                                                                \
-    return MASK(bad) ? s : i;                                                        \
-}
-#define NCL_LOADPD(q) _mm_loadu_pd((const double *)(q))
-#define NCL_LOADPS(q) _mm_loadu_ps((const float *)(q))
-NCL_SSE_SORTED(8, __m128d, NCL_LOADPD, _mm_cmplt_pd, _mm_cmpunord_pd, _mm_cmpord_pd, _mm_or_pd,
-               _mm_and_pd, _mm_movemask_pd, _mm_setzero_pd)
-NCL_SSE_SORTED(4, __m128, NCL_LOADPS, _mm_cmplt_ps, _mm_cmpunord_ps, _mm_cmpord_ps, _mm_or_ps,
-               _mm_and_ps, _mm_movemask_ps, _mm_setzero_ps)
-#undef NCL_LOADPD
-#undef NCL_LOADPS
-#define NCL_VEC_START(NAME, x, s, e) NCL_VEC_##NAME(x, s, e)
-#define NCL_VEC_float64(x, s, e) ncl_sorted_prefix_8((const void *)(x), s, e)
-#define NCL_VEC_float32(x, s, e) ncl_sorted_prefix_4((const void *)(x), s, e)
-#else
-#define NCL_VEC_START(NAME, x, s, e) (s)
-#endif
-#define NCL_VEC_bool(x, s, e) (s)
-#define NCL_VEC_int8(x, s, e) (s)
-#define NCL_VEC_int16(x, s, e) (s)
-#define NCL_VEC_int32(x, s, e) (s)
-#define NCL_VEC_int64(x, s, e) (s)
-#define NCL_VEC_uint8(x, s, e) (s)
-#define NCL_VEC_uint16(x, s, e) (s)
-#define NCL_VEC_uint32(x, s, e) (s)
-#define NCL_VEC_uint64(x, s, e) (s)
-#define NCL_VEC_float32nn(x, s, e) (s)
-#define NCL_VEC_float64nn(x, s, e) (s)
-static int ncl_is_sorted(int dt, const char *v, npy_intp n)
-{
-    int r = 1;
-    /* each block: the vector steps (floats, SSE2), then the rest one by one */
-#define NCL_S(NAME, T) { const T *x = (const T *)v;                                    \
-        for (npy_intp s = 1; s < n && r; s += 2048) {                                 \
-            npy_intp e = n - s < 2048 ? n : s + 2048;                                  \
-            uint64_t bad = 0;                                                         \
-            for (npy_intp i = NCL_VEC_START(NAME, x, s, e); i < e; i++)                \
-                bad |= NCL_BLT_##NAME(x[i], x[i - 1]);                                 \
-            r = !NCL_BAD_##NAME(bad);                                                 \
-        } }
-#define NCL_BLT_bool NCL_BLT_INT
-#define NCL_BLT_int8 NCL_BLT_INT
-#define NCL_BLT_int16 NCL_BLT_INT
-#define NCL_BLT_int32 NCL_BLT_INT
-/* int64: a < b is the sign of a - b corrected for overflow, accumulated
- * as whole words (no compare: GCC's emulated 64-bit vector compare without
- * SSE4.2 made this scan 11% slower than NumPy's timsort run check) */
-#define NCL_BLT_int64(a, b) (((uint64_t)(a) - (uint64_t)(b)) ^ (((uint64_t)(a) ^ (uint64_t)(b)) \
-                             & (((uint64_t)(a) - (uint64_t)(b)) ^ (uint64_t)(a))))
-#define NCL_BAD_int64(bad) ((bad) >> 63)
-#define NCL_BLT_uint8 NCL_BLT_INT
-#define NCL_BLT_uint16 NCL_BLT_INT
-#define NCL_BLT_uint32 NCL_BLT_INT
-#define NCL_BLT_uint64 NCL_BLT_INT
-#define NCL_BLT_float32 NCL_BLT_FLT
-#define NCL_BLT_float64 NCL_BLT_FLT
-#define NCL_BLT_float32nn NCL_BLT_INT
-#define NCL_BLT_float64nn NCL_BLT_INT
-#define NCL_BAD_bool(bad) (bad)
-#define NCL_BAD_int8(bad) (bad)
-#define NCL_BAD_int16(bad) (bad)
-#define NCL_BAD_int32(bad) (bad)
-#define NCL_BAD_uint8(bad) (bad)
-#define NCL_BAD_uint16(bad) (bad)
-#define NCL_BAD_uint32(bad) (bad)
-#define NCL_BAD_uint64(bad) (bad)
-#define NCL_BAD_float32(bad) (bad)
-#define NCL_BAD_float64(bad) (bad)
-#define NCL_BAD_float32nn(bad) (bad)
-#define NCL_BAD_float64nn(bad) (bad)
-    NCL_SORT_SWITCH(dt, NCL_S)
-#undef NCL_S
-    return r;
-}
-
-/* 1 when idx[0:n) is 0..n-1 */
-static int ncl_is_iota(const npy_intp *idx, npy_intp n)
-{
-    for (npy_intp i = 0; i < n; i++) if (idx[i] != i) return 0;
-    return 1;
-}
-
 /* 1 when each run's first element is not below the previous run's last. */
 static int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const npy_intp *b,
                             int nruns)
@@ -402,43 +290,6 @@ static int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const np
     NCL_SORT_SWITCH(dt, NCL_O)
 #undef NCL_O
     return r;
-}
-
-/* What an unstable sort of floats may order differently from NumPy's: both
- * signs of zero (equal, different bits), or NaNs of different bits.  Bits
- * 1: +0.0 seen, 2: -0.0 seen, 4: a NaN seen; *lo / *hi get the least and
- * greatest NaN bit pattern (NaNs differ when lo < hi).  Branch-free
- * reductions, built for AVX-512, AVX2 and the baseline: the scan runs at
- * memory speed. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
-#define NCL_SCAN_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define NCL_SCAN_CLONES
-#endif
-#define NCL_SCAN_DEF(NAME, U, SIGN, NANLIM)                                             \
-NCL_SCAN_CLONES static int NAME(const U *x, npy_intp n, uint64_t *lo, uint64_t *hi)    \
-{                                                                                      \
-    U zp = 0, zn = 0, mn = (U)~(U)0, mx = 0;                                           \
-    for (npy_intp i = 0; i < n; i++) {                                                 \
-        U u = x[i], a = (U)(u << 1);                                                   \
-        U isn = (U)((U)0 - (U)(a > (U)NANLIM));                                        \
-        zp |= (U)(u == 0);                                                             \
-        zn |= (U)(u == (U)SIGN);                                                       \
-        U cm = (U)((u & isn) | (U)~isn), cx = (U)(u & isn);                            \
-        mn = mn < cm ? mn : cm;                                                        \
-        mx = mx > cx ? mx : cx;                                                        \
-    }                                                                                  \
-    *lo = mn;                                                                          \
-    *hi = mx;                                                                          \
-    return (int)(zp | (zn << 1) | ((mn <= mx) << 2));                                  \
-}
-NCL_SCAN_DEF(ncl_scan_u64, uint64_t, 0x8000000000000000ull, 0xFFE0000000000000ull)
-NCL_SCAN_DEF(ncl_scan_u32, uint32_t, 0x80000000u, 0xFF000000u)
-
-static int ncl_scan_float(int isz, const char *x, npy_intp n, uint64_t *lo, uint64_t *hi)
-{
-    if (isz == 8) return ncl_scan_u64((const uint64_t *)x, n, lo, hi);
-    return ncl_scan_u32((const uint32_t *)x, n, lo, hi);
 }
 
 #endif

@@ -23,6 +23,11 @@ from nclx._ncl.sortpart cimport ncl_sort_partition
 from nclx._ncl.sortcount cimport ncl_sort_counting, ncl_sort_few
 
 
+cdef extern from "ncl_order.h" nogil:
+    int ncl_is_sorted(int dt, const char *v, npy_intp n)
+    int ncl_is_iota(const npy_intp *idx, npy_intp n)
+    int ncl_scan_float(int isz, const char *x, npy_intp n, uint64_t *lo, uint64_t *hi)
+
 cdef extern from "ncl_sort.h" nogil:
     void ncl_merge_part(int dt, const char *keys, char *kout, const npy_intp *isrc,
                         npy_intp *iout, npy_intp a0, npy_intp la, npy_intp b0, npy_intp lb,
@@ -31,9 +36,6 @@ cdef extern from "ncl_sort.h" nogil:
                     char *keys)
     npy_intp ncl_nan_start(int dt, const char *v, const npy_intp *idx, npy_intp lo, npy_intp hi)
     int ncl_runs_ordered(int dt, const char *v, const npy_intp *idx, const npy_intp *b, int nruns)
-    int ncl_is_sorted(int dt, const char *v, npy_intp n)
-    int ncl_is_iota(const npy_intp *idx, npy_intp n)
-    int ncl_scan_float(int isz, const char *x, npy_intp n, uint64_t *lo, uint64_t *hi)
     ctypedef struct ncl_scratch:
         char *ptr
     int ncl_scratch_get(ncl_scratch *s, size_t n)
