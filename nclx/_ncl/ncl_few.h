@@ -188,6 +188,8 @@ static int ncl_few_count_##T(const ncl_few_table *t, const T *v, npy_intp n,    
     const npy_intp S = t->slots;                                                        \
     const uint64_t *ks = t->kslot;                                                      \
     uint32_t *h0 = h, *h1 = h + S, *h2 = h + 2 * S, *h3 = h + 3 * S;                    \
+    /* prefetched only past a core's L2: on data in the cache it costs */               \
+    const int pf = n * (npy_intp)sizeof(T) >= ((npy_intp)2 << 20);                      \
     int ok = 1;                                                                         \
     for (npy_intp p = 0; p < n && ok; p += NCL_FEW_PASS) {                              \
         npy_intp pe = n - p < NCL_FEW_PASS ? n : p + NCL_FEW_PASS;                      \
@@ -195,7 +197,7 @@ static int ncl_few_count_##T(const ncl_few_table *t, const T *v, npy_intp n,    
             npy_intp e = pe - b < NCL_FEW_BLOCK ? pe : b + NCL_FEW_BLOCK, i = b;        \
             uint64_t bad = 0;                                                           \
             for (; i + 4 <= e; i += 4) {                                                \
-                NCL_FEW_PREFETCH(v + i + 2048 / sizeof(T));                             \
+                if (pf) NCL_FEW_PREFETCH(v + i + 2048 / sizeof(T));                     \
                 uint64_t k0 = v[i], k1 = v[i + 1], k2 = v[i + 2], k3 = v[i + 3];        \
                 npy_intp s0 = (npy_intp)((k0 * mul) >> sh);                             \
                 npy_intp s1 = (npy_intp)((k1 * mul) >> sh);                             \
