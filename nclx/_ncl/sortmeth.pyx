@@ -14,24 +14,18 @@ with "sort"/"argsort") and none to get the old one back, so this module:
   NumPy's back at once;
 - ``swap_in``/``swap_out`` exchange the two pointers in the slot table.
 
-nclx's method asks NumPy's for its loop (its own ``get_strided_loop``) and
-runs ascending sorts (flags 0 and stable) through ``sorting.ncl_sort_via``:
-runs sorted by NumPy's loop on the team and merged; descending sorts and
-unknown flags are NumPy's loop, whole.  Built only against NumPy >= 2.4
-headers; used only where the ArrFuncs slots are bypassed.
+nclx's method's functions are nclx._ncl.sortcall's (one sort call: its
+loop asks NumPy's method for its loop and runs ascending sorts through the
+Sort chains; descending sorts and unknown flags are NumPy's loop, whole).
+Built only against NumPy >= 2.4 headers; used only where the ArrFuncs
+slots are bypassed.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject, Py_INCREF
-from cpython.exc cimport PyErr_SetString
-from libc.stdlib cimport malloc, free
 from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
-from nclx._ncl.sortrun cimport ncl_sort_threshold_at
-from nclx._ncl.entries cimport ncl_entries_gate
-from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, ncl_lanes_release,
-                                  ncl_lanes_probing, NCL_LANE_NOT_TAKEN)
+from nclx._ncl.sortcall cimport ncl_sortcall_serve, ncl_sortcall_slot
 from nclx._ncl import sortlanes
 import numpy as np
 
@@ -42,21 +36,7 @@ cnp.import_array()
 cnp.import_ufunc()
 
 cdef extern from "numpy/dtype_api.h":
-    cdef struct PyArrayMethodObject_tag
     ctypedef struct PyArray_DTypeMeta
-    ctypedef struct NpyAuxData:
-        void *free
-        void *clone
-    ctypedef struct PyArrayMethod_Context:
-        PyObject *caller
-        PyArrayMethodObject_tag *method
-        void **descriptors
-        void *parameters
-    ctypedef struct PyArrayMethod_SortParameters:
-        int flags
-    ctypedef int (*strided_loop_fn "PyArrayMethod_StridedLoop *")(
-        PyArrayMethod_Context *ctx, char **data, const npy_intp *dims, const npy_intp *strides,
-        NpyAuxData *aux) noexcept nogil
     ctypedef struct PyType_Slot:
         int slot
         void *pfunc
@@ -81,13 +61,10 @@ cdef extern from "numpy/ufuncobject.h":
 cdef extern from "numpy/arrayobject.h":
     ctypedef struct PyArray_ArrFuncs
     PyArray_ArrFuncs *PyDataType_GetArrFuncs(cnp.dtype descr)
-    enum:
-        NPY_SORT_STABLE
 
 cdef extern from *:
     """
     #include "ncl_arraymethod.h"   /* ncl_meth_head: checked by layout() */
-    static PyArrayMethod_GetLoop *ncl_meth_get_loop(void *m) { return ((ncl_meth_head *)m)->get_strided_loop; }
     static int ncl_meth_ok(void *m) {
         ncl_meth_head *h = (ncl_meth_head *)m;
         return m != NULL && strcmp(Py_TYPE((PyObject *)m)->tp_name, "numpy._ArrayMethod") == 0
@@ -97,16 +74,10 @@ cdef extern from *:
     /* sort_meth / argsort_meth follow the ArrFuncs in the DType's slots */
     static PyObject **ncl_meth_slots(PyArray_ArrFuncs *f) { return (PyObject **)((char *)f + sizeof(PyArray_ArrFuncs)); }
     static void *ncl_dtypemeta(void *d) { return (void *)Py_TYPE((PyObject *)d); }
-    static int ncl_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
     """
-    ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                                const npy_intp *strides, strided_loop_fn *out_loop,
-                                NpyAuxData **out_aux, int *flags) noexcept
-    get_loop_fn ncl_meth_get_loop(void *m) noexcept
     int ncl_meth_ok(void *m) noexcept
     PyObject **ncl_meth_slots(PyArray_ArrFuncs *f) noexcept
     void *ncl_dtypemeta(void *d) noexcept
-    int ncl_descr_type(void *d) noexcept
 
 cdef enum:
     NCHARS = 13
@@ -116,321 +87,9 @@ CHARS = spec.NUMPY_CHAR_ORDER
 cdef PyObject *_numpy_meth[NCHARS][2]      # NumPy's sort / argsort methods
 cdef PyObject *_nclx_meth[NCHARS][2]       # nclx's
 cdef PyObject **_slot[NCHARS]              # where the DType keeps them
-cdef int _row_of_type[32]                  # type number -> row (c), -1 if none
 cdef int _made = 0
 cdef int _swapped = 0
 lanes_probe = None        # '' once install() checked deferred lanes, else why they are off
-
-
-cdef struct run_ctx:
-    void *a                       # the meth_aux
-    PyArrayMethod_Context *ctx
-    const npy_intp *strides
-
-
-cdef struct meth_aux:
-    NpyAuxData base
-    int keyed                     # a thread's own block (freed when the thread ends)
-    int busy                      # held by a sort
-    strided_loop_fn loop          # NumPy's loop and its data
-    NpyAuxData *aux
-    int c
-    int arg
-    # an N-d sort's lanes, deferred (nclx._ncl.sortlanes): NumPy's loop run
-    # later, with this sort's context and contiguous strides
-    lane_batch lanes              # set up at the second lane (most sorts have one)
-    int ncalls                    # 0, 1, 2: no lane yet, lanes outside a batch, the batch set up
-    npy_intp seen                 # lanes handed over before the batch was set up
-    npy_intp direct_until         # lanes while seen < this go straight to NumPy's loop
-    char *first_v                 # the first lane, replayed into the batch at the second
-    char *first_i
-    npy_intp first_n
-    bint direct                   # its lanes go straight to NumPy's loop (no hook, short)
-    run_ctx later
-    npy_intp strides[2]
-
-
-cdef extern from *:
-    """
-    /* One loop data block per thread, kept as a pthread key's value (so a
-     * thread that ends frees it): a sort call allocates none in the common
-     * case and runs no locked instruction (an atomic exchange cost about
-     * 10 ns a call here).  The block says whether it is a thread's own
-     * (`keyed`) and whether a sort holds it (`busy`: a nested sort on the
-     * same thread, from a hook, takes a block of its own). */
-    #include <pthread.h>
-    static pthread_key_t ncl_meth_key;
-    static int ncl_meth_key_ok = 0;
-    static int ncl_meth_key_init(void) {
-        if (!ncl_meth_key_ok && pthread_key_create(&ncl_meth_key, free) == 0) ncl_meth_key_ok = 1;
-        return ncl_meth_key_ok;
-    }
-    static inline void *ncl_meth_mine(void) {
-        return ncl_meth_key_ok ? pthread_getspecific(ncl_meth_key) : NULL;
-    }
-    static inline int ncl_meth_keep(void *p) {
-        return ncl_meth_key_ok && pthread_setspecific(ncl_meth_key, p) == 0;
-    }
-    static inline int ncl_meth_load(const int *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void ncl_meth_store(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    """
-    int ncl_meth_key_init() noexcept nogil
-    void *ncl_meth_mine() noexcept nogil
-    int ncl_meth_keep(void *p) noexcept nogil
-    int ncl_meth_load(const int *p) noexcept nogil
-    void ncl_meth_store(int *p, int v) noexcept nogil
-
-
-ncl_meth_key_init()      # at import, with the GIL: before any sort reaches nclx's methods
-
-# the fast path's three loads, inlined (each a cross-module call otherwise):
-# the entries' gate (user nodes in funnel and kernel chains, threads inside
-# checked(): 0 means every sort op is quiet), the split threshold, and the
-# threads running install()'s probe (0: no hit to count)
-cdef const int *_gate = ncl_entries_gate()
-cdef const npy_intp *_threshold = ncl_sort_threshold_at()
-cdef const int *_probing = ncl_sort_probing()
-cdef const int *_lanes_probing = ncl_lanes_probing()
-
-
-cdef inline bint _direct(meth_aux *a, npy_intp n) noexcept nogil:
-    """ncl_sort_direct, its common case inlined: a short lane while nobody
-    watches and nobody probes goes straight to NumPy's loop."""
-    if n < _threshold[0] and ncl_meth_load(_gate) == 0 and ncl_meth_load(_probing) == 0:
-        return True
-    return ncl_sort_direct(a.c, a.arg, n)
-
-
-cdef meth_aux *_aux_take() noexcept nogil:
-    """This thread's block when no sort holds it, else a new one."""
-    cdef meth_aux *a = <meth_aux *>ncl_meth_mine()
-    cdef bint keep
-    if a != NULL and not ncl_meth_load(&a.busy):
-        a.busy = 1
-        return a
-    keep = a == NULL
-    a = <meth_aux *>malloc(sizeof(meth_aux))
-    if a == NULL:
-        return NULL
-    a.busy = 1
-    a.keyed = keep and ncl_meth_keep(a)
-    return a
-
-
-cdef void _aux_give(meth_aux *a) noexcept nogil:
-    if a.keyed:
-        ncl_meth_store(&a.busy, 0)       # stays its thread's block
-    else:
-        free(a)
-
-
-cdef void _aux_free(NpyAuxData *p) noexcept:
-    """NumPy frees the loop's data after the last lane, before the sort
-    returns: the deferred lanes are sorted first."""
-    cdef meth_aux *a = <meth_aux *>p
-    # the last batch is small (under the threaded size or 4 lanes a thread):
-    # sorted with the GIL held, as NumPy holds it here
-    if a.ncalls > 1 and (a.lanes.npend or a.lanes.pv != &a.lanes.inl[0]):
-        ncl_lanes_release(&a.lanes)
-    if a.aux != NULL and a.aux.free != NULL:
-        (<void (*)(NpyAuxData *) noexcept>a.aux.free)(a.aux)
-    _aux_give(a)
-
-
-cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
-    """NumPy's loop on ``n`` elements at ``p`` (with the indices ``ip``)."""
-    cdef run_ctx *r = <run_ctx *>ctx
-    cdef meth_aux *a = <meth_aux *>r.a
-    cdef char *data[2]
-    data[0] = p
-    data[1] = <char *>ip if ip != NULL else p
-    return a.loop(r.ctx, data, &n, r.strides, a.aux)
-
-
-cdef inline void _first_lane(meth_aux *a, char **data, npy_intp n, bint direct) noexcept nogil:
-    """Note an unstable sort's first lane (replayed into the batch if one
-    starts) and how many lanes may go straight to NumPy's loop: those
-    holding the first threaded size of elements, while no lane probe runs."""
-    a.ncalls = 1
-    a.seen = 1
-    a.first_v = data[0]
-    a.first_i = data[1] if a.arg else NULL
-    a.first_n = n
-    a.direct = direct
-    if direct and ncl_meth_load(_lanes_probing) == 0:
-        a.direct_until = (_threshold[0] + n - 1) // n if n > 0 else 1
-    else:
-        a.direct_until = 1
-
-
-cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-               const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    """The common calls (a short lane while nobody watches or probes) in a
-    function small enough to need no saved registers; the rest in _slow."""
-    cdef meth_aux *a = <meth_aux *>aux
-    cdef int flags
-    cdef npy_intp n = dims[0]
-    if a.seen < a.direct_until:
-        # an unstable sort's lanes holding the first threaded size of
-        # elements (set at its first lane): straight to NumPy's loop, as
-        # ncl_lanes_take would send them (an N-d sort smaller than the
-        # threaded size never defers)
-        a.seen += 1
-        return a.loop(ctx, data, dims, strides, a.aux)
-    flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
-    if flags == 0:
-        if a.ncalls == 0 and n < _threshold[0] and ncl_meth_load(_gate) == 0 \
-                and ncl_meth_load(_probing) == 0:
-            # the first lane (of most sorts the only one), as _slow notes it
-            _first_lane(a, data, n, True)
-            return a.loop(ctx, data, dims, strides, a.aux)
-    elif flags == NPY_SORT_STABLE and n < _threshold[0] and ncl_meth_load(_gate) == 0 \
-            and ncl_meth_load(_probing) == 0:
-        return a.loop(ctx, data, dims, strides, a.aux)      # stable, short, no hook
-    return _slow_loop(ctx, data, dims, strides, aux)
-
-
-cdef int _slow(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-               const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    cdef meth_aux *a = <meth_aux *>aux
-    cdef run_ctx r
-    cdef int flags = (<PyArrayMethod_SortParameters *>ctx.parameters).flags
-    cdef int rc
-    cdef bint direct
-    if flags != 0 and flags != NPY_SORT_STABLE:
-        return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
-    if flags == 0:
-        # unstable: the lanes of an N-d sort in place are sorted in batches
-        if a.ncalls == 0:
-            # the first lane (of most sorts the only one): noted, no batch
-            # yet; every lane of one sort has the same length
-            _first_lane(a, data, dims[0], _direct(a, dims[0]))
-            if a.direct:
-                return a.loop(ctx, data, dims, strides, a.aux)
-            r.a = a
-            r.ctx = ctx
-            r.strides = strides
-            return ncl_sort_via(a.c, 0, data[0], <npy_intp *>data[1] if a.arg else NULL,
-                                dims[0], _run, &r)
-        if a.ncalls == 1:
-            # past the lanes _loop sent straight on (seen >= direct_until):
-            # from here on the batch: the first lane noted in it (never
-            # taken: it was sorted when it came), the lanes since counted
-            a.ncalls = 2
-            a.later.a = a
-            a.later.strides = a.strides
-            ncl_lanes_init(&a.lanes, a.strides[0], _run, &a.later)
-            ncl_lanes_take(&a.lanes, a.first_v, a.first_i, a.first_n, a.direct)
-            a.lanes.calls = <int>a.seen
-        a.later.ctx = ctx
-        direct = a.direct
-        rc = ncl_lanes_take(&a.lanes, data[0], data[1] if a.arg else NULL, dims[0], direct)
-        if rc != NCL_LANE_NOT_TAKEN:
-            if rc < 0:
-                with gil:
-                    PyErr_SetString(MemoryError, "nclx: a batch of sort lanes failed")
-            return rc
-        if direct:
-            # not deferred, short, no hook: ncl_sort_via would only call NumPy's
-            # loop (ncl_sort_direct counted the call for install()'s probe)
-            return a.loop(ctx, data, dims, strides, a.aux)
-    elif _direct(a, dims[0]):
-        return a.loop(ctx, data, dims, strides, a.aux)      # stable, short, no hook
-    r.a = a
-    r.ctx = ctx
-    r.strides = strides
-    return ncl_sort_via(a.c, 2 if flags == NPY_SORT_STABLE else 0, data[0],
-                        <npy_intp *>data[1] if a.arg else NULL, dims[0], _run, &r)
-
-
-# _loop calls _slow through this pointer: the compiler cannot inline it
-# (and with it the saved registers of its many paths)
-cdef strided_loop_fn _slow_loop = <strided_loop_fn>_slow
-
-
-cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const npy_intp *strides,
-                   strided_loop_fn *out_loop, NpyAuxData **out_aux, int *flags,
-                   int arg) noexcept:
-    cdef int t = ncl_descr_type(ctx.descriptors[0])
-    cdef int c = _row_of_type[t] if 0 <= t < 32 else -1
-    cdef meth_aux *a
-    cdef PyArrayMethodObject_tag *mine = ctx.method
-    cdef int rc
-    if c < 0:
-        return -1
-    a = _aux_take()
-    if a == NULL:
-        return -1
-    a.base.free = <void *>_aux_free
-    a.base.clone = NULL
-    a.c = c
-    a.arg = arg
-    a.aux = NULL
-    a.strides[0] = strides[0]
-    a.strides[1] = strides[1]
-    a.ncalls = 0
-    a.seen = 0
-    a.direct_until = 0
-    ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
-    rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
-                                                        &a.loop, &a.aux, flags)
-    ctx.method = mine
-    if rc < 0:
-        _aux_give(a)
-        return rc
-    out_loop[0] = _loop
-    out_aux[0] = &a.base
-    return 0
-
-
-cdef int _get_sort_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                        const npy_intp *strides, strided_loop_fn *out_loop,
-                        NpyAuxData **out_aux, int *flags) noexcept:
-    return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 0)
-
-
-cdef int _get_argsort_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                           const npy_intp *strides, strided_loop_fn *out_loop,
-                           NpyAuxData **out_aux, int *flags) noexcept:
-    return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 1)
-
-
-cdef extern from *:
-    """
-    /* The loop's descriptors: the input's, in native byte order (the given
-     * one itself when it is native: no new descriptor per call); argsort's
-     * output is intp.  Plain C: NumPy resolves with the GIL held, and a
-     * Cython try block here cost a save of the exception state per sort. */
-    static int ncl_meth_resolve(PyArray_Descr **given, PyArray_Descr **loop, int arg) {
-        PyArray_Descr *d = given[0];
-        if (PyArray_ISNBO(d->byteorder)) {
-            Py_INCREF(d);
-        } else {
-            d = PyArray_DescrNewByteorder(d, NPY_NATIVE);
-            if (d == NULL) return -1;
-        }
-        loop[0] = d;
-        if (arg) {
-            loop[1] = PyArray_DescrFromType(NPY_INTP);
-            if (loop[1] == NULL) { Py_DECREF(d); loop[0] = NULL; return -1; }
-        } else {
-            Py_INCREF(d);
-            loop[1] = d;
-        }
-        return 0;                   /* NPY_NO_CASTING */
-    }
-    """
-    int ncl_meth_resolve(void **given, void **loop, int arg) noexcept
-
-
-cdef int _resolve_sort(void *self, void **dtypes, void **given, void **loop,
-                       npy_intp *view_offset) noexcept:
-    return ncl_meth_resolve(given, loop, 0)
-
-
-cdef int _resolve_argsort(void *self, void **dtypes, void **given, void **loop,
-                          npy_intp *view_offset) noexcept:
-    return ncl_meth_resolve(given, loop, 1)
 
 
 def layout():
@@ -439,8 +98,6 @@ def layout():
     what did not."""
     cdef int c, w
     cdef PyObject **slots
-    for c in range(32):
-        _row_of_type[c] = -1
     for c in range(NCHARS):
         dt = np.dtype(CHARS[c])
         slots = ncl_meth_slots(PyDataType_GetArrFuncs(dt))
@@ -449,7 +106,6 @@ def layout():
                 return (f"NumPy {np.__version__}: no sort ArrayMethod of the known layout for "
                         f"dtype {dt} ({'argsort' if w else 'sort'})")
         _slot[c] = slots
-        _row_of_type[dt.num] = c
     return ""
 
 
@@ -470,17 +126,20 @@ def _make():
     intp_meta = ncl_dtypemeta(<void *>intp_dt)
     for c in range(NCHARS):
         dt = np.dtype(CHARS[c])
+        # the one-call module serves this dtype with NumPy's methods (still
+        # in the slots here) before nclx's method exists
+        ncl_sortcall_serve(dt.num, c, <void *>_slot[c][0], <void *>_slot[c][1])
         for w in range(2):
             _numpy_meth[c][w] = _slot[c][w]
             Py_INCREF(<object>_numpy_meth[c][w])
             dtypes[0] = ncl_dtypemeta(<void *>dt)
             dtypes[1] = intp_meta if w else dtypes[0]
             slots[0].slot = NPY_METH_resolve_descriptors
-            slots[0].pfunc = <void *>(_resolve_argsort if w else _resolve_sort)
+            slots[0].pfunc = ncl_sortcall_slot(1 if w else 0)
             slots[1].slot = NPY_METH_get_loop
-            slots[1].pfunc = <void *>(_get_argsort_loop if w else _get_sort_loop)
+            slots[1].pfunc = ncl_sortcall_slot(3 if w else 2)
             slots[2].slot = NPY_METH_strided_loop
-            slots[2].pfunc = <void *>_loop
+            slots[2].pfunc = ncl_sortcall_slot(4)
             slots[3].slot = 0
             slots[3].pfunc = NULL
             spec_.name = b"nclx_argsort" if w else b"nclx_sort"
