@@ -12,39 +12,10 @@ import nclx
 import nclx.hooks as hooks
 from nclx._ncl import sorting
 from team_fixtures import threads  # noqa: F401 - fixture: 1, 2, 3, 7 threads
+from sort_fixtures import lowered, needs_slots, small  # noqa: F401 - small is a fixture
 
 CHARS = "?bBhHiIlLqQfd"
 KINDS = ["quicksort", "heapsort", "stable"]
-
-
-@pytest.fixture
-def small():
-    """Thresholds low enough that small arrays take the threaded paths."""
-    t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
-    o = sorting.in_order_team()
-    sorting.threshold(64)
-    sorting.fast_threshold(64)
-    sorting.min_run(16)
-    sorting.in_order_team(64)
-    try:
-        yield
-    finally:
-        sorting.threshold(t)
-        sorting.fast_threshold(f)
-        sorting.min_run(m)
-        sorting.in_order_team(o)
-
-
-
-
-def _reachable():
-    with nclx.installed():
-        pass
-    return sorting.reachable() == ""
-
-
-needs_slots = pytest.mark.skipif(not _reachable(), reason=f"this NumPy does not sort through "
-                                 f"the slots nclx replaces: {sorting.reachable()}")
 
 
 def _data(char, n, pattern, seed=0):
@@ -451,28 +422,19 @@ float_arrays = st.integers(0, 3000).flatmap(lambda n: st.tuples(
     [np.nan, 0.0, 1.0], [-0.0, 0.0, 2.0], [0.0, 1.0, -1.0, np.inf], [np.nan, -np.nan, 1.0]]))
 def test_hypothesis_floats_with_specials(spec, kind, pool):
     char, n, seed = spec
-    t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
-    sorting.threshold(64)
-    sorting.fast_threshold(64)
-    sorting.min_run(16)
-    try:
-        rng = np.random.default_rng(seed)
-        a = np.asarray(pool, dtype=char)[rng.integers(0, len(pool), n)]
-        mix = rng.random(n) < 0.5
-        a[mix] = rng.standard_normal(int(mix.sum())).astype(char)
-        ref = np.sort(a, kind=kind)
-        with nclx.installed():
-            got = np.sort(a, kind=kind)
-            goti = np.argsort(a, kind=kind)
-        assert got.tobytes() == ref.tobytes()
-        if kind == "stable":
-            assert goti.tobytes() == np.argsort(a, kind="stable").tobytes()
-        else:
-            _is_sorted_perm(a, goti)
-    finally:
-        sorting.threshold(t)
-        sorting.fast_threshold(f)
-        sorting.min_run(m)
+    rng = np.random.default_rng(seed)
+    a = np.asarray(pool, dtype=char)[rng.integers(0, len(pool), n)]
+    mix = rng.random(n) < 0.5
+    a[mix] = rng.standard_normal(int(mix.sum())).astype(char)
+    ref = np.sort(a, kind=kind)
+    with lowered(), nclx.installed():
+        got = np.sort(a, kind=kind)
+        goti = np.argsort(a, kind=kind)
+    assert got.tobytes() == ref.tobytes()
+    if kind == "stable":
+        assert goti.tobytes() == np.argsort(a, kind="stable").tobytes()
+    else:
+        _is_sorted_perm(a, goti)
 
 
 int_arrays = st.tuples(st.sampled_from(["b1", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]),
@@ -496,23 +458,12 @@ def test_hypothesis_partition_values(spec, kind, nthreads, layout):
     elif layout == "organ":
         a = np.concatenate([np.sort(a[: n // 2]), np.sort(a[n // 2:])[::-1]])
     ref = np.sort(a, kind=kind)
-    t, f, m, th = sorting.threshold(), sorting.fast_threshold(), sorting.min_run(), nclx.get_num_threads()
-    sorting.threshold(64)
-    sorting.fast_threshold(64)
-    sorting.min_run(16)
-    nclx.set_num_threads(nthreads)
-    try:
-        with nclx.installed():
-            got = np.sort(a, kind=kind)
-            b = a.copy()
-            b.sort(kind=kind)
-        assert got.tobytes() == ref.tobytes()
-        assert b.tobytes() == ref.tobytes()
-    finally:
-        sorting.threshold(t)
-        sorting.fast_threshold(f)
-        sorting.min_run(m)
-        nclx.set_num_threads(th)
+    with lowered(nthreads), nclx.installed():
+        got = np.sort(a, kind=kind)
+        b = a.copy()
+        b.sort(kind=kind)
+    assert got.tobytes() == ref.tobytes()
+    assert b.tobytes() == ref.tobytes()
 
 
 @needs_slots

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 import nclx
 from nclx._ncl import sortcount, sorting
 from team_fixtures import threads_fixture
+from sort_fixtures import lowered, needs_slots, small  # noqa: F401 - small is a fixture
 
 KINDS = ["quicksort", "heapsort", "stable"]
 CHARS = ["i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
@@ -15,28 +16,7 @@ CHARS = ["i2", "u2", "i4", "u4", "i8", "u8", "f4", "f8"]
 threads = threads_fixture([2, 3, 7])
 
 
-@pytest.fixture
-def small():
-    t, f, m = sorting.threshold(), sorting.fast_threshold(), sorting.min_run()
-    sorting.threshold(64)
-    sorting.fast_threshold(64)
-    sorting.min_run(16)
-    try:
-        yield
-    finally:
-        sorting.threshold(t)
-        sorting.fast_threshold(f)
-        sorting.min_run(m)
-
-
-def _reachable():
-    with nclx.installed():
-        pass
-    return sorting.reachable() == ""
-
-
-pytestmark = pytest.mark.skipif(not _reachable(), reason=f"this NumPy does not sort through "
-                                f"the slots nclx replaces: {sorting.reachable()}")
+pytestmark = needs_slots
 
 
 def _values(char, d, seed):
@@ -182,15 +162,5 @@ def test_hypothesis_few_values_with_strays(char, d, seed, strays, kind, nth):
             a[pos] = val
         elif np.isfinite(val):
             a[pos] = np.array(int(val) * 977).astype(a.dtype)     # wraps around
-    t, f, m, th = sorting.threshold(), sorting.fast_threshold(), sorting.min_run(), nclx.get_num_threads()
-    sorting.threshold(64)
-    sorting.fast_threshold(64)
-    sorting.min_run(16)
-    nclx.set_num_threads(nth)
-    try:
+    with lowered(nth):
         _check(a, kind)
-    finally:
-        sorting.threshold(t)
-        sorting.fast_threshold(f)
-        sorting.min_run(m)
-        nclx.set_num_threads(th)

@@ -50,6 +50,19 @@ cdef struct count_job:
     char lo[8]
 
 
+cdef inline npy_intp _run_at(const npy_intp *starts, npy_intp last, npy_intp o) noexcept nogil:
+    """The last of runs 0..last (run k starts at output position starts[k],
+    ascending) that starts at or before position ``o``."""
+    cdef npy_intp lo = 0, hi = last, k
+    while lo < hi:
+        k = (lo + hi + 1) // 2
+        if starts[k] <= o:
+            lo = k
+        else:
+            hi = k - 1
+    return lo
+
+
 cdef void _t_hist(void *ctx, int tid, int nth) noexcept nogil:
     cdef count_job *C = <count_job *>ctx
     cdef sort_job *j = C.j
@@ -68,21 +81,12 @@ cdef void _t_fill(void *ctx, int tid, int nth) noexcept nogil:
     cdef count_job *C = <count_job *>ctx
     cdef sort_job *j = C.j
     cdef npy_intp *starts = C.hist + C.items * C.stride
-    cdef npy_intp o0, o1, k, a, b, lo_, hi_
+    cdef npy_intp o0, o1, k, a, b
     cdef int w = tid
     while w < C.items:
         o0 = ncl_part(j.n, w, C.items)
         o1 = ncl_part(j.n, w + 1, C.items)
-        # the last value whose run starts at or before o0
-        lo_ = 0
-        hi_ = C.range
-        while lo_ < hi_:
-            k = (lo_ + hi_ + 1) // 2
-            if starts[k] <= o0:
-                lo_ = k
-            else:
-                hi_ = k - 1
-        k = lo_
+        k = _run_at(starts, C.range, o0)
         a = o0
         while a < o1 and k <= C.range:
             b = starts[k + 1] if starts[k + 1] < o1 else o1
@@ -182,23 +186,14 @@ cdef void _t_few_fill(void *ctx, int tid, int nth) noexcept nogil:
     cdef sort_job *j = F.j
     cdef npy_intp nk = F.t.nkeys
     cdef npy_intp *starts = F.tot + F.items * F.t.slots
-    cdef npy_intp o0, o1, k, a, b, lo_, hi_
+    cdef npy_intp o0, o1, k, a, b
     cdef int w = tid, stream
     while w < F.items:
         o0 = ncl_part(j.n, w, F.items)
         o1 = ncl_part(j.n, w + 1, F.items)
         # a slice larger than the caches: non-temporal stores
         stream = (o1 - o0) * j.isz >= 1 << 21
-        # the last key whose run starts at or before o0
-        lo_ = 0
-        hi_ = nk - 1
-        while lo_ < hi_:
-            k = (lo_ + hi_ + 1) // 2
-            if starts[k] <= o0:
-                lo_ = k
-            else:
-                hi_ = k - 1
-        k = lo_
+        k = _run_at(starts, nk - 1, o0)
         a = o0
         while a < o1 and k < nk:
             b = starts[k + 1] if starts[k + 1] < o1 else o1
