@@ -247,11 +247,12 @@ static void ncl_few_fill(int isz, char *out, npy_intp a, npy_intp b, uint64_t k,
 {
     (void)stream;
 #if defined(__SSE2__)
-    if (stream && (b - a) * isz >= 64) {
+    /* (2-byte slices never get here: a 16-bit sort that long is counted
+       over the whole range, ncl_sort_counting) */
+    if (stream && isz >= 4 && (b - a) * isz >= 64) {
         char *p = out + a * isz, *end = out + b * isz;
         uint64_t w = k;
         if (isz == 4) w = (k & 0xffffffffull) * 0x0000000100000001ull;
-        else if (isz == 2) w = (k & 0xffffull) * 0x0001000100010001ull;
         while (((uintptr_t)p & 15) && p < end) { memcpy(p, &w, (size_t)isz); p += isz; }
         __m128i x = _mm_set1_epi64x((long long)w);
         for (; p + 64 <= end; p += 64) {

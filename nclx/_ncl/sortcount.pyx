@@ -1,8 +1,9 @@
 # cython: wraparound=False, boundscheck=False
 """NCLib's Sort subsystem: the threaded counting sorts.
 
-Integers of a small range (``ncl_sort_counting``) and few distinct values
-of any fixed width (``ncl_sort_few``).
+Integers of a small range (``ncl_sort_counting``; 16-bit integers of an
+array at least 8 times longer than 65,536 over their whole range) and few
+distinct values of any fixed width (``ncl_sort_few``).
 
 A sort of integer values gives the same output whatever the kind (equal
 integers are indistinguishable), and that output is fixed by how many times
@@ -23,7 +24,8 @@ writes the same bytes.  An element whose bits are not in the table stops
 the counting pass at the end of its block of 4,096 on every thread, before
 anything is written.
 """
-from libc.stdint cimport uint32_t, uint64_t
+from libc.stdint cimport int16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
 from libc.stdlib cimport calloc, free, malloc
 
 from nclx._ncl.ncl cimport npy_intp
@@ -103,15 +105,25 @@ cdef int ncl_sort_counting(sort_job *j, int items) noexcept nogil:
     the sample's span, or no memory)."""
     cdef count_job C
     cdef char hi[8]
+    cdef int16_t lo16
     cdef npy_intp m = 1024, step, k, total, bad = 0
     cdef int w
     if j.dt > 8 or j.idx != NULL or j.n < 8 * 256:
         return 0
-    step = j.n // m
-    ncl_count_sample(j.dt, j.v, m, step, C.lo, hi)
-    C.range = ncl_count_span(j.dt, C.lo, hi, MAX_SPAN + 1)
-    if C.range > MAX_SPAN or j.n < 8 * (C.range + 1):
-        return 0
+    if j.isz == 2 and j.n >= 8 * 65536 * items:
+        # 16-bit integers of an array 8 times longer than their whole
+        # range a thread: the whole range is the window, no sample, no miss (a few
+        # values spread wide would otherwise go to ncl_sort_few, whose
+        # count a late stray can waste)
+        lo16 = -32768 if j.dt == 2 else 0       # int16's least, or uint16's
+        memcpy(C.lo, &lo16, 2)
+        C.range = 65535
+    else:
+        step = j.n // m
+        ncl_count_sample(j.dt, j.v, m, step, C.lo, hi)
+        C.range = ncl_count_span(j.dt, C.lo, hi, MAX_SPAN + 1)
+        if C.range > MAX_SPAN or j.n < 8 * (C.range + 1):
+            return 0
     C.j = j
     C.items = items
     C.stride = C.range + 2
@@ -133,6 +145,7 @@ cdef int ncl_sort_counting(sort_job *j, int items) noexcept nogil:
     C.hist[items * C.stride + C.range + 1] = total
     ncl_team_run(items, _t_fill, &C)
     free(C.hist)
+    ncl_add_long(&_range_sorts, 1)
     return 1
 
 
@@ -156,6 +169,7 @@ cdef extern from "ncl_atomic.h" nogil:
     void ncl_add_long(long *p, long v)
 
 cdef long _few_sorts = 0          # sorts done by counting few distinct values
+cdef long _range_sorts = 0        # sorts done by counting integers of a small range
 
 
 cdef struct few_job:
@@ -265,3 +279,8 @@ cdef int ncl_sort_few(sort_job *j, int items) noexcept nogil:
 def few_sorts():
     """How many sorts were done by counting few distinct values (since import)."""
     return _few_sorts
+
+
+def range_sorts():
+    """How many sorts were done by counting integers of a small range (since import)."""
+    return _range_sorts
