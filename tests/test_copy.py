@@ -18,6 +18,8 @@ from nclx.errors import NclxInstallError
 
 from team_fixtures import threads  # noqa: F401  (a fixture)
 
+from copy_fixtures import split_small
+
 pytestmark = pytest.mark.skipif(copying.layout() != "",
                                 reason=f"NumPy's copy methods not reachable: {copying.layout()}")
 
@@ -26,15 +28,8 @@ OTHER = ["complex128", ">f8", ">i4", "M8[ns]", "U3", "V8"]
 
 @pytest.fixture(autouse=True)
 def clean():
-    old = copying.tune(64, 0)           # split whenever there are two pieces of 64 bytes
-    nthreads = nclx.get_num_threads()
-    nclx.uninstall()
-    hooks.reset()
-    yield
-    hooks.reset()
-    nclx.uninstall()
-    copying.tune(*old)
-    nclx.set_num_threads(nthreads)
+    with split_small():
+        yield
 
 
 def _data(dtype, n):

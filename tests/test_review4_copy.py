@@ -8,8 +8,9 @@ import pytest
 from numpy.lib.stride_tricks import as_strided
 
 import nclx
-import nclx.hooks as hooks
 from nclx._ncl import copying
+
+from copy_fixtures import split_small
 
 pytestmark = pytest.mark.skipif(copying.layout() != "",
                                 reason=f"NumPy's copy methods not reachable: {copying.layout()}")
@@ -17,16 +18,8 @@ pytestmark = pytest.mark.skipif(copying.layout() != "",
 
 @pytest.fixture(autouse=True)
 def clean():
-    old = copying.tune(64, 0)           # split whenever there are two pieces of 64 bytes
-    nthreads = nclx.get_num_threads()
-    nclx.uninstall()
-    hooks.reset()
-    nclx.set_num_threads(4)
-    yield
-    hooks.reset()
-    nclx.uninstall()
-    copying.tune(*old)
-    nclx.set_num_threads(nthreads)
+    with split_small(4):
+        yield
 
 
 def _stock_and_installed(f, tries=5):
