@@ -121,7 +121,7 @@ def layout():
         f = PyDataType_GetArrFuncs(d)
         _meth[t] = ncl_slots_within(f)
         _numpy_get[t] = ncl_cmeth_get(_meth[t])
-        ncl_copy_setup(t, <get_loop_fn>_numpy_get[t], ncl_callop_slot("copy", name),
+        ncl_copy_setup(t, _meth[t], <get_loop_fn>_numpy_get[t], ncl_callop_slot("copy", name),
                        ncl_kernel_chain(spec.call_kernel_name("copy", name)))
     _why = ""
     return _why

@@ -19,7 +19,8 @@ ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_re
                             const npy_intp *strides, strided_loop_fn *out_loop,
                             NpyAuxData **out_aux, int *flags) noexcept
 
-cdef void ncl_copy_setup(int t, get_loop_fn numpy_get, int slot, ncl_chain *kchain) noexcept
+cdef void ncl_copy_setup(int t, void *meth, get_loop_fn numpy_get, int slot,
+                         ncl_chain *kchain) noexcept
 cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
                            const npy_intp *strides, strided_loop_fn *out_loop,
                            NpyAuxData **out_aux, int *flags) noexcept

@@ -16,6 +16,7 @@ twice ``piece_bytes`` bytes or, while the team sleeps, fewer than
 cimport numpy as cnp
 from cpython.exc cimport PyErr_SetString
 from libc.stdint cimport int64_t, uintptr_t
+from libc.string cimport memset
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CONVERT
 from nclx._ncl.registry cimport ncl_funnel_chain
@@ -48,6 +49,16 @@ cdef extern from *:
                                            __ATOMIC_ACQUIRE);
     }
     static inline void *ncl_copy_loaded(void *slot) { return __atomic_load_n((void **)slot, __ATOMIC_ACQUIRE); }
+    static inline void ncl_copy_store_aux(void *slot, void *v) { __atomic_store_n((void **)slot, v, __ATOMIC_RELEASE); }
+    static inline int ncl_copy_claim(int *p) {
+        int no = 0;
+        return __atomic_compare_exchange_n(p, &no, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    }
+    /* a copy of type t to itself, both native */
+    static inline int ncl_copy_same(void **d, int t) {
+        PyArray_Descr *a = (PyArray_Descr *)d[0], *b = (PyArray_Descr *)d[1];
+        return b->type_num == t && PyArray_ISNBO(a->byteorder) && PyArray_ISNBO(b->byteorder);
+    }
     #include "nclx.h"
     /* no user node in the chain (what ncl_callop_quiet reads) */
     static inline int ncl_copy_nouser(const ncl_chain *c) {
@@ -66,6 +77,9 @@ cdef extern from *:
     bint ncl_copy_nouser(const ncl_chain *c) noexcept nogil
     int ncl_copy_publish(void *slot, void *loop) noexcept nogil
     void *ncl_copy_loaded(void *slot) noexcept nogil
+    void ncl_copy_store_aux(void *slot, void *v) noexcept nogil
+    bint ncl_copy_same(void **d, int t) noexcept
+    bint ncl_copy_claim(int *p) noexcept
 
 cdef enum:
     NTYPES = 32               # NumPy's built-in type numbers are below this
@@ -97,14 +111,6 @@ cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CONVERT)
 cdef get_loop_fn _numpy_get[NTYPES]        # NumPy's own loop getter of that DType
 
 
-cdef void ncl_copy_setup(int t, get_loop_fn numpy_get, int slot, ncl_chain *kchain) noexcept:
-    """Serve type number ``t``: NumPy's getter, the copy call slot and its
-    kernel chain (nclx._ncl.copying, once the layout held)."""
-    _numpy_get[t] = numpy_get
-    _slot[t] = slot
-    _kchain[t] = kchain
-
-
 cdef struct copy_aux:
     NpyAuxData base
     strided_loop_fn loop      # NumPy's loop (its data was NULL)
@@ -116,6 +122,39 @@ cdef enum:
     AUX_PER_TYPE = 32
 
 cdef copy_aux _auxes[NTYPES][AUX_PER_TYPE]
+# NumPy's answers to its getter for the first KEPT (alignment, strides) of
+# a native copy of each type to itself: its getter is a function of these
+# (the loop for the strides and item size), so the same question gets the
+# same answer.  An entry is written once, its loop data published last.
+cdef enum:
+    KEPT = 4
+
+cdef struct kept_answer:
+    npy_intp s0, s1
+    int aligned
+    int flags
+    int claimed               # a writer took the entry
+    copy_aux *aux             # NULL: not yet published
+
+cdef kept_answer _kept[NTYPES][KEPT]
+
+
+cdef void *_meth[NTYPES]                   # NumPy's copy method of the DType
+
+
+cdef void ncl_copy_setup(int t, void *meth, get_loop_fn numpy_get, int slot,
+                         ncl_chain *kchain) noexcept:
+    """Serve type number ``t``: NumPy's copy method and its getter, the copy
+    call slot and its kernel chain (nclx._ncl.copying, once the layout
+    held)."""
+    cdef int i
+    _meth[t] = meth
+    _numpy_get[t] = numpy_get
+    _slot[t] = slot
+    _kchain[t] = kchain
+    for i in range(KEPT):
+        ncl_copy_store_aux(&_kept[t][i].aux, NULL)
+        _kept[t][i].claimed = 0
 
 
 cdef struct copy_job:
@@ -290,10 +329,42 @@ cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *di
     return _call(ctx, data, dims, strides, a)
 
 
+cdef inline bint _plain(PyArrayMethod_Context *ctx, int t) noexcept:
+    """A copy of type ``t`` to itself, both native: nclx may wrap its loop."""
+    return _slot[t] >= 0 and ncl_copy_descr_type(ctx.descriptors[1]) == t \
+        and ncl_copy_descr_native(ctx.descriptors[0]) \
+        and ncl_copy_descr_native(ctx.descriptors[1])
+
+
 cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
                            const npy_intp *strides, strided_loop_fn *out_loop,
                            NpyAuxData **out_aux, int *flags) noexcept:
-    """nclx's loop getter in NumPy's copy methods (nclx._ncl.copying)."""
+    """nclx's loop getter in NumPy's copy methods (nclx._ncl.copying).  An
+    aligned contiguous copy of a native fixed-width type to itself, after
+    the first, takes NumPy's answer to the first (a function small enough
+    to save no registers); the rest go to _get_loop."""
+    cdef int t = ncl_copy_descr_type(ctx.descriptors[0])
+    cdef copy_aux *a
+    cdef kept_answer *e
+    cdef int i
+    if 0 <= t < NTYPES and ncl_copy_same(ctx.descriptors, t):
+        for i in range(KEPT):
+            e = &_kept[t][i]
+            a = <copy_aux *>ncl_copy_loaded(&e.aux)
+            if a == NULL:
+                break
+            if e.s0 == strides[0] and e.s1 == strides[1] and e.aligned == aligned:
+                flags[0] = e.flags
+                out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) \
+                    and ncl_copy_nouser(_kchain[t]) else _loop
+                out_aux[0] = <NpyAuxData *>a
+                return 0
+    return _get_loop_p(ctx, aligned, move_refs, strides, out_loop, out_aux, flags)
+
+
+cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
+                   const npy_intp *strides, strided_loop_fn *out_loop,
+                   NpyAuxData **out_aux, int *flags) noexcept:
     cdef int t = ncl_copy_descr_type(ctx.descriptors[0])
     cdef get_loop_fn numpy_get
     cdef copy_aux *a
@@ -304,14 +375,13 @@ cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
         return -1
     numpy_get = _numpy_get[t]
     rc = numpy_get(ctx, aligned, move_refs, strides, out_loop, out_aux, flags)
-    if rc < 0 or out_aux[0] != NULL or _slot[t] < 0 \
-            or ncl_copy_descr_type(ctx.descriptors[1]) != t \
-            or not ncl_copy_descr_native(ctx.descriptors[0]) \
-            or not ncl_copy_descr_native(ctx.descriptors[1]):
+    if rc < 0 or out_aux[0] != NULL or not _plain(ctx, t):
         return rc             # a byte swap, or a loop with data: NumPy's as it is
     a = _aux_for(t, out_loop[0], ncl_copy_descr_size(ctx.descriptors[0]))
     if a == NULL:
         return rc             # NumPy's loop works as well
+    if rc == 0:
+        _keep(t, aligned, strides, flags[0], a)
     # nobody watching now (no hook, no ledger): small calls go to NumPy's
     # loop at once.  A checked() mode changes nothing in a copy.
     out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
@@ -320,16 +390,86 @@ cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
     return rc
 
 
+cdef void _keep(int t, int aligned, const npy_intp *strides, int flags, copy_aux *a) noexcept:
+    """Keep NumPy's answer in the first free entry of type ``t`` (none if
+    all are taken): the writer that claims an entry fills it, then
+    publishes it."""
+    cdef kept_answer *e
+    cdef int i
+    for i in range(KEPT):
+        e = &_kept[t][i]
+        if ncl_copy_claim(&e.claimed):
+            e.s0 = strides[0]
+            e.s1 = strides[1]
+            e.aligned = aligned
+            e.flags = flags
+            ncl_copy_store_aux(&e.aux, <void *>a)
+            return
+        if ncl_copy_loaded(&e.aux) != NULL and e.s0 == strides[0] \
+                and e.s1 == strides[1] and e.aligned == aligned:
+            return
+
+
+# ncl_copy_get_loop calls _get_loop through this pointer: not inlined (nor
+# its saved registers)
+cdef get_loop_fn _get_loop_p = _get_loop
+
+
 def _init():
     cdef int t, i
     for t in range(NTYPES):
         _slot[t] = -1
         _numpy_get[t] = NULL
         _kchain[t] = NULL
+        _meth[t] = NULL
+        for i in range(KEPT):
+            _kept[t][i].aux = NULL
+            _kept[t][i].claimed = 0
         for i in range(AUX_PER_TYPE):
             _auxes[t][i].loop = NULL
 
 _init()
+
+
+def kept_answers(int t):
+    """The kept answers of type number ``t``: (source stride, destination
+    stride, aligned, whether NumPy's getter answers the same now) each (for
+    tests)."""
+    cdef kept_answer *e
+    cdef copy_aux *a
+    cdef PyArrayMethod_Context ctx
+    cdef void *descrs[2]
+    cdef npy_intp strides[2]
+    cdef strided_loop_fn loop
+    cdef NpyAuxData *aux
+    cdef int i, flags, rc
+    if not 0 <= t < NTYPES or _numpy_get[t] == NULL:
+        raise ValueError(f"type number {t} is not served")
+    d = cnp.PyArray_DescrFromType(t)
+    out = []
+    for i in range(KEPT):
+        e = &_kept[t][i]
+        a = <copy_aux *>ncl_copy_loaded(&e.aux)
+        if a == NULL:
+            continue
+        memset(&ctx, 0, sizeof(ctx))
+        ctx.method = _meth[t]
+        descrs[0] = <void *>d
+        descrs[1] = <void *>d
+        ctx.descriptors = descrs
+        strides[0] = e.s0
+        strides[1] = e.s1
+        loop = NULL
+        aux = NULL
+        flags = 0
+        rc = _numpy_get[t](&ctx, e.aligned, 0, strides, &loop, &aux, &flags)
+        if rc < 0:
+            raise RuntimeError("NumPy's copy getter failed")
+        if aux != NULL and aux.free != NULL:
+            (<void (*)(NpyAuxData *) noexcept>aux.free)(aux)
+        out.append((e.s0, e.s1, bool(e.aligned),
+                    loop == a.loop and aux == NULL and flags == e.flags))
+    return out
 
 
 def split_calls():

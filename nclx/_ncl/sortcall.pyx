@@ -50,18 +50,35 @@ cdef extern from *:
     #include "ncl_arraymethod.h"   /* ncl_meth_head */
     static PyArrayMethod_GetLoop *ncl_meth_get_loop(void *m) { return ((ncl_meth_head *)m)->get_strided_loop; }
     static int ncl_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
+    /* both operands contiguous: each stride its descriptor's item size */
+    static inline int ncl_meth_contig(void **d, const npy_intp *s) {
+        return s[0] == PyDataType_ELSIZE((PyArray_Descr *)d[0])
+            && s[1] == PyDataType_ELSIZE((PyArray_Descr *)d[1]);
+    }
+    static inline void *ncl_meth_loaded(void **p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void ncl_meth_publish(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
     """
     ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_refs,
                                 const npy_intp *strides, strided_loop_fn *out_loop,
                                 NpyAuxData **out_aux, int *flags) noexcept
     get_loop_fn ncl_meth_get_loop(void *m) noexcept
     int ncl_descr_type(void *d) noexcept
+    bint ncl_meth_contig(void **d, const npy_intp *s) noexcept
+    void *ncl_meth_loaded(void **p) noexcept nogil
+    void ncl_meth_publish(void **p, void *v) noexcept nogil
 
 cdef enum:
     NCHARS = 13
 
 cdef void *_numpy_meth[NCHARS][2]          # NumPy's sort / argsort methods (sortmeth's)
 cdef int _row_of_type[32]                  # type number -> row (c), -1 if none
+# NumPy's answer to its method's getter for an aligned, contiguous sort or
+# argsort (as NumPy always asks) of each kind (unstable, stable), kept at
+# the first such call when it came with no loop data (NULL until then):
+# the same question gets the same answer (its getter is NumPy's default
+# one, a function of the method, the alignment and the strides)
+cdef void *_contig_loop[NCHARS][2][2]
+cdef int _contig_flags[NCHARS][2][2]
 
 
 cdef void ncl_sortcall_serve(int typenum, int c, void *numpy_sort, void *numpy_argsort) noexcept:
@@ -69,6 +86,10 @@ cdef void ncl_sortcall_serve(int typenum, int c, void *numpy_sort, void *numpy_a
     (nclx._ncl.sortmeth, once its layout check held)."""
     _numpy_meth[c][0] = numpy_sort
     _numpy_meth[c][1] = numpy_argsort
+    cdef int w, k
+    for w in range(2):
+        for k in range(2):
+            ncl_meth_publish(&_contig_loop[c][w][k], NULL)
     _row_of_type[typenum] = c
 
 
@@ -184,6 +205,8 @@ cdef meth_aux *_aux_take() noexcept nogil:
     a = <meth_aux *>malloc(sizeof(meth_aux))
     if a == NULL:
         return NULL
+    a.base.free = <void *>_aux_free
+    a.base.clone = NULL
     a.busy = 1
     a.keyed = keep and ncl_meth_keep(a)
     return a
@@ -221,16 +244,24 @@ cdef int _run(void *ctx, char *p, npy_intp *ip, npy_intp n) noexcept nogil:
 
 cdef inline void _first_lane(meth_aux *a, char **data, npy_intp n, bint direct) noexcept nogil:
     """Note an unstable sort's first lane (replayed into the batch if one
-    starts) and how many lanes may go straight to NumPy's loop: those
-    holding the first threaded size of elements, while no lane probe runs."""
+    starts); how many lanes may go straight to NumPy's loop is worked out
+    at the second lane (_more_direct: most sorts have one lane)."""
     a.ncalls = 1
     a.seen = 1
     a.first_v = data[0]
     a.first_i = data[1] if a.arg else NULL
     a.first_n = n
     a.direct = direct
-    if direct and ncl_meth_load(_lanes_probing) == 0:
-        a.direct_until = (_threshold[0] + n - 1) // n if n > 0 else 1
+    a.direct_until = -1 if direct else 1
+
+
+cdef inline void _more_direct(meth_aux *a) noexcept nogil:
+    """At an unstable sort's second lane, when its first went straight to
+    NumPy's loop: the lanes holding the first threaded size of elements
+    go there too, while no lane probe runs."""
+    cdef npy_intp n = a.first_n
+    if ncl_meth_load(_lanes_probing) == 0 and n > 0:
+        a.direct_until = (_threshold[0] + n - 1) // n
     else:
         a.direct_until = 1
 
@@ -273,6 +304,11 @@ cdef int _slow(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
         return a.loop(ctx, data, dims, strides, a.aux)     # descending: NumPy's, whole
     if flags == 0:
         # unstable: the lanes of an N-d sort in place are sorted in batches
+        if a.direct_until < 0:
+            _more_direct(a)
+            if a.seen < a.direct_until:
+                a.seen += 1
+                return a.loop(ctx, data, dims, strides, a.aux)
         if a.ncalls == 0:
             # the first lane (of most sorts the only one): noted, no batch
             # yet; every lane of one sort has the same length
@@ -320,6 +356,64 @@ cdef int _slow(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
 cdef strided_loop_fn _slow_loop = <strided_loop_fn>_slow
 
 
+cdef inline int _kind(int flags) noexcept:
+    """The kept answers' column of a sort's flags: 0 unstable, 1 stable,
+    -1 any other (descending: NumPy's getter asked each time)."""
+    if flags == 0:
+        return 0
+    if flags == NPY_SORT_STABLE:
+        return 1
+    return -1
+
+
+def kept_loops():
+    """How many of NumPy's getter answers are kept (for tests)."""
+    cdef int c, w, k, n = 0
+    for c in range(NCHARS):
+        for w in range(2):
+            for k in range(2):
+                n += ncl_meth_loaded(&_contig_loop[c][w][k]) != NULL
+    return n
+
+
+def numpy_answer_kept(int typenum, int arg, int stable):
+    """Whether the kept answer for a contiguous sort (``arg``: argsort) of
+    type number ``typenum`` is NumPy's getter's answer now: None when
+    none is kept (for tests)."""
+    cdef int c = _row_of_type[typenum] if 0 <= typenum < 32 else -1
+    cdef int kind = 1 if stable else 0
+    cdef void *kept
+    cdef PyArrayMethod_Context ctx
+    cdef PyArrayMethod_SortParameters params
+    cdef void *descrs[2]
+    cdef npy_intp strides[2]
+    cdef strided_loop_fn loop = NULL
+    cdef NpyAuxData *aux = NULL
+    cdef int flags = 0, rc
+    if c < 0:
+        raise ValueError(f"type number {typenum} is not served")
+    kept = ncl_meth_loaded(&_contig_loop[c][arg][kind])
+    if kept == NULL:
+        return None
+    d = cnp.PyArray_DescrFromType(typenum)
+    i = cnp.PyArray_DescrFromType(cnp.NPY_INTP)
+    descrs[0] = <void *>d
+    descrs[1] = <void *>(i if arg else d)
+    strides[0] = d.itemsize
+    strides[1] = (i if arg else d).itemsize
+    params.flags = NPY_SORT_STABLE if stable else 0
+    ctx.caller = NULL
+    ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]
+    ctx.descriptors = descrs
+    ctx.parameters = &params
+    rc = ncl_meth_get_loop(_numpy_meth[c][arg])(&ctx, 1, 0, strides, &loop, &aux, &flags)
+    if rc < 0:
+        raise RuntimeError("NumPy's sort getter failed")
+    if aux != NULL and aux.free != NULL:
+        (<void (*)(NpyAuxData *) noexcept>aux.free)(aux)
+    return <void *>loop == kept and aux == NULL and flags == _contig_flags[c][arg][kind]
+
+
 cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const npy_intp *strides,
                    strided_loop_fn *out_loop, NpyAuxData **out_aux, int *flags,
                    int arg) noexcept:
@@ -328,13 +422,14 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     cdef meth_aux *a
     cdef PyArrayMethodObject_tag *mine = ctx.method
     cdef int rc
+    cdef bint contig
+    cdef void *kept
+    cdef int kind
     if c < 0:
         return -1
     a = _aux_take()
     if a == NULL:
         return -1
-    a.base.free = <void *>_aux_free
-    a.base.clone = NULL
     a.c = c
     a.arg = arg
     a.aux = NULL
@@ -343,13 +438,25 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.ncalls = 0
     a.seen = 0
     a.direct_until = 0
-    ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
-    rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
-                                                        &a.loop, &a.aux, flags)
-    ctx.method = mine
-    if rc < 0:
-        _aux_give(a)
-        return rc
+    kind = _kind((<PyArrayMethod_SortParameters *>ctx.parameters).flags)
+    contig = aligned and kind >= 0 and ncl_meth_contig(ctx.descriptors, strides)
+    kept = ncl_meth_loaded(&_contig_loop[c][arg][kind]) if contig else NULL
+    if kept != NULL:
+        a.loop = <strided_loop_fn>kept          # NumPy's answer, as it gave it
+        flags[0] = _contig_flags[c][arg][kind]
+    else:
+        ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
+        rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
+                                                            &a.loop, &a.aux, flags)
+        ctx.method = mine
+        if rc < 0:
+            _aux_give(a)
+            return rc
+        if contig and a.aux == NULL:
+            # with the GIL held (NumPy asks for a sort's loop with it): one
+            # writer; the same values whoever writes
+            _contig_flags[c][arg][kind] = flags[0]
+            ncl_meth_publish(&_contig_loop[c][arg][kind], <void *>a.loop)
     out_loop[0] = _loop
     out_aux[0] = &a.base
     return 0
