@@ -102,6 +102,36 @@ class AxisSort:
             nclx.uninstall()
 
 
+class SmallSort:
+    """The smallest sorts, where install() can only add its getters' and
+    entries' instructions: np.sort and np.argsort of 10 and 100 float64,
+    and np.sort(m, axis=1) of a (2, 5) (n=10) or (8, 12) (n=100) array,
+    one call a lane, stock / installed."""
+    params = [["sort", "argsort", "axis1"], [10, 100]]
+    param_names = ["call", "n"]
+    unit = "speedup"
+
+    def setup(self, call, n):
+        nclx.uninstall()
+        rng = np.random.default_rng(0)
+        if call == "axis1":
+            m = rng.standard_normal((8, 12) if n == 100 else (2, 5))
+            self.fn = lambda: np.sort(m, axis=1)
+        else:
+            a = rng.standard_normal(n)
+            f = np.sort if call == "sort" else np.argsort
+            self.fn = lambda: f(a)
+
+    def teardown(self, *args):
+        nclx.uninstall()
+
+    def track_speedup(self, call, n):
+        try:
+            return _ratio(self.fn, n)
+        finally:
+            nclx.uninstall()
+
+
 class TwoHalves:
     """stock np.sort / NumPy sorting the two halves in two threads."""
     params = [["int64", "float64"], ["quicksort", "stable"]]

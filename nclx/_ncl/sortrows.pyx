@@ -29,6 +29,14 @@ cdef extern from *:
     } ncl_rows_state;
     static __thread ncl_rows_state ncl_rows_tls;
     static ncl_rows_state *ncl_rows(void) { return &ncl_rows_tls; }
+    /* threads with lanes of a batch still to be handed over (while 0 no
+     * lane can be one a batch sorted: nclx._ncl.sorting's short path) */
+    static int ncl_rows_pending_n = 0;
+    static inline void ncl_rows_left(ncl_rows_state *s, npy_intp left) {
+        if ((s->left != 0) != (left != 0))
+            __atomic_add_fetch(&ncl_rows_pending_n, left != 0 ? 1 : -1, __ATOMIC_ACQ_REL);
+        s->left = left;
+    }
     """
     ctypedef struct ncl_rows_state:
         void *arr
@@ -39,6 +47,8 @@ cdef extern from *:
         npy_intp stride[64]
         npy_intp index[64]
     ncl_rows_state *ncl_rows() nogil
+    int ncl_rows_pending_n
+    void ncl_rows_left(ncl_rows_state *s, npy_intp left) nogil
 
 cdef extern from "numpy/arrayobject.h" nogil:
     ctypedef struct PyArrayObject
@@ -69,10 +79,10 @@ cdef bint ncl_rows_done(void *v, npy_intp n, void *arr) noexcept nogil:
     if s.left == 0:
         return False
     if s.arr == arr and s.next == <char *>v and s.n == n:
-        s.left -= 1
+        ncl_rows_left(s, s.left - 1)
         _rows_advance(s)
         return True
-    s.left = 0        # not the lane expected: the batch is over
+    ncl_rows_left(s, 0)       # not the lane expected: the batch is over
     return False
 
 
@@ -145,7 +155,7 @@ cdef int ncl_rows_batch(sort_job *j) noexcept nogil:
     s.arr = j.arr
     s.n = j.n
     s.next = j.v
-    s.left = 0
+    ncl_rows_left(s, 0)
     j.rows = s
     j.nrows = rows
     j.failed = 0
@@ -154,11 +164,21 @@ cdef int ncl_rows_batch(sort_job *j) noexcept nogil:
         j.rc = -1
         return 1
     _rows_advance(s)      # this call was lane 0
-    s.left = rows - 1
+    ncl_rows_left(s, rows - 1)
     j.rc = 0
     return 1
 
 
 cdef void ncl_rows_reset() noexcept nogil:
     """Forget the batch in progress on this thread."""
-    ncl_rows().left = 0
+    ncl_rows_left(ncl_rows(), 0)
+
+
+cdef const int *ncl_rows_pending() noexcept nogil:
+    """Where the count of threads with a batch's lanes still to come lives."""
+    return &ncl_rows_pending_n
+
+
+def rows_pending():
+    """Threads with lanes of a row batch still to be handed over (tests)."""
+    return ncl_rows_pending_n
