@@ -41,27 +41,26 @@ def _views(dt, n=40):
     return out
 
 
+def _copies(views, dt):
+    """Each view copied (``copy()``) and assigned into three destinations."""
+    out = []
+    for v in views:
+        for dstep in (1, 2, -3):
+            out.append(v.copy().tobytes())
+            d = np.zeros(len(v) * 3, dt)[::dstep][: len(v)]
+            d[...] = v
+            out.append(d.tobytes())
+    return out
+
+
 @pytest.mark.parametrize("dt", ALL)
 def test_copies_over_many_stride_pairs_equal_stock(dt):
     views = _views(dt)
-    want = []
-    for v in views:
-        for dstep in (1, 2, -3):
-            want.append(v.copy().tobytes())
-            d = np.zeros(len(v) * 3, dt)[::dstep][: len(v)]
-            d[...] = v
-            want.append(d.tobytes())
+    want = _copies(views, dt)
     with split_small(2):
         nclx.install()
         for rnd in range(2):           # the second round after the table filled
-            got = []
-            for v in views:
-                for dstep in (1, 2, -3):
-                    got.append(v.copy().tobytes())
-                    d = np.zeros(len(v) * 3, dt)[::dstep][: len(v)]
-                    d[...] = v
-                    got.append(d.tobytes())
-            assert got == want, (dt, rnd)
+            assert _copies(views, dt) == want, (dt, rnd)
     t = np.dtype(dt).num
     kept = copyloop.kept_answers(t)
     assert 1 <= len(kept) <= 4
