@@ -17,7 +17,7 @@ from cpython.exc cimport PyErr_SetString
 from libc.stdlib cimport malloc, free
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.sorting cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
+from nclx._ncl.sortentry cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
 from nclx._ncl.sortrun cimport ncl_sort_threshold_at
 from nclx._ncl.entries cimport ncl_entries_gate
 from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, ncl_lanes_release,

@@ -30,7 +30,7 @@ cdef extern from *:
     static __thread ncl_rows_state ncl_rows_tls;
     static ncl_rows_state *ncl_rows(void) { return &ncl_rows_tls; }
     /* threads with lanes of a batch still to be handed over (while 0 no
-     * lane can be one a batch sorted: nclx._ncl.sorting's short path) */
+     * lane can be one a batch sorted: nclx._ncl.sortentry's short path) */
     static int ncl_rows_pending_n = 0;
     static inline void ncl_rows_left(ncl_rows_state *s, npy_intp left) {
         if ((s->left != 0) != (left != 0))

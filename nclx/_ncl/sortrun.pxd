@@ -1,5 +1,5 @@
 # One lane of a threaded sort (nclx._ncl.sortrun): nclx's kernel of the
-# sort/argsort ops, called by the entries in nclx._ncl.sorting.
+# sort/argsort ops, called by the entries in nclx._ncl.sortentry.
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.sortjob cimport sort_job
 
