@@ -19,7 +19,7 @@ from nclx._ncl.copyloop cimport get_loop_fn, ncl_copy_setup, ncl_copy_get_loop
 import numpy as np
 
 from nclx._ncl import spec
-from nclx._ncl.copyloop import COLD_BYTES, PIECE_BYTES, WARM_NS, split_calls, tune
+from nclx._ncl.copyrun import COLD_BYTES, PIECE_BYTES, WARM_NS, split_calls, tune
 from nclx.errors import NclxInstallError
 
 cnp.import_array()

@@ -1,47 +1,34 @@
 # cython: wraparound=False, boundscheck=False
-"""NCLib's Convert subsystem: the loop nclx hands out for NumPy's copies of
-a dtype to itself, and the ``copy`` call op's kernel (nclx._ncl.copying
-puts ``ncl_copy_get_loop`` in NumPy's copy methods).
+"""NCLib's Convert subsystem: the loop getter and loop nclx hands out for
+NumPy's copies of a dtype to itself (nclx._ncl.copying puts
+``ncl_copy_get_loop`` in NumPy's copy methods).
 
-The getter asks NumPy's for its loop; for the fixed-width dtypes in native
-byte order it wraps the loop: a call of ``n`` elements is one call of the
-``copy`` call op (subsystem "convert": ledger row, hooks), whose kernel
-splits the elements across the team, each piece NumPy's own loop on its
-part of both buffers (an elementwise copy: the same bytes however it is
-cut).  A call whose source and destination memory overlap is one call of
-NumPy's loop (its ``memmove`` semantics), and so is a call of fewer than
-twice ``piece_bytes`` bytes or, while the team sleeps, fewer than
-``cold_bytes`` bytes.
+The getter asks NumPy's for its loop (or gives NumPy's kept answer to the
+same question again); for the fixed-width dtypes in native byte order it
+wraps the loop: a call of ``n`` elements is one call of the ``copy`` call
+op (subsystem "convert": ledger row, hooks), whose kernel
+(nclx._ncl.copyrun) splits the elements across the team.  A call of fewer
+than twice ``piece_bytes`` bytes, while nobody watches, is NumPy's loop at
+once.
 """
 cimport numpy as cnp
 from cpython.exc cimport PyErr_SetString
-from libc.stdint cimport int64_t, uintptr_t
 from libc.string cimport memset
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CONVERT
 from nclx._ncl.registry cimport ncl_funnel_chain
-from nclx._ncl.callops cimport ncl_callop_run
-from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+from nclx._ncl.copyrun cimport ncl_copy_call, ncl_copy_split_at
 
 cnp.import_array()
 
 cdef extern from *:
     """
-    #include <time.h>
     #include <numpy/dtype_api.h>
     static int ncl_copy_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
     static npy_intp ncl_copy_descr_size(void *d) { return PyDataType_ELSIZE((PyArray_Descr *)d); }
     static int ncl_copy_descr_native(void *d) {
         return PyArray_ISNBO(((PyArray_Descr *)d)->byteorder);
     }
-    static inline int64_t ncl_copy_now_ns(void) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    }
-    static inline int64_t ncl_copy_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
-    static inline void ncl_copy_store(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-    static inline void ncl_copy_rc(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
     /* publish a table entry's loop: 1 when it was still empty */
     static inline int ncl_copy_publish(void *slot, void *loop) {
         void *none = NULL;
@@ -64,16 +51,10 @@ cdef extern from *:
     static inline int ncl_copy_nouser(const ncl_chain *c) {
         return __atomic_load_n(&c->nuser, __ATOMIC_ACQUIRE) == 0;
     }
-    static inline void ncl_copy_count(int64_t *p) { __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
     """
     int ncl_copy_descr_type(void *d) noexcept nogil
     int ncl_copy_descr_native(void *d) noexcept nogil
     npy_intp ncl_copy_descr_size(void *d) noexcept nogil
-    int64_t ncl_copy_now_ns() noexcept nogil
-    int64_t ncl_copy_load(int64_t *p) noexcept nogil
-    void ncl_copy_store(int64_t *p, int64_t v) noexcept nogil
-    void ncl_copy_rc(int *p, int v) noexcept nogil
-    void ncl_copy_count(int64_t *p) noexcept nogil
     bint ncl_copy_nouser(const ncl_chain *c) noexcept nogil
     int ncl_copy_publish(void *slot, void *loop) noexcept nogil
     void *ncl_copy_loaded(void *slot) noexcept nogil
@@ -84,27 +65,7 @@ cdef extern from *:
 cdef enum:
     NTYPES = 32               # NumPy's built-in type numbers are below this
 
-#: each thread copies at least this many bytes: a call of fewer than twice
-#: as many is NumPy's loop on the calling thread (docs/hooks.md)
-PIECE_BYTES = 256 << 10
-#: a team that ran less than this long ago still spins; a sleeping one is
-#: woken only for calls of COLD_BYTES and more (as nclx._ncl.creating).
-#: Measured here (docs/benchmarks.md): a 4 MB copy split after the caller
-#: computed for 20 ms took 0.20-0.30 ms against NumPy's 0.26 (waking the
-#: team about 0.1 ms), after the whole process slept 10 ms 5.5 ms (the VM
-#: wakes its idle second CPU late)
-WARM_NS = 2_000_000
-COLD_BYTES = 4 << 20
-
-_MAX_BYTES = (1 << 63) - 1                 # npy_intp's largest (tune()'s bounds)
-_MAX_PIECE = _MAX_BYTES // 2               # twice it (_split_bytes) still fits
-cdef npy_intp _piece_bytes = PIECE_BYTES
-cdef npy_intp _split_bytes = 2 * PIECE_BYTES   # calls below are never split
-cdef npy_intp _cold_bytes = COLD_BYTES
-cdef int64_t _warm_ns = WARM_NS
-cdef int64_t _warm_until = 0
-cdef int64_t _splits = 0                   # calls split across the team (split_calls())
-
+cdef const npy_intp *_split_bytes = ncl_copy_split_at()   # calls below are never split
 cdef int _slot[NTYPES]                     # type number -> copy call slot, or -1
 cdef ncl_chain *_kchain[NTYPES]            # ... -> its kernel chain (copy_<dtype>)
 cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CONVERT)
@@ -157,18 +118,6 @@ cdef void ncl_copy_setup(int t, void *meth, get_loop_fn numpy_get, int slot,
         _kept[t][i].claimed = 0
 
 
-cdef struct copy_job:
-    PyArrayMethod_Context *ctx
-    strided_loop_fn loop
-    char *src
-    char *dst
-    npy_intp n
-    npy_intp isz
-    npy_intp ss, ds
-    int pieces
-    int rc
-
-
 cdef void _aux_free(NpyAuxData *p) noexcept nogil:
     """The loop data lives in the module's table: nothing to free."""
     pass
@@ -204,117 +153,13 @@ cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize) noexcept
     return NULL
 
 
-cdef inline npy_intp _lo(char *p, npy_intp n, npy_intp s) noexcept nogil:
-    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s < 0 else 0)
-
-
-cdef inline npy_intp _hi(char *p, npy_intp n, npy_intp s, npy_intp isz) noexcept nogil:
-    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s > 0 else 0) + isz
-
-
-cdef inline bint _overlap(const copy_job *j, npy_intp isz) noexcept nogil:
-    return (_lo(j.src, j.n, j.ss) < _hi(j.dst, j.n, j.ds, isz)
-            and _lo(j.dst, j.n, j.ds) < _hi(j.src, j.n, j.ss, isz))
-
-
-cdef inline npy_intp _bound(const copy_job *j, int t) noexcept nogil:
-    """First element of piece ``t``: equal pieces, cut on multiples of 512
-    elements (whole cache lines and pages of a contiguous copy)."""
-    cdef npy_intp b
-    if t >= j.pieces:
-        return j.n
-    b = (j.n // j.pieces) * t
-    return min(b - b % 512, j.n)
-
-
-cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef copy_job *j = <copy_job *>ctx
-    cdef int t = tid
-    cdef npy_intp a, b, m
-    cdef char *data[2]
-    cdef npy_intp strides[2]
-    strides[0] = j.ss
-    strides[1] = j.ds
-    while t < j.pieces:
-        a = _bound(j, t)
-        b = _bound(j, t + 1)
-        if b > a:
-            data[0] = j.src + a * j.ss
-            data[1] = j.dst + a * j.ds
-            m = b - a
-            if j.loop(j.ctx, data, &m, strides, NULL) != 0:
-                ncl_copy_rc(&j.rc, -1)
-        t += nthreads
-
-
-cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
-                  void *data) noexcept nogil:
-    """nclx's kernel of the copy call op: the pieces on the team."""
-    cdef copy_job *j = <copy_job *>data
-    cdef npy_intp isz = j.isz
-    cdef npy_intp nbytes = j.n * isz
-    cdef int want = <int>min(<npy_intp>min(ncl_threads_now(), MAX_THREADS), nbytes // _piece_bytes)
-    j.src = args[0]
-    j.dst = args[1]
-    j.ss = steps[0]
-    j.ds = steps[1]
-    if want > 1 and nbytes < _cold_bytes and ncl_copy_now_ns() > ncl_copy_load(&_warm_until):
-        want = 1              # the team sleeps: waking it costs more than it saves
-    if want > 1 and (_overlap(j, isz) or -isz < j.ds < isz):
-        want = 1              # NumPy's loop, whole: memmove's order; or
-                              # destination elements sharing bytes (a stride
-                              # of 0, as_strided): the last write wins
-    if want <= 1:
-        j.pieces = 1
-        _team_body(j, 0, 1)
-        return
-    j.pieces = want
-    ncl_copy_count(&_splits)
-    ncl_team_run(want, _team_body, j)
-    ncl_copy_store(&_warm_until, ncl_copy_now_ns() + _warm_ns)
-
-
-cdef void _numpy_way(char **args, const npy_intp *dims, const npy_intp *steps,
-                     void *data) noexcept nogil:
-    """NumPy's loop, whole, on the calling thread."""
-    cdef copy_job *j = <copy_job *>data
-    j.src = args[0]
-    j.dst = args[1]
-    j.ss = steps[0]
-    j.ds = steps[1]
-    j.pieces = 1
-    _team_body(j, 0, 1)
-
-
-cdef int _call(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-               const npy_intp *strides, copy_aux *a) noexcept nogil:
-    """One call of the copy call op (its chains, or its kernel at once)."""
-    cdef copy_job j
-    cdef char *args[2]
-    cdef npy_intp d[3]
-    cdef npy_intp st[2]
-    j.ctx = ctx
-    j.loop = a.loop
-    j.n = dims[0]
-    j.isz = a.itemsize
-    j.rc = 0
-    args[0] = data[0]
-    args[1] = data[1]
-    d[0] = dims[0]            # the elements the call copies (the ledger's count)
-    d[1] = dims[0]            # the operands' lengths
-    d[2] = dims[0]
-    st[0] = strides[0]
-    st[1] = strides[1]
-    ncl_callop_run(a.k, args, d, st, &j, _kernel, _numpy_way)
-    return j.rc
-
-
 cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
                const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
     """The loop of a copy somebody watches (a hook or the ledger was in the
     copy op's chains, or a checked() mode on, when NumPy asked for it):
     every call is a call of the op."""
-    return _call(ctx, data, dims, strides, <copy_aux *>aux)
+    cdef copy_aux *a = <copy_aux *>aux
+    return ncl_copy_call(ctx, a.loop, a.k, a.itemsize, data, dims, strides)
 
 
 cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
@@ -324,9 +169,9 @@ cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *di
     few elements, called once per row, must not slow down); a larger one
     is a call of the op (whose chains are checked again)."""
     cdef copy_aux *a = <copy_aux *>aux
-    if dims[0] * a.itemsize < _split_bytes:
+    if dims[0] * a.itemsize < _split_bytes[0]:
         return a.loop(ctx, data, dims, strides, NULL)
-    return _call(ctx, data, dims, strides, a)
+    return ncl_copy_call(ctx, a.loop, a.k, a.itemsize, data, dims, strides)
 
 
 cdef inline bint _plain(PyArrayMethod_Context *ctx, int t) noexcept:
@@ -470,27 +315,3 @@ def kept_answers(int t):
         out.append((e.s0, e.s1, bool(e.aligned),
                     loop == a.loop and aux == NULL and flags == e.flags))
     return out
-
-
-def split_calls():
-    """Copy calls split across the team so far (in this process)."""
-    return ncl_copy_load(&_splits)
-
-
-def tune(piece_bytes=None, cold_bytes=None):
-    """Set the smallest piece a thread copies and the size that wakes a
-    sleeping team (bytes); returns the old (piece_bytes, cold_bytes).  For
-    tests and calibration."""
-    global _piece_bytes, _split_bytes, _cold_bytes
-    old = (_piece_bytes, _cold_bytes)
-    # both checked before either is set: a bad one changes nothing
-    if piece_bytes is not None and not 1 <= piece_bytes <= _MAX_PIECE:
-        raise ValueError(f"piece_bytes must be in [1, {_MAX_PIECE}], not {piece_bytes}")
-    if cold_bytes is not None and not 0 <= cold_bytes <= _MAX_BYTES:
-        raise ValueError(f"cold_bytes must be in [0, {_MAX_BYTES}], not {cold_bytes}")
-    if piece_bytes is not None:
-        _piece_bytes = piece_bytes
-        _split_bytes = 2 * piece_bytes
-    if cold_bytes is not None:
-        _cold_bytes = cold_bytes
-    return old

@@ -1,0 +1,201 @@
+# cython: wraparound=False, boundscheck=False
+"""NCLib's Convert subsystem: the ``copy`` call op's kernel -- a copy of
+``n`` elements cut into one piece per thread (multiples of 512 elements),
+each piece NumPy's own loop on its part of both buffers (an elementwise
+copy: the same bytes however it is cut) -- and the sizes that decide
+whether a copy is cut at all (nclx._ncl.copyloop calls it from the loop it
+hands NumPy).
+"""
+from libc.stdint cimport int64_t, uintptr_t
+
+from nclx._ncl.ncl cimport npy_intp
+from nclx._ncl.callops cimport ncl_callop_run
+from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+
+cdef extern from *:
+    """
+    #include <time.h>
+    static inline int64_t ncl_copy_now_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    }
+    static inline int64_t ncl_copy_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+    static inline void ncl_copy_store(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    static inline void ncl_copy_rc(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    static inline void ncl_copy_count(int64_t *p) { __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
+    """
+    int64_t ncl_copy_now_ns() noexcept nogil
+    int64_t ncl_copy_load(int64_t *p) noexcept nogil
+    void ncl_copy_store(int64_t *p, int64_t v) noexcept nogil
+    void ncl_copy_rc(int *p, int v) noexcept nogil
+    void ncl_copy_count(int64_t *p) noexcept nogil
+
+#: each thread copies at least this many bytes: a call of fewer than twice
+#: as many is NumPy's loop on the calling thread (docs/hooks.md)
+PIECE_BYTES = 256 << 10
+#: a team that ran less than this long ago still spins; a sleeping one is
+#: woken only for calls of COLD_BYTES and more (as nclx._ncl.creating).
+#: Measured here (docs/benchmarks.md): a 4 MB copy split after the caller
+#: computed for 20 ms took 0.20-0.30 ms against NumPy's 0.26 (waking the
+#: team about 0.1 ms), after the whole process slept 10 ms 5.5 ms (the VM
+#: wakes its idle second CPU late)
+WARM_NS = 2_000_000
+COLD_BYTES = 4 << 20
+
+_MAX_BYTES = (1 << 63) - 1                 # npy_intp's largest (tune()'s bounds)
+_MAX_PIECE = _MAX_BYTES // 2               # twice it (_split_bytes) still fits
+cdef npy_intp _piece_bytes = PIECE_BYTES
+cdef npy_intp _split_bytes = 2 * PIECE_BYTES   # calls below are never split
+cdef npy_intp _cold_bytes = COLD_BYTES
+cdef int64_t _warm_ns = WARM_NS
+cdef int64_t _warm_until = 0
+cdef int64_t _splits = 0                   # calls split across the team (split_calls())
+
+
+cdef struct copy_job:
+    PyArrayMethod_Context *ctx
+    strided_loop_fn loop
+    char *src
+    char *dst
+    npy_intp n
+    npy_intp isz
+    npy_intp ss, ds
+    int pieces
+    int rc
+
+
+cdef inline npy_intp _lo(char *p, npy_intp n, npy_intp s) noexcept nogil:
+    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s < 0 else 0)
+
+
+cdef inline npy_intp _hi(char *p, npy_intp n, npy_intp s, npy_intp isz) noexcept nogil:
+    return <npy_intp>(<uintptr_t>p) + (s * (n - 1) if s > 0 else 0) + isz
+
+
+cdef inline bint _overlap(const copy_job *j, npy_intp isz) noexcept nogil:
+    return (_lo(j.src, j.n, j.ss) < _hi(j.dst, j.n, j.ds, isz)
+            and _lo(j.dst, j.n, j.ds) < _hi(j.src, j.n, j.ss, isz))
+
+
+cdef inline npy_intp _bound(const copy_job *j, int t) noexcept nogil:
+    """First element of piece ``t``: equal pieces, cut on multiples of 512
+    elements (whole cache lines and pages of a contiguous copy)."""
+    cdef npy_intp b
+    if t >= j.pieces:
+        return j.n
+    b = (j.n // j.pieces) * t
+    return min(b - b % 512, j.n)
+
+
+cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
+    cdef copy_job *j = <copy_job *>ctx
+    cdef int t = tid
+    cdef npy_intp a, b, m
+    cdef char *data[2]
+    cdef npy_intp strides[2]
+    strides[0] = j.ss
+    strides[1] = j.ds
+    while t < j.pieces:
+        a = _bound(j, t)
+        b = _bound(j, t + 1)
+        if b > a:
+            data[0] = j.src + a * j.ss
+            data[1] = j.dst + a * j.ds
+            m = b - a
+            if j.loop(j.ctx, data, &m, strides, NULL) != 0:
+                ncl_copy_rc(&j.rc, -1)
+        t += nthreads
+
+
+cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
+                  void *data) noexcept nogil:
+    """nclx's kernel of the copy call op: the pieces on the team."""
+    cdef copy_job *j = <copy_job *>data
+    cdef npy_intp isz = j.isz
+    cdef npy_intp nbytes = j.n * isz
+    cdef int want = <int>min(<npy_intp>min(ncl_threads_now(), MAX_THREADS), nbytes // _piece_bytes)
+    j.src = args[0]
+    j.dst = args[1]
+    j.ss = steps[0]
+    j.ds = steps[1]
+    if want > 1 and nbytes < _cold_bytes and ncl_copy_now_ns() > ncl_copy_load(&_warm_until):
+        want = 1              # the team sleeps: waking it costs more than it saves
+    if want > 1 and (_overlap(j, isz) or -isz < j.ds < isz):
+        want = 1              # NumPy's loop, whole: memmove's order; or
+                              # destination elements sharing bytes (a stride
+                              # of 0, as_strided): the last write wins
+    if want <= 1:
+        j.pieces = 1
+        _team_body(j, 0, 1)
+        return
+    j.pieces = want
+    ncl_copy_count(&_splits)
+    ncl_team_run(want, _team_body, j)
+    ncl_copy_store(&_warm_until, ncl_copy_now_ns() + _warm_ns)
+
+
+cdef void _numpy_way(char **args, const npy_intp *dims, const npy_intp *steps,
+                     void *data) noexcept nogil:
+    """NumPy's loop, whole, on the calling thread."""
+    cdef copy_job *j = <copy_job *>data
+    j.src = args[0]
+    j.dst = args[1]
+    j.ss = steps[0]
+    j.ds = steps[1]
+    j.pieces = 1
+    _team_body(j, 0, 1)
+
+
+cdef int ncl_copy_call(PyArrayMethod_Context *ctx, strided_loop_fn loop, int k, npy_intp itemsize,
+                       char **data, const npy_intp *dims, const npy_intp *strides) noexcept nogil:
+    """One call of copy call slot ``k`` (its chains, or its kernel at once)
+    copying ``dims[0]`` elements of ``itemsize`` bytes by NumPy's ``loop``."""
+    cdef copy_job j
+    cdef char *args[2]
+    cdef npy_intp d[3]
+    cdef npy_intp st[2]
+    j.ctx = ctx
+    j.loop = loop
+    j.n = dims[0]
+    j.isz = itemsize
+    j.rc = 0
+    args[0] = data[0]
+    args[1] = data[1]
+    d[0] = dims[0]            # the elements the call copies (the ledger's count)
+    d[1] = dims[0]            # the operands' lengths
+    d[2] = dims[0]
+    st[0] = strides[0]
+    st[1] = strides[1]
+    ncl_callop_run(k, args, d, st, &j, _kernel, _numpy_way)
+    return j.rc
+
+
+cdef const npy_intp *ncl_copy_split_at() noexcept nogil:
+    """Where the fewest bytes a split copy has lives (calls below are
+    NumPy's loop at once: nclx._ncl.copyloop's quiet loop)."""
+    return &_split_bytes
+
+
+def split_calls():
+    """Copy calls split across the team so far (in this process)."""
+    return ncl_copy_load(&_splits)
+
+
+def tune(piece_bytes=None, cold_bytes=None):
+    """Set the smallest piece a thread copies and the size that wakes a
+    sleeping team (bytes); returns the old (piece_bytes, cold_bytes).  For
+    tests and calibration."""
+    global _piece_bytes, _split_bytes, _cold_bytes
+    old = (_piece_bytes, _cold_bytes)
+    # both checked before either is set: a bad one changes nothing
+    if piece_bytes is not None and not 1 <= piece_bytes <= _MAX_PIECE:
+        raise ValueError(f"piece_bytes must be in [1, {_MAX_PIECE}], not {piece_bytes}")
+    if cold_bytes is not None and not 0 <= cold_bytes <= _MAX_BYTES:
+        raise ValueError(f"cold_bytes must be in [0, {_MAX_BYTES}], not {cold_bytes}")
+    if piece_bytes is not None:
+        _piece_bytes = piece_bytes
+        _split_bytes = 2 * piece_bytes
+    if cold_bytes is not None:
+        _cold_bytes = cold_bytes
+    return old
