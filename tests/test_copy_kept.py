@@ -1,5 +1,5 @@
 """NumPy's loop-getter answers that nclx keeps (nclx._ncl.copyloop's table
-of copy answers, nclx._ncl.sortcall's sort answers): a kept answer is the
+of copy answers, nclx._ncl.sortask's sort answers): a kept answer is the
 one NumPy's getter gives for the same question, copies of many stride
 pairs, alignments and types stay stock's bytes once the table is full,
 a hook added after an answer was kept still sees the copies, and threads
@@ -14,7 +14,7 @@ import nclx.hooks as hooks
 from nclx._ncl import copyloop, spec
 
 try:                                  # built against NumPy >= 2.4 headers only
-    from nclx._ncl import sortcall, sortmeth
+    from nclx._ncl import sortask, sortmeth
     SORT_METHODS = sortmeth.layout() == ""
 except ImportError:
     SORT_METHODS = False
@@ -102,7 +102,7 @@ def test_kept_sort_answers_are_numpys(dt):
     t = np.dtype(dt).num
     for arg in (0, 1):
         for stable in (0, 1):
-            assert sortcall.numpy_answer_kept(t, arg, stable) is True, (dt, arg, stable)
+            assert sortask.numpy_answer_kept(t, arg, stable) is True, (dt, arg, stable)
 
 
 def test_threads_filling_the_tables_at_once_agree():

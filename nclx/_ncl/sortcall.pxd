@@ -1,4 +1,3 @@
 # One sort call through nclx's sort ArrayMethod, NumPy 2.5 (nclx._ncl.sortcall):
 # the functions nclx._ncl.sortmeth puts in the methods it makes.
-cdef void ncl_sortcall_serve(int typenum, int c, void *numpy_sort, void *numpy_argsort) noexcept
 cdef void *ncl_sortcall_slot(int which) noexcept

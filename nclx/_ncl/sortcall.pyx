@@ -2,9 +2,10 @@
 """One sort call through nclx's sort ArrayMethod (NumPy 2.5; the methods
 themselves are made and swapped by nclx._ncl.sortmeth).
 
-NumPy resolves the descriptors (``ncl_meth_resolve``: plain C), asks the
+NumPy resolves the descriptors (nclx._ncl.sortask's resolution), asks the
 method for its loop (``_get_loop``: this thread's loop data block, then
-NumPy's own method for its loop) and calls the loop once per lane
+NumPy's own method's loop: its kept answer, or asked through
+nclx._ncl.sortask) and calls the loop once per lane
 (``_loop``: the first lane and short lanes straight to NumPy's loop while
 nobody watches; the rest in ``_slow``: the Sort chains, the team, deferred
 lanes).  NumPy frees the loop data after the last lane (``_aux_free``: the
@@ -12,11 +13,15 @@ last batch of deferred lanes first).  Built only against NumPy >= 2.4
 headers.
 """
 cimport numpy as cnp
-from cpython.ref cimport PyObject
 from cpython.exc cimport PyErr_SetString
 from libc.stdlib cimport malloc, free
 
 from nclx._ncl.ncl cimport npy_intp
+from nclx._ncl.sortask cimport (PyArrayMethod_Context, PyArrayMethod_SortParameters, NpyAuxData,
+                                strided_loop_fn, NPY_SORT_STABLE, ncl_sort_kind, ncl_meth_loaded,
+                                ncl_descr_type, ncl_meth_contig, ncl_sortask_rows,
+                                ncl_sortask_kept, ncl_sortask_kept_flags, ncl_sortask_ask,
+                                ncl_sortask_resolver)
 from nclx._ncl.sortentry cimport ncl_sort_via, ncl_sort_direct, ncl_sort_probing
 from nclx._ncl.sortrun cimport ncl_sort_threshold_at
 from nclx._ncl.entries cimport ncl_entries_gate
@@ -25,81 +30,12 @@ from nclx._ncl.sortlanes cimport (lane_batch, ncl_lanes_init, ncl_lanes_take, nc
 
 cnp.import_array()
 
-cdef extern from "numpy/dtype_api.h":
-    cdef struct PyArrayMethodObject_tag
-    ctypedef struct NpyAuxData:
-        void *free
-        void *clone
-    ctypedef struct PyArrayMethod_Context:
-        PyObject *caller
-        PyArrayMethodObject_tag *method
-        void **descriptors
-        void *parameters
-    ctypedef struct PyArrayMethod_SortParameters:
-        int flags
-    ctypedef int (*strided_loop_fn "PyArrayMethod_StridedLoop *")(
-        PyArrayMethod_Context *ctx, char **data, const npy_intp *dims, const npy_intp *strides,
-        NpyAuxData *aux) noexcept nogil
-
-cdef extern from "numpy/arrayobject.h":
-    enum:
-        NPY_SORT_STABLE
-
-cdef extern from *:
-    """
-    #include "ncl_arraymethod.h"   /* ncl_meth_head */
-    static PyArrayMethod_GetLoop *ncl_meth_get_loop(void *m) { return ((ncl_meth_head *)m)->get_strided_loop; }
-    static int ncl_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
-    /* both operands contiguous: each stride its descriptor's item size */
-    static inline int ncl_meth_contig(void **d, const npy_intp *s) {
-        return s[0] == PyDataType_ELSIZE((PyArray_Descr *)d[0])
-            && s[1] == PyDataType_ELSIZE((PyArray_Descr *)d[1]);
-    }
-    static inline void *ncl_meth_loaded(void **p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void ncl_meth_publish(void **p, void *v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    """
-    ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_refs,
-                                const npy_intp *strides, strided_loop_fn *out_loop,
-                                NpyAuxData **out_aux, int *flags) noexcept
-    get_loop_fn ncl_meth_get_loop(void *m) noexcept
-    int ncl_descr_type(void *d) noexcept
-    bint ncl_meth_contig(void **d, const npy_intp *s) noexcept
-    void *ncl_meth_loaded(void **p) noexcept nogil
-    void ncl_meth_publish(void **p, void *v) noexcept nogil
-
-cdef enum:
-    NCHARS = 13
-
-cdef void *_numpy_meth[NCHARS][2]          # NumPy's sort / argsort methods (sortmeth's)
-cdef int _row_of_type[32]                  # type number -> row (c), -1 if none
-# NumPy's answer to its method's getter for an aligned, contiguous sort or
-# argsort (as NumPy always asks) of each kind (unstable, stable), kept at
-# the first such call when it came with no loop data (NULL until then):
-# the same question gets the same answer (its getter is NumPy's default
-# one, a function of the method, the alignment and the strides)
-cdef void *_contig_loop[NCHARS][2][2]
-cdef int _contig_flags[NCHARS][2][2]
-
-
-cdef void ncl_sortcall_serve(int typenum, int c, void *numpy_sort, void *numpy_argsort) noexcept:
-    """Serve NumPy type number ``typenum`` as row ``c``: NumPy's two methods
-    (nclx._ncl.sortmeth, once its layout check held)."""
-    _numpy_meth[c][0] = numpy_sort
-    _numpy_meth[c][1] = numpy_argsort
-    cdef int w, k
-    for w in range(2):
-        for k in range(2):
-            ncl_meth_publish(&_contig_loop[c][w][k], NULL)
-    _row_of_type[typenum] = c
-
 
 cdef void *ncl_sortcall_slot(int which) noexcept:
     """The functions of nclx's methods: 0 resolve (sort), 1 resolve
     (argsort), 2 get_loop (sort), 3 get_loop (argsort), 4 the loop."""
-    if which == 0:
-        return <void *>_resolve_sort
-    if which == 1:
-        return <void *>_resolve_argsort
+    if which == 0 or which == 1:
+        return ncl_sortask_resolver(which)
     if which == 2:
         return <void *>_get_sort_loop
     if which == 3:
@@ -107,12 +43,10 @@ cdef void *ncl_sortcall_slot(int which) noexcept:
     return <void *>_loop
 
 
-def _init():
-    cdef int t
-    for t in range(32):
-        _row_of_type[t] = -1
-
-_init()
+# NumPy's methods' rows and their kept answers (nclx._ncl.sortask), read inline
+cdef const int *_rows = ncl_sortask_rows()
+cdef void **_kept = ncl_sortask_kept()
+cdef const int *_kept_flags = ncl_sortask_kept_flags()
 
 
 cdef struct run_ctx:
@@ -356,75 +290,15 @@ cdef int _slow(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
 cdef strided_loop_fn _slow_loop = <strided_loop_fn>_slow
 
 
-cdef inline int _kind(int flags) noexcept:
-    """The kept answers' column of a sort's flags: 0 unstable, 1 stable,
-    -1 any other (descending: NumPy's getter asked each time)."""
-    if flags == 0:
-        return 0
-    if flags == NPY_SORT_STABLE:
-        return 1
-    return -1
-
-
-def kept_loops():
-    """How many of NumPy's getter answers are kept (for tests)."""
-    cdef int c, w, k, n = 0
-    for c in range(NCHARS):
-        for w in range(2):
-            for k in range(2):
-                n += ncl_meth_loaded(&_contig_loop[c][w][k]) != NULL
-    return n
-
-
-def numpy_answer_kept(int typenum, int arg, int stable):
-    """Whether the kept answer for a contiguous sort (``arg``: argsort) of
-    type number ``typenum`` is NumPy's getter's answer now: None when
-    none is kept (for tests)."""
-    cdef int c = _row_of_type[typenum] if 0 <= typenum < 32 else -1
-    cdef int kind = 1 if stable else 0
-    cdef void *kept
-    cdef PyArrayMethod_Context ctx
-    cdef PyArrayMethod_SortParameters params
-    cdef void *descrs[2]
-    cdef npy_intp strides[2]
-    cdef strided_loop_fn loop = NULL
-    cdef NpyAuxData *aux = NULL
-    cdef int flags = 0, rc
-    if c < 0:
-        raise ValueError(f"type number {typenum} is not served")
-    kept = ncl_meth_loaded(&_contig_loop[c][arg][kind])
-    if kept == NULL:
-        return None
-    d = cnp.PyArray_DescrFromType(typenum)
-    i = cnp.PyArray_DescrFromType(cnp.NPY_INTP)
-    descrs[0] = <void *>d
-    descrs[1] = <void *>(i if arg else d)
-    strides[0] = d.itemsize
-    strides[1] = (i if arg else d).itemsize
-    params.flags = NPY_SORT_STABLE if stable else 0
-    ctx.caller = NULL
-    ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]
-    ctx.descriptors = descrs
-    ctx.parameters = &params
-    rc = ncl_meth_get_loop(_numpy_meth[c][arg])(&ctx, 1, 0, strides, &loop, &aux, &flags)
-    if rc < 0:
-        raise RuntimeError("NumPy's sort getter failed")
-    if aux != NULL and aux.free != NULL:
-        (<void (*)(NpyAuxData *) noexcept>aux.free)(aux)
-    return <void *>loop == kept and aux == NULL and flags == _contig_flags[c][arg][kind]
-
-
 cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const npy_intp *strides,
                    strided_loop_fn *out_loop, NpyAuxData **out_aux, int *flags,
                    int arg) noexcept:
     cdef int t = ncl_descr_type(ctx.descriptors[0])
-    cdef int c = _row_of_type[t] if 0 <= t < 32 else -1
+    cdef int c = _rows[t] if 0 <= t < 32 else -1
     cdef meth_aux *a
-    cdef PyArrayMethodObject_tag *mine = ctx.method
-    cdef int rc
+    cdef int rc, kind, at
     cdef bint contig
-    cdef void *kept
-    cdef int kind
+    cdef void *kept = NULL
     if c < 0:
         return -1
     a = _aux_take()
@@ -438,25 +312,20 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs, const
     a.ncalls = 0
     a.seen = 0
     a.direct_until = 0
-    kind = _kind((<PyArrayMethod_SortParameters *>ctx.parameters).flags)
+    kind = ncl_sort_kind((<PyArrayMethod_SortParameters *>ctx.parameters).flags)
     contig = aligned and kind >= 0 and ncl_meth_contig(ctx.descriptors, strides)
-    kept = ncl_meth_loaded(&_contig_loop[c][arg][kind]) if contig else NULL
+    if contig:
+        at = (c * 2 + arg) * 2 + kind
+        kept = ncl_meth_loaded(&_kept[at])
     if kept != NULL:
         a.loop = <strided_loop_fn>kept          # NumPy's answer, as it gave it
-        flags[0] = _contig_flags[c][arg][kind]
+        flags[0] = _kept_flags[at]
     else:
-        ctx.method = <PyArrayMethodObject_tag *>_numpy_meth[c][arg]   # ask NumPy's method
-        rc = ncl_meth_get_loop(<void *>_numpy_meth[c][arg])(ctx, aligned, move_refs, strides,
-                                                            &a.loop, &a.aux, flags)
-        ctx.method = mine
+        rc = ncl_sortask_ask(ctx, c, arg, kind, contig, aligned, move_refs, strides,
+                             &a.loop, &a.aux, flags)
         if rc < 0:
             _aux_give(a)
             return rc
-        if contig and a.aux == NULL:
-            # with the GIL held (NumPy asks for a sort's loop with it): one
-            # writer; the same values whoever writes
-            _contig_flags[c][arg][kind] = flags[0]
-            ncl_meth_publish(&_contig_loop[c][arg][kind], <void *>a.loop)
     out_loop[0] = _loop
     out_aux[0] = &a.base
     return 0
@@ -472,41 +341,3 @@ cdef int _get_argsort_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
                            const npy_intp *strides, strided_loop_fn *out_loop,
                            NpyAuxData **out_aux, int *flags) noexcept:
     return _get_loop(ctx, aligned, move_refs, strides, out_loop, out_aux, flags, 1)
-
-
-cdef extern from *:
-    """
-    /* The loop's descriptors: the input's, in native byte order (the given
-     * one itself when it is native: no new descriptor per call); argsort's
-     * output is intp.  Plain C: NumPy resolves with the GIL held, and a
-     * Cython try block here cost a save of the exception state per sort. */
-    static int ncl_meth_resolve(PyArray_Descr **given, PyArray_Descr **loop, int arg) {
-        PyArray_Descr *d = given[0];
-        if (PyArray_ISNBO(d->byteorder)) {
-            Py_INCREF(d);
-        } else {
-            d = PyArray_DescrNewByteorder(d, NPY_NATIVE);
-            if (d == NULL) return -1;
-        }
-        loop[0] = d;
-        if (arg) {
-            loop[1] = PyArray_DescrFromType(NPY_INTP);
-            if (loop[1] == NULL) { Py_DECREF(d); loop[0] = NULL; return -1; }
-        } else {
-            Py_INCREF(d);
-            loop[1] = d;
-        }
-        return 0;                   /* NPY_NO_CASTING */
-    }
-    """
-    int ncl_meth_resolve(void **given, void **loop, int arg) noexcept
-
-
-cdef int _resolve_sort(void *self, void **dtypes, void **given, void **loop,
-                       npy_intp *view_offset) noexcept:
-    return ncl_meth_resolve(given, loop, 0)
-
-
-cdef int _resolve_argsort(void *self, void **dtypes, void **given, void **loop,
-                          npy_intp *view_offset) noexcept:
-    return ncl_meth_resolve(given, loop, 1)

@@ -25,7 +25,8 @@ from cpython.ref cimport PyObject, Py_INCREF
 from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.sortcall cimport ncl_sortcall_serve, ncl_sortcall_slot
+from nclx._ncl.sortcall cimport ncl_sortcall_slot
+from nclx._ncl.sortask cimport ncl_sortask_serve
 from nclx._ncl import sortlanes
 import numpy as np
 
@@ -128,7 +129,7 @@ def _make():
         dt = np.dtype(CHARS[c])
         # the one-call module serves this dtype with NumPy's methods (still
         # in the slots here) before nclx's method exists
-        ncl_sortcall_serve(dt.num, c, <void *>_slot[c][0], <void *>_slot[c][1])
+        ncl_sortask_serve(dt.num, c, <void *>_slot[c][0], <void *>_slot[c][1])
         for w in range(2):
             _numpy_meth[c][w] = _slot[c][w]
             Py_INCREF(<object>_numpy_meth[c][w])
