@@ -141,3 +141,40 @@ def test_threads_filling_the_tables_at_once_agree():
     out = run_script(code, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "bad []" in out.stdout, out.stdout
+
+
+def _short_row_copies(dt):
+    """Copies made of calls of 1 to 40 items (one call a row): reversed,
+    strided, contiguous and broadcast rows, and overlapping views of one
+    buffer copied both ways (np.copyto between as_strided views)."""
+    rng = np.random.default_rng(11)
+    base = rng.integers(0, 256, 64 * 41 * 8, dtype=np.uint8).view(dt)
+    out = []
+    for w in (1, 2, 3, 4, 7, 8, 16, 31, 32, 33, 40):
+        m = base[: 64 * w].reshape(64, w)
+        out.append(m[:, ::-1].copy().tobytes())
+        out.append(np.ascontiguousarray(m[:, ::2]).tobytes())
+        out.append(m[::3].copy().tobytes())
+        out.append(np.broadcast_to(m[:, :1], (64, w)).copy().tobytes())
+        for shift in (-3, -1, 1, 3):
+            buf = base[: 64 * w + 8].copy()
+            lo = max(0, -shift)
+            src = np.lib.stride_tricks.as_strided(buf[lo + shift:], (8, w), (buf.itemsize * w, buf.itemsize))
+            dst = np.lib.stride_tricks.as_strided(buf[lo:], (8, w), (buf.itemsize * w, buf.itemsize),
+                                                  writeable=True)
+            np.copyto(dst, src)
+            out.append(buf.tobytes())
+    return out
+
+
+@pytest.mark.parametrize("dt", ALL)
+def test_copies_of_short_rows_equal_stock(dt):
+    want = _short_row_copies(dt)
+    with split_small(2):
+        nclx.install()
+        assert _short_row_copies(dt) == want
+    nclx.install()
+    try:
+        assert _short_row_copies(dt) == want      # the default sizes
+    finally:
+        nclx.uninstall()

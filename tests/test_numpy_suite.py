@@ -60,7 +60,8 @@ def test_numpy_sort_tests_pass_with_nclx_installed(tmp_path):
     rc1, passed1, failed1, out1 = _run(True, tmp_path, mods, SORT_TESTS)
     assert "[nclx] installed" in out1, out1[-2000:]
     assert "every NumPy loop restored" in out1, out1[-2000:]
-    assert passed1 == passed0 and passed1 > 100, (passed0, passed1)
+    assert passed1 + len(failed1) == passed0 + len(failed0) and passed1 > 100, \
+        (passed0, sorted(failed0), passed1, sorted(failed1))
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
 
@@ -79,7 +80,10 @@ def test_numpy_copy_tests_pass_with_nclx_installed(tmp_path):
     rc1, passed1, failed1, out1 = _run(True, tmp_path, COPY_MODULES)
     assert "[nclx] installed" in out1, out1[-2000:]
     assert "every NumPy loop restored" in out1, out1[-2000:]
-    assert passed1 == passed0 and passed1 > 3000, (passed0, passed1)
+    # the same tests ran to an end; one NumPy's run failed (a timing test
+    # under load) passes in the other's count, not in the other's failures
+    assert passed1 + len(failed1) == passed0 + len(failed0) and passed1 > 3000, \
+        (passed0, sorted(failed0), passed1, sorted(failed1))
     if copying.layout() == "":
         split = re.search(r"copies split across the team: (\d+)", out1)
         assert split and int(split.group(1)) > 1000, out1[-2000:]
