@@ -41,21 +41,6 @@ cdef extern from *:
         int no = 0;
         return __atomic_compare_exchange_n(p, &no, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     }
-    /* A copy of at most NCL_COPY_FEW items of isz bytes as NumPy's copy
-     * loops make it (numpy/_core/src/multiarray/lowlevel_strided_loops):
-     * both strides the item size, one memmove (its _contig_to_contig);
-     * else item after item, forward (its strided loops: a stride of 0 or an
-     * overlap gives what theirs give).  Bytes copied as they are. */
-    #include <string.h>
-    #define NCL_COPY_FEW 32
-    static inline void ncl_copy_few(char *s, char *d, npy_intp n, npy_intp ss, npy_intp ds,
-                                    npy_intp isz) {
-        if (ss == isz && ds == isz) {
-            memmove(d, s, (size_t)(n * isz));
-            return;
-        }
-        for (; n > 0; n--, s += ss, d += ds) memcpy(d, s, (size_t)isz);
-    }
     /* a copy of type t to itself, both native */
     static inline int ncl_copy_same(void **d, int t) {
         PyArray_Descr *a = (PyArray_Descr *)d[0], *b = (PyArray_Descr *)d[1];
@@ -75,9 +60,6 @@ cdef extern from *:
     void *ncl_copy_loaded(void *slot) noexcept nogil
     void ncl_copy_store_aux(void *slot, void *v) noexcept nogil
     bint ncl_copy_same(void **d, int t) noexcept
-    enum: NCL_COPY_FEW
-    void ncl_copy_few(char *s, char *d, npy_intp n, npy_intp ss, npy_intp ds,
-                      npy_intp isz) noexcept nogil
     bint ncl_copy_claim(int *p) noexcept
 
 cdef enum:
@@ -95,7 +77,6 @@ cdef struct copy_aux:
     strided_loop_fn loop      # NumPy's loop (its data was NULL)
     int k                     # the copy call slot
     npy_intp itemsize
-    strided_loop_fn quiet     # the loop while nobody watches (_quiet_<itemsize>)
 
 
 cdef enum:
@@ -164,8 +145,6 @@ cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize) noexcept
             a.base.clone = <void *>_aux_clone
             a.k = _slot[t]
             a.itemsize = itemsize
-            a.quiet = _quiet_1 if itemsize == 1 else _quiet_2 if itemsize == 2 \
-                else _quiet_4 if itemsize == 4 else _quiet_8 if itemsize == 8 else _loop_quiet
             if ncl_copy_publish(&a.loop, <void *>loop):
                 return a
             cur = ncl_copy_loaded(&a.loop)
@@ -186,48 +165,13 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
 cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
                      const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
     """The loop of a copy nobody watched when NumPy asked for it: a call
-    too small to split is NumPy's loop at once (one compare); a larger one
+    too small to split is NumPy's loop at once (one compare: copies of a
+    few elements, called once per row, must not slow down); a larger one
     is a call of the op (whose chains are checked again)."""
     cdef copy_aux *a = <copy_aux *>aux
     if dims[0] * a.itemsize < _split_bytes[0]:
         return a.loop(ctx, data, dims, strides, NULL)
     return ncl_copy_call(ctx, a.loop, a.k, a.itemsize, data, dims, strides)
-
-
-cdef inline int _quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                       const npy_intp *strides, NpyAuxData *aux, npy_intp isz) noexcept nogil:
-    """_loop_quiet for items of ``isz`` bytes (a constant in each copy of
-    it): a call of at most NCL_COPY_FEW elements -- a copy of many short
-    rows calls the loop once a row -- is copied here, as NumPy's loops copy
-    (ncl_copy_few), without the call of NumPy's loop the wrapper would add."""
-    cdef copy_aux *a = <copy_aux *>aux
-    cdef npy_intp n = dims[0]
-    if n <= NCL_COPY_FEW:
-        ncl_copy_few(data[0], data[1], n, strides[0], strides[1], isz)
-        return 0
-    if n * isz < _split_bytes[0]:
-        return a.loop(ctx, data, dims, strides, NULL)
-    return ncl_copy_call(ctx, a.loop, a.k, isz, data, dims, strides)
-
-
-cdef int _quiet_1(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                  const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    return _quiet(ctx, data, dims, strides, aux, 1)
-
-
-cdef int _quiet_2(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                  const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    return _quiet(ctx, data, dims, strides, aux, 2)
-
-
-cdef int _quiet_4(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                  const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    return _quiet(ctx, data, dims, strides, aux, 4)
-
-
-cdef int _quiet_8(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
-                  const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    return _quiet(ctx, data, dims, strides, aux, 8)
 
 
 cdef inline bint _plain(PyArrayMethod_Context *ctx, int t) noexcept:
@@ -256,7 +200,7 @@ cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
                 break
             if e.s0 == strides[0] and e.s1 == strides[1] and e.aligned == aligned:
                 flags[0] = e.flags
-                out_loop[0] = a.quiet if ncl_copy_nouser(_funnel) \
+                out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) \
                     and ncl_copy_nouser(_kchain[t]) else _loop
                 out_aux[0] = <NpyAuxData *>a
                 return 0
@@ -285,7 +229,7 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
         _keep(t, aligned, strides, flags[0], a)
     # nobody watching now (no hook, no ledger): small calls go to NumPy's
     # loop at once.  A checked() mode changes nothing in a copy.
-    out_loop[0] = a.quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
+    out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
         else _loop
     out_aux[0] = <NpyAuxData *>a
     return rc
