@@ -26,9 +26,6 @@ cdef extern from *:
     #include <numpy/dtype_api.h>
     static int ncl_copy_descr_type(void *d) { return ((PyArray_Descr *)d)->type_num; }
     static npy_intp ncl_copy_descr_size(void *d) { return PyDataType_ELSIZE((PyArray_Descr *)d); }
-    static int ncl_copy_descr_native(void *d) {
-        return PyArray_ISNBO(((PyArray_Descr *)d)->byteorder);
-    }
     /* publish a table entry's loop: 1 when it was still empty */
     static inline int ncl_copy_publish(void *slot, void *loop) {
         void *none = NULL;
@@ -53,7 +50,6 @@ cdef extern from *:
     }
     """
     int ncl_copy_descr_type(void *d) noexcept nogil
-    int ncl_copy_descr_native(void *d) noexcept nogil
     npy_intp ncl_copy_descr_size(void *d) noexcept nogil
     bint ncl_copy_nouser(const ncl_chain *c) noexcept nogil
     int ncl_copy_publish(void *slot, void *loop) noexcept nogil
@@ -176,9 +172,7 @@ cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *di
 
 cdef inline bint _plain(PyArrayMethod_Context *ctx, int t) noexcept:
     """A copy of type ``t`` to itself, both native: nclx may wrap its loop."""
-    return _slot[t] >= 0 and ncl_copy_descr_type(ctx.descriptors[1]) == t \
-        and ncl_copy_descr_native(ctx.descriptors[0]) \
-        and ncl_copy_descr_native(ctx.descriptors[1])
+    return _slot[t] >= 0 and ncl_copy_same(ctx.descriptors, t)
 
 
 cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,

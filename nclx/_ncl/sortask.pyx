@@ -91,16 +91,6 @@ def _init():
 _init()
 
 
-def kept_loops():
-    """How many of NumPy's getter answers are kept (for tests)."""
-    cdef int c, w, k, n = 0
-    for c in range(NCHARS):
-        for w in range(2):
-            for k in range(2):
-                n += ncl_meth_loaded(&_contig_loop[c][w][k]) != NULL
-    return n
-
-
 def numpy_answer_kept(int typenum, int arg, int stable):
     """Whether the kept answer for a contiguous sort (``arg``: argsort) of
     type number ``typenum`` is NumPy's getter's answer now: None when
