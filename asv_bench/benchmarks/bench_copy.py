@@ -23,13 +23,17 @@ def _ops(a):
         "transpose": lambda: np.ascontiguousarray(m.T),
         # many short calls (one per row of 4): what the wrapper costs
         "rows4_reversed": lambda: a.reshape(-1, 4)[:, ::-1].copy(),
+        # ... and one per row of 4 filled from its first element (source stride 0)
+        "rows4_broadcast": lambda: np.broadcast_to(a.reshape(-1, 4)[:, :1], (a.size // 4, 4)).copy(),
     }
 
 
 class Copy:
     """a.copy(), np.copyto, out[...] = a, a[::-1].copy(), a transposed copy
-    and a copy of rows of 4 reversed, of float64 data, stock / installed."""
-    params = [["copy", "copyto", "setitem", "reversed", "transpose", "rows4_reversed"],
+    and copies of rows of 4 reversed and broadcast, of float64 data, stock /
+    installed."""
+    params = [["copy", "copyto", "setitem", "reversed", "transpose", "rows4_reversed",
+               "rows4_broadcast"],
               [1000, 100_000, 1_000_000, 10_000_000]]
     param_names = ["op", "n"]
     unit = "speedup"

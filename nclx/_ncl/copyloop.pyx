@@ -7,9 +7,12 @@ The getter asks NumPy's for its loop (or gives NumPy's kept answer to the
 same question again); for the fixed-width dtypes in native byte order it
 wraps the loop: a call of ``n`` elements is one call of the ``copy`` call
 op (subsystem "convert": ledger row, hooks), whose kernel
-(nclx._ncl.copyrun) splits the elements across the team.  A call of fewer
-than twice ``piece_bytes`` bytes, while nobody watches, is NumPy's loop at
-once.
+(nclx._ncl.copyrun) splits the elements across the team.  While nobody
+watches, the loop is a leaf of ncl_copyleaf.h: a call of fewer than 16
+elements is copied there as NumPy's loop for the same alignment and
+strides copies it (a copy of many short rows calls the loop once a row:
+no second call a row); a call of fewer than twice ``piece_bytes`` bytes is
+NumPy's loop at once.
 """
 cimport numpy as cnp
 from cpython.exc cimport PyErr_SetString
@@ -58,6 +61,20 @@ cdef extern from *:
     bint ncl_copy_same(void **d, int t) noexcept
     bint ncl_copy_claim(int *p) noexcept
 
+cdef extern from "ncl_copyleaf.h":
+    # the loop data of a wrapped loop: NumPy's loop, the copy call slot,
+    # the item size, the loop while nobody watches (a leaf of the header,
+    # or _loop_quiet), and whether a writer took the entry
+    ctypedef struct copy_aux "ncl_copy_aux":
+        NpyAuxData base
+        strided_loop_fn loop
+        int k
+        npy_intp itemsize
+        strided_loop_fn quiet
+        int claimed
+    void ncl_copy_leaf_init(strided_loop_fn long_path, const npy_intp *split) noexcept
+    strided_loop_fn ncl_copy_leaf(int aligned, npy_intp s0, npy_intp s1, npy_intp isz) noexcept
+
 cdef enum:
     NTYPES = 32               # NumPy's built-in type numbers are below this
 
@@ -68,11 +85,6 @@ cdef ncl_chain *_funnel = ncl_funnel_chain(NCL_SUB_CONVERT)
 cdef get_loop_fn _numpy_get[NTYPES]        # NumPy's own loop getter of that DType
 
 
-cdef struct copy_aux:
-    NpyAuxData base
-    strided_loop_fn loop      # NumPy's loop (its data was NULL)
-    int k                     # the copy call slot
-    npy_intp itemsize
 
 
 cdef enum:
@@ -123,11 +135,15 @@ cdef NpyAuxData *_aux_clone(NpyAuxData *p) noexcept nogil:
     return p                  # immutable, shared
 
 
-cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize) noexcept:
-    """The loop data of NumPy's ``loop`` for type number ``t``: one entry per
-    (type, loop) in a table made once (NumPy hands out a few loops per
-    itemsize: contiguous, strided, unaligned), so a copy allocates nothing.
-    NULL when the table is full (the loop is then NumPy's, unwrapped)."""
+cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize,
+                        strided_loop_fn quiet) noexcept:
+    """The loop data of NumPy's ``loop`` for type number ``t`` with ``quiet``
+    (the loop while nobody watches): one entry per (type, loop, quiet) in a
+    table made once (NumPy hands out a few loops per itemsize: contiguous,
+    strided, unaligned), so a copy allocates nothing.  The writer that
+    claims an entry fills it, then publishes its loop; an entry another
+    writer is filling is passed over.  NULL when the table is full (the
+    loop is then NumPy's, unwrapped)."""
     cdef int i
     cdef copy_aux *a
     cdef void *cur
@@ -135,16 +151,16 @@ cdef copy_aux *_aux_for(int t, strided_loop_fn loop, npy_intp itemsize) noexcept
         a = &_auxes[t][i]
         cur = ncl_copy_loaded(&a.loop)
         if cur == NULL:
-            # every entry of type t has the same data but its loop, filled
-            # (by any thread, the same values) before the loop is published
+            if not ncl_copy_claim(&a.claimed):
+                continue
             a.base.free = <void *>_aux_free
             a.base.clone = <void *>_aux_clone
             a.k = _slot[t]
             a.itemsize = itemsize
-            if ncl_copy_publish(&a.loop, <void *>loop):
-                return a
-            cur = ncl_copy_loaded(&a.loop)
-        if cur == <void *>loop:
+            a.quiet = quiet
+            ncl_copy_store_aux(&a.loop, <void *>loop)
+            return a
+        if cur == <void *>loop and a.quiet == quiet:
             return a
     return NULL
 
@@ -160,10 +176,10 @@ cdef int _loop(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
 
 cdef int _loop_quiet(PyArrayMethod_Context *ctx, char **data, const npy_intp *dims,
                      const npy_intp *strides, NpyAuxData *aux) noexcept nogil:
-    """The loop of a copy nobody watched when NumPy asked for it: a call
-    too small to split is NumPy's loop at once (one compare: copies of a
-    few elements, called once per row, must not slow down); a larger one
-    is a call of the op (whose chains are checked again)."""
+    """The loop of a copy nobody watched when NumPy asked for it (the long
+    path of the leaves, and the loop itself where no leaf copies as
+    NumPy's loop does): a call too small to split is NumPy's loop at once;
+    a larger one is a call of the op (whose chains are checked again)."""
     cdef copy_aux *a = <copy_aux *>aux
     if dims[0] * a.itemsize < _split_bytes[0]:
         return a.loop(ctx, data, dims, strides, NULL)
@@ -194,7 +210,7 @@ cdef int ncl_copy_get_loop(PyArrayMethod_Context *ctx, int aligned, int move_ref
                 break
             if e.s0 == strides[0] and e.s1 == strides[1] and e.aligned == aligned:
                 flags[0] = e.flags
-                out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) \
+                out_loop[0] = a.quiet if ncl_copy_nouser(_funnel) \
                     and ncl_copy_nouser(_kchain[t]) else _loop
                 out_aux[0] = <NpyAuxData *>a
                 return 0
@@ -207,6 +223,8 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
     cdef int t = ncl_copy_descr_type(ctx.descriptors[0])
     cdef get_loop_fn numpy_get
     cdef copy_aux *a
+    cdef strided_loop_fn quiet
+    cdef npy_intp isz
     cdef int rc
     if t < 0 or t >= NTYPES or _numpy_get[t] == NULL:
         # not a DType nclx swapped (cannot happen)
@@ -216,14 +234,16 @@ cdef int _get_loop(PyArrayMethod_Context *ctx, int aligned, int move_refs,
     rc = numpy_get(ctx, aligned, move_refs, strides, out_loop, out_aux, flags)
     if rc < 0 or out_aux[0] != NULL or not _plain(ctx, t):
         return rc             # a byte swap, or a loop with data: NumPy's as it is
-    a = _aux_for(t, out_loop[0], ncl_copy_descr_size(ctx.descriptors[0]))
+    isz = ncl_copy_descr_size(ctx.descriptors[0])
+    quiet = ncl_copy_leaf(aligned, strides[0], strides[1], isz)
+    a = _aux_for(t, out_loop[0], isz, quiet if quiet != NULL else _loop_quiet)
     if a == NULL:
         return rc             # NumPy's loop works as well
     if rc == 0:
         _keep(t, aligned, strides, flags[0], a)
-    # nobody watching now (no hook, no ledger): small calls go to NumPy's
-    # loop at once.  A checked() mode changes nothing in a copy.
-    out_loop[0] = _loop_quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
+    # nobody watching now (no hook, no ledger): small calls are copied by
+    # the leaf or go to NumPy's loop at once.  A checked() mode changes nothing in a copy.
+    out_loop[0] = a.quiet if ncl_copy_nouser(_funnel) and ncl_copy_nouser(_kchain[t]) \
         else _loop
     out_aux[0] = <NpyAuxData *>a
     return rc
@@ -266,8 +286,10 @@ def _init():
             _kept[t][i].claimed = 0
         for i in range(AUX_PER_TYPE):
             _auxes[t][i].loop = NULL
+            _auxes[t][i].claimed = 0
 
 _init()
+ncl_copy_leaf_init(_loop_quiet, _split_bytes)
 
 
 def kept_answers(int t):
