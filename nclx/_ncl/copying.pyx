@@ -19,7 +19,8 @@ from nclx._ncl.copyloop cimport get_loop_fn, ncl_copy_setup, ncl_copy_get_loop
 import numpy as np
 
 from nclx._ncl import spec
-from nclx._ncl.copyrun import COLD_BYTES, PIECE_BYTES, WARM_NS, split_calls, tune
+from nclx._ncl.copyrun import (COLD_BYTES, PIECE_BYTES, PROBE_BYTES, PROBES, WARM_NS, adapt,
+                               probes, reset_probes, split_calls, tune)
 from nclx.errors import NclxInstallError
 
 cnp.import_array()
@@ -75,7 +76,8 @@ cdef int _swapped = 0
 _why = None                                # '' once layout() held, else why not
 
 __all__ = ["layout", "swap_in", "swap_out", "is_swapped", "getters", "split_calls", "tune",
-           "PIECE_BYTES", "COLD_BYTES", "WARM_NS"]
+           "adapt", "probes", "reset_probes", "PIECE_BYTES", "COLD_BYTES", "WARM_NS", "PROBE_BYTES",
+           "PROBES"]
 
 
 def layout():

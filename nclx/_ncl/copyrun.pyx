@@ -24,12 +24,42 @@ cdef extern from *:
     static inline void ncl_copy_store(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
     static inline void ncl_copy_rc(int *p, int v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
     static inline void ncl_copy_count(int64_t *p) { __atomic_add_fetch(p, 1, __ATOMIC_RELAXED); }
+    static inline int64_t ncl_copy_next(int64_t *p) { return __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
+    /* p = min(p, v) for v > 0 (0: nothing yet) */
+    static inline void ncl_copy_min(int64_t *p, int64_t v) {
+        int64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+        while ((cur == 0 || v < cur)
+               && !__atomic_compare_exchange_n(p, &cur, v, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    }
+    /* whether the memory page holding the first page boundary at or after
+     * p is resident (mapped and touched); 1 where nobody can tell */
+    #if defined(__linux__) || defined(__APPLE__)
+    #include <sys/mman.h>
+    #include <unistd.h>
+    static int ncl_copy_resident(const char *p) {
+        long page = sysconf(_SC_PAGESIZE);
+        uintptr_t a;
+        unsigned char vec[1] = {1};
+        if (page <= 0)
+            return 1;
+        a = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+        if (mincore((void *)a, (size_t)page, (void *)vec) != 0)
+            return 1;
+        return vec[0] & 1;
+    }
+    #else
+    static int ncl_copy_resident(const char *p) { (void)p; return 1; }
+    #endif
     """
     int64_t ncl_copy_now_ns() noexcept nogil
     int64_t ncl_copy_load(int64_t *p) noexcept nogil
     void ncl_copy_store(int64_t *p, int64_t v) noexcept nogil
     void ncl_copy_rc(int *p, int v) noexcept nogil
     void ncl_copy_count(int64_t *p) noexcept nogil
+    int64_t ncl_copy_next(int64_t *p) noexcept nogil
+    void ncl_copy_min(int64_t *p, int64_t v) noexcept nogil
+    int ncl_copy_resident(const char *p) noexcept nogil
 
 #: each thread copies at least this many bytes: a call of fewer than twice
 #: as many is NumPy's loop on the calling thread (docs/hooks.md)
@@ -42,6 +72,15 @@ PIECE_BYTES = 256 << 10
 #: wakes its idle second CPU late)
 WARM_NS = 2_000_000
 COLD_BYTES = 4 << 20
+#: a contiguous copy of at least this many bytes into memory already
+#: mapped is split only where splitting measured faster in this process:
+#: a single thread's memmove can take all the memory bandwidth (on an AMD
+#: EPYC VM a 76 MiB np.copyto took 7.0 ms on one thread, 8.6 ms on two),
+#: or not (other machines copied 1.9 times as fast on two).  The first
+#: PROBES calls of each size class are made each way in turn (the work is
+#: done either way), then the faster way is kept; see probes().
+PROBE_BYTES = 32 << 20
+PROBES = 3
 
 _MAX_BYTES = (1 << 63) - 1                 # npy_intp's largest (tune()'s bounds)
 _MAX_PIECE = _MAX_BYTES // 2               # twice it (_split_bytes) still fits
@@ -51,6 +90,20 @@ cdef npy_intp _cold_bytes = COLD_BYTES
 cdef int64_t _warm_ns = WARM_NS
 cdef int64_t _warm_until = 0
 cdef int64_t _splits = 0                   # calls split across the team (split_calls())
+
+
+cdef enum:
+    NCLASSES = 3              # probed size classes: [32, 128), [128, 512), 512 MiB and up
+
+cdef struct copy_probe:
+    int64_t calls             # probed calls begun
+    int64_t best[2]           # fewest ns per MiB seen whole (0) and split (1); 0: none yet
+    int64_t decided           # 0: probing, 1: whole, 2: split
+
+cdef copy_probe _probes[NCLASSES]
+cdef bint _adapt = True
+cdef npy_intp _probe_bytes = PROBE_BYTES
+cdef int64_t _nprobes = PROBES
 
 
 cdef struct copy_job:
@@ -125,14 +178,54 @@ cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
         want = 1              # NumPy's loop, whole: memmove's order; or
                               # destination elements sharing bytes (a stride
                               # of 0, as_strided): the last write wins
+    cdef copy_probe *p = NULL
+    cdef int way = 0
+    cdef int64_t t0 = 0
+    if want > 1 and _adapt and nbytes >= _probe_bytes and j.ss == isz and j.ds == isz \
+            and ncl_copy_resident(j.dst):
+        p = _probe_for(nbytes, &way)
+        if way == 0:
+            want = 1
+        if p != NULL:
+            t0 = ncl_copy_now_ns()
     if want <= 1:
         j.pieces = 1
         _team_body(j, 0, 1)
-        return
-    j.pieces = want
-    ncl_copy_count(&_splits)
-    ncl_team_run(want, _team_body, j)
-    ncl_copy_store(&_warm_until, ncl_copy_now_ns() + _warm_ns)
+    else:
+        j.pieces = want
+        ncl_copy_count(&_splits)
+        ncl_team_run(want, _team_body, j)
+        ncl_copy_store(&_warm_until, ncl_copy_now_ns() + _warm_ns)
+    if p != NULL:
+        ncl_copy_min(&p.best[way], max(<int64_t>1, (ncl_copy_now_ns() - t0) * (1 << 20) // nbytes))
+
+
+cdef copy_probe *_probe_for(npy_intp nbytes, int *way) noexcept nogil:
+    """How to make a contiguous copy of ``nbytes`` into mapped memory:
+    ``way`` 0 whole, 1 split.  While its size class is probed, the calls go
+    each way in turn and the probe is returned (the caller times the call
+    into it); after 2 * PROBES of them the faster way (split only when at
+    least 5% faster) is kept; NULL then."""
+    cdef int c = 0 if nbytes < (128 << 20) else 1 if nbytes < (512 << 20) else 2
+    cdef copy_probe *p = &_probes[c]
+    cdef int64_t d = ncl_copy_load(&p.decided)
+    cdef int64_t n, b0, b1
+    if d == 0:
+        n = ncl_copy_next(&p.calls)
+        if n < 2 * _nprobes:
+            way[0] = <int>(n & 1)
+            return p
+        b0 = ncl_copy_load(&p.best[0])
+        b1 = ncl_copy_load(&p.best[1])
+        d = 2 if b1 > 0 and b0 > 0 and b1 * 20 <= b0 * 19 else 1
+        if b0 == 0 or b1 == 0:
+            d = 0             # a probe still running: decide at a later call
+        else:
+            ncl_copy_store(&p.decided, d)
+    way[0] = 1 if d == 2 else 0
+    if d == 0:
+        way[0] = 0
+    return NULL
 
 
 cdef void _numpy_way(char **args, const npy_intp *dims, const npy_intp *steps,
@@ -180,6 +273,39 @@ cdef const npy_intp *ncl_copy_split_at() noexcept nogil:
 def split_calls():
     """Copy calls split across the team so far (in this process)."""
     return ncl_copy_load(&_splits)
+
+
+def probes():
+    """The probed size classes of contiguous copies into mapped memory: a
+    (smallest bytes, way, fewest ns per MiB whole, fewest split) each; way
+    is None while probing, else "whole" or "split"."""
+    out = []
+    for c, lo in enumerate((PROBE_BYTES, 128 << 20, 512 << 20)):
+        d = ncl_copy_load(&_probes[c].decided)
+        out.append((lo, None if d == 0 else "whole" if d == 1 else "split",
+                    ncl_copy_load(&_probes[c].best[0]), ncl_copy_load(&_probes[c].best[1])))
+    return out
+
+
+def reset_probes():
+    """Forget what the probes measured: the next large copies probe again."""
+    cdef int c
+    for c in range(NCLASSES):
+        ncl_copy_store(&_probes[c].decided, 0)
+        ncl_copy_store(&_probes[c].best[0], 0)
+        ncl_copy_store(&_probes[c].best[1], 0)
+        ncl_copy_store(&_probes[c].calls, 0)
+
+
+def adapt(on=None):
+    """Whether large contiguous copies into mapped memory are split only
+    where splitting measured faster (on by default); ``adapt(False)``:
+    split whenever the sizes allow.  Returns the old setting."""
+    global _adapt
+    old = bool(_adapt)
+    if on is not None:
+        _adapt = bool(on)
+    return old
 
 
 def tune(piece_bytes=None, cold_bytes=None):
