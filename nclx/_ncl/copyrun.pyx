@@ -4,7 +4,8 @@
 each piece NumPy's own loop on its part of both buffers (an elementwise
 copy: the same bytes however it is cut) -- and the sizes that decide
 whether a copy is cut at all (nclx._ncl.copyloop calls it from the loop it
-hands NumPy).
+hands NumPy), with the probes that keep large contiguous copies into
+mapped memory whole where splitting them measured slower (probes()).
 """
 from libc.stdint cimport int64_t, uintptr_t
 
