@@ -223,9 +223,7 @@ cdef copy_probe *_probe_for(npy_intp nbytes, int *way) noexcept nogil:
             d = 0             # a probe still running: decide at a later call
         else:
             ncl_copy_store(&p.decided, d)
-    way[0] = 1 if d == 2 else 0
-    if d == 0:
-        way[0] = 0
+    way[0] = 1 if d == 2 else 0             # still undecided (0): whole
     return NULL
 
 
