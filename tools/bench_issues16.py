@@ -84,6 +84,12 @@ def installed_cases(n):
         out.append((f"np.argsort {dtype} random", lambda a=a: np.argsort(a)))
     m = np.random.default_rng(1).standard_normal((1000, n // 1000))
     out.append((f"np.sort (1000, {n // 1000}) axis=1", lambda: np.sort(m, axis=1)))
+    # copies (the copy leaves and the whole/split probes of issue 23's last stop)
+    c = np.random.default_rng(2).standard_normal(n)
+    dst = np.empty_like(c)
+    out += [("a.copy() float64", lambda: c.copy()),
+            ("np.copyto(out, a) float64", lambda: np.copyto(dst, c)),
+            ("a[::-1].copy() float64", lambda: c[::-1].copy())]
     return out
 
 

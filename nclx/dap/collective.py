@@ -21,7 +21,7 @@ all have succeeded -- each with one ``allgather``.
 """
 import pickle
 
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, agreed_error_type
 
 __all__ = ["agree", "agree_same", "allgather_checked", "describe_error"]
 
@@ -71,18 +71,33 @@ def _failure_report(parts):
     return lines
 
 
-def _raise(lines, what, local_error):
+def failure_type(msg):
+    """The type a report ``'TypeName: message'`` of a failing rank is raised
+    as on every rank (:func:`nclx.dap.validate.agreed_error_type`)."""
+    name = (msg or "").partition(": ")[0]
+    if name.startswith("DapError[") and name.endswith("]"):     # reported again
+        name = name[len("DapError["):-1]
+    return agreed_error_type(name) if name.isidentifier() else DapError
+
+
+def _raise(lines, what, local_error, first=None):
+    """Raise the report ``lines`` on this rank: a DapError that is also the
+    lowest failing rank's exception type (``first``, its report)."""
     if not lines:
         return
     head = f"{what}: " if what else ""
-    err = DapError(head + "\n".join(lines))
+    err = failure_type(first)(head + "\n".join(lines))
     if local_error is not None:
         raise err from local_error
     raise err
 
 
+def _first_failure(parts):
+    return next((msg for msg, _ in parts if msg is not None), None)
+
+
 def _raise_if_failed(parts, what, local_error):
-    _raise(_failure_report(parts), what, local_error)
+    _raise(_failure_report(parts), what, local_error, _first_failure(parts))
 
 
 def allgather_checked(comm, value, error=None, what=None):
@@ -141,7 +156,7 @@ def agree_same(comm, value, error=None, what=None, describe=repr):
             lines.append(f"  {who} passed {describe(v)}")
         if len(groups) > _MAX_LISTED:
             lines.append(f"  ... and {len(groups) - _MAX_LISTED} more groups")
-    _raise(lines, what, error)
+    _raise(lines, what, error, _first_failure(parts))
     return value
 
 

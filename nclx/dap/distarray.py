@@ -100,6 +100,18 @@ class DistArray:
         path = os.fspath(path)
         write_npy(self.comm, path, self._block, self.distribution, f"save_npy({path!r})")
 
+    def _aligned(self, other):
+        """``other`` (a DistArray of this global shape) in this array's
+        distribution: redistributed (one ``Alltoallw``) where it differs, as
+        every operand, mask (``where=``) and weights DistArray is."""
+        if other.distribution != self.distribution and other.comm is self.comm:
+            if other.shape != self.shape:
+                raise DapError(f"operands have global shapes {self.shape} and {other.shape}: "
+                               f"DistArray operands must have the same global shape")
+            other = other.redistribute(self.distribution)
+        self._check_same(other)
+        return other
+
     def _check_same(self, other):
         if other.distribution == self.distribution and other.comm is not self.comm:
             raise DapError(f"operands live on different communicators ({other.comm!r} vs "
@@ -257,13 +269,7 @@ class DistArray:
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
-            if x.distribution != self.distribution and x.comm is self.comm:
-                if x.shape != self.shape:
-                    raise DapError(f"operands have global shapes {self.shape} and {x.shape}: "
-                                   f"DistArray operands must have the same global shape")
-                x = x.redistribute(self.distribution)
-            self._check_same(x)
-            return x._block
+            return self._aligned(x)._block
         if np.ndim(x) == 0:
             return x
         raise DapError(f"cannot combine a DistArray with a {type(x).__name__} of shape "
@@ -319,8 +325,7 @@ class DistArray:
         outs = aware.outs_of(kwargs)
         where = kwargs.get("where", True)
         if isinstance(where, DistArray):
-            da._check_same(where)
-            where = where._block
+            where = da._aligned(where)._block
         elif where is not True:
             if np.ndim(where) != 0:
                 raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "

@@ -43,7 +43,7 @@ import zlib
 
 import numpy as np
 
-from nclx.dap.collective import _ranges, describe_error
+from nclx.dap.collective import _ranges, describe_error, failure_type
 from nclx.dap.validate import DapError
 
 __all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "INLINE"]
@@ -268,7 +268,8 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
     """Raise what ``verdict`` (from :func:`allreduce_agreed`) says, the same on
     every rank: a failing rank raises its own exception (marked as agreed),
     the others a DapError naming the failing ranks and the lowest one's
-    error; an error while combining is raised on every rank with its type
+    error, which is also of that error's type where it is Python's, NumPy's
+    or nclx's (:func:`nclx.dap.validate.agreed_error_type`); an error while combining is raised on every rank with its type
     (a builtin exception type) or as a DapError; a floating-point error
     while combining is what this rank's ``np.errstate`` makes of NumPy's
     "overflow encountered in reduce" (the same on every rank called alike)."""
@@ -304,7 +305,7 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
         lines = [f"{len(failed)} of {nranks} ranks failed (ranks {_ranges(failed)}):",
                  f"  rank {first}: {msg}",
                  "  (each failing rank raises its own error)"]
-    err = DapError(head + "\n".join(lines))
+    err = failure_type(msg)(head + "\n".join(lines))
     err._nclx_agreed = True
     raise err
 

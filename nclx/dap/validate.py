@@ -10,11 +10,13 @@ Conventions where the protocol text leaves room (docs/dap.md):
   ``size``;
 - an empty dimension dictionary is an undistributed block dimension.
 """
+import builtins
 import numbers
 import re
 
 import numpy as np
 
+from nclx import errors
 from nclx.errors import NclxError
 
 SUPPORTED_MAJOR = 0
@@ -302,3 +304,51 @@ def validate(distbuffer):
                        f"has {buf.ndim} dimensions")
     dims = tuple(normalize_dim_dict(dd, i, buf.shape[i]) for i, dd in enumerate(dim_data))
     return {"__version__": version, "buffer": distbuffer["buffer"], "dim_data": dims}
+
+
+_AGREED = {}
+
+
+def _known_exceptions():
+    """Exception types by name that a failing rank's report may name: Python's
+    built-in ones, NumPy's, and nclx's."""
+    found = {}
+    spaces = [vars(builtins), vars(np.exceptions), {"LinAlgError": np.linalg.LinAlgError},
+              vars(errors), {"DapError": DapError, "DapTypeError": DapTypeError}]
+    for space in spaces:
+        for name, value in space.items():
+            if isinstance(value, type) and issubclass(value, Exception):
+                found.setdefault(name, value)
+    return found
+
+
+def agreed_error_type(name):
+    """The type the ranks that did not fail raise (and the failing ones, for
+    errors that every rank reports alike) when a rank's failure was reported
+    as ``name`` (its exception type's name, from the agreement's record).
+
+    :class:`DapError`, and also ``name``'s type where that is Python's,
+    NumPy's or nclx's own, so ``except np.exceptions.AxisError`` (or
+    ``IndexError``, ``ZeroDivisionError``...) catches the same failure on
+    every rank as NumPy's call would raise it.  The type's name reads
+    ``DapError[AxisError]``; its instances pickle as plain DapErrors."""
+    cls = _AGREED.get(name)
+    if cls is not None:
+        return cls
+    base = _known_exceptions().get(name) if isinstance(name, str) else None
+    if base is None or issubclass(DapError, base):
+        cls = DapError
+    elif issubclass(base, DapError):
+        cls = base
+    else:
+        try:
+            cls = type(f"DapError[{name}]", (DapError, base), {
+                "__init__": lambda self, message="": Exception.__init__(self, message),
+                "__str__": BaseException.__str__,
+                "__reduce__": lambda self: (DapError, self.args),
+                "__module__": __name__,
+                "__doc__": f"A DapError raised on every rank for a {name} on one of them."})
+        except TypeError:           # a base whose instance layout cannot be combined
+            cls = DapError
+    _AGREED[name] = cls
+    return cls

@@ -114,7 +114,11 @@ def assert_raised_everywhere(steps, ended, report, nsteps=1, types=None):
         line = s[nsteps - 1]
         assert line.startswith("EXC "), f"rank {r} did not raise:\n{report}"
         if types:
-            assert any(line.startswith(f"EXC {t}:") for t in types), report
+            # a DapError raised for another rank's failure is also of its
+            # type: DapError[OverflowError] is a DapError and an OverflowError
+            assert any(line.startswith((f"EXC {t}:", f"EXC DapError[{t}]:")) or
+                       (t == "DapError" and line.startswith("EXC DapError["))
+                       for t in types), report
 
 
 def assert_calls_raise_then_in_step(tmp_path, nranks, setup, calls, final, want):

@@ -26,7 +26,7 @@ def test_a_floating_point_error_on_one_rank_is_raised_everywhere(tmp_path):
         if r == 2:
             assert lines[0].startswith("EXC FloatingPointError: divide by zero"), report
         else:
-            assert lines[0].startswith("EXC DapError: divide: rank 2 of 3 failed"), report
+            assert lines[0].startswith("EXC DapError[FloatingPointError]: divide: rank 2 of 3 failed"), report
             assert "FloatingPointError" in lines[0], report
         assert lines[1] == f"OK {0.5 * (4 * 3 - 1) + 1.0!r}", report
         assert lines[2] == "OK 1.0", report

@@ -21,16 +21,17 @@ def first_da(*xs):
 
 
 def blocks(what, *xs):
-    """Each DistArray's block (every one distributed like the first) or the
+    """Each DistArray's block (in the first one's distribution: the others
+    of its global shape are redistributed, as a ufunc's operands) or the
     scalar as it is; anything else is refused (no implicit distribution)."""
     da = first_da(*xs)
     out = []
     for x in xs:
         if isinstance(x, DistArray):
-            if x.distribution != da.distribution or x.comm is not da.comm:
-                raise DapError(f"{what}: operands are not identically distributed "
-                               f"({x.distribution} vs {da.distribution})")
-            out.append(x._block)
+            try:
+                out.append(da._aligned(x)._block)
+            except DapError as exc:
+                raise DapError(f"{what}: {exc}") from None
         elif np.ndim(x) == 0:
             out.append(x)
         else:

@@ -9,7 +9,8 @@ for ``range`` exactly as NumPy takes them from the data, so
 Every rank then counts its owned cells with NumPy against those edges, and
 one reduction adds the counts: counts equal NumPy's bit for bit (NumPy's
 equal-width fast path and its edge search count the same).  With
-``weights=`` (a DistArray distributed like ``a``) the per-bin sums of
+``weights=`` (a DistArray of ``a``'s shape, first redistributed to
+``a``'s distribution where it differs) the per-bin sums of
 float weights are added across ranks in another order than NumPy's
 sequential ``bincount``: equal to 1e-12 relative, the same bits on every
 rank; ``density=True`` divides as NumPy does.  String ``bins``
@@ -61,9 +62,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
             raise TypeError("np.histogram: bins and range must be NumPy values, not DistArrays")
         if weights is not None:
             if not isinstance(weights, DistArray):
-                raise TypeError(f"np.histogram: weights must be a DistArray distributed like a, "
+                raise TypeError(f"np.histogram: weights must be a DistArray of a's shape, "
                                 f"not {type(weights).__name__}")
-            a._check_same(weights)
+            weights = a._aligned(weights)
             if weights.dtype.kind not in "biuf":
                 raise DapError(f"np.histogram: weights of dtype {weights.dtype} are not "
                                f"supported for a DistArray (real numbers are)")

@@ -21,7 +21,8 @@ size 1).  Along a distributed axis the array is first redistributed (one
 distributed, then as above: NumPy's bits, the result distributed over the
 other axes that way; the one axis of a 1-D array is ``axis=None``'s
 selection.  ``weights=`` (method 'inverted_cdf', as NumPy): a DistArray
-distributed like ``a``, or along ``axis=k`` also a 1-D NumPy array of
+of ``a``'s shape (redistributed to ``a``'s distribution first where it
+differs), or along ``axis=k`` also a 1-D NumPy array of
 length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
 ``axis=k`` redistributes the weights with the array and NumPy computes the
 lines.  Refused (DapError): ``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
@@ -240,6 +241,8 @@ def _check_sign(name, a, weights, q, method):
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
     keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    if isinstance(weights, DistArray) and weights.shape == a.shape and weights.comm is a.comm:
+        weights = a._aligned(weights)      # another distribution: moved to a's (one Alltoallw)
     weak_q = type(q) in (int, float)
     qs = np.true_divide(q, 100) if name.endswith("percentile") else np.asanyarray(q)
     numpy_fn = getattr(np, name)

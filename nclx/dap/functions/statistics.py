@@ -124,7 +124,7 @@ def _where(a, where, what):
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """``np.average``: the mean, or with weights (a DistArray of ``a``'s
-    distribution) ``sum(a * w) / sum(w)`` (two reductions, 1e-12 relative);
+    shape, moved to ``a``'s distribution where it differs) ``sum(a * w) / sum(w)`` (two reductions, 1e-12 relative);
     ZeroDivisionError as NumPy's when the weights sum to zero."""
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
@@ -137,7 +137,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         return (avg, scl) if returned else avg
     if not is_da(weights) or weights.shape != a.shape:
         raise DapError("np.average(DistArray, weights=...): the weights must be a DistArray "
-                       "of the operand's shape and distribution")
+                       "of the operand's shape (redistributed to its distribution)")
     da, (x, w) = blocks("np.average", a, weights)
     rdt = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else \
         np.result_type(x.dtype, w.dtype)
