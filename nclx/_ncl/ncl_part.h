@@ -21,6 +21,7 @@
 #include <string.h>
 #include <numpy/npy_common.h>
 #include "ncl_dtswitch.h"
+#include "ncl_vpart.h"
 
 #define NCL_PB 128      /* block length (offsets fit in an unsigned char) */
 
@@ -99,6 +100,22 @@ NCL_PART_DEFS(float64, double)
 static npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, int le)
 {
     npy_intp r = 0;
+#if NCL_HAVE_VPART
+    /* 64-bit keys with AVX2: the vector partition (ncl_vpart.h) */
+    if (n >= 64 && (dt == 4 || dt == 8 || dt == 10) && ncl_vpart_isa()) {
+        uint64_t b;
+        memcpy(&b, pivot, 8);
+        if (dt == 10) {
+            double p;
+            memcpy(&p, pivot, 8);
+            return le ? ncl_vpart_f64_le((double *)v, n, p) : ncl_vpart_f64_lt((double *)v, n, p);
+        }
+        if (dt == 4)
+            return le ? ncl_vpart_i64_le((int64_t *)v, n, (int64_t)b)
+                      : ncl_vpart_i64_lt((int64_t *)v, n, (int64_t)b);
+        return le ? ncl_vpart_u64_le((uint64_t *)v, n, b) : ncl_vpart_u64_lt((uint64_t *)v, n, b);
+    }
+#endif
 #define NCL_P(NAME, T) { T p; memcpy(&p, pivot, sizeof(T)); \
         r = le ? ncl_part_le_##NAME((T *)v, n, p) : ncl_part_lt_##NAME((T *)v, n, p); }
     NCL_PART_SWITCH(dt, NCL_P)
