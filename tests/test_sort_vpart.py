@@ -3,14 +3,36 @@ threaded unstable sort of float64, int64 and uint64 gives stock's bytes for
 sizes around the vector width and the kept-back vectors, wide-range keys
 (neither counted nor few-valued), many keys equal to the pivot (the x <= p
 predicate), NaNs and infinities, integer extremes and uint64 keys above
-2**63.  On a processor without AVX2 the same tests run the scalar
-partition."""
+2**63 -- through the vector partition and through the scalar block
+partition (``sorting.vector_partition(False)``) on the same machine.  On a
+processor without AVX2 both runs take the scalar one."""
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import nclx
+from nclx._ncl import sorting
 from sort_fixtures import lowered, needs_slots
+
+
+@contextlib.contextmanager
+def partition(vector):
+    before = sorting.vector_partition(vector)
+    try:
+        yield
+    finally:
+        sorting.vector_partition(before)
+
+
+def test_the_setting_is_returned_and_restored():
+    before = sorting.vector_partition()
+    assert before is True                              # the default
+    assert sorting.vector_partition(False) is True
+    assert sorting.vector_partition() is False
+    assert sorting.vector_partition(True) is False
+    assert isinstance(sorting.vector_partition_here(), bool)
 
 SIZES = [64, 65, 67, 68, 71, 72, 75, 76, 79, 80, 95, 127, 128, 129, 255, 256, 257, 1000, 4099,
          20_011]
@@ -59,13 +81,14 @@ def _pattern(char, n, pattern, rng):
 @pytest.mark.parametrize("pattern", ["random", "pivot-heavy", "extremes", "nan", "high-bit",
                                      "sorted", "reversed"])
 @pytest.mark.parametrize("nthreads", [2, 3, 7])
-def test_partitioned_sorts_are_stocks_bytes(char, pattern, nthreads):
+@pytest.mark.parametrize("vector", [True, False], ids=["vector", "scalar"])
+def test_partitioned_sorts_are_stocks_bytes(char, pattern, nthreads, vector):
     rng = np.random.default_rng(hash((char, pattern, nthreads)) % 2**32)
     for n in SIZES:
         a = _pattern(char, n, pattern, rng)
         for kind in ("quicksort", "heapsort"):
             ref = np.sort(a, kind=kind)
-            with lowered(nthreads), nclx.installed():
+            with lowered(nthreads), partition(vector), nclx.installed():
                 got = np.sort(a, kind=kind)
                 b = a.copy()
                 b.sort(kind=kind)
@@ -76,12 +99,12 @@ def test_partitioned_sorts_are_stocks_bytes(char, pattern, nthreads):
 @needs_slots
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(CHARS), st.integers(64, 3000), st.integers(0, 2**32 - 1),
-       st.sampled_from([2, 3, 4, 7]), st.floats(0.0, 0.9))
-def test_hypothesis_partitioned_sorts(char, n, seed, nthreads, equal_share):
+       st.sampled_from([2, 3, 4, 7]), st.floats(0.0, 0.9), st.booleans())
+def test_hypothesis_partitioned_sorts(char, n, seed, nthreads, equal_share, vector):
     rng = np.random.default_rng(seed)
     a = _wide(char, n, rng)
     a[rng.random(n) < equal_share] = a[rng.integers(0, n)]
     ref = np.sort(a)
-    with lowered(nthreads), nclx.installed():
+    with lowered(nthreads), partition(vector), nclx.installed():
         got = np.sort(a)
     assert got.tobytes() == ref.tobytes()

@@ -96,13 +96,14 @@ NCL_PART_DEFS(float64, double)
 #define NCL_PART_SWITCH(dt, CALL) switch (dt) { NCL_DT_CASES(CALL) default: break; }
 
 /* Partition v[0:n) of ncl dtype dt in place by the pivot (its bits at
- * `pivot`): returns the number of lower elements, now at the front. */
-static npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, int le)
+ * `pivot`): returns the number of lower elements, now at the front.  With
+ * `vec`, 64-bit keys go through the vector partition where it runs. */
+static npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, int le, int vec)
 {
     npy_intp r = 0;
 #if NCL_HAVE_VPART
     /* 64-bit keys with AVX2: the vector partition (ncl_vpart.h) */
-    if (n >= 64 && (dt == 4 || dt == 8 || dt == 10) && ncl_vpart_isa()) {
+    if (vec && n >= 64 && (dt == 4 || dt == 8 || dt == 10) && ncl_vpart_isa()) {
         uint64_t b;
         memcpy(&b, pivot, 8);
         if (dt == 10) {
@@ -118,9 +119,20 @@ static npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, in
 #endif
 #define NCL_P(NAME, T) { T p; memcpy(&p, pivot, sizeof(T)); \
         r = le ? ncl_part_le_##NAME((T *)v, n, p) : ncl_part_lt_##NAME((T *)v, n, p); }
+    (void)vec;
     NCL_PART_SWITCH(dt, NCL_P)
 #undef NCL_P
     return r;
+}
+
+/* 1 when ncl_partition's vector partition runs here (built, and AVX2) */
+static int ncl_vpart_here(void)
+{
+#if NCL_HAVE_VPART
+    return ncl_vpart_isa();
+#else
+    return 0;
+#endif
 }
 
 /* The pivot of a sorted sample (see ncl_pick_*): 1 when it splits. */

@@ -20,9 +20,31 @@ from nclx._ncl.sortjob cimport sort_job, ncl_stock, ncl_part
 
 
 cdef extern from "ncl_part.h" nogil:
-    npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, int le)
+    npy_intp ncl_partition(int dt, char *v, npy_intp n, const char *pivot, int le, int vec)
+    int ncl_vpart_here()
     int ncl_pick_pivot(int dt, const char *s, npy_intp m, npy_intp want, char *pivot, int *le)
     void ncl_swap_ranges(char *a, char *b, size_t len)
+
+
+cdef int _vector = 1       # the vector partition of 64-bit keys where it runs
+
+
+def vector_partition(on=None):
+    """Whether the partition of 64-bit keys (float64, int64, uint64) uses
+    the AVX2 vector partition (``ncl_vpart.h``) where this processor runs
+    it (default True; the scalar block partition otherwise); with ``on``,
+    set it.  Returns the setting before the call (a test or benchmark
+    compares both paths on one machine)."""
+    global _vector
+    before = bool(_vector)
+    if on is not None:
+        _vector = 1 if on else 0
+    return before
+
+
+def vector_partition_here():
+    """True when this build and processor run the vector partition."""
+    return bool(ncl_vpart_here())
 
 
 cdef struct part_seg:
@@ -56,7 +78,8 @@ cdef void _t_partition(void *ctx, int tid, int nth) noexcept nogil:
         s = &P.seg[P.item_seg[w]]
         if s.split:
             _chunk(s, w - s.t0, &c0, &c1)
-            P.cnt[w] = ncl_partition(P.j.dt, P.j.v + c0 * P.j.isz, c1 - c0, s.pivot, s.le)
+            P.cnt[w] = ncl_partition(P.j.dt, P.j.v + c0 * P.j.isz, c1 - c0, s.pivot, s.le,
+                                     _vector)
         w += nth
 
 
