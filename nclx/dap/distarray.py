@@ -304,8 +304,8 @@ class DistArray:
                                              kernels)
             except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
                 result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap)
-        except DapError as exc:
-            raise DapError(f"{ufunc.__name__}: {exc}") from None
+        except DapError as exc:         # its type kept (DapError[...] included)
+            raise type(exc)(f"{ufunc.__name__}: {exc}") from None
         # out= DistArrays come back as themselves (written through their
         # blocks); the other results (out=None entries too) are wrapped
         if isinstance(result, tuple):

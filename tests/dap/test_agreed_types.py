@@ -30,3 +30,43 @@ def test_others_are_plain_dap_errors(name):
 
 def test_nclx_types_are_kept():
     assert agreed_error_type("DapTypeError") is DapTypeError
+
+
+# ---------------------------------------------- found by a review (each failed before)
+@pytest.mark.parametrize("name", ["StopIteration", "StopAsyncIteration", "SyntaxError",
+                                  "IndentationError", "TabError", "ExceptionGroup",
+                                  "BaseExceptionGroup"])
+def test_types_with_a_meaning_of_their_own_stay_plain(name):
+    """StopIteration would end a generator or loop instead of raising,
+    SyntaxError prints its (empty) fields instead of the report, an
+    exception group cannot be built from one message."""
+    assert agreed_error_type(name) is DapError
+
+
+def test_numpys_ufunc_type_errors_are_type_errors():
+    with pytest.raises(TypeError) as info:
+        np.add(np.zeros(2), "a")
+    name = type(info.value).__name__               # UFuncTypeError or a private subclass
+    cls = agreed_error_type(name)
+    assert issubclass(cls, TypeError) and issubclass(cls, DapError), name
+    assert issubclass(agreed_error_type("UFuncTypeError"), TypeError)
+
+
+def test_nclx_error_families_outside_nclx_errors():
+    import nclx.dap.npymap                          # noqa: F401 - imported by a save
+    from nclx.storage.params import NoSuchBufferError  # noqa: F401
+    assert issubclass(agreed_error_type("Unmappable"), OSError)
+    assert issubclass(agreed_error_type("NoSuchBufferError"), AttributeError)
+    from nclx.types.parser import TypeStringError
+    assert issubclass(agreed_error_type("TypeStringError"), TypeStringError)
+
+
+def test_pickle_and_deepcopy_keep_message_notes_and_attributes():
+    import copy
+    import pickle
+    err = agreed_error_type("IndexError")("rank 1 of 2 failed")
+    err.add_note("a note")
+    err._nclx_agreed = True
+    for back in (pickle.loads(pickle.dumps(err)), copy.deepcopy(err)):
+        assert isinstance(back, DapError) and str(back) == str(err)
+        assert back.__notes__ == ["a note"] and back._nclx_agreed is True

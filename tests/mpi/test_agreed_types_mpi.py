@@ -75,3 +75,33 @@ def test_typed_agreed_errors_pickle_as_dap_errors():
     err = _typed(lambda: collective.agree(comm, error, "io"), OSError)
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is DapError and str(back) == str(err)
+
+
+def test_numpys_ufunc_type_errors_are_type_errors_on_every_rank():
+    """UFuncTypeError (and its private subclasses) is not in numpy.exceptions:
+    was a plain DapError (found by a review)."""
+    a = dap.DistArray.from_global(np.arange(12.0).reshape(6, 2), comm=comm)
+    with pytest.raises(TypeError):
+        np.quantile(np.arange(12.0), "a")
+    _typed(lambda: np.quantile(a, "a"), TypeError)
+
+
+def test_a_failed_redistribution_of_an_operand_keeps_its_type(monkeypatch):
+    """The operand's redistribution (a + b, np.where, np.average) failing on
+    one rank: its type on every rank (a + b re-raised a plain DapError)."""
+    real = dap.DistArray.redistribute
+
+    def failing(self, *args, **kw):
+        collective.agree(comm, IndexError("out of room") if rank == last else None,
+                         "redistribute")
+        return real(self, *args, **kw)
+
+    g = np.arange(12.0).reshape(6, 2)
+    a = dap.DistArray.from_global(g, comm=comm)
+    b = dap.DistArray.from_global(g, comm=comm, dist="c")
+    if a.distribution == b.distribution:
+        return                                      # one rank: nothing to move
+    monkeypatch.setattr(dap.DistArray, "redistribute", failing)
+    for call in (lambda: a + b, lambda: np.where(a > 3, a, b),
+                 lambda: np.average(a, weights=b)):
+        _typed(call, IndexError)

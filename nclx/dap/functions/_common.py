@@ -30,8 +30,8 @@ def blocks(what, *xs):
         if isinstance(x, DistArray):
             try:
                 out.append(da._aligned(x)._block)
-            except DapError as exc:
-                raise DapError(f"{what}: {exc}") from None
+            except DapError as exc:         # its type kept (DapError[...] included)
+                raise type(exc)(f"{what}: {exc}") from None
         elif np.ndim(x) == 0:
             out.append(x)
         else:
