@@ -3,14 +3,15 @@
  * AVX2 vectors, for 64-bit keys (float64, int64, uint64).  Included by
  * ncl_part.h, which falls back to its scalar block partition elsewhere.
  *
- * In place, as the scalar one: one vector is kept back from each end, then
- * each step loads four keys from the end with less room written, compares
- * them with the pivot (4 mask bits), permutes the lower keys to the front
- * of the vector and the others to its back, and stores the whole vector
- * twice: at the left write position (its lower keys count) and ending at
- * the right one (its upper keys count).  Both stores land in room already
- * read (each end keeps at least four free slots), so nothing unread is
- * overwritten.  The last few keys and the two kept vectors go one by one.
+ * In place, as the scalar one: two vectors are kept back from each end,
+ * then each step loads eight keys (two vectors) from the end with less room
+ * written and, for each vector, compares its four keys with the pivot (4
+ * mask bits), permutes the lower keys to the front of the vector and the
+ * others to its back, and stores the whole vector twice: at the left write
+ * position (its lower keys count) and ending at the right one (its upper
+ * keys count).  Both stores land in room already read (each end keeps at
+ * least eight free slots before a step), so nothing unread is overwritten.
+ * The last few keys and the four kept vectors go one by one.
  * The predicate is the scalar one (x < p or x <= p; a NaN is never lower:
  * ordered, quiet compares), so the two sides hold the same keys as the
  * scalar partition gives, in another order within each side; NumPy's sort
@@ -51,36 +52,52 @@ static const int32_t ncl_vpart_perm[16][8] = {
     {0, 1, 2, 3, 4, 5, 6, 7},
 };
 
+#define NCL_VPART_STEP(x, MASK)                                                      \
+    {                                                                                 \
+        int m = MASK(x, P, S), c = __builtin_popcount((unsigned)m);                   \
+        __m256i y = _mm256_permutevar8x32_epi32(                                      \
+            x, _mm256_loadu_si256((const __m256i *)ncl_vpart_perm[m]));               \
+        _mm256_storeu_si256((__m256i *)(v + lw), y);                                  \
+        _mm256_storeu_si256((__m256i *)(v + rw - 4), y);                              \
+        lw += c;                                                                      \
+        rw -= 4 - c;                                                                  \
+    }
+
+/* eight keys a step (two vectors from one end); eight kept back at each end */
 #define NCL_VPART_DEF(NAME, T, MASK, LOWER)                                           \
 __attribute__((target("avx2,popcnt")))                                                \
 static npy_intp NAME(T *v, npy_intp n, T p)                                           \
 {                                                                                     \
     const __m256i P = _mm256_set1_epi64x(ncl_vpart_bits_##NAME(p));                    \
     const __m256i S = _mm256_set1_epi64x((int64_t)0x8000000000000000ull);              \
-    __m256i kl = _mm256_loadu_si256((const __m256i *)v);                              \
-    __m256i kr = _mm256_loadu_si256((const __m256i *)(v + n - 4));                    \
-    npy_intp l = 4, r = n - 4, lw = 0, rw = n, i;                                     \
-    T buf[12];                                                                        \
+    __m256i k0 = _mm256_loadu_si256((const __m256i *)v);                              \
+    __m256i k1 = _mm256_loadu_si256((const __m256i *)(v + 4));                        \
+    __m256i k2 = _mm256_loadu_si256((const __m256i *)(v + n - 8));                    \
+    __m256i k3 = _mm256_loadu_si256((const __m256i *)(v + n - 4));                    \
+    npy_intp l = 8, r = n - 8, lw = 0, rw = n, i;                                     \
+    T buf[24];                                                                        \
     int k = 0;                                                                        \
     (void)S;                                                                          \
-    while (r - l >= 4) {                                                              \
-        __m256i x, y;                                                                 \
-        int m, c;                                                                     \
-        if (l - lw <= rw - r) { x = _mm256_loadu_si256((const __m256i *)(v + l)); l += 4; } \
-        else { r -= 4; x = _mm256_loadu_si256((const __m256i *)(v + r)); }           \
-        m = MASK(x, P, S);                                                            \
-        c = __builtin_popcount((unsigned)m);                                          \
-        y = _mm256_permutevar8x32_epi32(                                              \
-            x, _mm256_loadu_si256((const __m256i *)ncl_vpart_perm[m]));               \
-        _mm256_storeu_si256((__m256i *)(v + lw), y);                                  \
-        _mm256_storeu_si256((__m256i *)(v + rw - 4), y);                              \
-        lw += c;                                                                      \
-        rw -= 4 - c;                                                                  \
+    while (r - l >= 8) {                                                              \
+        __m256i x0, x1;                                                               \
+        if (l - lw <= rw - r) {                                                       \
+            x0 = _mm256_loadu_si256((const __m256i *)(v + l));                        \
+            x1 = _mm256_loadu_si256((const __m256i *)(v + l + 4));                    \
+            l += 8;                                                                   \
+        } else {                                                                      \
+            r -= 8;                                                                   \
+            x0 = _mm256_loadu_si256((const __m256i *)(v + r));                        \
+            x1 = _mm256_loadu_si256((const __m256i *)(v + r + 4));                    \
+        }                                                                             \
+        NCL_VPART_STEP(x0, MASK)                                                      \
+        NCL_VPART_STEP(x1, MASK)                                                      \
     }                                                                                 \
     for (i = l; i < r; i++) buf[k++] = v[i];                                          \
-    _mm256_storeu_si256((__m256i *)(buf + k), kl);                                    \
-    _mm256_storeu_si256((__m256i *)(buf + k + 4), kr);                                \
-    k += 8;                                                                           \
+    _mm256_storeu_si256((__m256i *)(buf + k), k0);                                    \
+    _mm256_storeu_si256((__m256i *)(buf + k + 4), k1);                                \
+    _mm256_storeu_si256((__m256i *)(buf + k + 8), k2);                                \
+    _mm256_storeu_si256((__m256i *)(buf + k + 12), k3);                               \
+    k += 16;                                                                          \
     for (i = 0; i < k; i++) {                                                         \
         T x = buf[i];                                                                 \
         if (LOWER(x)) v[lw++] = x; else v[--rw] = x;                                  \
