@@ -26,6 +26,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <numpy/npy_common.h>
+#include "ncl_order.h"
 
 #if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
@@ -139,18 +140,9 @@ NCL_VPART_DEF(ncl_vpart_u64_le, uint64_t, NCL_VM_U64_LE, NCL_VLE)
 #undef NCL_VLT
 #undef NCL_VLE
 
-/* 1 when this processor runs AVX2 (asked once; a race writes the same) */
-static int ncl_vpart_isa(void)
-{
-    static int isa = -1;
-    int k = __atomic_load_n(&isa, __ATOMIC_RELAXED);
-    if (k < 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt");
-        __atomic_store_n(&isa, k, __ATOMIC_RELAXED);
-    }
-    return k;
-}
+/* 1 when this processor runs AVX2 (ncl_order.h asks once; AVX2 processors
+ * all have popcnt) */
+static int ncl_vpart_isa(void) { return ncl_i64_isa() == 2; }
 #else
 #define NCL_HAVE_VPART 0
 #endif
