@@ -17,13 +17,21 @@ the original exception's type and message::
 
 ``agree_same`` also checks that every rank passed the same value (a shape,
 a dtype, a plan), and ``allgather_checked`` returns every rank's value once
-all have succeeded -- each with one ``allgather``.
+all have succeeded -- each with one ``allgather``.  The DapError raised is
+also of the lowest failing rank's exception type where that is Python's,
+NumPy's or nclx's (:func:`agreed_error_type`), so ``except AxisError``
+catches the failure on every rank.
 """
+import builtins
 import pickle
+import sys
 
-from nclx.dap.validate import DapError, agreed_error_type
+import numpy as np
 
-__all__ = ["agree", "agree_same", "allgather_checked", "describe_error"]
+from nclx import errors
+from nclx.dap.validate import DapError, DapTypeError
+
+__all__ = ["agree", "agree_same", "allgather_checked", "describe_error", "agreed_error_type"]
 
 _MAX_LISTED = 16        # failing or disagreeing groups listed in a message
 
@@ -73,7 +81,7 @@ def _failure_report(parts):
 
 def failure_type(msg):
     """The type a report ``'TypeName: message'`` of a failing rank is raised
-    as on every rank (:func:`nclx.dap.validate.agreed_error_type`)."""
+    as on every rank (:func:`agreed_error_type`)."""
     name = (msg or "").partition(": ")[0]
     if name.startswith("DapError[") and name.endswith("]"):     # reported again
         name = name[len("DapError["):-1]
@@ -175,3 +183,69 @@ def _ranges(ranks):
             out.append(str(start) if start == prev else f"{start}-{prev}")
             start = cur
     return ", ".join(out)
+
+
+_AGREED = {}
+
+
+#: modules whose exception types a report may name, looked up only once
+#: imported (a failing rank raised one, so the code path imported it here
+#: too): NumPy's private ufunc errors (UFuncTypeError and its kin) and
+#: nclx's error families outside nclx.errors
+_MORE_EXCEPTIONS = ("numpy._core._exceptions", "nclx.dap.npymap", "nclx.storage.params",
+                    "nclx.types.parser", "nclx.ipc.errors", "nclx._trace")
+#: types that keep their own meaning when raised: ending an iteration,
+#: a syntax error's fields, an exception group's constructor
+_NOT_COMBINED = (StopIteration, StopAsyncIteration, SyntaxError, BaseExceptionGroup)
+
+
+def _known_exceptions():
+    """Exception types by name that a failing rank's report may name: Python's
+    built-in ones, NumPy's, and nclx's."""
+    found = {}
+    spaces = [vars(builtins), vars(np.exceptions), {"LinAlgError": np.linalg.LinAlgError},
+              vars(errors), {"DapError": DapError, "DapTypeError": DapTypeError}]
+    spaces += [vars(sys.modules[m]) for m in _MORE_EXCEPTIONS if m in sys.modules]
+    for space in spaces:
+        for name, value in list(space.items()):
+            if isinstance(value, type) and issubclass(value, Exception):
+                found.setdefault(name, value)
+    return found
+
+
+def _reduce(self):
+    """A plain DapError with this one's message and attributes (notes too)."""
+    return (DapError, self.args, dict(self.__dict__))
+
+
+def agreed_error_type(name):
+    """The type the ranks that did not fail raise (and the failing ones, for
+    errors that every rank reports alike) when a rank's failure was reported
+    as ``name`` (its exception type's name, from the agreement's record).
+
+    :class:`DapError`, and also ``name``'s type where that is Python's,
+    NumPy's or nclx's own, so ``except np.exceptions.AxisError`` (or
+    ``IndexError``, ``ZeroDivisionError``...) catches the same failure on
+    every rank as NumPy's call would raise it.  The type's name reads
+    ``DapError[AxisError]``; its instances pickle as plain DapErrors."""
+    cls = _AGREED.get(name)
+    if cls is not None:
+        return cls
+    base = _known_exceptions().get(name) if isinstance(name, str) else None
+    if base is None or issubclass(DapError, base) or issubclass(base, _NOT_COMBINED):
+        return DapError             # not cached: the module may be imported later
+    if issubclass(base, DapError):
+        cls = base
+    else:
+        try:
+            cls = type(f"DapError[{name}]", (DapError, base), {
+                "__init__": lambda self, message="": Exception.__init__(self, message),
+                "__str__": BaseException.__str__,
+                "__reduce__": _reduce,
+                "__module__": __name__,
+                "__doc__": f"A DapError raised on every rank for a {name} on one of them."})
+            str(cls("probe"))       # a type whose constructor or str needs more
+        except Exception:           # noqa: BLE001 - layouts that cannot combine, too
+            cls = DapError
+    _AGREED[name] = cls
+    return cls

@@ -269,8 +269,9 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
     every rank: a failing rank raises its own exception (marked as agreed),
     the others a DapError naming the failing ranks and the lowest one's
     error, which is also of that error's type where it is Python's, NumPy's
-    or nclx's (:func:`nclx.dap.validate.agreed_error_type`); an error while combining is raised on every rank with its type
-    (a builtin exception type) or as a DapError; a floating-point error
+    or nclx's (:func:`nclx.dap.collective.agreed_error_type`); an error
+    while combining is raised on every rank with its type (a builtin
+    exception type) or as a DapError; a floating-point error
     while combining is what this rank's ``np.errstate`` makes of NumPy's
     "overflow encountered in reduce" (the same on every rank called alike)."""
     if verdict is None:

@@ -1,10 +1,11 @@
-"""nclx.dap.validate.agreed_error_type on one process: which types combine
+"""nclx.dap.collective.agreed_error_type on one process: which types combine
 with DapError, and how their instances read."""
 import numpy as np
 import pytest
 
 from nclx.dap import DapError
-from nclx.dap.validate import DapTypeError, agreed_error_type
+from nclx.dap.collective import agreed_error_type
+from nclx.dap.validate import DapTypeError
 
 
 @pytest.mark.parametrize("name, base", [

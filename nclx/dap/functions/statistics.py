@@ -124,8 +124,8 @@ def _where(a, where, what):
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """``np.average``: the mean, or with weights (a DistArray of ``a``'s
-    shape, moved to ``a``'s distribution where it differs) ``sum(a * w) / sum(w)`` (two reductions, 1e-12 relative);
-    ZeroDivisionError as NumPy's when the weights sum to zero."""
+    shape, moved to ``a``'s distribution where it differs) ``sum(a * w) /
+    sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero."""
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
         scl = count(a, axis)
