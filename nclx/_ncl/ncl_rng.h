@@ -12,7 +12,8 @@
  *
  * Normal and exponential use 256-layer ziggurats (Marsaglia and Tsang,
  * "The ziggurat method for generating random variables", JSS 2000); the
- * tables (ncl_zig) are computed by nclx._ncl.rng at import.
+ * tables (ncl_zig) are computed by nclx._ncl.rng at import.  The
+ * permutation's pieces are in ncl_perm.h.
  */
 #ifndef NCLX_NCL_RNG_H
 #define NCLX_NCL_RNG_H
@@ -20,6 +21,27 @@
 #include <stdint.h>
 #include <numpy/npy_common.h>
 #include "ncl_philox.h"
+
+/* upper counter word of the block streams: the main stream's counter
+ * never gets there */
+#define NCL_RNG_TAG 0x6E636C7800000000ULL
+
+/* the stream of block (or chunk, bucket) b of call number `call`, for a
+ * phase (0: fills; 1, 2: a permutation's scatter and shuffle); expect:
+ * about how many words it will give */
+static inline void
+ncl_block_stream(ncl_stream *s, uint64_t k0, uint64_t k1, npy_intp b, uint64_t call,
+                 uint64_t phase, npy_intp expect)
+{
+    ncl_stream_init(s, k0, k1, 0, (uint64_t)b, call, NCL_RNG_TAG | phase, (uint64_t)expect);
+}
+
+/* pieces are claimed in turn: a thread that starts late (the machine busy
+ * elsewhere) takes fewer, and no piece waits for it */
+static inline npy_intp ncl_claim(npy_intp *next)
+{
+    return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED);
+}
 
 /* ------------------------------------------------------ the main stream */
 
@@ -361,43 +383,5 @@ NCL_FILL_INTEGERS(int8, int8_t)
 NCL_FILL_INTEGERS(int16, int16_t)
 NCL_FILL_INTEGERS(int32, int32_t)
 NCL_FILL_INTEGERS(int64, int64_t)
-
-/* ---------------------------------------------------------- permutation */
-
-/* Fisher-Yates: a uniformly random order of a[0..n) */
-static void ncl_shuffle(int64_t *a, npy_intp n, ncl_stream *s)
-{
-    npy_intp i, j;
-    int64_t t;
-    ncl_cur p = ncl_cur_get(s);
-    for (i = n - 1; i > 0; i--) {
-        if ((uint64_t)i < 0xFFFFFFFFULL)
-            j = (npy_intp)ncl_bounded32_lazy(s, &p, (uint32_t)i + 1);
-        else
-            j = (npy_intp)ncl_bounded64_lazy(s, &p, (uint64_t)i + 1);
-        t = a[i]; a[i] = a[j]; a[j] = t;
-    }
-    s->pos = p.p;
-}
-
-/* counts[k] += elements of this chunk (n of them) that fall in bucket k
- * (of 2^lg, lg in 1..16: the top lg bits of a 32-bit draw) */
-static void ncl_perm_count(npy_intp *counts, npy_intp n, ncl_stream *s, int lg)
-{
-    npy_intp i;
-    ncl_cur p = ncl_cur_get(s);
-    for (i = 0; i < n; i++) counts[ncl_take32(s, &p) >> (32 - lg)]++;
-    s->pos = p.p;
-}
-
-/* element first + i goes to out[next[bucket]++] (the same draws as count) */
-static void ncl_perm_scatter(int64_t *out, npy_intp *next, npy_intp first, npy_intp n,
-                             ncl_stream *s, int lg)
-{
-    npy_intp i;
-    ncl_cur p = ncl_cur_get(s);
-    for (i = 0; i < n; i++) out[next[ncl_take32(s, &p) >> (32 - lg)]++] = (int64_t)(first + i);
-    s->pos = p.p;
-}
 
 #endif

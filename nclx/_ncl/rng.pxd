@@ -29,5 +29,4 @@ cdef struct rng_call:
 
 cdef void ncl_rng_kernel(char **args, const npy_intp *dims, const npy_intp *steps,
                          void *data) noexcept nogil
-cdef npy_intp ncl_perm_scratch(npy_intp n, npy_intp block) noexcept nogil
 cdef uint64_t ncl_rng_word(uint64_t k0, uint64_t k1, uint64_t p) noexcept nogil

@@ -23,6 +23,7 @@ from libc.stdint cimport int64_t, uint32_t, uint64_t
 
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now
+from nclx._ncl.rngperm cimport ncl_permutation
 
 cdef extern from "ncl_rng.h" nogil:
     ctypedef struct ncl_stream:
@@ -39,6 +40,9 @@ cdef extern from "ncl_rng.h" nogil:
     void ncl_philox(uint64_t c0, uint64_t c1, uint64_t c2, uint64_t c3, uint64_t k0,
                     uint64_t k1, uint64_t *out)
     float ncl_u01f(uint32_t h)
+    void ncl_block_stream(ncl_stream *s, uint64_t k0, uint64_t k1, npy_intp b, uint64_t call,
+                          uint64_t phase, npy_intp expect)
+    npy_intp ncl_claim(npy_intp *next)
     void ncl_fill_u01_f64(double *out, npy_intp n, uint64_t p, uint64_t k0, uint64_t k1,
                           int affine, double lo, double scale)
     void ncl_fill_u01_f32(float *out, npy_intp n, uint64_t h, uint64_t k0, uint64_t k1,
@@ -63,10 +67,7 @@ cdef extern from "ncl_rng.h" nogil:
                                      const uint64_t *rng)
     void ncl_fill_integers_arr_int64(void *out, npy_intp n, ncl_stream *s, const uint64_t *lo,
                                      const uint64_t *rng)
-    void ncl_shuffle(int64_t *a, npy_intp n, ncl_stream *s)
-    void ncl_perm_count(npy_intp *counts, npy_intp n, ncl_stream *s, int lg)
-    void ncl_perm_scatter(int64_t *out, npy_intp *nxt, npy_intp first, npy_intp n,
-                          ncl_stream *s, int lg)
+
 
 # ------------------------------------------------------------ ziggurats
 
@@ -141,16 +142,9 @@ cdef enum:
     PIECES_PER_THREAD = 4   # pieces are claimed: a late thread takes fewer
     MAX_PIECE_NS = 400000   # ... and none holds the others up for long
     PREFAULT_FROM = 8 << 20 # bytes of output from which thread 0 maps its pages first
-    PERM_FY_LG = 18         # permutation: one Fisher-Yates shuffle up to 2**18
-    PERM_BUCKET_LG = 16     # ... above, buckets of about 2**16 elements
-    PERM_CHUNKS = 64        # ... chosen by at most 64 chunks
-    PERM_MAX_LG = 16        # ... among at most 2**16 buckets
 
 cdef extern from *:
     """
-    /* pieces are claimed in turn: a thread that starts late (the machine
-     * busy elsewhere) takes fewer, and no piece waits for it */
-    static inline npy_intp ncl_claim(npy_intp *next) { return __atomic_fetch_add(next, 1, __ATOMIC_RELAXED); }
     /* Map (and zero) the pages of a fresh output from one thread, ahead of
      * the others, which fill behind it: the kernel's zeroing of pages runs
      * at memory speed on one core instead of in every filling thread's
@@ -171,12 +165,7 @@ cdef extern from *:
         (void)p; (void)nbytes;
     #endif
     }
-    /* upper counter word of the block streams: the main stream's counter
-     * never gets there */
-    #define NCL_RNG_TAG 0x6E636C7800000000ULL
     """
-    const uint64_t NCL_RNG_TAG
-    npy_intp ncl_claim(npy_intp *next) nogil
     void ncl_prefault(char *p, size_t nbytes) nogil
 
 
@@ -186,17 +175,8 @@ cdef struct job:
     npy_intp n
     npy_intp piece           # elements per piece
     npy_intp npieces
-    int lg                   # permutation: log2 of the bucket count
-    npy_intp nchunks
     npy_intp next            # the next piece to claim
     int prefault             # thread 0 first maps the output's pages
-
-
-cdef inline void _block_stream(ncl_stream *s, const rng_call *c, npy_intp b, uint64_t phase,
-                               npy_intp expect) noexcept nogil:
-    """The stream of block (or chunk, bucket) b of the call, for a
-    permutation's phase; expect: about how many words it will give."""
-    ncl_stream_init(s, c.k0, c.k1, 0, <uint64_t>b, c.call, NCL_RNG_TAG | phase, <uint64_t>expect)
 
 
 cdef void _fill_blocks(rng_call *c, char *out, npy_intp first, npy_intp n) noexcept nogil:
@@ -210,7 +190,7 @@ cdef void _fill_blocks(rng_call *c, char *out, npy_intp first, npy_intp n) noexc
     lo = first
     while lo < first + n:
         m = min(c.block, first + n - lo)
-        _block_stream(&s, c, b, 0, m)
+        ncl_block_stream(&s, c.k0, c.k1, b, c.call, 0, m)
         if c.kind == K_STANDARD_NORMAL or c.kind == K_NORMAL:
             if sz == 8:
                 ncl_fill_normal_f64(<double *>out + lo, m, &s, &ZN, aff, c.a, c.b)
@@ -263,113 +243,6 @@ cdef void _piece_body(void *ctx, int tid, int nthreads) noexcept nogil:
         p = ncl_claim(&j.next)
 
 
-cdef inline int _want(npy_intp npieces) noexcept nogil:
-    cdef int t = ncl_threads_now()
-    return <int>min(<npy_intp>t, npieces)
-
-
-# --------------------------------------------------------------- permutation
-
-cdef void _perm_count(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef job *j = <job *>ctx
-    cdef ncl_stream s
-    cdef npy_intp q, lo, K = (<npy_intp>1) << j.lg
-    q = ncl_claim(&j.next)
-    while q < j.nchunks:
-        lo = q * j.piece
-        _block_stream(&s, j.c, q, 1, j.piece)
-        ncl_perm_count(j.c.scratch + q * K, min(j.piece, j.n - lo), &s, j.lg)
-        q = ncl_claim(&j.next)
-
-
-cdef void _perm_scatter(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef job *j = <job *>ctx
-    cdef ncl_stream s
-    cdef npy_intp q, lo, K = (<npy_intp>1) << j.lg
-    q = ncl_claim(&j.next)
-    while q < j.nchunks:
-        lo = q * j.piece
-        _block_stream(&s, j.c, q, 1, j.piece)
-        ncl_perm_scatter(<int64_t *>j.out, j.c.scratch + q * K, lo, min(j.piece, j.n - lo), &s, j.lg)
-        q = ncl_claim(&j.next)
-
-
-cdef void _perm_shuffle(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef job *j = <job *>ctx
-    cdef ncl_stream s
-    cdef npy_intp k, K = (<npy_intp>1) << j.lg
-    cdef npy_intp *start = j.c.scratch + j.nchunks * K
-    k = ncl_claim(&j.next)
-    while k < K:
-        _block_stream(&s, j.c, k, 2, start[k + 1] - start[k])
-        ncl_shuffle(<int64_t *>j.out + start[k], start[k + 1] - start[k], &s)
-        k = ncl_claim(&j.next)
-
-
-cdef inline npy_intp _perm_fy_max(npy_intp block) noexcept nogil:
-    return max(block, (<npy_intp>1) << PERM_FY_LG)
-
-
-cdef void _perm_plan(npy_intp n, npy_intp *nchunks, int *lg) noexcept nogil:
-    """Chunks that pick buckets and log2 of the bucket count: functions of n
-    alone (buckets of about 2**16 elements: a shuffle within cache)."""
-    cdef npy_intp nb = (n + ((<npy_intp>1) << PERM_BUCKET_LG) - 1) >> PERM_BUCKET_LG
-    lg[0] = 1
-    while lg[0] < PERM_MAX_LG and ((<npy_intp>1) << lg[0]) < nb:
-        lg[0] += 1
-    nchunks[0] = min(nb, <npy_intp>PERM_CHUNKS)
-
-
-cdef void _permutation(rng_call *c, int64_t *out, npy_intp n) noexcept nogil:
-    """A uniformly random order of 0 .. n-1: one shuffled block, or (Sanders'
-    parallel shuffle) every element sent to a uniformly random bucket,
-    chunk by chunk, then each bucket shuffled -- every order is equally
-    likely given any bucket sizes."""
-    cdef job j
-    cdef ncl_stream s
-    cdef npy_intp i, k, q, K, run, t
-    cdef npy_intp *start
-    if n <= _perm_fy_max(c.block):
-        for i in range(n):
-            out[i] = i
-        _block_stream(&s, c, 0, 2, n)
-        ncl_shuffle(out, n, &s)
-        return
-    j.c = c
-    j.out = <char *>out
-    j.n = n
-    _perm_plan(n, &j.nchunks, &j.lg)
-    j.piece = (n + j.nchunks - 1) // j.nchunks
-    K = (<npy_intp>1) << j.lg
-    for i in range(j.nchunks * K):
-        c.scratch[i] = 0
-    j.next = 0
-    ncl_team_run(_want(j.nchunks), _perm_count, &j)
-    start = c.scratch + j.nchunks * K
-    run = 0
-    for k in range(K):              # bucket-major: bucket k's slots, chunk by chunk
-        start[k] = run
-        for q in range(j.nchunks):
-            t = c.scratch[q * K + k]
-            c.scratch[q * K + k] = run
-            run += t
-    start[K] = run
-    j.next = 0
-    ncl_team_run(_want(j.nchunks), _perm_scatter, &j)
-    j.next = 0
-    ncl_team_run(_want(K), _perm_shuffle, &j)
-
-
-cdef npy_intp ncl_perm_scratch(npy_intp n, npy_intp block) noexcept nogil:
-    """Counters a permutation of n elements needs (0: one shuffle)."""
-    cdef npy_intp nchunks
-    cdef int lg
-    if n <= _perm_fy_max(block):
-        return 0
-    _perm_plan(n, &nchunks, &lg)
-    return nchunks * (<npy_intp>1 << lg) + (<npy_intp>1 << lg) + 1
-
-
 # ------------------------------------------------------------ the kernel
 
 cdef inline npy_intp _cost_tenths(const rng_call *c) noexcept nogil:
@@ -397,7 +270,7 @@ cdef void ncl_rng_kernel(char **args, const npy_intp *dims, const npy_intp *step
     if n <= 0:
         return
     if c.kind == K_PERMUTATION:
-        _permutation(c, <int64_t *>out, n)
+        ncl_permutation(c.k0, c.k1, c.call, c.block, c.scratch, <int64_t *>out, n)
         return
     if c.lead:                      # float32: the high half a former call left
         (<float *>out)[0] = ncl_u01f(c.half)

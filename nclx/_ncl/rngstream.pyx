@@ -25,7 +25,8 @@ from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run
 from nclx._ncl.registry cimport ncl_python_chain
 from nclx._ncl.walk cimport ncl_chain_is_default
-from nclx._ncl.rng cimport (rng_call, ncl_rng_kernel, ncl_perm_scratch, ncl_rng_word,
+from nclx._ncl.rngperm cimport ncl_perm_scratch
+from nclx._ncl.rng cimport (rng_call, ncl_rng_kernel, ncl_rng_word,
                             K_RANDOM, K_UNIFORM, K_STANDARD_NORMAL, K_NORMAL, K_EXPONENTIAL,
                             K_INTEGERS, K_PERMUTATION)
 import numpy as np

@@ -2,17 +2,16 @@
 
 The top of nclx.dap: it wraps what the modules below compute on blocks
 (maps, collective agreement, halo exchange, reductions) and is the type's
-face to NumPy (``__array_ufunc__`` through :mod:`nclx.aware`).
+face to NumPy (``__array_ufunc__`` through :mod:`nclx.dap.ufuncs`,
+``__array_function__`` through :mod:`nclx.dap.registry`).
 """
 import os
 
 import numpy as np
 
-from nclx import aware
-from nclx._ncl.install import is_installed
 from nclx.dap import registry
+from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.distribution import Distribution
-from nclx.dap.fold import agreed_call
 from nclx.dap.halo import exchange_halos, start_halo_exchange
 from nclx.dap.maps import check_global_range
 from nclx.dap.gather import from_every_rank, from_root, gather_global
@@ -20,7 +19,6 @@ from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
 from nclx.dap.mean import mean as _mean
 from nclx.dap.npyfile import write_npy
-from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
@@ -265,7 +263,7 @@ class DistArray:
 
     # -------------------------------------------------------------- ufuncs
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return _array_ufunc(self, ufunc, method, inputs, kwargs)
+        return _ufuncs.array_ufunc(self, ufunc, method, inputs, kwargs)
 
     def _unwrap(self, x):
         if isinstance(x, DistArray):
@@ -275,133 +273,12 @@ class DistArray:
         raise DapError(f"cannot combine a DistArray with a {type(x).__name__} of shape "
                        f"{np.shape(x)}")
 
-    def _compute(self, ufunc, method, inputs, kwargs):
-        if method == "__call__":
-            return self._elementwise(ufunc, inputs, kwargs)
-        if method == "reduce":
-            return self._reduce(ufunc, inputs, kwargs)
-        raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
-                       f"calls and reductions (over any axes) are; scans need a prefix across "
-                       f"the process grid")
-
-    def _elementwise(self, ufunc, inputs, kwargs):
-        """An elementwise call on the local blocks; ``out=`` identically distributed."""
-        outs = aware.outs_of(kwargs)
-        for o in outs:
-            if o is not None and not isinstance(o, DistArray):
-                raise DapError(f"{ufunc.__name__}: out= must be an identically "
-                               f"distributed DistArray, not {type(o).__name__}")
-            if o is not None and o.distribution != self.distribution:
-                # written through its block: never a redistributed temporary
-                raise DapError(f"{ufunc.__name__}: out= must be distributed like the first "
-                               f"DistArray operand ({o.distribution} vs {self.distribution})")
-        try:
-            # installed: NumPy's ufunc reaches nclx's loops and every hook chain
-            # (nclx.checked() included); otherwise nclx's own ufuncs
-            kernels = None if is_installed() else aware.nclx_ufunc
-            try:
-                result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap,
-                                             kernels)
-            except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
-                result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, self._unwrap)
-        except DapError as exc:         # its type kept (DapError[...] included)
-            raise type(exc)(f"{ufunc.__name__}: {exc}") from None
-        # out= DistArrays come back as themselves (written through their
-        # blocks); the other results (out=None entries too) are wrapped
-        if isinstance(result, tuple):
-            return tuple(self._wrap_block(r) for r in result)
-        return self._wrap_block(result)
-
     def _wrap_block(self, r):
         return r if isinstance(r, DistArray) else DistArray(r, self.distribution, self.comm)
-
-    def _reduce(self, ufunc, inputs, kwargs):
-        """``ufunc.reduce`` across ranks (:func:`nclx.dap.reduce.reduce_block`);
-        the result wrapped and written to ``out=``."""
-        if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
-            raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
-        da = inputs[0]
-        kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
-        outs = aware.outs_of(kwargs)
-        where = kwargs.get("where", True)
-        if isinstance(where, DistArray):
-            where = da._aligned(where)._block
-        elif where is not True:
-            if np.ndim(where) != 0:
-                raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
-                               f"like the operand or a scalar, not {type(where).__name__}")
-            where = bool(where)
-        value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
-                                         where=where, kernels=aware.nclx_ufunc, **kw)
-        if dist is None:                 # every axis reduced: the value on every rank
-            if not outs:
-                return value
-            if np.shape(outs[0]) != np.shape(value):    # NumPy refuses it
-                raise ValueError(f"{ufunc.__name__}.reduce: out= has shape "
-                                 f"{np.shape(outs[0])}, the result {np.shape(value)}")
-            outs[0][...] = value
-            return outs[0]
-        result = DistArray(value, dist, comm)
-        if not outs:
-            return result
-        o = outs[0]
-        if not isinstance(o, DistArray) or o.distribution != result.distribution:
-            raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
-                           f"the result ({result.distribution})")
-        o._block[...] = result._block
-        return o
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "
                 f"{self.comm.Get_rank()}/{self.comm.Get_size()} local={self._block.shape}>")
 
 
-def _refuses_ufuncs(other):
-    """``__array_ufunc__ = None``: the type asks binary operators to return
-    NotImplemented so its own reflected operator runs (NumPy's rule)."""
-    return getattr(type(other), "__array_ufunc__", False) is None
-
-
-for _name, _uf in [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                   ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
-                   ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal),
-                   ("and", np.bitwise_and), ("or", np.bitwise_or),
-                   ("xor", np.bitwise_xor)]:
-    setattr(DistArray, f"__{_name}__", lambda self, other, _u=_uf: (
-        NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
-    setattr(DistArray, f"__r{_name}__", lambda self, other, _u=_uf: (
-        NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
-DistArray.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
-DistArray.__neg__ = lambda self: np.negative(self)
-DistArray.__abs__ = lambda self: np.absolute(self)
-
-
-def _as_is(result):
-    return result
-
-
-def _array_ufunc(da, ufunc, method, inputs, kwargs):
-    """DistArray's ufunc contract: nclx.aware's (NotImplemented for a foreign
-    array type, the python-level hook chain, then :meth:`DistArray._compute`).
-
-    A reduction is collective: an error on one rank (a hook, a floating-point
-    error, bad arguments) is raised on every rank instead of leaving the
-    others waiting in the reduction's collective."""
-    if aware.foreign(inputs, kwargs, own=(DistArray,)):
-        return NotImplemented
-    if method == "__call__" and "raise" in np.geterr().values():
-        # np.errstate(...='raise'): an error on one rank's block is raised on every rank
-        return agreed_call(da.comm, lambda: aware.array_ufunc(
-            ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is, compute=da._compute),
-            f"elementwise {ufunc.__name__}", ufunc.__name__)
-    try:
-        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is,
-                                 compute=da._compute)
-    except Exception as exc:
-        if method == "reduce" and not getattr(exc, "_nclx_agreed", False):
-            # the others wait in the reduction's collective: meet them there
-            # (raises exc here, a DapError naming this rank there)
-            join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
-        raise
-
+_ufuncs.add_operators(DistArray)

@@ -1,0 +1,164 @@
+"""DistArray's ufunc contract: elementwise calls on the local blocks,
+reductions across ranks, and the Python operators.
+
+:func:`array_ufunc` is ``DistArray.__array_ufunc__``: nclx.aware's contract
+(NotImplemented for a foreign array type, the python-level hook chain),
+then an elementwise call (operands distributed otherwise are redistributed
+to the first DistArray operand's distribution) or a reduction
+(:func:`nclx.dap.reduce.reduce_block`, one collective).  The DistArray
+class registers itself with :func:`add_operators` (this module sits below
+it and never imports it).
+"""
+import numpy as np
+
+from nclx import aware
+from nclx._ncl.install import is_installed
+from nclx.dap.fold import agreed_call
+from nclx.dap.reduce import join_failed, reduce_block
+from nclx.dap.validate import DapError
+
+__all__ = ["array_ufunc", "add_operators"]
+
+_cls = []        # [DistArray], set by add_operators
+
+
+def _distarray():
+    return _cls[0]
+
+
+def compute(da, ufunc, method, inputs, kwargs):
+    """The call on the blocks, after nclx.aware's checks and hooks."""
+    if method == "__call__":
+        return elementwise(da, ufunc, inputs, kwargs)
+    if method == "reduce":
+        return reduce_call(ufunc, inputs, kwargs)
+    raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
+                   f"calls and reductions (over any axes) are; scans need a prefix across "
+                   f"the process grid")
+
+
+def elementwise(da, ufunc, inputs, kwargs):
+    """An elementwise call on the local blocks; ``out=`` identically distributed."""
+    DistArray = _distarray()
+    outs = aware.outs_of(kwargs)
+    for o in outs:
+        if o is not None and not isinstance(o, DistArray):
+            raise DapError(f"{ufunc.__name__}: out= must be an identically "
+                           f"distributed DistArray, not {type(o).__name__}")
+        if o is not None and o.distribution != da.distribution:
+            # written through its block: never a redistributed temporary
+            raise DapError(f"{ufunc.__name__}: out= must be distributed like the first "
+                           f"DistArray operand ({o.distribution} vs {da.distribution})")
+    try:
+        # installed: NumPy's ufunc reaches nclx's loops and every hook chain
+        # (nclx.checked() included); otherwise nclx's own ufuncs
+        kernels = None if is_installed() else aware.nclx_ufunc
+        try:
+            result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, da._unwrap, kernels)
+        except TypeError:      # no nclx loop for these dtypes (complex, float16, ...)
+            result = aware.run_unwrapped(ufunc, "__call__", inputs, kwargs, da._unwrap)
+    except DapError as exc:         # its type kept (DapError[...] included)
+        raise type(exc)(f"{ufunc.__name__}: {exc}") from None
+    # out= DistArrays come back as themselves (written through their
+    # blocks); the other results (out=None entries too) are wrapped
+    if isinstance(result, tuple):
+        return tuple(da._wrap_block(r) for r in result)
+    return da._wrap_block(result)
+
+
+def reduce_call(ufunc, inputs, kwargs):
+    """``ufunc.reduce`` across ranks (:func:`nclx.dap.reduce.reduce_block`);
+    the result wrapped and written to ``out=``."""
+    DistArray = _distarray()
+    if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
+        raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
+    da = inputs[0]
+    kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+    outs = aware.outs_of(kwargs)
+    where = kwargs.get("where", True)
+    if isinstance(where, DistArray):
+        where = da._aligned(where)._block
+    elif where is not True:
+        if np.ndim(where) != 0:
+            raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
+                           f"like the operand or a scalar, not {type(where).__name__}")
+        where = bool(where)
+    value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
+                                     where=where, kernels=aware.nclx_ufunc, **kw)
+    if dist is None:                 # every axis reduced: the value on every rank
+        if not outs:
+            return value
+        if np.shape(outs[0]) != np.shape(value):    # NumPy refuses it
+            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape "
+                             f"{np.shape(outs[0])}, the result {np.shape(value)}")
+        outs[0][...] = value
+        return outs[0]
+    result = DistArray(value, dist, comm)
+    if not outs:
+        return result
+    o = outs[0]
+    if not isinstance(o, DistArray) or o.distribution != result.distribution:
+        raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
+                       f"the result ({result.distribution})")
+    o._block[...] = result._block
+    return o
+
+
+def _as_is(result):
+    return result
+
+
+def array_ufunc(da, ufunc, method, inputs, kwargs):
+    """DistArray's ufunc contract: nclx.aware's (NotImplemented for a foreign
+    array type, the python-level hook chain, then :func:`compute`).
+
+    A reduction is collective: an error on one rank (a hook, a floating-point
+    error, bad arguments) is raised on every rank instead of leaving the
+    others waiting in the reduction's collective."""
+    if aware.foreign(inputs, kwargs, own=(_distarray(),)):
+        return NotImplemented
+
+    def run(ufunc, method, inputs, kwargs):
+        return compute(da, ufunc, method, inputs, kwargs)
+
+    if method == "__call__" and "raise" in np.geterr().values():
+        # np.errstate(...='raise'): an error on one rank's block is raised on every rank
+        return agreed_call(da.comm, lambda: aware.array_ufunc(
+            ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is, compute=run),
+            f"elementwise {ufunc.__name__}", ufunc.__name__)
+    try:
+        return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is,
+                                 compute=run)
+    except Exception as exc:
+        if method == "reduce" and not getattr(exc, "_nclx_agreed", False):
+            # the others wait in the reduction's collective: meet them there
+            # (raises exc here, a DapError naming this rank there)
+            join_failed(da._block, da.distribution, da.comm, ufunc, kwargs, exc)
+        raise
+
+
+def _refuses_ufuncs(other):
+    """``__array_ufunc__ = None``: the type asks binary operators to return
+    NotImplemented so its own reflected operator runs (NumPy's rule)."""
+    return getattr(type(other), "__array_ufunc__", False) is None
+
+
+_OPERATORS = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+              ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
+              ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+              ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal),
+              ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]
+
+
+def add_operators(cls):
+    """Give ``cls`` (DistArray) NumPy's operators through its ufuncs, and
+    register it as the type this module computes on."""
+    _cls[:] = [cls]
+    for name, uf in _OPERATORS:
+        setattr(cls, f"__{name}__", lambda self, other, _u=uf: (
+            NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
+        setattr(cls, f"__r{name}__", lambda self, other, _u=uf: (
+            NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
+    cls.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
+    cls.__neg__ = lambda self: np.negative(self)
+    cls.__abs__ = lambda self: np.absolute(self)
