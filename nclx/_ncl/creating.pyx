@@ -12,7 +12,7 @@ each page is first written by the thread that owns its range (first touch
 places it on that thread's NUMA node):
 
 - ``full`` writes the value's bytes (converted once, as ``np.copyto(...,
-  casting='unsafe')`` converts it);
+  casting='unsafe')`` converts it: nclx._ncl.fillvalue);
 - ``zeros`` writes nothing when the memory came from calloc (fresh pages of
   the OS are zero; a reused heap block calloc zeroed itself), zeros when it
   did not (``zeros_like`` of a subclass or of a non-contiguous prototype),
@@ -24,16 +24,14 @@ With no hook and no ledger in the Create chains, ``empty`` and ``zeros``
 without ``touch`` skip the call entirely (nothing would be written).
 """
 cimport numpy as cnp
-from cpython.ref cimport PyObject, PyTypeObject, Py_INCREF
-from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memset, memcpy
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t, uintptr_t
-from libc.math cimport fabs
+from libc.stdint cimport int64_t, uint16_t, uint32_t, uint64_t, uintptr_t
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CREATE
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_kernel_chain
 from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_run
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
+from nclx._ncl.fillvalue cimport ncl_fill_value
 import numpy as np
 
 from nclx._ncl.dtypes import DTYPES
@@ -62,11 +60,6 @@ cdef extern from *:
     int64_t ncl_now_ns() noexcept nogil
     int64_t ncl_load_i64(int64_t *p) noexcept nogil
     void ncl_store_i64(int64_t *p, int64_t v) noexcept nogil
-
-cdef extern from "numpy/arrayobject.h":
-    object _new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
-                                       npy_intp *dims, npy_intp *strides, void *data,
-                                       int flags, PyObject *obj)
 
 cdef enum:
     PAGE = 4096
@@ -310,90 +303,11 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
 
 # ------------------------------------------------------------ the fill value
 
-cdef bint _scalar(object v):
-    if isinstance(v, cnp.ndarray):
-        return cnp.PyArray_NDIM(v) == 0
-    if isinstance(v, (int, float, complex, str, bytes, np.generic)):
-        return True
-    try:
-        return np.ndim(v) == 0
-    except Exception:
-        return False            # np.copyto raises NumPy's own error
-
-
-cdef bint _int_in(long long v, char kind, npy_intp size) noexcept:
-    if kind == b"b":
-        return True
-    if kind == b"u":
-        return v >= 0 and (size == 8 or v < (1LL << (8 * size)))
-    return size == 8 or (-(1LL << (8 * size - 1)) <= v < (1LL << (8 * size - 1)))
-
-
-cdef bint _value(object fill, cnp.dtype descr, unsigned char *out) except -1:
-    """``fill`` as one element of ``descr`` (a fixed-width native dtype),
-    converted as ``np.copyto(..., casting='unsafe')`` converts it; False
-    when ``fill`` is not a scalar (np.copyto broadcasts it)."""
-    cdef char kind = descr.kind
-    cdef npy_intp size = descr.itemsize
-    cdef int overflow = 0
-    cdef long long v
-    cdef double x
-    cdef float f
-    cdef cnp.ndarray one
-    cdef npy_intp n1 = 1
-    if type(fill) is bool:
-        v = fill is True
-        fill = int(v)
-    if type(fill) is int:
-        v = PyLong_AsLongLongAndOverflow(fill, &overflow)
-        if not overflow:
-            if kind == b"b":
-                out[0] = v != 0
-                return True
-            if kind == b"i" or kind == b"u":
-                if _int_in(v, kind, size):
-                    if size == 1:
-                        (<int8_t *>out)[0] = <int8_t>v
-                    elif size == 2:
-                        (<int16_t *>out)[0] = <int16_t>v
-                    elif size == 4:
-                        (<int32_t *>out)[0] = <int32_t>v
-                    else:
-                        (<int64_t *>out)[0] = <int64_t>v
-                    return True
-            elif kind == b"f" and -(1LL << 24) <= v <= (1LL << 24):
-                if size == 8:
-                    x = <double>v
-                    memcpy(out, &x, 8)
-                else:
-                    f = <float>v
-                    memcpy(out, &f, 4)
-                return True
-    elif type(fill) is float and kind == b"f":
-        x = fill
-        if size == 8:
-            memcpy(out, &x, 8)
-            return True
-        if x == 0 or 1.1754943508222875e-38 <= fabs(x) <= 3.4028234663852886e38:
-            # FLT_MIN..FLT_MAX: a rounding, no overflow or underflow flag that
-            # np.errstate could turn into an error
-            f = <float>x
-            memcpy(out, &f, 4)
-            return True
-    if not _scalar(fill):
-        return False
-    Py_INCREF(descr)
-    one = _new(<PyTypeObject *>cnp.ndarray, <void *>descr, 1, &n1, NULL, NULL, 0, NULL)
-    _copyto(one, fill, casting="unsafe")
-    memcpy(out, cnp.PyArray_DATA(one), size)
-    return True
-
-
 cdef object ncl_create_fill(cnp.ndarray res, object fill, bint touch):
     """Fill ``res`` with ``fill`` as ``np.copyto(res, fill, casting='unsafe')``."""
     cdef unsigned char value[8]
     if cnp.PyArray_SIZE(res) == 0 or ncl_create_slot(2, <cnp.dtype>cnp.PyArray_DESCR(res)) < 0 \
-            or not _value(fill, <cnp.dtype>cnp.PyArray_DESCR(res), value):
+            or not ncl_fill_value(fill, <cnp.dtype>cnp.PyArray_DESCR(res), value):
         _copyto(res, fill, casting="unsafe")
     else:
         ncl_create_run(res, 2, value, touch, False)
