@@ -188,9 +188,17 @@ class Distribution:
 
     # ------------------------------------------------------------- queries
     def coords_from_rank(self, rank):
-        if not 0 <= rank < self.nprocs:
-            raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
-        return tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) if self.ndim else ()
+        """``rank``'s grid coordinates (C order; computed once per rank: a
+        Distribution does not change)."""
+        cache = self.__dict__.setdefault("_coords", {})
+        coords = cache.get(rank)
+        if coords is None:
+            if not 0 <= rank < self.nprocs:
+                raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
+            coords = tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) \
+                if self.ndim else ()
+            cache[rank] = coords
+        return coords
 
     def rank_from_coords(self, coords):
         coords = tuple(int(c) for c in coords)

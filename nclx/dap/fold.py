@@ -37,6 +37,7 @@ collective and are told so.  (The halo exchange, ``from_global`` and the
 the others call another operation is not caught.)
 """
 import builtins
+import math
 import threading
 import warnings
 import zlib
@@ -74,12 +75,16 @@ _FP = [(1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "u
 
 
 def _combine(inbuf, inoutbuf, datatype):
-    """The MPI user function: ``inout = in (lower ranks) op inout``."""
+    """The MPI user function: ``inout = in (lower ranks) op inout``.
+
+    The header is read and written through memoryviews (Python ints, no
+    NumPy scalars): MPI calls this once per combining step of every
+    reduction and agreement, so its cost is most of a small reduction's."""
     ufunc, (bits, msg, size), spec = _ctx.current
-    a = np.frombuffer(inbuf, np.uint8)
-    b = np.frombuffer(inoutbuf, np.uint8)
-    ia, ib = a[:_INTS].view(np.int32), b[:_INTS].view(np.int32)
-    ib[2] |= ia[2]
+    a = memoryview(inbuf).cast("B")
+    b = memoryview(inoutbuf).cast("B")
+    ia, ib = a[:_INTS].cast("i"), b[:_INTS].cast("i")
+    ib[2] = ib[2] | ia[2]
     if ia[3] != ib[3] or ia[4]:
         ib[4] = 1                                   # different calls on some ranks
     if ia[5] != ib[5] or ia[6]:
@@ -87,7 +92,10 @@ def _combine(inbuf, inoutbuf, datatype):
     if ia[0] >= 0:                                  # a lower rank failed: its message
         ib[0] = ia[0]
         b[msg:size] = a[msg:size]
-    b[bits:msg] |= a[bits:msg]
+    failed = int.from_bytes(a[bits:msg], "little")
+    if failed:
+        b[bits:msg] = (failed | int.from_bytes(b[bits:msg], "little")).to_bytes(msg - bits,
+                                                                                  "little")
     if ib[0] >= 0 or ib[1] or ib[4]:
         return
     if ia[1]:
@@ -96,16 +104,15 @@ def _combine(inbuf, inoutbuf, datatype):
         return
     if spec is None:
         return
-    shape, dtype = spec
-    end = size + int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    pa = a[size:end].view(dtype).reshape(shape)
-    pb = b[size:end].view(dtype).reshape(shape)
+    shape, dtype, count, floating = spec
+    pa = np.frombuffer(inbuf, dtype, count, size).reshape(shape)
+    pb = np.frombuffer(inoutbuf, dtype, count, size).reshape(shape)
     flags = []
     try:
         # floating-point errors are recorded, then warned or raised on every
         # rank after the collective (raise_verdict), not on the combining
         # one; integers keep their own errors (nclx.checked()'s OverflowError)
-        if np.dtype(dtype).kind in "fc":
+        if floating:
             with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
                 ufunc(pa, pb, out=pb)
         else:
@@ -114,13 +121,14 @@ def _combine(inbuf, inoutbuf, datatype):
         ib[1] = 1
         _put(b, msg, size, describe_error(exc))
     for f in flags:
-        ib[2] |= f
+        ib[2] = ib[2] | f
 
 
 def _put(buf, start, stop, text):
+    """``text`` (UTF-8, cut to fit, zero-padded) into bytes ``[start, stop)``
+    of ``buf`` (a uint8 array or a byte memoryview)."""
     raw = text.encode("utf-8", "replace")[:stop - start]
-    buf[start:stop] = 0
-    buf[start:start + len(raw)] = np.frombuffer(raw, np.uint8)
+    memoryview(buf).cast("B")[start:stop] = raw + bytes(stop - start - len(raw))
 
 
 def _op():
@@ -172,7 +180,7 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
         return (([], -1, None, None, fp) if fp else None), value
     nbytes = 0
     if spec is not None:
-        nbytes = int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+        nbytes = math.prod(spec[0]) * np.dtype(spec[1]).itemsize
         key = f"{key}|{tuple(spec[0])}|{np.dtype(spec[1]).str}"
     if nbytes <= INLINE:
         return _allreduce_record(comm, ufunc, partial, spec, INLINE, error, combine_error, fp,
@@ -208,6 +216,9 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
     recv = np.empty_like(send)
     rtype = _rtype(send.size)
     prev = getattr(_ctx, "current", None)
+    if spec is not None:
+        dt = np.dtype(spec[1])
+        spec = (tuple(spec[0]), dt, math.prod(spec[0]), dt.kind in "fc")
     _ctx.current = (ufunc, layout, spec)
     try:
         comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
@@ -228,7 +239,7 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
     verdict = ([], -1, None, None, flags) if flags else None
     if spec is None:
         return verdict, None
-    n = int(np.prod(spec[0], dtype=np.int64)) * np.dtype(spec[1]).itemsize
+    n = math.prod(spec[0]) * np.dtype(spec[1]).itemsize
     return verdict, recv[size:size + n].view(spec[1]).reshape(spec[0]).copy()
 
 

@@ -15,6 +15,8 @@ This module sits below :mod:`nclx.dap.distarray`: it works on a block, its
 Distribution and communicator and returns those parts; DistArray wraps them
 and writes ``out=``.
 """
+import math
+
 import numpy as np
 
 from nclx._ncl.install import is_installed
@@ -260,7 +262,7 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     first = all(dist.coords_from_rank(rank)[d] == 0 for d in axes)
     if initial is not np._NoValue and (first or ufunc.__name__ in ("maximum", "minimum")):
         kw["initial"] = initial        # counted once (idempotent ops: everywhere)
-    total = int(np.prod([dist.shape[d] for d in axes], dtype=np.int64))
+    total = math.prod(dist.shape[d] for d in axes)
     if total == 0 and ufunc.identity is None and initial is np._NoValue:
         raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which has "
                          "no identity")
