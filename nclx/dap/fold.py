@@ -216,10 +216,11 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
     recv = np.empty_like(send)
     rtype = _rtype(send.size)
     prev = getattr(_ctx, "current", None)
+    combine_spec = None         # what _combine reads: shape, dtype, count, floating
     if spec is not None:
         dt = np.dtype(spec[1])
-        spec = (tuple(spec[0]), dt, math.prod(spec[0]), dt.kind in "fc")
-    _ctx.current = (ufunc, layout, spec)
+        combine_spec = (tuple(spec[0]), dt, math.prod(spec[0]), dt.kind in "fc")
+    _ctx.current = (ufunc, layout, combine_spec)
     try:
         comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
     finally:
