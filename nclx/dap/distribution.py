@@ -191,13 +191,15 @@ class Distribution:
         """``rank``'s grid coordinates (C order; computed once per rank: a
         Distribution does not change)."""
         cache = self.__dict__.setdefault("_coords", {})
-        coords = cache.get(rank)
+        plain = type(rank) is int          # other rank types: checked every time, as NumPy
+        coords = cache.get(rank) if plain else None
         if coords is None:
             if not 0 <= rank < self.nprocs:
                 raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
             coords = tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) \
                 if self.ndim else ()
-            cache[rank] = coords
+            if plain:
+                cache[rank] = coords
         return coords
 
     def rank_from_coords(self, coords):
@@ -215,9 +217,11 @@ class Distribution:
         """The maps of ``rank``'s dimensions (built once per rank: a
         Distribution does not change)."""
         cache = self.__dict__.setdefault("_maps", {})
-        maps = cache.get(rank)
+        maps = cache.get(rank) if type(rank) is int else None
         if maps is None:
-            maps = cache[rank] = [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
+            maps = [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
+            if type(rank) is int:          # other rank types: checked every time
+                cache[rank] = maps
         return list(maps)
 
     def local_shape(self, rank):
@@ -227,7 +231,7 @@ class Distribution:
         """Index of the owned part of ``rank``'s local buffer (padding excluded);
         computed once per rank (a Distribution does not change)."""
         cache = self.__dict__.setdefault("_owned_cache", {})
-        if rank in cache:
+        if type(rank) is int and rank in cache:
             return cache[rank]
         out = []
         for m in self.maps(rank):
@@ -235,8 +239,10 @@ class Distribution:
                 out.append(slice(m.comm_padding[0], m.local_size - m.comm_padding[1]))
             else:
                 out.append(slice(None))
-        cache[rank] = tuple(out)
-        return cache[rank]
+        out = tuple(out)
+        if type(rank) is int:
+            cache[rank] = out
+        return out
 
     def owner_ranks(self, *global_indices):
         """Rank owning each global index (one integer array per dimension,

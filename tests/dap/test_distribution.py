@@ -166,3 +166,27 @@ def test_gather_rejects_unstructured_indices_outside_the_array():
     a = dap.DistArray(np.arange(5.0), d)
     with pytest.raises(DapError, match=r"\['indices'\]\[2\] is -1"):
         a.gather()
+
+
+def test_rank_lookups_do_not_depend_on_earlier_calls():
+    """Rank lookups cache plain ints only: a float rank raises whether or
+    not the same int rank was asked for before, and a 0-d integer array
+    reads as its int (a regression: the coordinate cache keyed on any
+    hashable, so 2.0 hit rank 2's entry and np.array(1) was unhashable)."""
+    import numpy as np
+    import pytest
+    from nclx.dap.distribution import Distribution
+
+    d = Distribution.from_shape((8, 6), nprocs=4, grid_shape=(2, 2))
+    with pytest.raises(TypeError):
+        d.coords_from_rank(2.0)
+    assert d.coords_from_rank(2) == (1, 0)
+    assert d.coords_from_rank(np.array(1)) == (0, 1)
+    assert d.coords_from_rank(np.int64(3)) == (1, 1)
+    for bad in (2.0, np.float32(2), 1 + 0j):
+        with pytest.raises(TypeError):
+            d.coords_from_rank(bad)
+    assert d.local_shape(2) == d.local_shape(np.int64(2)) == (4, 3)
+    with pytest.raises(TypeError):
+        d.local_shape(2.0)
+    assert d.owned_slices(np.int64(1)) == d.owned_slices(1)
