@@ -18,6 +18,7 @@ share it without importing each other.
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
 
@@ -95,3 +96,14 @@ def find_mpiexec():
     if os.path.isfile(here) and os.access(here, os.X_OK):
         return here
     return shutil.which("mpiexec")
+
+
+def run_module_under_mpiexec(module, argv, ranks):
+    """``python -m module argv`` on ``ranks`` MPI ranks; returns its stdout
+    (RuntimeError without mpiexec, CalledProcessError when it fails)."""
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        raise RuntimeError("mpiexec not found: pip install 'nclx[mpi]'")
+    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", module] + list(argv)
+    return subprocess.run(cmd, stdin=subprocess.DEVNULL, env=os.environ.copy(),
+                          capture_output=True, text=True, check=True).stdout

@@ -52,28 +52,30 @@ cdef inline int _want(npy_intp npieces) noexcept nogil:
     return <int>min(<npy_intp>t, npieces)
 
 
-cdef void _perm_count(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef perm_job *j = <perm_job *>ctx
+cdef inline void _perm_chunks(perm_job *j, bint scatter) noexcept nogil:
+    """Claim chunks in turn: count each chunk's elements per bucket, or
+    scatter them to their buckets' slots (the same draws: the chunk's
+    stream for phase 1)."""
     cdef ncl_stream s
-    cdef npy_intp q, lo, K = (<npy_intp>1) << j.lg
+    cdef npy_intp q, lo, m, K = (<npy_intp>1) << j.lg
     q = ncl_claim(&j.next)
     while q < j.nchunks:
         lo = q * j.piece
+        m = min(j.piece, j.n - lo)
         ncl_block_stream(&s, j.k0, j.k1, q, j.call, 1, j.piece)
-        ncl_perm_count(j.scratch + q * K, min(j.piece, j.n - lo), &s, j.lg)
+        if scatter:
+            ncl_perm_scatter(j.out, j.scratch + q * K, lo, m, &s, j.lg)
+        else:
+            ncl_perm_count(j.scratch + q * K, m, &s, j.lg)
         q = ncl_claim(&j.next)
+
+
+cdef void _perm_count(void *ctx, int tid, int nthreads) noexcept nogil:
+    _perm_chunks(<perm_job *>ctx, False)
 
 
 cdef void _perm_scatter(void *ctx, int tid, int nthreads) noexcept nogil:
-    cdef perm_job *j = <perm_job *>ctx
-    cdef ncl_stream s
-    cdef npy_intp q, lo, K = (<npy_intp>1) << j.lg
-    q = ncl_claim(&j.next)
-    while q < j.nchunks:
-        lo = q * j.piece
-        ncl_block_stream(&s, j.k0, j.k1, q, j.call, 1, j.piece)
-        ncl_perm_scatter(j.out, j.scratch + q * K, lo, min(j.piece, j.n - lo), &s, j.lg)
-        q = ncl_claim(&j.next)
+    _perm_chunks(<perm_job *>ctx, True)
 
 
 cdef void _perm_shuffle(void *ctx, int tid, int nthreads) noexcept nogil:

@@ -15,7 +15,6 @@ nclx agrees on the target with.  The results are compared byte for byte.
 """
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -23,7 +22,7 @@ import time
 
 import numpy as np
 
-from nclx._timing import find_mpiexec
+from nclx._timing import run_module_under_mpiexec
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 
@@ -215,12 +214,7 @@ def main(argv=None):
 
 def launch(argv, ranks=4):
     """Run this module under ``mpiexec -n ranks``; return its stdout."""
-    mpiexec = find_mpiexec()
-    if mpiexec is None:
-        raise RuntimeError("mpiexec not found: pip install 'nclx[mpi]'")
-    cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "nclx.dap.bench_redistribute"]
-    return subprocess.run(cmd + list(argv), stdin=subprocess.DEVNULL, env=os.environ.copy(),
-                          capture_output=True, text=True, check=True).stdout
+    return run_module_under_mpiexec("nclx.dap.bench_redistribute", argv, ranks)
 
 
 def cli(argv):

@@ -187,20 +187,27 @@ class Distribution:
         return cls(per_dim)
 
     # ------------------------------------------------------------- queries
+    def _per_rank(self, name, rank, make):
+        """``make(rank)``, kept per rank in the cache ``name`` (a Distribution
+        does not change).  Only plain ints are kept: other rank types are
+        computed, and checked, every call, so what they give never depends on
+        earlier calls."""
+        if type(rank) is not int:
+            return make(rank)
+        cache = self.__dict__.setdefault(name, {})
+        value = cache.get(rank)
+        if value is None:
+            value = cache[rank] = make(rank)
+        return value
+
     def coords_from_rank(self, rank):
-        """``rank``'s grid coordinates (C order; computed once per rank: a
-        Distribution does not change)."""
-        cache = self.__dict__.setdefault("_coords", {})
-        plain = type(rank) is int          # other rank types: checked every time, as NumPy
-        coords = cache.get(rank) if plain else None
-        if coords is None:
-            if not 0 <= rank < self.nprocs:
-                raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
-            coords = tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) \
-                if self.ndim else ()
-            if plain:
-                cache[rank] = coords
-        return coords
+        """``rank``'s grid coordinates (C order)."""
+        return self._per_rank("_coords", rank, self._coords_of)
+
+    def _coords_of(self, rank):
+        if not 0 <= rank < self.nprocs:
+            raise DapError(f"rank {rank} is outside the grid of {self.nprocs} processes")
+        return tuple(int(c) for c in np.unravel_index(rank, self.grid_shape)) if self.ndim else ()
 
     def rank_from_coords(self, coords):
         coords = tuple(int(c) for c in coords)
@@ -214,35 +221,20 @@ class Distribution:
         return tuple(dict(self._dims[d][c]) for d, c in enumerate(coords))
 
     def maps(self, rank):
-        """The maps of ``rank``'s dimensions (built once per rank: a
-        Distribution does not change)."""
-        cache = self.__dict__.setdefault("_maps", {})
-        maps = cache.get(rank) if type(rank) is int else None
-        if maps is None:
-            maps = [map_from_dim_dict(dd) for dd in self.dim_data(rank)]
-            if type(rank) is int:          # other rank types: checked every time
-                cache[rank] = maps
-        return list(maps)
+        """The maps of ``rank``'s dimensions."""
+        return list(self._per_rank("_maps", rank,
+                                   lambda r: [map_from_dim_dict(dd) for dd in self.dim_data(r)]))
 
     def local_shape(self, rank):
         return tuple(m.local_size for m in self.maps(rank))
 
     def owned_slices(self, rank):
-        """Index of the owned part of ``rank``'s local buffer (padding excluded);
-        computed once per rank (a Distribution does not change)."""
-        cache = self.__dict__.setdefault("_owned_cache", {})
-        if type(rank) is int and rank in cache:
-            return cache[rank]
-        out = []
-        for m in self.maps(rank):
-            if m.dist_type == "b":
-                out.append(slice(m.comm_padding[0], m.local_size - m.comm_padding[1]))
-            else:
-                out.append(slice(None))
-        out = tuple(out)
-        if type(rank) is int:
-            cache[rank] = out
-        return out
+        """Index of the owned part of ``rank``'s local buffer (padding excluded)."""
+        return self._per_rank("_owned_cache", rank, self._owned_of)
+
+    def _owned_of(self, rank):
+        return tuple(slice(m.comm_padding[0], m.local_size - m.comm_padding[1])
+                     if m.dist_type == "b" else slice(None) for m in self.maps(rank))
 
     def owner_ranks(self, *global_indices):
         """Rank owning each global index (one integer array per dimension,

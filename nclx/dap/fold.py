@@ -238,10 +238,10 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
         return ((failed, int(ints[0]), text if failed else None,
                  None if failed else text, flags), None)
     verdict = ([], -1, None, None, flags) if flags else None
-    if spec is None:
+    if combine_spec is None:
         return verdict, None
-    n = math.prod(spec[0]) * np.dtype(spec[1]).itemsize
-    return verdict, recv[size:size + n].view(spec[1]).reshape(spec[0]).copy()
+    shape, dt, count, _ = combine_spec
+    return verdict, recv[size:size + count * dt.itemsize].view(dt).reshape(shape).copy()
 
 
 def agree(comm, key, error=None, what=None):

@@ -9,7 +9,7 @@ index on ties, so the order in which ranks combine does not matter.
 """
 import numpy as np
 
-from nclx.dap.functions._common import counted, is_da, reduce_parts
+from nclx.dap.functions._common import counted, finish, is_da, reduce_parts
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import _finish, normalize_axes
 from nclx.dap.registry import implements
@@ -117,7 +117,6 @@ def _arg(name, a, axis, out, keepdims, largest, skip_nan):
     if missing:
         raise ValueError("All-NaN slice encountered")
     if out is not None:
-        from nclx.dap.functions._common import finish
         return finish(result, out, f"np.{name}")
     return result
 
