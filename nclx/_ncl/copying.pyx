@@ -19,8 +19,8 @@ from nclx._ncl.copyloop cimport get_loop_fn, ncl_copy_setup, ncl_copy_get_loop
 import numpy as np
 
 from nclx._ncl import spec
-from nclx._ncl.copyrun import (COLD_BYTES, PIECE_BYTES, PROBE_BYTES, PROBES, WARM_NS, adapt,
-                               probes, reset_probes, split_calls, tune)
+from nclx._ncl.copyrun import (COLD_BYTES, PIECE_BYTES, PROBE_BYTES, PROBES, STREAM_BYTES, WARM_NS,
+                               adapt, probes, reset_probes, split_calls, stream_calls, tune)
 from nclx.errors import NclxInstallError
 
 cnp.import_array()
@@ -75,8 +75,8 @@ cdef void *_numpy_get[NTYPES]              # its own loop getter
 cdef int _swapped = 0
 _why = None                                # '' once layout() held, else why not
 
-__all__ = ["layout", "swap_in", "swap_out", "is_swapped", "getters", "split_calls", "tune",
-           "adapt", "probes", "reset_probes", "PIECE_BYTES", "COLD_BYTES", "WARM_NS", "PROBE_BYTES",
+__all__ = ["layout", "swap_in", "swap_out", "is_swapped", "getters", "split_calls", "stream_calls", "tune",
+           "adapt", "probes", "reset_probes", "PIECE_BYTES", "COLD_BYTES", "WARM_NS", "PROBE_BYTES", "STREAM_BYTES",
            "PROBES"]
 
 
