@@ -23,6 +23,7 @@ from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.team cimport ncl_threads_now, MAX_THREADS
+from nclx._ncl.copyrun cimport ncl_stream_at
 from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
                                  bx_direct, bx_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes
@@ -72,6 +73,7 @@ cdef class _Scratch:
 
 cdef list _pool = []                 # idle _Scratch sets (one per call running at once)
 cdef npy_intp _threshold = 1 << 16
+cdef Py_ssize_t _streams = 0          # runs whose result went out by non-temporal stores
 cdef npy_intp _block_bytes = 0
 
 
@@ -97,6 +99,13 @@ def block_bytes(value=None):
             raise ValueError(f"block_bytes must be >= 0, not {value}")
         _block_bytes = value
     return old
+
+
+def stream_runs():
+    """Runs so far whose result was written with non-temporal stores (a
+    contiguous result of at least nclx._ncl.copying.STREAM_BYTES, set with
+    ``copying.tune(stream_bytes=...)``, written by the last step)."""
+    return _streams
 
 
 def release():
@@ -186,6 +195,7 @@ def execute(program, operands, out=None, threads=None, ledger=None):
     elements, ns) per step that ran with an entry of nclx (and the
     reduction), ns being the run's wall time shared in proportion to the
     time measured in each step's loop calls."""
+    global _streams
     plan = make_plan(program)
     cdef xrun r
     cdef bint recorded = ledger is not None
@@ -273,6 +283,15 @@ def execute(program, operands, out=None, threads=None, ledger=None):
         else:
             r.soff[s] = nbytes
             nbytes += (r.B * r.isz[s] + 63) // 64 * 64
+    # a result of STREAM_BYTES and more, contiguous and written by the last
+    # step, is staged a block at a time and written with non-temporal stores
+    r.stream_off = -1
+    if ns > 0 and plan.reduce is None and target is not None \
+            and plan.steps[ns - 1][4] == plan.result \
+            and n * r.isz[plan.result] >= ncl_stream_at():
+        r.stream_off = nbytes
+        nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
+        _streams += 1
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
         r.steps[k].fn = bx_direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)

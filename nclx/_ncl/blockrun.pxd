@@ -28,6 +28,8 @@ cdef struct xrun:
     npy_intp soff[MAXSLOTS]     # scratch slot: byte offset in a thread's scratch
     npy_intp isz[MAXSLOTS]
     int result
+    npy_intp stream_off         # >= 0: the last step writes the result's block here
+                                # (scratch), then ncl_stream_copy puts it in place
     npy_intp n
     npy_intp B
     int npieces

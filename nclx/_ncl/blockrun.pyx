@@ -15,6 +15,7 @@ cdef extern from *:
     """
     #include <time.h>
     #include "ncl_fpe.h"
+    #include "ncl_stream.h"
     #define ncl_bx_clear ncl_fpe_clear
     #define ncl_bx_fpe ncl_fpe_flags
     static int64_t ncl_bx_now_ns(void) {
@@ -23,6 +24,7 @@ cdef extern from *:
     }
     """
     void ncl_bx_clear() nogil
+    void ncl_stream_copy(char *d, const char *s, size_t n) nogil
     int64_t ncl_bx_now_ns() nogil
     int ncl_bx_fpe() nogil
 
@@ -53,9 +55,20 @@ cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept 
             s = st.slot[j]
             args[j] = _at(r, scr, s, lo)
             steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
-        ncl_bx_clear()
-        st.fn(args, dims, steps, st.data)
-        fl[k] |= ncl_bx_fpe()
+        if k == r.nsteps - 1 and r.stream_off >= 0:
+            # the result's block staged in scratch, then written past the
+            # caches: its lines are not read first (same bytes)
+            s = st.slot[st.nin]
+            args[st.nin] = scr + r.stream_off
+            steps[st.nin] = r.isz[s]
+            ncl_bx_clear()
+            st.fn(args, dims, steps, st.data)
+            fl[k] |= ncl_bx_fpe()
+            ncl_stream_copy(r.base[s] + lo * r.stride[s], scr + r.stream_off, <size_t>(m * r.isz[s]))
+        else:
+            ncl_bx_clear()
+            st.fn(args, dims, steps, st.data)
+            fl[k] |= ncl_bx_fpe()
         if ns != NULL:
             t1 = ncl_bx_now_ns()
             ns[k] += t1 - t0

@@ -22,3 +22,4 @@ ctypedef int (*get_loop_fn)(PyArrayMethod_Context *ctx, int aligned, int move_re
 cdef int ncl_copy_call(PyArrayMethod_Context *ctx, strided_loop_fn loop, int k, npy_intp itemsize,
                        char **data, const npy_intp *dims, const npy_intp *strides) noexcept nogil
 cdef const npy_intp *ncl_copy_split_at() noexcept nogil
+cdef npy_intp ncl_stream_at() noexcept nogil

@@ -289,6 +289,12 @@ cdef const npy_intp *ncl_copy_split_at() noexcept nogil:
     return &_split_bytes
 
 
+cdef npy_intp ncl_stream_at() noexcept nogil:
+    """The fewest bytes a contiguous copy (or the block executor's result,
+    nclx._ncl.blockrun) written with non-temporal stores has."""
+    return _stream_bytes
+
+
 def split_calls():
     """Copy calls split across the team so far (in this process)."""
     return ncl_copy_load(&_splits)

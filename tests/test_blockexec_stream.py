@@ -1,0 +1,44 @@
+"""The block executor with its result written by non-temporal stores
+(nclx._ncl.blockrun: the last step's block staged in scratch, then
+ncl_stream_copy): with the threshold at 0 every contiguous result is
+streamed, and the executor's tests of values, dtypes, ``out=`` (an operand
+or overlapping one), warnings and errors hold as they do for plain stores."""
+import numpy as np
+import pytest
+
+from nclx._ncl import blockexec as bx, copying
+
+from test_blockexec import (  # noqa: F401  (tests and fixtures run again, streamed)
+    _settings, blocks, test_elementwise_equals_eager, test_large_and_default_threads,
+    test_out_given_and_written_in_place, test_out_is_an_operand,
+    test_out_partially_overlaps_an_operand, test_errstate_modes_as_eager,
+    test_one_warning_per_step_in_order, test_integer_divide_by_zero_reported_as_numpy,
+    two_a_plus_bb, _operands, _quiet, _same)
+
+
+@pytest.fixture(autouse=True)
+def streamed():
+    old = copying.tune(stream_bytes=0)
+    try:
+        yield
+    finally:
+        copying.tune(*old)
+
+
+def test_results_are_streamed_from_the_threshold_on():
+    program, eager, _ = two_a_plus_bb("f8")
+    copying.tune(stream_bytes=8 * 1000)
+    for n, want in ((999, 0), (1000, 1), (100_003, 1)):
+        ops = _operands(eager, "f8", n)
+        before = bx.stream_runs()
+        _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+        assert bx.stream_runs() - before == want, n
+
+
+def test_reductions_are_not_streamed():
+    from test_blockexec import sum_ab
+    a = np.arange(100_000, dtype=np.float64)
+    before = bx.stream_runs()
+    got = bx.execute(sum_ab("f8"), [a, a], threads=2)
+    assert bx.stream_runs() == before
+    assert np.asarray(got).tobytes() == np.add.reduce(a * a).tobytes()
