@@ -35,6 +35,18 @@ def test_results_are_streamed_from_the_threshold_on():
         assert bx.stream_runs() - before == want, n
 
 
+def test_programs_with_costly_steps_are_not_streamed():
+    """exp, sqrt and divisions keep plain stores (blockplan.STREAM_OPS)."""
+    from test_blockexec import exp_neg_aa, hypot_expr, a_minus_b_over_a_plus_b, greater_times
+    for case, want in ((exp_neg_aa, 0), (hypot_expr, 0), (a_minus_b_over_a_plus_b, 0),
+                       (greater_times, 1)):
+        program, eager, _ = case("f8")
+        ops = _operands(eager, "f8", 10_000)
+        before = bx.stream_runs()
+        _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+        assert bx.stream_runs() - before == want, case.__name__
+
+
 def test_reductions_are_not_streamed():
     from test_blockexec import sum_ab
     a = np.arange(100_000, dtype=np.float64)

@@ -104,7 +104,8 @@ def block_bytes(value=None):
 def stream_runs():
     """Runs so far whose result was written with non-temporal stores (a
     contiguous result of at least nclx._ncl.copying.STREAM_BYTES, set with
-    ``copying.tune(stream_bytes=...)``, written by the last step)."""
+    ``copying.tune(stream_bytes=...)``, written by the last step of a
+    program of the steps in nclx._ncl.blockplan.STREAM_OPS)."""
     return _streams
 
 
@@ -284,9 +285,10 @@ def execute(program, operands, out=None, threads=None, ledger=None):
             r.soff[s] = nbytes
             nbytes += (r.B * r.isz[s] + 63) // 64 * 64
     # a result of STREAM_BYTES and more, contiguous and written by the last
-    # step, is staged a block at a time and written with non-temporal stores
+    # step of a program of cheap steps (blockplan.STREAM_OPS), is staged a
+    # block at a time and written with non-temporal stores
     r.stream_off = -1
-    if ns > 0 and plan.reduce is None and target is not None \
+    if ns > 0 and plan.stream and plan.reduce is None and target is not None \
             and plan.steps[ns - 1][4] == plan.result \
             and n * r.isz[plan.result] >= ncl_stream_at():
         r.stream_off = nbytes
