@@ -43,6 +43,8 @@ def test_numpy_suites_pass_with_nclx_installed(tmp_path):
     if copying.layout() == "":
         split = re.search(r"copies split across the team: (\d+)", out1)
         assert split and int(split.group(1)) > 1000, out1[-2000:]
+        streamed = re.search(r"copies written with non-temporal stores: (\d+)", out1)
+        assert streamed and int(streamed.group(1)) > 100, out1[-2000:]
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
 
@@ -68,7 +70,8 @@ def test_numpy_sort_tests_pass_with_nclx_installed(tmp_path):
 
 #: NumPy's tests of what copies (assignment, indexing, nditer buffers and
 #: their copies, concatenate and stacking, array creation), run with every
-#: copy of 128 bytes or more split across nclx's team
+#: copy of 128 bytes or more split across nclx's team (and every contiguous
+#: one written with non-temporal stores)
 COPY_MODULES = ["numpy._core.tests.test_multiarray", "numpy._core.tests.test_nditer",
                 "numpy._core.tests.test_indexing", "numpy._core.tests.test_shape_base",
                 "numpy._core.tests.test_api"]

@@ -35,9 +35,10 @@ def pytest_configure(config):
     sorting.min_run(16)
     sorting.in_order_team(64)
     # and every copy of 128 bytes or more split across the team, a sleeping
-    # team woken for it (nclx._ncl.copying)
+    # team woken for it, every contiguous one written with non-temporal
+    # stores (nclx._ncl.copying)
     _copy_getters.update(copying.getters())
-    _copy_tuning[:] = copying.tune(64, 0)
+    _copy_tuning[:] = copying.tune(64, 0, 0)
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
@@ -53,6 +54,7 @@ def pytest_unconfigure(config):
     sorting.in_order_team(1 << 18)
     copying.tune(*_copy_tuning)
     print(f"[nclx] copies split across the team: {copying.split_calls()}")
+    print(f"[nclx] copies written with non-temporal stores: {copying.stream_calls()}")
     if copying.getters() != _copy_getters:
         raise RuntimeError("uninstall() left NumPy's copy methods changed")
     moved = [k for k, (_stock, now) in sorting.slots().items() if _sort_slots[k] != now]
