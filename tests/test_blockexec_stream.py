@@ -1,8 +1,12 @@
 """The block executor with its result written by non-temporal stores
 (nclx._ncl.blockrun: the last step's block staged in scratch, then
-ncl_stream_copy): with the threshold at 0 every contiguous result is
-streamed, and the executor's tests of values, dtypes, ``out=`` (an operand
-or overlapping one), warnings and errors hold as they do for plain stores."""
+ncl_stream_copy): with the threshold at 0 every contiguous result of a
+program of cheap steps (blockplan.STREAM_OPS) is streamed, and the
+executor's tests rerun here -- values, dtypes, ``out=`` (an operand or
+overlapping one), errstate modes -- hold as they do for plain stores.  The
+streamed programs among them: 2*a+b*b, (a > b) * a, boolean logic, and the
+overflow, underflow and invalid cases of the errstate test; programs with
+a division, sqrt or exp rerun with plain stores."""
 import numpy as np
 import pytest
 
@@ -45,6 +49,27 @@ def test_programs_with_costly_steps_are_not_streamed():
         before = bx.stream_runs()
         _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
         assert bx.stream_runs() - before == want, case.__name__
+
+
+def test_a_nan_sums_second_run_is_not_streamed():
+    """A float sum that is NaN is computed once more, whole, then reduced by
+    NumPy: that result is read at once, so plain stores (found by review)."""
+    from test_blockexec import sum_ab
+    a = np.arange(1 << 16, dtype=np.float64)
+    a[5] = np.nan
+    b = np.ones(1 << 16)
+    before = bx.stream_runs()
+    got = bx.execute(sum_ab("f8"), [a, b], threads=2)
+    assert bx.stream_runs() == before
+    assert np.asarray(got).tobytes() == np.add.reduce(a * b).tobytes()
+
+
+def test_runs_of_nothing_are_not_counted():
+    """An empty result streams nothing (counted before the run, found by review)."""
+    program, _, _ = two_a_plus_bb("f8")
+    before = bx.stream_runs()
+    got = bx.execute(program, [np.empty(0), np.empty(0), np.array(2.0)], threads=2)
+    assert got.shape == (0,) and bx.stream_runs() == before
 
 
 def test_reductions_are_not_streamed():

@@ -196,6 +196,12 @@ def execute(program, operands, out=None, threads=None, ledger=None):
     elements, ns) per step that ran with an entry of nclx (and the
     reduction), ns being the run's wall time shared in proportion to the
     time measured in each step's loop calls."""
+    return _execute(program, operands, out, threads, ledger, True)
+
+
+cdef object _execute(program, operands, out, threads, ledger, bint stream):
+    """execute(); ``stream``: the result may be written with non-temporal
+    stores (not for a result a reduction reads at once)."""
     global _streams
     plan = make_plan(program)
     cdef xrun r
@@ -288,12 +294,11 @@ def execute(program, operands, out=None, threads=None, ledger=None):
     # step of a program of cheap steps (blockplan.STREAM_OPS), is staged a
     # block at a time and written with non-temporal stores
     r.stream_off = -1
-    if ns > 0 and plan.stream and plan.reduce is None and target is not None \
+    if stream and ns > 0 and plan.stream and plan.reduce is None and target is not None \
             and plan.steps[ns - 1][4] == plan.result \
-            and n * r.isz[plan.result] >= ncl_stream_at():
+            and n > 0 and n * r.isz[plan.result] >= ncl_stream_at():
         r.stream_off = nbytes
         nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
-        _streams += 1
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
         r.steps[k].fn = bx_direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)
@@ -358,6 +363,8 @@ def execute(program, operands, out=None, threads=None, ledger=None):
         r.ns = scr.ns if recorded else NULL
         with nogil:
             wall = bx_run(&r, want)
+        if r.stream_off >= 0:
+            _streams += 1
         flags = [0] * r.nflags
         for k in range(want):
             for j in range(r.nflags):
@@ -391,7 +398,8 @@ def execute(program, operands, out=None, threads=None, ledger=None):
             # NumPy's own reduction of it (its flags were reported above)
             whole = program._replace(reduce=None, reduce_chars=None)
             with np.errstate(all="ignore"):
-                tmp = (execute(whole, operands, threads=threads) if whole.steps
+                # (plain stores: the reduction reads the result at once)
+                tmp = (_execute(whole, operands, None, threads, None, False) if whole.steps
                        else operands[plan.result])
                 value = np.add.reduce(tmp)
         return value

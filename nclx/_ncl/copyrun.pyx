@@ -342,7 +342,10 @@ def tune(piece_bytes=None, cold_bytes=None, stream_bytes=None):
     """Set the smallest piece a thread copies, the size that wakes a
     sleeping team and the smallest contiguous copy written with
     non-temporal stores (bytes); returns the old (piece_bytes, cold_bytes,
-    stream_bytes).  For tests and calibration."""
+    stream_bytes).  While nothing watches copies (no hook, no ledger) a
+    copy of fewer than 2 * piece_bytes is NumPy's loop at once, so the
+    smallest streamed copy is then max(stream_bytes, 2 * piece_bytes).
+    For tests and calibration."""
     global _piece_bytes, _split_bytes, _cold_bytes, _stream_bytes
     old = (_piece_bytes, _cold_bytes, _stream_bytes)
     # both checked before either is set: a bad one changes nothing
