@@ -43,6 +43,7 @@ cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept 
     cdef npy_intp dims[1]
     cdef xstep *st
     cdef int k, j, s
+    cdef bint staged
     cdef int64_t t0 = 0, t1
     cdef int64_t *ns = NULL
     if r.ns != NULL:
@@ -55,20 +56,17 @@ cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept 
             s = st.slot[j]
             args[j] = _at(r, scr, s, lo)
             steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
-        if k == r.nsteps - 1 and r.stream_off >= 0:
+        staged = k == r.nsteps - 1 and r.stream_off >= 0     # s: the output slot
+        if staged:
             # the result's block staged in scratch, then written past the
             # caches: its lines are not read first (same bytes)
-            s = st.slot[st.nin]
             args[st.nin] = scr + r.stream_off
             steps[st.nin] = r.isz[s]
-            ncl_bx_clear()
-            st.fn(args, dims, steps, st.data)
-            fl[k] |= ncl_bx_fpe()
+        ncl_bx_clear()
+        st.fn(args, dims, steps, st.data)
+        fl[k] |= ncl_bx_fpe()
+        if staged:
             ncl_stream_copy(r.base[s] + lo * r.stride[s], scr + r.stream_off, <size_t>(m * r.isz[s]))
-        else:
-            ncl_bx_clear()
-            st.fn(args, dims, steps, st.data)
-            fl[k] |= ncl_bx_fpe()
         if ns != NULL:
             t1 = ncl_bx_now_ns()
             ns[k] += t1 - t0
