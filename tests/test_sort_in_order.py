@@ -95,3 +95,24 @@ def test_checked_from_in_order_min_only():
     finally:
         sorting.in_order_min(old)
     assert sorting.in_order_min() == old
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+@pytest.mark.parametrize("dt", ["int64", "float64", "uint64"])
+def test_prefetched_or_not_the_check_finds_every_descent(dt, prefetch):
+    # runs of more than 2 MiB each (the prefetched size) on 1 and 2 threads
+    n = 600_011
+    a = _sorted(dt, n, np.random.default_rng(11))
+    old, old_threads = sorting.in_order_prefetch(), nclx.get_num_threads()
+    try:
+        assert sorting.in_order_prefetch(prefetch) is prefetch
+        for threads in (1, 2):
+            nclx.set_num_threads(threads)
+            _check(a, "stable")
+            for i in (1, 2047, 2048, 300_005, n - 2049, n - 2048, n - 1):
+                _check(_broken(a, i), "stable")
+                _check(_broken(a, i), "quicksort")
+    finally:
+        sorting.in_order_prefetch(old)
+        nclx.set_num_threads(old_threads)
+    assert sorting.in_order_prefetch() is old

@@ -101,13 +101,34 @@ static int ncl_i64_isa(void)
 #define NCL_VEC_uint32(x, s, e) (s)
 #define NCL_VEC_float32nn(x, s, e) (s)
 #define NCL_VEC_float64nn(x, s, e) (s)
-/* The next block's lines, asked for before this block is read: this VM's
- * hardware prefetcher leaves a light streaming loop waiting on memory (an
- * in-order check of 1e7 int64 ran in 11.1 ms without, 8.8 ms with; the
+/* The next block's lines, asked for before this block is read: an Intel
+ * VM's hardware prefetcher left a light streaming loop waiting on memory
+ * (an in-order check of 1e7 int64 ran in 11.1 ms without, 8.8 ms with; the
  * float scan 9.6 / 8.5 ms).  Only for data larger than a core's L2: on
  * data in the cache the prefetches cost (1e5 int64: 25.4 -> 29.1 us).  A
- * prefetch past the end never faults. */
+ * prefetch past the end never faults.  On an AMD EPYC VM the in-order
+ * check ran slower with them (1e7 int64, 2 threads: 4.6-5.0 ms with,
+ * 3.5-3.9 ms without; 1 thread 6.9-7.8 / 6.3-6.4 ms), so there it does
+ * not prefetch (ncl_order_prefetch; sortrun.in_order_prefetch sets it). */
 #define NCL_PREFETCH_MIN ((npy_intp)2 << 20)
+/* 1: the in-order check prefetches, 0: not, -1: not decided yet (then on,
+ * except on AMD processors) */
+static int ncl_order_pf = -1;
+static inline int ncl_order_prefetch(void)
+{
+    int k = __atomic_load_n(&ncl_order_pf, __ATOMIC_RELAXED);
+    if (k < 0) {
+#if defined(__GNUC__) && defined(__x86_64__)
+        __builtin_cpu_init();
+        k = !__builtin_cpu_is("amd");
+#else
+        k = 1;
+#endif
+        __atomic_store_n(&ncl_order_pf, k, __ATOMIC_RELAXED);
+    }
+    return k;
+}
+static inline void ncl_order_set_prefetch(int on) { __atomic_store_n(&ncl_order_pf, on != 0, __ATOMIC_RELAXED); }
 #if defined(__GNUC__)
 #define NCL_PREFETCH_BLOCK(p, bytes)                                                   \
     for (npy_intp q_ = 0; q_ < (npy_intp)(bytes); q_ += 64)                            \
@@ -121,7 +142,7 @@ static int ncl_is_sorted(int dt, const char *v, npy_intp n)
     int r = 1;
     /* each block: the vector steps (floats, SSE2), then the rest one by one */
 #define NCL_S(NAME, T) { const T *x = (const T *)v;                                    \
-        const int pf = n * (npy_intp)sizeof(T) >= NCL_PREFETCH_MIN;                    \
+        const int pf = n * (npy_intp)sizeof(T) >= NCL_PREFETCH_MIN && ncl_order_prefetch(); \
         for (npy_intp s = 1; s < n && r; s += 2048) {                                 \
             npy_intp e = n - s < 2048 ? n : s + 2048;                                  \
             uint64_t bad = 0;                                                         \

@@ -22,8 +22,8 @@ import numpy as np
 from nclx._ncl import spec
 from nclx.errors import NclxInstallError
 # the Sort settings live with the lane sort; nclx._ncl.sorting names them too
-from nclx._ncl.sortrun import (fast_threshold, in_order_min, in_order_team, min_run, release,
-                               scratch_keep, threshold)
+from nclx._ncl.sortrun import (fast_threshold, in_order_min, in_order_prefetch, in_order_team,
+                               min_run, release, scratch_keep, threshold)
 from nclx._ncl.sortpart import vector_partition, vector_partition_here
 
 cnp.import_array()

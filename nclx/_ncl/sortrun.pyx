@@ -27,6 +27,8 @@ cdef extern from "ncl_order.h" nogil:
     int ncl_is_sorted(int dt, const char *v, npy_intp n)
     int ncl_is_iota(const npy_intp *idx, npy_intp n)
     int ncl_scan_float(int isz, const char *x, npy_intp n, uint64_t *lo, uint64_t *hi)
+    int ncl_order_prefetch()
+    void ncl_order_set_prefetch(int on)
 
 cdef extern from "ncl_sort.h" nogil:
     void ncl_merge_part(int dt, const char *keys, char *kout, const npy_intp *isrc,
@@ -375,6 +377,15 @@ def in_order_min(n=None):
             raise ValueError(f"in_order_min must be >= 0, not {n}")
         _in_order_min = int(n)
     return _in_order_min
+
+
+def in_order_prefetch(on=None):
+    """Whether the in-order check of more than 2 MiB prefetches a block
+    ahead (by default yes, except on AMD processors: docs/sort.md); with
+    ``on``, set it.  Results do not depend on it."""
+    if on is not None:
+        ncl_order_set_prefetch(1 if on else 0)
+    return bool(ncl_order_prefetch())
 
 
 def min_run(n=None):
