@@ -26,7 +26,7 @@ from nclx._ncl.team cimport ncl_threads_now, MAX_THREADS
 from nclx._ncl.copyrun cimport ncl_stream_at
 from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
                                  bx_direct, bx_leaves)
-from nclx._ncl.blockplan import make_plan, l2_bytes
+from nclx._ncl.blockplan import make_plan, l2_bytes, reduces_in_chunks
 
 import numpy as np
 
@@ -148,40 +148,6 @@ cdef bint _raising_errstate():
         if mode in ("raise", "call", "log"):
             return True
     return False
-
-
-_chunks = None
-
-
-def _reduce_chunks():
-    """True when this NumPy reduces a contiguous float array in chunks of
-    np.getbufsize() elements (acc += pairwise(chunk), as NumPy 2.0.2 does;
-    2.4.6 and 2.5 do not) rather than in one pairwise pass; measured once,
-    on data whose two sums differ."""
-    global _chunks
-    if _chunks is None:
-        x = np.random.default_rng(12345).standard_normal(3 * np.getbufsize() + 77)
-        x = (x * 1e4).astype(np.float32)
-        bufsize = np.getbufsize()
-        one = np.float32(-0.0) + _pairwise(x)
-        acc = np.float32(-0.0)
-        for lo in range(0, len(x), bufsize):
-            acc = acc + _pairwise(x[lo:lo + bufsize])
-        got = np.add.reduce(x)
-        _chunks = bool(got.tobytes() == acc.tobytes() and got.tobytes() != one.tobytes())
-    return _chunks
-
-
-def _pairwise(x):
-    """NumPy's pairwise sum of a float32 array, by its own loop on pieces of
-    at most 128 elements (where NumPy does not split) added as its tree adds
-    them."""
-    n = len(x)
-    if n <= 128:
-        return np.add.reduce(x)       # -0.0 + pairwise(x): no split, one loop call
-    n2 = n // 2
-    n2 -= n2 % 8
-    return np.float32(_pairwise(x[:n2]) + _pairwise(x[n2:]))
 
 
 def execute(program, operands, out=None, threads=None, ledger=None):
@@ -330,7 +296,7 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream):
         r.chunk = 0
         if n > 0:
             if r.red == RED_TREE:
-                if rdt.kind == "f" and _reduce_chunks():
+                if rdt.kind == "f" and reduces_in_chunks():
                     r.chunk = np.getbufsize()
                     lo = 0
                     while lo < n:

@@ -217,3 +217,37 @@ def make_plan(program):
         _cache.clear()
     _cache[program] = plan
     return plan
+
+
+_chunks = None
+
+
+def reduces_in_chunks():
+    """True when this NumPy reduces a contiguous float array in chunks of
+    np.getbufsize() elements (acc += pairwise(chunk), as NumPy 2.0.2 does;
+    2.4.6 and 2.5 do not) rather than in one pairwise pass; measured once,
+    on data whose two sums differ."""
+    global _chunks
+    if _chunks is None:
+        x = np.random.default_rng(12345).standard_normal(3 * np.getbufsize() + 77)
+        x = (x * 1e4).astype(np.float32)
+        bufsize = np.getbufsize()
+        one = np.float32(-0.0) + _pairwise(x)
+        acc = np.float32(-0.0)
+        for lo in range(0, len(x), bufsize):
+            acc = acc + _pairwise(x[lo:lo + bufsize])
+        got = np.add.reduce(x)
+        _chunks = bool(got.tobytes() == acc.tobytes() and got.tobytes() != one.tobytes())
+    return _chunks
+
+
+def _pairwise(x):
+    """NumPy's pairwise sum of a float32 array, by its own loop on pieces of
+    at most 128 elements (where NumPy does not split) added as its tree adds
+    them."""
+    n = len(x)
+    if n <= 128:
+        return np.add.reduce(x)       # -0.0 + pairwise(x): no split, one loop call
+    n2 = n // 2
+    n2 -= n2 % 8
+    return np.float32(_pairwise(x[:n2]) + _pairwise(x[n2:]))
