@@ -41,6 +41,7 @@ import warnings
 
 import numpy as np
 
+from nclx._ncl import forksafe as _forksafe
 from nclx._ncl import install as _install
 from nclx._ncl import checked as _checked
 from nclx._ncl import modes as _modes
@@ -48,6 +49,7 @@ from nclx._ncl import hooks as _hooks
 
 OPS = _checked.OPS
 _lock = threading.Lock()
+_forksafe.guard(sys.modules[__name__], "_lock")
 _shared = {"users": 0, "handles": []}
 _NAME = "checked"
 _FPE_OVERFLOW = 2          # numpy's flag value handed to an errstate "call" callback

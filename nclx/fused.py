@@ -30,6 +30,7 @@ from nclx import _expr, _trace
 from nclx import ledger as _ledger
 from nclx._ncl import blockexec as _blockexec
 from nclx._ncl import entries as _entries
+from nclx._ncl import forksafe as _forksafe
 from nclx._ncl import fusegate as _fusegate
 from nclx._ncl import registry as _registry
 
@@ -49,6 +50,7 @@ class _Plans:
 
     def __init__(self):
         self.lock = threading.Lock()
+        _forksafe.guard(self, "lock")
         self.items = OrderedDict()
 
     def get(self, key):
@@ -182,6 +184,7 @@ def _eager(fn, args, out):
 
 _expr_plans = {}
 _expr_lock = threading.Lock()
+_forksafe.guard(sys.modules[__name__], "_expr_lock")
 
 
 def evaluate(ex, local_dict=None, global_dict=None, out=None):

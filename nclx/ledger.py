@@ -27,10 +27,12 @@ records one call per ufunc call (see docs/fused.md).
 """
 import contextlib
 import itertools
+import sys
 import threading
 from collections import namedtuple
 
 from nclx._ncl import entries as _entries
+from nclx._ncl import forksafe as _forksafe
 from nclx._ncl import install as _install
 from nclx._ncl import ledger as _cledger
 from nclx._ncl import hooks as _hooks
@@ -53,6 +55,7 @@ def _subsystem(op, kind):
 
 _ids = itertools.count()
 _lock = threading.Lock()
+_forksafe.guard(sys.modules[__name__], "_lock")
 _recording = []          # the Ledgers recording now, in start order
 
 
@@ -87,6 +90,7 @@ class Ledger:
         self._handles = []
         self._extra = {}             # fused runs' rows: (op, kind, dtypes) -> counters
         self._extra_lock = threading.Lock()
+        _forksafe.guard(self, "_extra_lock")
         self.name = f"ledger#{next(_ids)}"
 
     def _start(self):

@@ -8,11 +8,13 @@ so one thread leaving its block does not uninstall nclx under another.
 before it do nothing when they end.
 """
 import contextlib
+import sys
 import threading
 import warnings
 
 from nclx._ncl import copying as _copying
 from nclx._ncl import entries as _entries
+from nclx._ncl import forksafe as _forksafe
 from nclx._ncl import hooks as _hooks
 from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
@@ -22,6 +24,7 @@ from nclx._ncl import sorting as _sorting
 from nclx.errors import NclxInstallError
 
 _lock = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_lock", threading.RLock)
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
           "generation": 0, "sorts": None, "copies": None, "recycle_prev": None}
 _local = threading.local()

@@ -18,12 +18,15 @@ The tree is Python objects (:class:`FixedDimMeta` ...) and, as DyND's
 object stay at the same address while the object lives.
 """
 import ctypes
+import sys
 import threading
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Tuple
 
 import numpy as np
+
+from nclx._ncl import forksafe as _forksafe
 
 from nclx.types.convert import content_values, from_arrow
 from nclx.types.datashape import interface_dtype
@@ -324,6 +327,7 @@ def _with_struct(am):
 # ------------------------------------------------- cache and entry points
 _CACHE = {}
 _LOCK = threading.Lock()
+_forksafe.guard(sys.modules[__name__], "_LOCK")
 
 
 def arrmeta(x):

@@ -1,0 +1,112 @@
+"""os.fork() while another thread holds one of nclx's Python locks
+(nclx._ncl.forksafe): the child must not inherit a lock held for ever.
+Found by review: a thread toggling ``nclx.installed()`` while the main
+thread forked left every child hanging in its first ``uninstall()``.
+
+Each check runs in a fresh Python (a forked child that hangs is ended by
+faulthandler after 10 s with exit code 1)."""
+import pytest
+
+from conftest import run_script
+
+CHILD = """
+import faulthandler, os, sys, threading, time
+import numpy as np, nclx
+
+def child(body):
+    faulthandler.dump_traceback_later(10, exit=True)
+    ok = False
+    try:
+        ok = body()
+    finally:
+        os._exit(0 if ok else 3)
+
+def fork_child(body):
+    pid = os.fork()
+    if pid == 0:
+        child(body)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+def installs_and_sorts():
+    nclx.install()
+    ok = np.sort(np.arange(5.0)[::-1]).tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    nclx.uninstall()
+    return ok and not nclx.is_installed()
+"""
+
+
+@pytest.mark.parametrize("owner, name", [
+    ("nclx._ncl.install", "_lock"),
+    ("nclx.checked", "_lock"),
+    ("nclx.ledger", "_lock"),
+    ("nclx.fused", "_expr_lock"),
+    ("nclx.types.arrmeta", "_LOCK"),
+])
+def test_a_lock_held_by_another_thread_at_fork_is_free_in_the_child(owner, name):
+    # the holder keeps the lock 0.3 s: the fork waits for it, and the child
+    # gets a free lock and a whole state
+    proc = run_script(CHILD + f"""
+import importlib
+mod = importlib.import_module({owner!r})
+held = threading.Event()
+def holder():
+    with getattr(mod, {name!r}):
+        held.set()
+        time.sleep(0.3)
+t = threading.Thread(target=holder)
+t.start()
+held.wait()
+
+def body():
+    lock = getattr(mod, {name!r})
+    if not lock.acquire(timeout=5):
+        return False
+    lock.release()
+    a = np.arange(10.0)
+    with nclx.checked():
+        a + a
+    with nclx.ledger.recording() as led:
+        a * 2
+    got = nclx.evaluate("2*a + a*a", {{"a": a}})
+    return installs_and_sorts() and bool(led.records()) and got.tobytes() == (2*a + a*a).tobytes()
+
+code = fork_child(body)
+t.join()
+print(code)
+""", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "0", proc.stderr[-3000:]
+
+
+def test_fork_while_threads_toggle_install_checked_and_ledger():
+    proc = run_script(CHILD + """
+stop = False
+def toggle_installed():
+    while not stop:
+        with nclx.installed():
+            pass
+def toggle_checked():
+    a = np.arange(100)
+    while not stop:
+        with nclx.checked():
+            a + a
+def toggle_ledger():
+    a = np.arange(100.0)
+    while not stop:
+        with nclx.ledger.recording():
+            a * 2
+threads = [threading.Thread(target=f) for f in (toggle_installed, toggle_checked, toggle_ledger)]
+for t in threads:
+    t.start()
+codes = []
+for i in range(6):
+    time.sleep(0.03)
+    codes.append(fork_child(installs_and_sorts))
+stop = True
+for t in threads:
+    t.join()
+nclx.uninstall()
+print(codes, installs_and_sorts())
+""", timeout=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "[0, 0, 0, 0, 0, 0] True", proc.stderr[-3000:]
