@@ -95,8 +95,9 @@ def _acquire():
             fn = _checked.checked_hook_address()
             try:
                 for (op, dtype), addr in _checked.checked_loops().items():
-                    _shared["handles"].append(
-                        _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME))
+                    h = _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME)
+                    _shared["handles"].append(h)
+                    h._pin()           # hooks.reset() leaves it to this block
             except BaseException:
                 for h in _shared["handles"]:
                     h.remove()

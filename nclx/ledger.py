@@ -99,8 +99,10 @@ class Ledger:
         with _lock:
             try:
                 for sub in _hooks.SUBSYSTEMS:
-                    self._handles.append(_hooks.register_c("funnel", sub, addr, data,
-                                                           name=self.name, keepalive=self._table))
+                    h = _hooks.register_c("funnel", sub, addr, data, name=self.name,
+                                          keepalive=self._table)
+                    self._handles.append(h)
+                    h._pin()           # hooks.reset() leaves it to the recording
             except BaseException:
                 for h in self._handles:
                     h.remove()

@@ -7,10 +7,12 @@ cdef class Call:
     cdef ncl_call *call
     cdef readonly bint punted
     cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
+    cdef int busy               # next()/run_*() calls running now (any thread)
 
     @staticmethod
     cdef Call wrap(ncl_node *node, ncl_call *call)
     cdef int _check(self) except -1
     cdef int _end(self) except -1
+    cdef int _close(self) except -1
     cdef int _copy_in(self) except -1
     cdef int _flush(self) except -1

@@ -13,6 +13,7 @@ gives each operand its own length (``dimensions[1 + i]``); its last operand
 is the one written (the data a sort sorts in place, a selection's output).
 """
 from libc.string cimport memcpy
+from posix.unistd cimport usleep
 
 cimport numpy as cnp
 import numpy as np
@@ -53,6 +54,7 @@ cdef class Call:
         c.call = call
         c.punted = False
         c._mirrors = None
+        c.busy = 0
         return c
 
     cdef int _check(self) except -1:
@@ -61,9 +63,19 @@ cdef class Call:
         return 0
 
     cdef int _end(self) except -1:
+        self._close()
         self._flush()
         self.call = NULL
         self.node = NULL
+        return 0
+
+    cdef int _close(self) except -1:
+        """Wait for the next()/run_*() calls other threads started while
+        the hook ran (a hook may hand its Call to a thread): the loop must
+        not return before they end.  After the hook, none can start."""
+        while self.busy > 0:
+            with nogil:
+                usleep(100)
         return 0
 
     cdef int _copy_in(self) except -1:
@@ -144,12 +156,16 @@ cdef class Call:
             raise RuntimeError("a Kernel passes a call on by returning NotImplemented")
         cdef ncl_node *node = self.node
         cdef ncl_call *call = self.call
-        self._flush()
-        self.punted = True
-        with nogil:
-            ncl_call_next(node, call)
-        if self._mirrors is not None:
-            self._copy_in()
+        self.busy += 1
+        try:
+            self._flush()
+            self.punted = True
+            with nogil:
+                ncl_call_next(node, call)
+            if self._mirrors is not None:
+                self._copy_in()
+        finally:
+            self.busy -= 1
 
     def run_numpy(self):
         """Run NumPy's original loop on this call."""
@@ -157,21 +173,29 @@ cdef class Call:
         cdef ncl_call *call = self.call
         if call.numpy_loop == NULL:
             raise ValueError(f"{self.op} is nclx's own op: NumPy has no loop for it")
-        self._flush()
-        with nogil:
-            call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-        if self._mirrors is not None:
-            self._copy_in()
+        self.busy += 1
+        try:
+            self._flush()
+            with nogil:
+                call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
+            if self._mirrors is not None:
+                self._copy_in()
+        finally:
+            self.busy -= 1
 
     def run_nclx(self):
         """Run nclx's own kernel on this call."""
         self._check()
         cdef ncl_call *call = self.call
-        self._flush()
-        with nogil:
-            call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
-        if self._mirrors is not None:
-            self._copy_in()
+        self.busy += 1
+        try:
+            self._flush()
+            with nogil:
+                call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
+            if self._mirrors is not None:
+                self._copy_in()
+        finally:
+            self.busy -= 1
 
     @property
     def op(self):

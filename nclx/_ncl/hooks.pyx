@@ -12,8 +12,10 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 
 cimport numpy as cnp
 import sys
+import threading
 
-from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
+                           NCL_NODE_LINKED)
 from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
@@ -23,6 +25,9 @@ from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect
 from nclx._ncl.targets import kernel_chain_name
 
 cnp.import_array()
+
+cdef extern from "Python.h":
+    void PyErr_SetInterrupt()
 
 cdef extern from "ncl_atomic.h":
     void *ncl_load_ptr(void **p) nogil
@@ -39,20 +44,34 @@ def _forget_node(size_t address):
 _registry.set_free_observer(_forget_node)
 
 
-cdef void _report(ncl_node *node, object hook, str what):
+cdef void _report(ncl_node *node, object hook, str what) noexcept:
     """Keep and report an exception raised by a hook inside a loop.
 
     NumPy does not check for Python errors after numeric loops, so the
     exception cannot travel through it: it goes to sys.unraisablehook and is
     kept for the hook's handle (``handle.last_error``, ``handle.errors``)."""
     exc = sys.exc_info()[1]
-    key = <size_t>node
-    count, _ = _errors.get(key, (0, None))
-    _errors[key] = (count + 1, exc)
     try:
+        key = <size_t>node
+        count, _ = _errors.get(key, (0, None))
+        _errors[key] = (count + 1, exc)
+        if isinstance(exc, KeyboardInterrupt):
+            _interrupt_later()
+            return
         sys.unraisablehook(_Unraisable(exc, f"Exception ignored in nclx {what}", hook))
-    except Exception:
-        pass
+    except BaseException as e:
+        # (an unraisablehook that raises, no memory): nothing may leave a loop
+        if isinstance(e, KeyboardInterrupt):
+            _interrupt_later()
+
+
+cdef void _interrupt_later() noexcept:
+    """A KeyboardInterrupt raised in a hook (Ctrl-C while it ran) cannot
+    leave NumPy's loop: the call completes and the interrupt is delivered
+    again as SIGINT once Python runs (on the main thread, where Python
+    handles signals; elsewhere it is only recorded)."""
+    if threading.current_thread() is threading.main_thread():
+        PyErr_SetInterrupt()
 
 
 class _Unraisable:
@@ -69,19 +88,21 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     cdef bint failed = False
     cdef bint punted
     ncl_hook_depth_add(1)
-    hook = <object>node.obj
-    c = Call.wrap(node, call)
     try:
-        hook(c)
-    except BaseException:
-        _report(node, hook, f"hook {node.name.decode()!r}")
-        failed = True
-    punted = c.punted
-    try:
-        c._end()
-    except BaseException:
-        _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
-    ncl_hook_depth_add(-1)
+        hook = <object>node.obj
+        c = Call.wrap(node, call)
+        try:
+            hook(c)
+        except BaseException:
+            failed = True
+            _report(node, hook, f"hook {node.name.decode()!r}")
+        punted = c.punted
+        try:
+            c._end()
+        except BaseException:
+            _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
+    finally:
+        ncl_hook_depth_add(-1)
     # a failed hook must not lose the result: the rest of the chain computes it
     return 1 if (failed and not punted) else 0
 
@@ -140,23 +161,26 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     ncl_hook_depth_add(1)
     c = Call.wrap(NULL, call)
     try:
-        ins, out = c.views()
-        if call.subsystem == NCL_SUB_REDUCE:
-            result = k.reduce(ins[1], out[:1])
-        else:
-            result = k(list(ins), out)
-        rc = 1 if result is NotImplemented else 0
-    except BaseException:
-        _report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
-        rc = 1   # the next node computes the result
-    if rc == 0:
         try:
-            c._end()
+            ins, out = c.views()
+            if call.subsystem == NCL_SUB_REDUCE:
+                result = k.reduce(ins[1], out[:1])
+            else:
+                result = k(list(ins), out)
+            rc = 1 if result is NotImplemented else 0
         except BaseException:
-            _report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
-            rc = 1
-    c.call = NULL
-    ncl_hook_depth_add(-1)
+            rc = 1   # the next node computes the result
+            _report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
+        if rc == 0:
+            try:
+                c._end()
+            except BaseException:
+                rc = 1
+                _report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
+    finally:
+        c._close()
+        c.call = NULL
+        ncl_hook_depth_add(-1)
     return rc
 
 
@@ -206,9 +230,18 @@ cdef class Handle:
 
     @property
     def removed(self):
-        if self.node != NULL and _registry.node_serial(self.address) != self.serial:
-            self.node = NULL    # reset() took it
+        if self.node != NULL and (_registry.node_serial(self.address) != self.serial
+                                  or not (self.node.flags & NCL_NODE_LINKED)):
+            # reset() took it (freed, or unlinked while a loop still ran it)
+            self._final = _errors.get(self.address, (0, None))
+            self.node = NULL
         return self.node == NULL
+
+    def _pin(self):
+        """Keep this hook through hooks.reset() (nclx's own modes: their
+        blocks remove it)."""
+        if not self.removed:
+            _registry.pin(self.address)
 
     cdef tuple _record(self):
         if self.node == NULL and self._final is not None:

@@ -56,6 +56,7 @@ cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
 cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
 cdef dict _live = {}               # address of every user node not yet freed -> serial
+cdef set _pinned = set()           # nodes of nclx's own modes (checked(), ledgers): reset() keeps them
 cdef object _serials = iter(range(1, 1 << 62))
 cdef int *_loop_watch = NULL       # follows the user nodes of funnel and kernel chains
 
@@ -189,6 +190,7 @@ def node_serial(size_t address):
 
 cdef void _free_node(ncl_node *node):
     _live.pop(<size_t>node, None)
+    _pinned.discard(<size_t>node)
     if node.destroy != NULL:
         node.destroy(node.data)
     if node.obj != NULL:
@@ -346,13 +348,24 @@ cdef void _strip(ncl_chain *ch) except *:
     cdef ncl_node *nxt
     while node != NULL:
         nxt = node.next
-        if not (node.flags & NCL_NODE_DEFAULT):
+        if not (node.flags & NCL_NODE_DEFAULT) and <size_t>node not in _pinned:
             ncl_unlink(node)
         node = nxt
 
 
+def pin(size_t address):
+    """Keep the live node at ``address`` through reset(): a node of one of
+    nclx's own modes (``checked()``, a recording ledger), whose block
+    removes it when it ends."""
+    if address not in _live:
+        raise HookError("pin: no live node at that address")
+    _pinned.add(address)
+
+
 def reset():
-    """Remove every hook from every chain: the registry as nclx ships it."""
+    """Remove every hook from every chain: the registry as nclx ships it
+    (the nodes of open ``checked()`` and ``ledger.recording()`` blocks stay
+    until their blocks end)."""
     cdef int s
     for s in range(NCL_NSUBSYSTEMS):
         _strip(&_python_chains[s])
