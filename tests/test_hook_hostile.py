@@ -191,3 +191,34 @@ def test_handle_removed_after_reset_from_inside_its_hook(installed):
     assert h.removed
     h.remove()                                          # still idempotent
     assert (np.arange(10) + 1).tobytes() == np.arange(1, 11).tobytes()
+
+
+def test_a_call_cannot_be_restarted_while_its_output_is_written_back(installed):
+    # the hook used views(): after it returns the output's mirror is written
+    # back (NumPy's copy releases the GIL); a thread holding the Call must
+    # not start next() in that window
+    n = 4_000_000
+    a = np.ones(n)
+    state = {}
+
+    def helper(c):
+        while True:
+            try:
+                c.next()
+            except RuntimeError:
+                return
+
+    def hook(call):
+        call.views()
+        t = threading.Thread(target=helper, args=(call,))
+        t.start()
+        state["t"] = t
+        time.sleep(0.02)
+
+    with hooks.register("funnel", "binary", hook):
+        for i in range(4):
+            a[:] = i + 1
+            r = np.multiply(a, 3.0)
+            first = r.tobytes()
+            state["t"].join()
+            assert r.tobytes() == first == np.full(n, 3.0 * (i + 1)).tobytes()
