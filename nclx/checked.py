@@ -50,6 +50,7 @@ from nclx._ncl import hooks as _hooks
 OPS = _checked.OPS
 _lock = threading.Lock()
 _forksafe.guard(sys.modules[__name__], "_lock")
+_mine = threading.local()          # .n: this thread's share of _shared["users"]
 _shared = {"users": 0, "handles": []}
 _NAME = "checked"
 _FPE_OVERFLOW = 2          # numpy's flag value handed to an errstate "call" callback
@@ -103,12 +104,16 @@ def _acquire():
                     h.remove()
                 _shared["handles"].clear()
                 raise
+        n = getattr(_mine, "n", 0) + 1
         _shared["users"] += 1
+        _mine.n = n                     # (no call between: counted together)
 
 
 def _release():
     with _lock:
+        n = _mine.n - 1
         _shared["users"] -= 1
+        _mine.n = n
         if _shared["users"] == 0:
             for h in _shared["handles"]:
                 h.remove()
@@ -127,15 +132,26 @@ def checked():
     raise OverflowError instead of wrapping, and left_shift/right_shift when
     bits are lost, for this thread, inside the block."""
     with _install.installed():
-        _acquire()
-        _modes.checked_enter()
+        depth, mine = _modes.checked_depth(), getattr(_mine, "n", 0)
         try:
+            # (an interrupt after any step is undone by the one call below)
+            _acquire()
+            _modes.checked_enter()
             _modes.take_checked_overflow()   # start clean
             with np.errstate(over="log", call=_Writer(np.geterr()["over"], np.geterrcall())):
                 yield
         finally:
-            _modes.checked_leave()
-            _release()
+            _unwind(depth, mine)
+
+
+def _unwind(depth, mine):
+    """Leave what this thread's block entered (its mode, its share of the
+    kernel hooks), judged by the state, not by flags an interrupt could
+    have stopped short of setting."""
+    if _modes.checked_depth() > depth:
+        _modes.checked_leave()
+    if getattr(_mine, "n", 0) > mine:
+        _release()
 
 
 #: ``nclx.checked.active()``: ``nclx.checked`` is the context manager itself

@@ -71,17 +71,21 @@ def _loop(ufunc, chars, where):
     loop its table holds, known as an entry by its address)."""
     global _ufunc_op, _slots, _entry_slot
     if _ufunc_op is None:
-        _ufunc_op = {}
+        # built whole, then published (``_ufunc_op`` last): an interrupt or
+        # an error half way leaves nothing half built for the next call
+        ufunc_op = {}
         for op in spec.OPS:
             uf = spec.numpy_ufunc(op)
             if uf is not None:
-                _ufunc_op[uf] = op
-        _slots = {sig: k for k, sig in enumerate(entries.signatures())}
-        _entry_slot = {}
+                ufunc_op[uf] = op
+        slots = {sig: k for k, sig in enumerate(entries.signatures())}
+        entry_slot = {}
         for op in spec.OPS:
             if op != "cast" and spec.numpy_ufunc(op) is None:
                 for c, fn, _ in entries.entry_loops(op):
-                    _entry_slot[fn] = _slots.get((op, c), -1)
+                    entry_slot[fn] = slots.get((op, c), -1)
+        _slots, _entry_slot = slots, entry_slot
+        _ufunc_op = ufunc_op
     op = _ufunc_op.get(ufunc)
     want = [np.dtype(c) for c in chars]
     if op is not None:

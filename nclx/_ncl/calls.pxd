@@ -8,6 +8,7 @@ cdef class Call:
     cdef readonly bint punted
     cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
     cdef int busy               # next()/run_*() calls running now (any thread)
+    cdef bint closing           # the hook returned: no next()/run_*() may start
 
     @staticmethod
     cdef Call wrap(ncl_node *node, ncl_call *call)

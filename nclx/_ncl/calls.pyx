@@ -55,10 +55,11 @@ cdef class Call:
         c.punted = False
         c._mirrors = None
         c.busy = 0
+        c.closing = False
         return c
 
     cdef int _check(self) except -1:
-        if self.call == NULL:
+        if self.call == NULL or self.closing:
             raise RuntimeError("this Call has ended: a hook may use it only while it runs")
         return 0
 
@@ -72,7 +73,9 @@ cdef class Call:
     cdef int _close(self) except -1:
         """Wait for the next()/run_*() calls other threads started while
         the hook ran (a hook may hand its Call to a thread): the loop must
-        not return before they end.  After the hook, none can start."""
+        not return before they end.  From here on none can start (the write
+        back of the output after it releases the GIL)."""
+        self.closing = True
         while self.busy > 0:
             with nogil:
                 usleep(100)

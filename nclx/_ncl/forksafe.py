@@ -47,12 +47,16 @@ def _locks():
 
 
 def _before():
-    taken = []
-    for owner, name, _ in _locks():
-        lock = getattr(owner, name)
-        lock.acquire()
-        taken.append(lock)
-    _taken.locks = taken
+    taken = _taken.locks = []
+    try:
+        for owner, name, _ in _locks():
+            lock = getattr(owner, name)
+            lock.acquire()
+            taken.append(lock)
+    except BaseException:
+        # (os.fork forks anyway): nothing stays taken in the parent
+        _after_in_parent()
+        raise
 
 
 def _after_in_parent():

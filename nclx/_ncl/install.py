@@ -220,28 +220,34 @@ def installed(python_funnel=False):
     """``with nclx.installed():`` -- NumPy's loops go through nclx inside the
     block.  Counted across threads: NumPy is restored when the last block
     ends (unless ``install()`` was called explicitly)."""
-    with _lock:
-        gen = _state["generation"]
-        _state["holds"] += 1
-        if python_funnel:
-            _state["funnel_holds"] += 1
-        try:
-            _apply()
-        except BaseException:
-            _state["holds"] -= 1
-            if python_funnel:
-                _state["funnel_holds"] -= 1
-            _apply()
-            raise
+    held = False
     try:
-        yield
-    finally:
+        # (the block is entered inside the try: an interrupt once the hold
+        # is counted still gives it back)
         with _lock:
-            if gen == _state["generation"]:
+            gen = _state["generation"]
+            _state["holds"] += 1
+            if python_funnel:
+                _state["funnel_holds"] += 1
+            held = True
+            try:
+                _apply()
+            except BaseException:
+                held = False
                 _state["holds"] -= 1
                 if python_funnel:
                     _state["funnel_holds"] -= 1
                 _apply()
+                raise
+        yield
+    finally:
+        if held:
+            with _lock:
+                if gen == _state["generation"]:
+                    _state["holds"] -= 1
+                    if python_funnel:
+                        _state["funnel_holds"] -= 1
+                    _apply()
 
 
 __all__ = ["install", "uninstall", "is_installed", "installed", "release_memory",
