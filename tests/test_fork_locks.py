@@ -110,3 +110,37 @@ print(codes, installs_and_sorts())
 """, timeout=180)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "[0, 0, 0, 0, 0, 0] True", proc.stderr[-3000:]
+
+
+def test_a_child_forked_while_another_thread_is_inside_a_hook_frees_removed_hooks():
+    # the walking thread does not exist in the child: its reader count must
+    # not keep every removed node alive there (found by review)
+    proc = run_script(CHILD + """
+import nclx.hooks as hooks
+nclx.install()
+a = np.ones(200_000)
+inside = threading.Event()
+def slow(call):
+    inside.set()
+    time.sleep(0.5)
+    call.next()
+h = hooks.register("funnel", "binary", slow)
+t = threading.Thread(target=lambda: a + a)
+t.start()
+inside.wait()
+
+def body():
+    h.remove()
+    r = a * 3
+    h2 = hooks.register("funnel", "binary", lambda c: c.next(), name="x")
+    h2.remove()
+    return hooks.collect() == 0 and r.tobytes() == np.full(len(a), 3.0).tobytes()
+
+code = fork_child(body)
+t.join()
+h.remove()
+print(code, hooks.collect())
+nclx.uninstall()
+""", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "0 0", proc.stderr[-3000:]

@@ -19,9 +19,24 @@ cdef extern from "ncl_atomic.h":
 
 cdef extern from *:
     """
+    #include <pthread.h>
     static long ncl_readers_count = 0;
-    static inline void ncl_readers_in(void) { __atomic_add_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
-    static inline void ncl_readers_out(void) { __atomic_sub_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST); }
+    static __thread long ncl_readers_mine = 0;     /* this thread's share of the count */
+    static inline void ncl_readers_in(void) {
+        ncl_readers_mine++;
+        __atomic_add_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST);
+    }
+    static inline void ncl_readers_out(void) {
+        ncl_readers_mine--;
+        __atomic_sub_fetch(&ncl_readers_count, 1, __ATOMIC_SEQ_CST);
+    }
+    /* a forked child has only the forking thread: the readers are its own
+     * (the others' walks never end there, and removed nodes would never be
+     * freed) */
+    static void ncl_readers_after_fork(void) {
+        __atomic_store_n(&ncl_readers_count, ncl_readers_mine, __ATOMIC_SEQ_CST);
+    }
+    static int ncl_readers_atfork(void) { return pthread_atfork(NULL, NULL, ncl_readers_after_fork); }
     static inline long ncl_readers_now_(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); return __atomic_load_n(&ncl_readers_count, __ATOMIC_SEQ_CST); }
     static __thread int ncl_depth_tls = 0;
     static inline int ncl_depth_get(void) { return ncl_depth_tls; }
@@ -29,6 +44,7 @@ cdef extern from *:
     """
     void ncl_readers_in() nogil
     void ncl_readers_out() nogil
+    int ncl_readers_atfork()
     long ncl_readers_now_() nogil
     int ncl_depth_get() nogil
     void ncl_depth_add(int d) nogil
@@ -132,3 +148,7 @@ cdef int ncl_numpy_loop_fn(ncl_node *node, ncl_call *call) noexcept nogil:
 
 cdef int ncl_python_terminal_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     return 0   # never called: Python chains are walked from Python
+
+
+if ncl_readers_atfork() != 0:
+    raise RuntimeError("pthread_atfork failed: nclx cannot protect forked children")
