@@ -1,5 +1,5 @@
 # The Call a Python hook sees (nclx._ncl.calls).
-from nclx._ncl.ncl cimport ncl_node, ncl_call
+from nclx._ncl.ncl cimport ncl_node, ncl_call, ncl_loop_fn
 
 
 cdef class Call:
@@ -15,5 +15,6 @@ cdef class Call:
     cdef int _check(self) except -1
     cdef int _end(self) except -1
     cdef int _close(self) except -1
+    cdef int _run_loop(self, ncl_loop_fn loop) except -1
     cdef int _copy_in(self) except -1
     cdef int _flush(self) except -1

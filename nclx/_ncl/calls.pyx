@@ -18,7 +18,8 @@ from posix.unistd cimport usleep
 cimport numpy as cnp
 import numpy as np
 
-from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, ncl_dtype_name, NCL_SUB_REDUCE, NCL_NSLOTS
+from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_loop_fn, ncl_dtype_name, NCL_SUB_REDUCE,
+                           NCL_NSLOTS)
 from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl.registry import SUBSYSTEMS
 from nclx._ncl.spec import ALL_OP_NAMES
@@ -176,29 +177,27 @@ cdef class Call:
         cdef ncl_call *call = self.call
         if call.numpy_loop == NULL:
             raise ValueError(f"{self.op} is nclx's own op: NumPy has no loop for it")
-        self.busy += 1
-        try:
-            self._flush()
-            with nogil:
-                call.numpy_loop(call.args, call.dimensions, call.steps, call.data)
-            if self._mirrors is not None:
-                self._copy_in()
-        finally:
-            self.busy -= 1
+        self._run_loop(call.numpy_loop)
 
     def run_nclx(self):
         """Run nclx's own kernel on this call."""
         self._check()
+        self._run_loop(self.call.nclx_loop)
+
+    cdef int _run_loop(self, ncl_loop_fn loop) except -1:
+        """Run ``loop`` on the call's buffers (counted in ``busy``, so the
+        hook's end waits for it)."""
         cdef ncl_call *call = self.call
         self.busy += 1
         try:
             self._flush()
             with nogil:
-                call.nclx_loop(call.args, call.dimensions, call.steps, call.data)
+                loop(call.args, call.dimensions, call.steps, call.data)
             if self._mirrors is not None:
                 self._copy_in()
         finally:
             self.busy -= 1
+        return 0
 
     @property
     def op(self):
