@@ -326,8 +326,9 @@ def _with_struct(am):
 
 # ------------------------------------------------- cache and entry points
 _CACHE = {}
-_LOCK = threading.Lock()
-_forksafe.guard(sys.modules[__name__], "_LOCK")
+# reentrant: a finalizer (_forget) a collection runs while the lock is held takes it again
+_LOCK = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_LOCK", threading.RLock)
 
 
 def arrmeta(x):
