@@ -222,8 +222,18 @@ class Distribution:
 
     def maps(self, rank):
         """The maps of ``rank``'s dimensions."""
-        return list(self._per_rank("_maps", rank,
-                                   lambda r: [map_from_dim_dict(dd) for dd in self.dim_data(r)]))
+        return list(self._per_rank("_maps", rank, lambda r: [
+            self.column_map(d, c) for d, c in enumerate(self.coords_from_rank(r))]))
+
+    def column_map(self, d, c):
+        """The map of grid coordinate ``c`` along dimension ``d``: one object
+        per coordinate, shared by every rank's maps and by moves (a 'u'
+        map's index tables are built once)."""
+        cache = self.__dict__.setdefault("_column_maps", {})
+        m = cache.get((d, c))
+        if m is None:
+            m = cache[(d, c)] = map_from_dim_dict(dict(self._dims[d][c]))
+        return m
 
     def local_shape(self, rank):
         return tuple(m.local_size for m in self.maps(rank))

@@ -21,7 +21,6 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from nclx.dap.distribution import Distribution
-from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import (Layout, check_partition, layout_key, move,
                                    target_distribution)
@@ -44,7 +43,7 @@ def transpose(a, axes=None):
     if spread == sorted(spread):            # same coordinates, same ranks: a view
         return DistArray(a._block.transpose(perm), Distribution(cols), comm)
     check_partition(dist, "transpose")
-    src = Layout([[map_from_dim_dict(dd) for dd in col] for col in cols],
+    src = Layout([[dist.column_map(p, c) for c in range(len(dist._dims[p]))] for p in perm],
                  lambda r: tuple(dist.coords_from_rank(r)[p] for p in perm))
     target = target_distribution(shape, comm.Get_size())
     out = np.empty(target.local_shape(comm.Get_rank()), a.dtype)

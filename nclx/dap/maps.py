@@ -150,8 +150,16 @@ class UnstructuredMap(_Map):
         super().__init__(dd)
         self.indices = dd["indices"]
         self.one_to_one = dd["one_to_one"]
-        self._order = np.argsort(self.indices, kind="stable")
-        self._sorted = self.indices[self._order]
+        self._sorted = np.sort(self.indices)      # every map of a layout: owners by search
+        self._order = None
+
+    @property
+    def order(self):
+        """Local positions in global order (built on first use: only the
+        maps of this rank's own blocks need it)."""
+        if self._order is None:
+            self._order = np.argsort(self.indices, kind="stable")
+        return self._order
 
     def _owned_local(self):
         return np.arange(self.local_size)
@@ -171,7 +179,7 @@ class UnstructuredMap(_Map):
         ok = self.owns(g)
         if not np.all(ok):
             raise IndexError(f"global index {_first_bad(g, ok)} is not in this rank's indices")
-        return self._order[np.searchsorted(self._sorted, g)]
+        return self.order[np.searchsorted(self._sorted, g)]
 
 
 def check_global_range(distribution):

@@ -14,17 +14,13 @@ array, messages of any size (mpi4py 4's large-count calls).
 :mod:`nclx.dap.gather` moves between a Distribution and "one rank (or
 every rank) holds everything".
 """
-import hashlib
-import io
-import pickle
-
 import numpy as np
 
-from nclx.dap.collective import agree_same
-from nclx.dap.fold import agree
+from nclx.dap.agreekeys import agree_quick, layout_key
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
+from nclx.dap.movewindows import indexed_dim, window_segments, window_settings, windows
 from nclx.dap.validate import DapError, normalize_dim_dict
 
 __all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
@@ -47,7 +43,8 @@ class Layout:
         """The layout of a Distribution (kept on it)."""
         lay = getattr(dist, "_nclx_layout", None)
         if lay is None:
-            maps = [[map_from_dim_dict(dd) for dd in col] for col in dist._dims]
+            maps = [[dist.column_map(d, c) for c in range(len(col))]
+                    for d, col in enumerate(dist._dims)]
             lay = dist._nclx_layout = cls(maps, dist.coords_from_rank)
         return lay
 
@@ -61,36 +58,58 @@ class Layout:
         return cls(maps, lambda r: zero if holders is None or r in holders else None)
 
 
+_CHUNK = 1 << 16        # global indices a partition check counts at once
+
+
 def check_partition(dist, what):
     """DapError unless each 'u' dimension's indices give every global index
-    to exactly one grid coordinate (a move needs one owner per element)."""
+    to exactly one grid coordinate (a move needs one owner per element).
+
+    Counted in ranges of global indices from the layout's sorted index
+    tables (memory of one range, not of the dimension); a Distribution that
+    passed is not checked again (nclx never changes one once built)."""
+    if getattr(dist, "_nclx_partitioned", False):
+        return
     for d, col in enumerate(dist._dims):
         if col[0]["dist_type"] != "u":
             continue
         n = col[0]["size"]
-        allidx = np.concatenate([dd["indices"] for dd in col]) if col else np.zeros(0, np.int64)
-        counts = np.bincount(allidx[(allidx >= 0) & (allidx < n)], minlength=n)
-        bad = np.flatnonzero(counts != 1)
-        out = np.flatnonzero((allidx < 0) | (allidx >= n))
-        if out.size:
-            raise DapError(f"{what}: dimension {d} ('u'): index {int(allidx[out[0]])} is "
-                           f"outside [0, {n})")
-        if bad.size:
-            g = int(bad[0])
-            raise DapError(f"{what}: dimension {d} ('u'): global index {g} is owned by "
-                           f"{int(counts[g])} grid coordinates; a move needs exactly one")
+        for dd in col:                        # the first bad index in rank order
+            idx = np.asarray(dd["indices"])
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                for i in range(0, idx.size, _CHUNK):
+                    part = idx[i:i + _CHUNK]
+                    bad = (part < 0) | (part >= n)
+                    if bad.any():
+                        raise DapError(f"{what}: dimension {d} ('u'): index "
+                                       f"{int(part[np.argmax(bad)])} is outside [0, {n})")
+        tables = [m._sorted for m in Layout.of(dist).maps[d]]
+        for a in range(0, n, _CHUNK):
+            b = min(n, a + _CHUNK)
+            counts = np.zeros(b - a, np.int64)
+            for s in tables:
+                lo, hi = np.searchsorted(s, (a, b))
+                counts += np.bincount(s[lo:hi] - a, minlength=b - a)
+            bad = np.flatnonzero(counts != 1)
+            if bad.size:
+                g = a + int(bad[0])
+                raise DapError(f"{what}: dimension {d} ('u'): global index {g} is owned by "
+                               f"{int(counts[bad[0]])} grid coordinates; a move needs exactly one")
+    dist._nclx_partitioned = True
 
 
-def _dim_segments(mine, other, receiving):
+def _dim_segments(mine, other, receiving, window=None):
     """Segments of one dimension: a sender lists its owned elements that the
     receiver holds (padding included), in the receiver's local order; a
-    receiver lists, in the same order, where they go in its buffer."""
+    receiver lists, in the same order, where they go in its buffer.  With
+    a ``window`` ``(a, b)``, only the global indices in ``[a, b)``."""
+    seg = segments if window is None else (lambda m, o: window_segments(m, o, *window))
     if receiving:
-        return [s for piece in held(mine) for s in segments(piece, other)]
-    return [s for piece in held(other) for s in segments(mine, piece)]
+        return [s for piece in held(mine) for s in seg(piece, other)]
+    return [s for piece in held(other) for s in seg(mine, piece)]
 
 
-def _message_types(mine_maps, layout, peer, cache, strides, elem, MPI, receiving):
+def _message_types(mine_maps, layout, peer, caches, strides, elem, MPI, receiving, window):
     """(datatype or None, byte offset) of what this rank exchanges with ``peer``."""
     pc = layout.coords(peer)
     if pc is None:
@@ -98,8 +117,11 @@ def _message_types(mine_maps, layout, peer, cache, strides, elem, MPI, receiving
     per_dim = []
     for d, mine in enumerate(mine_maps):
         key = (d, pc[d])
+        cut = window is not None and d == window[0]
+        cache = caches[1] if cut else caches[0]
         if key not in cache:
-            cache[key] = _dim_segments(mine, layout.maps[d][pc[d]], receiving)
+            cache[key] = _dim_segments(mine, layout.maps[d][pc[d]], receiving,
+                                       window[1:] if cut else None)
         per_dim.append(cache[key])
     if any(not s for s in per_dim):
         return None, 0
@@ -129,26 +151,31 @@ def buffer_of(block):
 class _Plan:
     """Counts, byte displacements and datatypes of both sides of one move."""
 
-    def __init__(self, comm, shapes, strides, src, dst, dtype):
+    def __init__(self, comm, shapes, strides, src, dst, dtype, window=None, kept=None):
+        """``window``: ``(dimension, a, b)``, only the elements whose global
+        index along that dimension lies in ``[a, b)``; ``kept``: the two
+        sides' segments of the other dimensions, shared by the windows."""
         MPI = _mpi()
         rank, size = comm.Get_rank(), comm.Get_size()
         self.elem, self.elem_made = element_type(dtype, MPI)
-        self.types, self.sides, self.cacheable = [], [], True
+        self.types, self.sides, self.cacheable = [], [], window is None
+        kept = kept or ({}, {})
         for shape, st, mine_layout, other, receiving in ((shapes[0], strides[0], src, dst, False),
                                                          (shapes[1], strides[1], dst, src, True)):
             counts, displs, dts = [0] * size, [0] * size, [self.elem] * size
             mc = mine_layout.coords(rank)
             if mc is not None and shape is not None and 0 not in shape:
                 mine_maps = [mine_layout.maps[d][c] for d, c in enumerate(mc)]
-                cache = {}
+                caches = (kept[receiving], {})
                 for p in range(size):
-                    t, off = _message_types(mine_maps, other, p, cache, st, self.elem, MPI,
-                                            receiving)
+                    t, off = _message_types(mine_maps, other, p, caches, st, self.elem, MPI,
+                                            receiving, window)
                     if t is not None:
                         self.types.append(t)
                         counts[p], displs[p], dts[p] = 1, off, t
                 # index lists ('idx' segments) can be long: such plans are not kept
-                self.cacheable &= all(seg[0] == "vec" for segs in cache.values() for seg in segs)
+                self.cacheable &= all(seg[0] == "vec" for c in caches for segs in c.values()
+                                      for seg in segs)
             self.sides.append(((counts, displs), dts))
 
     def free(self):
@@ -183,6 +210,19 @@ def move(comm, src_block, src, dst_block, dst, key=None):
     if dst_buf is not None and not np.may_share_memory(dst_buf, dst_block) and dst_block.size:
         raise DapError("move: the target block must be contiguous")
     shapes = tuple(None if b is None else b.shape for b in (src_block, dst_block))
+    bufs = [b if b is not None and b.size else np.zeros(1, dtype) for b in (src_buf, dst_buf)]
+    dim = indexed_dim(src, dst)
+    if dim is not None:
+        # index lists: one Alltoallw per window of bounded memory (movewindows)
+        kept = ({}, {})
+        for a, b in windows(src, dst, dim, size, dtype.itemsize):
+            plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype,
+                         window=(dim, a, b), kept=kept)
+            try:
+                comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
+            finally:
+                plan.free()
+        return
     full = None if key is None else (key, rank, size, dtype.str, shapes, src_strides,
                                      dst_strides)
     plan = _PLANS.get(full) if full is not None else None
@@ -195,7 +235,6 @@ def move(comm, src_block, src, dst_block, dst, key=None):
             _PLANS[full] = plan
             keep = True
     try:
-        bufs = [b if b is not None and b.size else np.zeros(1, dtype) for b in (src_buf, dst_buf)]
         comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
     finally:
         if not keep:
@@ -246,58 +285,6 @@ def move_many(comm, sources, dst_block, dst):
             t.Free()
         for plan in plans:
             plan.free()
-
-
-def layout_key(dist):
-    """A short fingerprint of a Distribution (every rank must target the same;
-    kept on the Distribution, which nclx never changes once built)."""
-    k = getattr(dist, "_nclx_key", None)
-    if k is None:
-        k = dist._nclx_key = _fingerprint(dist)
-    return k
-
-
-def _fingerprint(dist):
-    h = hashlib.sha1()
-    for col in dist._dims:
-        for dd in col:
-            for k in sorted(dd):
-                v = dd[k]
-                h.update(k.encode() + (np.asarray(v).tobytes() if isinstance(v, np.ndarray)
-                                       else repr(v).encode()))
-    return (dist.shape, dist.dist, dist.grid_shape, h.hexdigest())
-
-
-def _array_bytes(dtype, shape, data):
-    """Names arrays in :class:`_Canonical`'s pickles (never called)."""
-
-
-class _Canonical(pickle.Pickler):
-    """Pickles arrays by dtype, shape and C-order bytes, so equal arrays in
-    other memory orders (Fortran order, views) pickle alike."""
-
-    def reducer_override(self, obj):
-        if isinstance(obj, np.ndarray) and not obj.dtype.hasobject:
-            return _array_bytes, (obj.dtype, obj.shape, obj.tobytes())
-        return NotImplemented
-
-
-def agree_quick(comm, value, error, what, describe=repr):
-    """:func:`nclx.dap.collective.agree_same` in one ``Allreduce`` on success:
-    the fixed-size record of :func:`nclx.dap.fold.agree` carrying a digest
-    of ``value`` (so ranks that called a different operation meet in the
-    same collective and are told so); only on a failure or a disagreement
-    does ``agree_same`` run to report every rank's error or value."""
-    try:                     # every byte of arrays (a repr abbreviates large ones)
-        buf = io.BytesIO()
-        _Canonical(buf, protocol=4).dump((what, value))
-        raw = buf.getvalue()
-    except Exception:  # noqa: BLE001 - an unpicklable value: its text
-        raw = repr((what, value)).encode()
-    digest = hashlib.sha1(raw).hexdigest()
-    if not agree(comm, digest, error, what):     # raises where another operation met it
-        agree_same(comm, value, error, what, describe)
-        raise DapError(f"{what}: the ranks disagree")      # digests differ: values too
 
 
 def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=None,
@@ -359,9 +346,11 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
         check_partition(target, "redistribute: the target distribution")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
-    agree_quick(comm, None if target is None else layout_key(target), error, "redistribute",
-                describe=lambda k: "no target" if k is None else
-                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
+    # the window sizes too: each rank cuts the windows of an indexed move alone
+    agree_quick(comm, None if target is None else (*layout_key(target), window_settings()),
+                error, "redistribute", describe=lambda k: "no target" if k is None else
+                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]}), "
+                f"windows {k[4]}")
     lay = Layout.of(target)
     mine = lay.coords(comm.Get_rank())
     out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)

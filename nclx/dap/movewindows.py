@@ -1,0 +1,180 @@
+"""Moves whose datatypes list indices, in windows of bounded memory.
+
+A move between layouts of regular dimensions (block, cyclic, block-cyclic
+of the same parameters) describes each message with a handful of integers
+(:mod:`nclx.dap.movetypes`) and is one ``MPI_Alltoallw``.  A dimension that
+is unstructured ('u') on either side, or cyclic on both sides with different
+parameters, needs an index list: one entry per element of this rank, on
+each side of the move.  Built for the whole block at once those lists (and
+the arrays that compute them, and MPI's own copy of its datatypes) cost
+several times the block.
+
+Such a move runs in *windows*: the global indices of one such dimension
+(the longest) are cut into consecutive ranges ``[a, b)``, and each window
+moves, in one ``Alltoallw``, the elements whose index along that dimension
+lies in it.  Every rank computes the same windows from the layouts alone
+(no communication): each rank's elements in a window, on each side, stay
+under an entry budget derived from its own blocks, :data:`FRACTION` of the
+source and target blocks' bytes (at least :data:`FLOOR` bytes) at
+:data:`ENTRY_BYTES` a listed element.  A rank's indices in a window come
+from the sorted index tables of the layouts' maps (views, no copy), so a
+window costs memory in proportion to its own elements only.
+"""
+import numpy as np
+
+from nclx.dap.movetypes import RangeMap, from_indices, owned_range, cyclic_count
+
+__all__ = ["indexed_dim", "windows", "window_segments", "window_settings", "FRACTION", "FLOOR",
+           "ENTRY_BYTES"]
+
+FRACTION = 0.04        # of the source + target blocks' bytes (the issue allows 5%)
+FLOOR = 64 * 1024      # bytes a window may always use (small blocks)
+ENTRY_BYTES = 64       # per listed element: NumPy arrays (tracemalloc) + MPI datatypes
+
+
+def window_settings():
+    """What every rank must set alike (each cuts the windows alone)."""
+    return {"FRACTION": FRACTION, "FLOOR": FLOOR, "ENTRY_BYTES": ENTRY_BYTES}
+
+
+def _needs_indices(a, b):
+    if "u" in (a.dist_type, b.dist_type):
+        return True
+    return (a.dist_type == b.dist_type == "c"
+            and (a.block_size, a.grid_size) != (b.block_size, b.grid_size))
+
+
+def _size(m):
+    return m.hi if isinstance(m, RangeMap) else m.size
+
+
+def _windowable(m):
+    """Maps with sorted index tables (or formulas) to cut windows from; a
+    map of another kind (a flip's or roll's transformed indices) is not."""
+    return m.dist_type != "u" or hasattr(m, "_sorted")
+
+
+def indexed_dim(src, dst):
+    """The dimension to cut into windows (the longest whose datatypes list
+    indices), or None when every dimension is regular on both sides, or
+    the dimension's maps cannot be cut (the move is then one Alltoallw)."""
+    best = None
+    for d, (cols_s, cols_d) in enumerate(zip(src.maps, dst.maps)):
+        if not all(_windowable(m) for m in (*cols_s, *cols_d)):
+            continue
+        if any(_needs_indices(a, b) for a in cols_s for b in cols_d):
+            if best is None or _size(cols_s[0]) > _size(src.maps[best][0]):
+                best = d
+    return best
+
+
+def _count_in(m, a, b):
+    """How many global indices in ``[a, b)`` map ``m`` owns."""
+    if m.dist_type == "u":
+        lo, hi = np.searchsorted(m._sorted, (a, b))
+        return int(hi - lo)
+    if m.dist_type == "c":
+        args = (m.block_size, m.grid_size, m.grid_rank)
+        return cyclic_count(b, *args) - cyclic_count(a, *args)
+    lo, hi = owned_range(m)
+    return max(0, min(hi, b) - max(lo, a))
+
+
+def _next_bound(m, a, e, n):
+    """The largest ``b`` (at most ``n``) with at most ``e`` indices of ``m``
+    in ``[a, b)``."""
+    if m.dist_type == "u":
+        i = int(np.searchsorted(m._sorted, a)) + e
+        return n if i >= m._sorted.size else int(m._sorted[i])
+    if m.dist_type == "c":
+        j = cyclic_count(a, m.block_size, m.grid_size, m.grid_rank) + e
+        return n if j >= m.local_size else int(m.global_from_local(j))
+    lo, hi = owned_range(m)
+    b = max(a, lo) + e
+    return n if b >= hi else b
+
+
+def _block_bytes(layout, rank, itemsize):
+    c = layout.coords(rank)
+    if c is None:
+        return 0
+    return itemsize * int(np.prod([layout.maps[d][x].local_size for d, x in enumerate(c)],
+                                  dtype=np.int64))
+
+
+def windows(src, dst, dim, nprocs, itemsize):
+    """Yields ``(a, b)``: consecutive ranges covering dimension ``dim``'s
+    global indices, the same on every rank, each within every rank's entry
+    budget on both sides (a window holds at least one index).  A generator:
+    no list of the windows is kept."""
+    n = _size(src.maps[dim][0])
+    budgets = {}                          # (side, grid coordinate) -> entries
+    for r in range(nprocs):
+        cs, cd = src.coords(r), dst.coords(r)
+        total = max(FLOOR, FRACTION * (_block_bytes(src, r, itemsize)
+                                       + _block_bytes(dst, r, itemsize)))
+        e = int(total // ENTRY_BYTES)
+        if cs is not None and cd is not None:
+            e //= 2                       # both sides list their elements
+        for side, c in ((0, cs), (1, cd)):
+            if c is not None:
+                key = (side, c[dim])
+                budgets[key] = max(1, min(budgets.get(key, e), e))
+    maps = [((src, dst)[side].maps[dim][c], e) for (side, c), e in budgets.items()]
+    a = 0
+    while a < n:
+        b = max(a + 1, min([n] + [_next_bound(m, a, e, n) for m, e in maps]))
+        yield a, b
+        a = b
+
+
+def _globals_in(m, a, b):
+    """Sorted global indices in ``[a, b)`` that ``m`` owns."""
+    if m.dist_type == "u":
+        lo, hi = np.searchsorted(m._sorted, (a, b))
+        return m._sorted[lo:hi]
+    if m.dist_type == "c":
+        args = (m.block_size, m.grid_size, m.grid_rank)
+        i, j = cyclic_count(a, *args), cyclic_count(b, *args)
+        return m.global_from_local(np.arange(i, j, dtype=np.int64))
+    lo, hi = owned_range(m)
+    start = max(lo, a)
+    return np.arange(start, max(start, min(hi, b)), dtype=np.int64)
+
+
+def _owned_of(g, m):
+    """The elements of the sorted global indices ``g`` that ``m`` owns."""
+    if g.size == 0:
+        return g
+    if m.dist_type == "u":
+        lo, hi = np.searchsorted(m._sorted, (g[0], g[-1] + 1))
+        s = m._sorted[lo:hi]
+        if s.size == 0:
+            return g[:0]
+        pos = np.searchsorted(s, g)
+        np.minimum(pos, s.size - 1, out=pos)
+        return g[s[pos] == g]
+    if m.dist_type == "c":
+        return g[m.owns(g)]
+    lo, hi = owned_range(m)
+    i, j = np.searchsorted(g, (lo, hi))
+    return g[i:j]
+
+
+def _local_of(m, g):
+    """Local indices (in ``m``'s buffer) of global indices ``g`` it holds."""
+    if m.dist_type == "u":
+        return m.order[np.searchsorted(m._sorted, g)]
+    if m.dist_type == "c":
+        return m.local_from_global(g)
+    return g - m.start
+
+
+def window_segments(mine, other, a, b):
+    """:func:`nclx.dap.movetypes.segments` restricted to global indices in
+    ``[a, b)``: the local indices of the elements there that both maps own,
+    in global order, listed from the map with fewer of them there."""
+    first, second = (mine, other) if _count_in(mine, a, b) <= _count_in(other, a, b) \
+        else (other, mine)
+    g = _owned_of(_globals_in(first, a, b), second)
+    return from_indices(_local_of(mine, g).astype(np.int64, copy=False))
