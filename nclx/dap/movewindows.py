@@ -37,11 +37,15 @@ def window_settings():
     return {"FRACTION": FRACTION, "FLOOR": FLOOR, "ENTRY_BYTES": ENTRY_BYTES}
 
 
+def _kind(m):
+    return m.dist_type, getattr(m, "block_size", None), getattr(m, "grid_size", None)
+
+
 def _needs_indices(a, b):
-    if "u" in (a.dist_type, b.dist_type):
+    """For two map kinds (:func:`_kind`)."""
+    if "u" in (a[0], b[0]):
         return True
-    return (a.dist_type == b.dist_type == "c"
-            and (a.block_size, a.grid_size) != (b.block_size, b.grid_size))
+    return a[0] == b[0] == "c" and a[1:] != b[1:]
 
 
 def _size(m):
@@ -62,7 +66,8 @@ def indexed_dim(src, dst):
     for d, (cols_s, cols_d) in enumerate(zip(src.maps, dst.maps)):
         if not all(_windowable(m) for m in (*cols_s, *cols_d)):
             continue
-        if any(_needs_indices(a, b) for a in cols_s for b in cols_d):
+        kinds_s, kinds_d = {_kind(m) for m in cols_s}, {_kind(m) for m in cols_d}
+        if any(_needs_indices(a, b) for a in kinds_s for b in kinds_d):
             if best is None or _size(cols_s[0]) > _size(src.maps[best][0]):
                 best = d
     return best
