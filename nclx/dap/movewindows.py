@@ -85,18 +85,26 @@ def _count_in(m, a, b):
     return max(0, min(hi, b) - max(lo, a))
 
 
-def _next_bound(m, a, e, n):
-    """The largest ``b`` (at most ``n``) with at most ``e`` indices of ``m``
-    in ``[a, b)``."""
+def _bounds(m, cur, e, ends):
+    """Per interval: the largest ``b`` (at most the interval's end) with at
+    most ``e`` indices of ``m`` in ``[cur, b)`` (``cur``, ``ends``: arrays)."""
+    out = ends.copy()
     if m.dist_type == "u":
-        i = int(np.searchsorted(m._sorted, a)) + e
-        return n if i >= m._sorted.size else int(m._sorted[i])
-    if m.dist_type == "c":
-        j = cyclic_count(a, m.block_size, m.grid_size, m.grid_rank) + e
-        return n if j >= m.local_size else int(m.global_from_local(j))
-    lo, hi = owned_range(m)
-    b = max(a, lo) + e
-    return n if b >= hi else b
+        i = np.searchsorted(m._sorted, cur) + e
+        ok = i < m._sorted.size
+        out[ok] = np.minimum(ends[ok], m._sorted[i[ok]])
+    elif m.dist_type == "c":
+        k, P, c = m.block_size, m.grid_size, m.grid_rank
+        q, r = np.divmod(cur, k * P)
+        j = q * k + np.clip(r - c * k, 0, k) + e          # local index e past the cursor
+        ok = j < m.local_size
+        g = ((j[ok] // k) * P + c) * k + j[ok] % k
+        out[ok] = np.minimum(ends[ok], g)
+    else:                  # a block: its own intervals only (its ends are interval edges)
+        lo, hi = owned_range(m)
+        inside = (cur >= lo) & (cur < hi)
+        out[inside] = np.minimum(ends[inside], cur[inside] + e)
+    return out
 
 
 def _block_bytes(layout, rank, itemsize):
@@ -108,10 +116,16 @@ def _block_bytes(layout, rank, itemsize):
 
 
 def windows(src, dst, dim, nprocs, itemsize):
-    """Yields ``(a, b)``: consecutive ranges covering dimension ``dim``'s
-    global indices, the same on every rank, each within every rank's entry
-    budget on both sides (a window holds at least one index).  A generator:
-    no list of the windows is kept."""
+    """Yields windows, each a list of ranges ``(a, b)`` of dimension
+    ``dim``'s global indices; the ranges of all windows tile ``[0, n)``, the
+    windows are the same on every rank, and each keeps every rank's listed
+    elements on both sides within its entry budget.
+
+    The dimension is first cut at the ends of the block maps' owned ranges:
+    a window advances in every such interval at once, so that each block
+    rank lists its own elements in every window (rather than one rank all
+    of them while the others wait); a 'u' or cyclic map's budget is shared
+    by the intervals.  A generator: no list of the windows is kept."""
     n = _size(src.maps[dim][0])
     budgets = {}                          # (side, grid coordinate) -> entries
     for r in range(nprocs):
@@ -126,11 +140,31 @@ def windows(src, dst, dim, nprocs, itemsize):
                 key = (side, c[dim])
                 budgets[key] = max(1, min(budgets.get(key, e), e))
     maps = [((src, dst)[side].maps[dim][c], e) for (side, c), e in budgets.items()]
-    a = 0
-    while a < n:
-        b = max(a + 1, min([n] + [_next_bound(m, a, e, n) for m, e in maps]))
-        yield a, b
-        a = b
+    edges = {0, n}
+    for m, _ in maps:
+        if m.dist_type == "b":
+            edges.update(min(max(x, 0), n) for x in owned_range(m))
+    edges = np.array(sorted(edges), dtype=np.int64)
+    cur, ends = edges[:-1].copy(), edges[1:]
+    shares = []                           # each map's budget, shared by its intervals
+    for m, e in maps:
+        if m.dist_type == "b":
+            lo, hi = owned_range(m)
+            e //= max(1, int(np.count_nonzero((cur >= lo) & (cur < hi))))
+        else:
+            e //= max(1, cur.size)
+        shares.append((m, max(1, e)))
+    while True:
+        live = np.flatnonzero(cur < ends)
+        if live.size == 0:
+            return
+        c, t = cur[live], ends[live]
+        b = t.copy()
+        for m, e in shares:
+            np.minimum(b, _bounds(m, c, e, t), out=b)
+        np.maximum(b, c + 1, out=b)
+        yield [(int(x), int(y)) for x, y in zip(c, b)]
+        cur[live] = b
 
 
 def _globals_in(m, a, b):
@@ -175,11 +209,25 @@ def _local_of(m, g):
     return g - m.start
 
 
-def window_segments(mine, other, a, b):
+def _may_meet(m, a, b):
+    """False when a block map owns nothing in ``[a, b)`` (a quick skip)."""
+    if m.dist_type != "b":
+        return True
+    lo, hi = owned_range(m)
+    return lo < b and a < hi
+
+
+def window_segments(mine, other, ranges):
     """:func:`nclx.dap.movetypes.segments` restricted to global indices in
-    ``[a, b)``: the local indices of the elements there that both maps own,
-    in global order, listed from the map with fewer of them there."""
-    first, second = (mine, other) if _count_in(mine, a, b) <= _count_in(other, a, b) \
-        else (other, mine)
-    g = _owned_of(_globals_in(first, a, b), second)
-    return from_indices(_local_of(mine, g).astype(np.int64, copy=False))
+    the ``ranges`` ``[(a, b), ...]`` (in order): the local indices of the
+    elements there that both maps own, in global order, listed from the map
+    with fewer of them in each range."""
+    out = []
+    for a, b in ranges:
+        if not (_may_meet(mine, a, b) and _may_meet(other, a, b)):
+            continue
+        first, second = (mine, other) if _count_in(mine, a, b) <= _count_in(other, a, b) \
+            else (other, mine)
+        g = _owned_of(_globals_in(first, a, b), second)
+        out += from_indices(_local_of(mine, g).astype(np.int64, copy=False))
+    return out

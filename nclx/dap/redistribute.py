@@ -102,8 +102,8 @@ def _dim_segments(mine, other, receiving, window=None):
     """Segments of one dimension: a sender lists its owned elements that the
     receiver holds (padding included), in the receiver's local order; a
     receiver lists, in the same order, where they go in its buffer.  With
-    a ``window`` ``(a, b)``, only the global indices in ``[a, b)``."""
-    seg = segments if window is None else (lambda m, o: window_segments(m, o, *window))
+    a ``window`` (ranges ``[(a, b), ...]``), only the global indices in them."""
+    seg = segments if window is None else (lambda m, o: window_segments(m, o, window))
     if receiving:
         return [s for piece in held(mine) for s in seg(piece, other)]
     return [s for piece in held(other) for s in seg(mine, piece)]
@@ -121,7 +121,7 @@ def _message_types(mine_maps, layout, peer, caches, strides, elem, MPI, receivin
         cache = caches[1] if cut else caches[0]
         if key not in cache:
             cache[key] = _dim_segments(mine, layout.maps[d][pc[d]], receiving,
-                                       window[1:] if cut else None)
+                                       window[1] if cut else None)
         per_dim.append(cache[key])
     if any(not s for s in per_dim):
         return None, 0
@@ -152,8 +152,8 @@ class _Plan:
     """Counts, byte displacements and datatypes of both sides of one move."""
 
     def __init__(self, comm, shapes, strides, src, dst, dtype, window=None, kept=None):
-        """``window``: ``(dimension, a, b)``, only the elements whose global
-        index along that dimension lies in ``[a, b)``; ``kept``: the two
+        """``window``: ``(dimension, ranges)``, only the elements whose global
+        index along that dimension lies in one of the ``ranges`` ``[(a, b), ...]``; ``kept``: the two
         sides' segments of the other dimensions, shared by the windows."""
         MPI = _mpi()
         rank, size = comm.Get_rank(), comm.Get_size()
@@ -215,9 +215,9 @@ def move(comm, src_block, src, dst_block, dst, key=None):
     if dim is not None:
         # index lists: one Alltoallw per window of bounded memory (movewindows)
         kept = ({}, {})
-        for a, b in windows(src, dst, dim, size, dtype.itemsize):
+        for ranges in windows(src, dst, dim, size, dtype.itemsize):
             plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype,
-                         window=(dim, a, b), kept=kept)
+                         window=(dim, ranges), kept=kept)
             try:
                 comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
             finally:

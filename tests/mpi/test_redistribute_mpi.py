@@ -285,8 +285,10 @@ def test_windows_are_the_same_on_every_rank_and_cover_the_dimension():
         dst = Layout.of(dst)
         w = list(movewindows.windows(src, dst, 0, N, 8))
         collective_assert(comm.allgather(w) == [w] * N, "the ranks cut different windows")
-        ok = w[0][0] == 0 and w[-1][1] == n and all(x[1] == y[0] for x, y in zip(w, w[1:]))
-        collective_assert(ok and all(b > a for a, b in w), f"windows {w[:4]} ...")
+        r = sorted(x for ranges in w for x in ranges)
+        ok = r[0][0] == 0 and r[-1][1] == n and all(x[1] == y[0] for x, y in zip(r, r[1:]))
+        collective_assert(ok and all(b > a for a, b in r) and all(w),
+                          f"windows {w[:4]} ... do not tile [0, {n})")
 
 
 # ------------------------------------------------------------ gather / from_global
