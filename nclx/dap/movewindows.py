@@ -24,8 +24,8 @@ import numpy as np
 
 from nclx.dap.movetypes import RangeMap, from_indices, owned_range, cyclic_count
 
-__all__ = ["indexed_dim", "windows", "window_segments", "window_settings", "FRACTION", "FLOOR",
-           "ENTRY_BYTES"]
+__all__ = ["indexed_dim", "has_no_elements", "windows", "window_segments", "window_settings",
+           "FRACTION", "FLOOR", "ENTRY_BYTES"]
 
 FRACTION = 0.04        # of the source + target blocks' bytes (the issue allows 5%)
 FLOOR = 64 * 1024      # bytes a window may always use (small blocks)
@@ -35,6 +35,11 @@ ENTRY_BYTES = 64       # per listed element: NumPy arrays (tracemalloc) + MPI da
 def window_settings():
     """What every rank must set alike (each cuts the windows alone)."""
     return {"FRACTION": FRACTION, "FLOOR": FLOOR, "ENTRY_BYTES": ENTRY_BYTES}
+
+
+def has_no_elements(layout):
+    """True when some dimension of the global array has length 0."""
+    return any(_size(col[0]) == 0 for col in layout.maps)
 
 
 def _kind(m):

@@ -20,7 +20,8 @@ from nclx.dap.agreekeys import agree_quick, layout_key
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
-from nclx.dap.movewindows import indexed_dim, window_segments, window_settings, windows
+from nclx.dap.movewindows import (has_no_elements, indexed_dim, window_segments, window_settings,
+                                  windows)
 from nclx.dap.validate import DapError, normalize_dim_dict
 
 __all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
@@ -213,7 +214,11 @@ def move(comm, src_block, src, dst_block, dst, key=None):
     bufs = [b if b is not None and b.size else np.zeros(1, dtype) for b in (src_buf, dst_buf)]
     dim = indexed_dim(src, dst)
     if dim is not None:
-        # index lists: one Alltoallw per window of bounded memory (movewindows)
+        # index lists: one Alltoallw per window of bounded memory (movewindows).
+        # Each rank cuts the windows alone: one Allreduce checks the settings agree.
+        agree_quick(comm, window_settings(), None, "move: window settings")
+        if has_no_elements(src):
+            return
         kept = ({}, {})
         for ranges in windows(src, dst, dim, size, dtype.itemsize):
             plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype,
@@ -346,11 +351,9 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
         check_partition(target, "redistribute: the target distribution")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
-    # the window sizes too: each rank cuts the windows of an indexed move alone
-    agree_quick(comm, None if target is None else (*layout_key(target), window_settings()),
-                error, "redistribute", describe=lambda k: "no target" if k is None else
-                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]}), "
-                f"windows {k[4]}")
+    agree_quick(comm, None if target is None else layout_key(target), error, "redistribute",
+                describe=lambda k: "no target" if k is None else
+                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
     lay = Layout.of(target)
     mine = lay.coords(comm.Get_rank())
     out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)

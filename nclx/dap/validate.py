@@ -128,7 +128,14 @@ def _indices(value, dim):
             why = "is not an int64 integer"
         raise DapTypeError(f"{where} must be a 1-d buffer of integers, got 1-d {raw.dtype}: "
                            f"index {values[p]!r} at position {p} {why}")
-    idx = raw.astype(np.int64, copy=False)
+    if raw.dtype == np.int64 and raw.flags.owndata and not raw.flags.writeable:
+        idx = raw                    # already a Distribution's own read-only copy
+    else:
+        # a copy of its own, read-only: a Distribution never changes once built (its
+        # partition check and sorted index tables are kept), whatever the caller's
+        # array does later
+        idx = np.array(raw, dtype=np.int64, copy=True)
+        idx.flags.writeable = False
     if idx.size > 1:
         order = np.argsort(idx, kind="stable")
         s = idx[order]

@@ -14,6 +14,7 @@
 """
 import contextlib
 import os
+import sys
 import tracemalloc
 
 import numpy as np
@@ -264,17 +265,57 @@ def test_hypothesis_windowed_moves(shape, d1, d2, k1, k2, pad, seed):
 
 
 @pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
-def test_window_settings_that_differ_between_ranks_raise_everywhere():
-    a = dap.DistArray.from_global(_values((40,)), dist=_u_dist((40,)), comm=comm)
+@pytest.mark.parametrize("op", ["redistribute", "gather", "gather root", "from_global root",
+                                "reshape"])
+def test_window_settings_that_differ_between_ranks_raise_everywhere(op):
+    """Found by review: only redistribute agreed on them; gather, from_global
+    and moves inside other functions hung or returned wrong blocks."""
+    g = _values((60, 3))
+    d = _u_dist(g.shape)
+    a = dap.DistArray.from_global(g, dist=d, comm=comm)
+    call = {"redistribute": lambda: a.redistribute("b"),
+            "gather": lambda: a.gather(root=None),
+            "gather root": lambda: a.gather(root=last),
+            "from_global root": lambda: dap.DistArray.from_global(
+                g if rank == 0 else None, dist=d, comm=comm, root=0),
+            "reshape": lambda: np.reshape(a, (-1,))}[op]
     saved = movewindows.FRACTION
     movewindows.FRACTION = 0.5 if rank == last else saved
     try:
-        msg = raised_everywhere(a.redistribute, "b")
+        msg = raised_everywhere(call)
     finally:
         movewindows.FRACTION = saved
     assert "the ranks disagree" in msg and "FRACTION" in msg
     b = a.redistribute("b")
-    collective_assert(*_block_ok(b, _values((40,)), "after the disagreement"))
+    collective_assert(*_block_ok(b, g, "after the disagreement"))
+
+
+def test_an_array_without_elements_cuts_no_windows(monkeypatch):
+    """Found by review: a (1e7, 0) array ran one empty Alltoallw per ~512
+    indices of its long dimension."""
+    mod = sys.modules["nclx.dap.redistribute"]
+    cut = []
+    real = mod.windows
+    monkeypatch.setattr(mod, "windows", lambda *a: (cut.append(w) or w for w in real(*a)))
+    a = dap.DistArray.from_global(np.zeros((10**7, 0)), dist=("c", "n"), comm=comm)
+    b = a.redistribute(dist=("c", "n"), block_size=[3, 1])
+    collective_assert(b.shape == (10**7, 0) and not cut, f"{len(cut)} windows")
+
+
+def test_a_distribution_keeps_its_own_indices():
+    """Found by review: a Distribution shared the caller's index array, so
+    changing it afterwards got past the (cached) partition check."""
+    idx = np.random.default_rng(4).permutation(12)[rank::N].astype(np.int64)
+    d = Distribution.from_dim_data_per_rank(
+        [({"dist_type": "u", "size": 12, "indices": (idx if r == rank else
+           np.random.default_rng(4).permutation(12)[r::N].astype(np.int64)),
+           "proc_grid_rank": r, "proc_grid_size": N},) for r in range(N)])
+    g = _values((12,))
+    a = dap.DistArray.from_global(g, dist=d, comm=comm)
+    idx[...] = idx[::-1]                          # the caller's array changes afterwards
+    ok = a.gather(root=None).tobytes() == g.tobytes()
+    ok &= not d.dim_data(rank)[0]["indices"].flags.writeable
+    collective_assert(ok, "the Distribution followed the caller's array")
 
 
 def test_windows_are_the_same_on_every_rank_and_cover_the_dimension():
