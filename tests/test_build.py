@@ -75,6 +75,9 @@ def test_python_m_nclx_demo_runs():
     assert re.search(r"^all 4 ranks agree with NumPy$", proc.stdout, flags=re.M), \
         proc.stdout[-3000:]
     assert "np.asarray(A) -> TypeError" in proc.stdout
+    assert re.search(r"random 'u' partition \(in windows, one Alltoallw each\): equals NumPy: "
+                     r"True; memory above the new block at most \d\.\d%", proc.stdout), \
+        proc.stdout[-3000:]
     heat = re.search(r"^checksum (\S+)$", proc.stdout, flags=re.M)
     assert heat and "4 rank(s), 400 x 400, 50 steps" in proc.stdout, proc.stdout[-3000:]
     from nclx.examples.heat import serial
