@@ -62,6 +62,18 @@ class Distribution:
         self.ndim = len(self._dims)
         self.dist = tuple(col[0]["dist_type"] for col in self._dims)
 
+    def __getstate__(self):
+        # the dimension dictionaries only: maps, layouts, keys and checks are
+        # caches, rebuilt on use (a 'u' map's index tables would triple a pickle)
+        return {"_dims": self._dims}
+
+    def __setstate__(self, state):
+        self.__init__(state["_dims"])
+        for col in self._dims:                # a Distribution's indices stay read-only
+            for dd in col:
+                if isinstance(dd.get("indices"), np.ndarray):
+                    dd["indices"].flags.writeable = False
+
     # ------------------------------------------------------------ builders
     @classmethod
     def from_shape(cls, shape, dist=None, grid_shape=None, nprocs=None, block_size=None,

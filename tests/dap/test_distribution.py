@@ -190,3 +190,29 @@ def test_rank_lookups_do_not_depend_on_earlier_calls():
     with pytest.raises(TypeError):
         d.local_shape(2.0)
     assert d.owned_slices(np.int64(1)) == d.owned_slices(1)
+
+
+def test_pickles_carry_the_dimension_dictionaries_only():
+    """Maps, layouts, keys and the partition check are caches: a pickle of a
+    'u' Distribution that has been used holds its indices once, and the
+    indices of the copy stay read-only like the original's."""
+    import pickle
+
+    from nclx.dap.redistribute import Layout, check_partition, layout_key
+    n = 50_000
+    perm = np.random.default_rng(0).permutation(n)
+    d = Distribution.from_dim_data_per_rank(
+        [({"dist_type": "u", "size": n, "indices": perm[r::2], "proc_grid_rank": r,
+           "proc_grid_size": 2},) for r in range(2)])
+    fresh = len(pickle.dumps(d))
+    Layout.of(d)
+    check_partition(d, "test")
+    layout_key(d)
+    for m in d.maps(0):
+        m.order
+    used = pickle.dumps(d)
+    assert len(used) < fresh + 1024
+    e = pickle.loads(used)
+    assert e == d and e.maps(1)[0].global_indices().tobytes() == perm[1::2].tobytes()
+    assert not e.dim_data(0)[0]["indices"].flags.writeable
+    assert not d.dim_data(0)[0]["indices"].flags.writeable
