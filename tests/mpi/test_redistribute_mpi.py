@@ -200,6 +200,22 @@ def test_dtypes_without_mpi_types_move_as_bytes(dtype):
 _dist1 = st.sampled_from(["b", "c", "n"])
 
 
+def _layout_kw(shape, dd, k, pad):
+    """from_shape keywords of a drawn layout: some dimension distributed,
+    block size k, padding 1 where every block can hold it."""
+    nd = len(shape)
+    if all(x == "n" for x in dd) and N > 1:
+        dd = ["b"] + list(dd[1:])
+    kw = dict(dist=dd, block_size=[k] * nd)
+    if pad:
+        try:
+            Distribution.from_shape(shape, nprocs=N, padding=[1] * nd, **kw)
+            kw["padding"] = [1] * nd
+        except dap.DapError:
+            pass
+    return kw
+
+
 @settings(max_examples=30, deadline=None, derandomize=True, database=None)
 @given(shape=st.lists(st.integers(0, 6), min_size=1, max_size=3),
        d1=st.lists(_dist1, min_size=3, max_size=3), d2=st.lists(_dist1, min_size=3, max_size=3),
@@ -208,18 +224,7 @@ def test_hypothesis_random_layouts(shape, d1, d2, k, pad):
     # derandomized: every rank draws the same examples
     nd = len(shape)
     g = _values(tuple(shape))
-    kws = []
-    for dd in (d1[:nd], d2[:nd]):
-        if all(x == "n" for x in dd) and N > 1:
-            dd = ["b"] + dd[1:]
-        kw = dict(dist=dd, block_size=[k] * nd)
-        if pad:
-            try:
-                Distribution.from_shape(shape, nprocs=N, padding=[1] * nd, **kw)
-                kw["padding"] = [1] * nd
-            except dap.DapError:
-                pass
-        kws.append(kw)
+    kws = [_layout_kw(shape, dd, k, pad) for dd in (d1[:nd], d2[:nd])]
     a = dap.DistArray.from_global(g, comm=comm, **kws[0])
     b = a.redistribute(**kws[1])
     collective_assert(b.distribution == Distribution.from_shape(shape, nprocs=N, **kws[1]),
@@ -244,16 +249,7 @@ def test_hypothesis_windowed_moves(shape, d1, d2, k1, k2, pad, seed):
         if "u" in dd:
             made.append(_u_dist(tuple(shape), seed=s, dim=dd.index("u")))
             continue
-        if all(x == "n" for x in dd) and N > 1:
-            dd = ["b"] + dd[1:]
-        kw = dict(dist=dd, block_size=[k] * nd)
-        if pad:
-            try:
-                Distribution.from_shape(shape, nprocs=N, padding=[1] * nd, **kw)
-                kw["padding"] = [1] * nd
-            except dap.DapError:
-                pass
-        made.append(Distribution.from_shape(shape, nprocs=N, **kw))
+        made.append(Distribution.from_shape(shape, nprocs=N, **_layout_kw(shape, dd, k, pad)))
     a = dap.DistArray.from_global(g, dist=made[0], comm=comm)
     with _tiny_windows():
         b = a.redistribute(made[1])
