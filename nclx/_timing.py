@@ -13,7 +13,9 @@ share it without importing each other.
   round after round, so that machine noise hits every setup alike;
 * :func:`pyplot` and :func:`save`: matplotlib without a display (Agg) and
   a figure written to a file;
-* :func:`find_mpiexec`: the ``mpiexec`` that goes with this Python.
+* :func:`find_mpiexec`: the ``mpiexec`` that goes with this Python;
+* :func:`mpi_round` and :func:`slowest_medians`: a call timed on every rank
+  after a barrier, and the medians over rounds of the slowest rank's times.
 """
 import os
 import shutil
@@ -87,6 +89,21 @@ def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
+
+
+def mpi_round(comm, fn):
+    """Seconds ``fn()`` takes on this rank, the ranks started together."""
+    comm.Barrier()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def slowest_medians(comm, times):
+    """``{key: median over rounds of the slowest rank's seconds}`` for
+    ``times = {key: [this rank's seconds, one per round]}`` (collective)."""
+    return {k: statistics.median(max(r) for r in zip(*comm.allgather(v)))
+            for k, v in times.items()}
 
 
 def find_mpiexec():

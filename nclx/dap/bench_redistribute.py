@@ -15,14 +15,12 @@ nclx agrees on the target with.  The results are compared byte for byte.
 """
 import argparse
 import json
-import statistics
 import subprocess
 import sys
-import time
 
 import numpy as np
 
-from nclx._timing import run_module_under_mpiexec
+from nclx._timing import mpi_round, run_module_under_mpiexec, slowest_medians
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 
@@ -151,13 +149,6 @@ def _nclx(da, case):
     return da.T
 
 
-def _round(comm, fn):
-    comm.Barrier()
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_redistribute")
     ap.add_argument("--n", type=int, default=2000)
@@ -184,17 +175,13 @@ def main(argv=None):
             comm.Allreduce(flag, flags, op=MPI.MAX)
             ref.run(da._block)
         for _ in range(args.repeats):
-            times["nclx"].append(_round(comm, lambda: _nclx(da, case)))
-            times["ref"].append(_round(comm, lambda: ref.run(da._block)))
-            times["prebuilt"].append(_round(comm, lambda: ref.run(da._block, pre)))
-            times["agreed"].append(_round(comm, agreed))
+            times["nclx"].append(mpi_round(comm, lambda: _nclx(da, case)))
+            times["ref"].append(mpi_round(comm, lambda: ref.run(da._block)))
+            times["prebuilt"].append(mpi_round(comm, lambda: ref.run(da._block, pre)))
+            times["agreed"].append(mpi_round(comm, agreed))
         for t in pre[2]:
             t.Free()
-        med = {}
-        for k, v in times.items():
-            slowest = np.empty(len(v))
-            comm.Allreduce(np.array(v), slowest, op=MPI.MAX)
-            med[k] = statistics.median(slowest)
+        med = slowest_medians(comm, times)
         results[case] = dict(nclx_ms=med["nclx"] * 1e3, ref_ms=med["ref"] * 1e3,
                              prebuilt_ms=med["prebuilt"] * 1e3, agreed_ms=med["agreed"] * 1e3,
                              ratio=med["nclx"] / med["ref"], same_bytes=bool(ok))

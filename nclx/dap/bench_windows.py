@@ -13,14 +13,12 @@ above the target block as a fraction of the source and target blocks
 """
 import argparse
 import json
-import statistics
 import sys
-import time
 import tracemalloc
 
 import numpy as np
 
-from nclx._timing import run_module_under_mpiexec
+from nclx._timing import mpi_round, run_module_under_mpiexec, slowest_medians
 from nclx.dap import movewindows
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
@@ -59,26 +57,16 @@ class _OneWindow:
         movewindows.FRACTION = self.saved
 
 
-def _timed(comm, fn):
-    comm.Barrier()
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def _peak_fraction(comm, da, dst):
+    """The largest rank's tracemalloc peak above the target block, as a
+    share of its source and target blocks."""
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     out = da.redistribute(dst)
     peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
-    frac = (peak - out._block.nbytes) / max(1, da._block.nbytes + out._block.nbytes)
-    return comm.allreduce(frac, op=_max()), out
-
-
-def _max():
-    from mpi4py import MPI
-    return MPI.MAX
+    return max(comm.allgather((peak - out._block.nbytes)
+                              / max(1, da._block.nbytes + out._block.nbytes)))
 
 
 def main(argv=None):
@@ -98,17 +86,13 @@ def main(argv=None):
         same = comm.allreduce(a._block.tobytes() == b._block.tobytes(), op=MPI.LAND)
         times = {"windows": [], "one": []}
         for _ in range(args.repeats):
-            times["windows"].append(_timed(comm, lambda: da.redistribute(dst)))
+            times["windows"].append(mpi_round(comm, lambda: da.redistribute(dst)))
             with _OneWindow():
-                times["one"].append(_timed(comm, lambda: da.redistribute(dst)))
-        med = {}
-        for k, v in times.items():
-            slowest = np.empty(len(v))
-            comm.Allreduce(np.array(v), slowest, op=MPI.MAX)
-            med[k] = statistics.median(slowest)
-        frac_w, _ = _peak_fraction(comm, da, dst)
+                times["one"].append(mpi_round(comm, lambda: da.redistribute(dst)))
+        med = slowest_medians(comm, times)
+        frac_w = _peak_fraction(comm, da, dst)
         with _OneWindow():
-            frac_1, _ = _peak_fraction(comm, da, dst)
+            frac_1 = _peak_fraction(comm, da, dst)
         nwin = sum(1 for _ in movewindows.windows(Layout.of(da.distribution), Layout.of(dst),
                                                   0, comm.size, 8))
         results[case] = dict(windows_ms=med["windows"] * 1e3, one_ms=med["one"] * 1e3,

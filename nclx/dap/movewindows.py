@@ -10,9 +10,10 @@ the arrays that compute them, and MPI's own copy of its datatypes) cost
 several times the block.
 
 Such a move runs in *windows*: the global indices of one such dimension
-(the longest) are cut into consecutive ranges ``[a, b)``, and each window
-moves, in one ``Alltoallw``, the elements whose index along that dimension
-lies in it.  Every rank computes the same windows from the layouts alone
+(the longest) are cut into ranges ``[a, b)``, a window taking the next
+range of each interval between the block ranks' ends (:func:`windows`),
+and each window moves, in one ``Alltoallw``, the elements whose index
+along that dimension lies in its ranges.  Every rank computes the same windows from the layouts alone
 (no communication): each rank's elements in a window, on each side, stay
 under an entry budget derived from its own blocks, :data:`FRACTION` of the
 source and target blocks' bytes (at least :data:`FLOOR` bytes) at
