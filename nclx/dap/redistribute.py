@@ -154,8 +154,9 @@ class _Plan:
 
     def __init__(self, comm, shapes, strides, src, dst, dtype, window=None, kept=None):
         """``window``: ``(dimension, ranges)``, only the elements whose global
-        index along that dimension lies in one of the ``ranges`` ``[(a, b), ...]``; ``kept``: the two
-        sides' segments of the other dimensions, shared by the windows."""
+        index along that dimension lies in one of the ``ranges``
+        ``[(a, b), ...]``; ``kept``: the two sides' segments of the other
+        dimensions, shared by the windows."""
         MPI = _mpi()
         rank, size = comm.Get_rank(), comm.Get_size()
         self.elem, self.elem_made = element_type(dtype, MPI)
