@@ -41,12 +41,11 @@ def _rows(da, comm):
 
 def _unstructured_move(comm, say):
     """A 'u' (random partition) array to blocks, in windows of bounded memory."""
-    from mpi4py import MPI
-    from nclx.dap import Distribution
+    from mpi4py import MPI   # the mpi extra: only the ranks mpiexec starts need it
 
     n, P = 400_000, comm.size
     perm = np.random.default_rng(0).permutation(n)
-    d = Distribution.from_dim_data_per_rank(
+    d = dap.Distribution.from_dim_data_per_rank(
         [({"dist_type": "u", "size": n, "indices": perm[r::P], "proc_grid_rank": r,
            "proc_grid_size": P},) for r in range(P)])
     g = np.arange(n, dtype=np.float64)
