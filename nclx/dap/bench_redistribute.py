@@ -6,7 +6,10 @@ there), on an N x N float64 array over a balanced block grid.
 
 Cases: block -> cyclic (``redistribute('c')``), block -> block on a (P, 1)
 grid, and the 2-D transpose ``da.T`` (to the default layout of the
-transposed shape).  Each round times both, ranks synchronised by a barrier
+transposed shape; where the grid has one row or one column of ranks,
+``da.T`` is a view with the other axis distributed, and the case then
+times it redistributed to that default layout: the same move as the
+reference).  Each round times both, ranks synchronised by a barrier
 before each call; a call's time is the slowest rank's; the figures are the
 medians over rounds.  The reference builds its datatypes and allocates its
 result in every call, as a one-off redistribution does; "prebuilt" times
@@ -33,6 +36,9 @@ def _counts(n, P):
 def _block_ranges(n, P):
     c, o = _counts(n, P)
     return [(o[i], o[i] + c[i]) for i in range(P)]
+
+
+CASES = ("block->cyclic", "block->block (P,1)", "transpose")
 
 
 def _coords(rank, grid):
@@ -146,25 +152,32 @@ def _nclx(da, case):
         return da.redistribute("c")
     if case == "block->block (P,1)":
         return da.redistribute(grid_shape=(da.comm.size, 1))
-    return da.T
+    t = da.T
+    if np.shares_memory(t._block, da._block):
+        # one distributed axis: da.T is a view, the other axis distributed;
+        # the reference moves to the default layout, so move there too
+        return t.redistribute()
+    return t
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_redistribute")
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--repeats", type=int, default=30)
-    ap.add_argument("--json", action="store_true", help="print one JSON line (rank 0)")
-    args = ap.parse_args(argv)
+def filled(comm, n):
+    """An n x n float64 DistArray in the default layout, element (i, j) =
+    i * n + j."""
+    g_rows = np.arange(n, dtype=np.float64)
+    da = DistArray.from_shape((n, n), comm=comm)
+    i0, i1 = (m.global_indices() for m in da.distribution.maps(comm.rank))
+    da._block[...] = g_rows[i0][:, None] * n + i1[None, :]
+    return da
+
+
+def measure(comm, n, repeats):
+    """{case: {nclx_ms, ref_ms, prebuilt_ms, agreed_ms, ratio, same_bytes}}
+    on every rank (collective; the slowest rank's medians)."""
     from mpi4py import MPI   # optional dependency: the launcher runs without it
-    comm = MPI.COMM_WORLD
-    g_rows = np.arange(args.n, dtype=np.float64)
-    da = DistArray.from_shape((args.n, args.n), comm=comm)
-    maps = da.distribution.maps(comm.rank)
-    i0, i1 = (m.global_indices() for m in maps)
-    da._block[...] = g_rows[i0][:, None] * args.n + i1[None, :]
+    da = filled(comm, n)
     results = {}
-    for case in ("block->cyclic", "block->block (P,1)", "transpose"):
-        ref = Reference(comm, args.n, case)
+    for case in CASES:
+        ref = Reference(comm, n, case)
         ok = _nclx(da, case)._block.tobytes() == ref.run(da._block).tobytes()
         ok = comm.allreduce(ok, op=MPI.LAND)
         pre = ref.types()
@@ -174,7 +187,7 @@ def main(argv=None):
         def agreed():      # the reference plus the one Allreduce nclx agrees with
             comm.Allreduce(flag, flags, op=MPI.MAX)
             ref.run(da._block)
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             times["nclx"].append(mpi_round(comm, lambda: _nclx(da, case)))
             times["ref"].append(mpi_round(comm, lambda: ref.run(da._block)))
             times["prebuilt"].append(mpi_round(comm, lambda: ref.run(da._block, pre)))
@@ -185,6 +198,18 @@ def main(argv=None):
         results[case] = dict(nclx_ms=med["nclx"] * 1e3, ref_ms=med["ref"] * 1e3,
                              prebuilt_ms=med["prebuilt"] * 1e3, agreed_ms=med["agreed"] * 1e3,
                              ratio=med["nclx"] / med["ref"], same_bytes=bool(ok))
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_redistribute")
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--json", action="store_true", help="print one JSON line (rank 0)")
+    args = ap.parse_args(argv)
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    comm = MPI.COMM_WORLD
+    results = measure(comm, args.n, args.repeats)
     if comm.rank == 0:
         if args.json:
             print(json.dumps(dict(ranks=comm.size, n=args.n, cases=results)))

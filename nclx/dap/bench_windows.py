@@ -69,23 +69,19 @@ def _peak_fraction(comm, da, dst):
                               / max(1, da._block.nbytes + out._block.nbytes)))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_windows")
-    ap.add_argument("--n", type=int, default=1_000_000)
-    ap.add_argument("--repeats", type=int, default=7)
-    ap.add_argument("--json", action="store_true", help="print one JSON line (rank 0)")
-    args = ap.parse_args(argv)
+def measure(comm, n, repeats):
+    """{case: {windows_ms, one_ms, ratio, windows, peak_windows, peak_one,
+    same_bytes}} on every rank (collective; the slowest rank's medians)."""
     from mpi4py import MPI   # optional dependency: the launcher runs without it
-    comm = MPI.COMM_WORLD
     results = {}
     for case in CASES:
-        da, dst = _case(comm, args.n, case)
+        da, dst = _case(comm, n, case)
         a = da.redistribute(dst)                  # warm: the index tables, imports
         with _OneWindow():
             b = da.redistribute(dst)
         same = comm.allreduce(a._block.tobytes() == b._block.tobytes(), op=MPI.LAND)
         times = {"windows": [], "one": []}
-        for _ in range(args.repeats):
+        for _ in range(repeats):
             times["windows"].append(mpi_round(comm, lambda: da.redistribute(dst)))
             with _OneWindow():
                 times["one"].append(mpi_round(comm, lambda: da.redistribute(dst)))
@@ -98,6 +94,18 @@ def main(argv=None):
         results[case] = dict(windows_ms=med["windows"] * 1e3, one_ms=med["one"] * 1e3,
                              ratio=med["windows"] / med["one"], windows=nwin,
                              peak_windows=frac_w, peak_one=frac_1, same_bytes=bool(same))
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_windows")
+    ap.add_argument("--n", type=int, default=1_000_000)
+    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--json", action="store_true", help="print one JSON line (rank 0)")
+    args = ap.parse_args(argv)
+    from mpi4py import MPI   # optional dependency: the launcher runs without it
+    comm = MPI.COMM_WORLD
+    results = measure(comm, args.n, args.repeats)
     if comm.rank == 0:
         if args.json:
             print(json.dumps(dict(ranks=comm.size, n=args.n, cases=results)))
