@@ -28,15 +28,20 @@ def gather_global(da, root=0):
                 isinstance(root, (int, np.integer)) and 0 <= root < size)):
             raise DapError(f"gather: root must be a rank in [0, {size}) or None, not {root!r}")
         check_partition(da.distribution, "gather")
+        holders = None if root is None else {int(root)}
+        # allocated before the agreement: a MemoryError on the root is every rank's
+        out = np.empty(da.shape, da.dtype) if holders is None or comm.Get_rank() in holders \
+            else None
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
     same = int(root) if isinstance(root, (int, np.integer)) else root
-    agree_quick(comm, same, error, "gather", describe=lambda r: f"root={r!r}")
-    holders = None if root is None else {int(root)}
-    rank = comm.Get_rank()
-    out = np.empty(da.shape, da.dtype) if holders is None or rank in holders else None
+    source = layout_key(da.distribution)
+    # the source layout too: ranks whose arrays were built with different
+    # distributions would move garbage or wait forever
+    agree_quick(comm, (same, source), error, "gather",
+                describe=lambda v: f"root={v[0]!r}, source fingerprint {v[1][3][:10]}")
     move(comm, da._block, Layout.of(da.distribution), out,
-         Layout.whole(da.shape, holders), key=(layout_key(da.distribution), "whole", root))
+         Layout.whole(da.shape, holders), key=(source, "whole", root))
     return out
 
 

@@ -40,6 +40,11 @@ class RangeMap:
     def __init__(self, lo, hi, start):
         self.lo, self.hi, self.start = lo, hi, start
 
+    @property
+    def local_size(self):
+        """The cells of the piece (it has no padding)."""
+        return self.hi - self.lo
+
     def _owned_local(self):
         return np.arange(self.lo - self.start, self.hi - self.start)
 

@@ -34,8 +34,11 @@ ENTRY_BYTES = 64       # per listed element: NumPy arrays (tracemalloc) + MPI da
 
 
 def window_settings():
-    """What every rank must set alike (each cuts the windows alone)."""
-    return {"FRACTION": FRACTION, "FLOOR": FLOOR, "ENTRY_BYTES": ENTRY_BYTES}
+    """What every rank must set alike (each cuts the windows alone), read
+    once for a move (:func:`windows` takes them): as floats, so that equal
+    values of other types (``65536.0``, ``np.float64(0.04)``) agree."""
+    return {"FRACTION": float(FRACTION), "FLOOR": float(FLOOR),
+            "ENTRY_BYTES": float(ENTRY_BYTES)}
 
 
 def has_no_elements(layout):
@@ -121,7 +124,7 @@ def _block_bytes(layout, rank, itemsize):
                                   dtype=np.int64))
 
 
-def windows(src, dst, dim, nprocs, itemsize):
+def windows(src, dst, dim, nprocs, itemsize, settings=None):
     """Yields windows, each a list of ranges ``(a, b)`` of dimension
     ``dim``'s global indices; the ranges of all windows tile ``[0, n)``, the
     windows are the same on every rank, and each keeps every rank's listed
@@ -131,14 +134,16 @@ def windows(src, dst, dim, nprocs, itemsize):
     a window advances in every such interval at once, so that each block
     rank lists its own elements in every window (rather than one rank all
     of them while the others wait); a 'u' or cyclic map's budget is shared
-    by the intervals.  A generator: no list of the windows is kept."""
+    by the intervals.  ``settings``: :func:`window_settings` as agreed
+    (read now when None).  A generator: no list of the windows is kept."""
+    s = window_settings() if settings is None else settings
     n = _size(src.maps[dim][0])
     budgets = {}                          # (side, grid coordinate) -> entries
     for r in range(nprocs):
         cs, cd = src.coords(r), dst.coords(r)
-        total = max(FLOOR, FRACTION * (_block_bytes(src, r, itemsize)
-                                       + _block_bytes(dst, r, itemsize)))
-        e = int(total // ENTRY_BYTES)
+        total = max(s["FLOOR"], s["FRACTION"] * (_block_bytes(src, r, itemsize)
+                                                 + _block_bytes(dst, r, itemsize)))
+        e = int(total // s["ENTRY_BYTES"])
         if cs is not None and cd is not None:
             e //= 2                       # both sides list their elements
         for side, c in ((0, cs), (1, cd)):

@@ -14,6 +14,8 @@ array, messages of any size (mpi4py 4's large-count calls).
 :mod:`nclx.dap.gather` moves between a Distribution and "one rank (or
 every rank) holds everything".
 """
+import threading
+
 import numpy as np
 
 from nclx.dap.agreekeys import agree_quick, layout_key
@@ -22,6 +24,7 @@ from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.movewindows import (has_no_elements, indexed_dim, window_segments, window_settings,
                                   windows)
+from nclx.dap.plancache import PlanCache
 from nclx.dap.validate import DapError, normalize_dim_dict
 
 __all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
@@ -191,8 +194,8 @@ class _Plan:
         self.types = []
 
 
-_PLANS = {}          # key -> _Plan, oldest first
 _MAX_PLANS = 16
+_PLANS = PlanCache(_MAX_PLANS)     # kept plans, shared by threads
 
 
 def move(comm, src_block, src, dst_block, dst, key=None):
@@ -217,11 +220,12 @@ def move(comm, src_block, src, dst_block, dst, key=None):
     if dim is not None:
         # index lists: one Alltoallw per window of bounded memory (movewindows).
         # Each rank cuts the windows alone: one Allreduce checks the settings agree.
-        agree_quick(comm, window_settings(), None, "move: window settings")
+        settings = window_settings()         # read once: another thread may change them
+        agree_quick(comm, settings, None, "move: window settings")
         if has_no_elements(src):
             return
         kept = ({}, {})
-        for ranges in windows(src, dst, dim, size, dtype.itemsize):
+        for ranges in windows(src, dst, dim, size, dtype.itemsize, settings):
             plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype,
                          window=(dim, ranges), kept=kept)
             try:
@@ -231,20 +235,14 @@ def move(comm, src_block, src, dst_block, dst, key=None):
         return
     full = None if key is None else (key, rank, size, dtype.str, shapes, src_strides,
                                      dst_strides)
-    plan = _PLANS.get(full) if full is not None else None
-    keep = plan is not None
+    plan = _PLANS.take(full) if full is not None else None
     if plan is None:
-        plan = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype)
-        if full is not None and plan.cacheable:
-            if len(_PLANS) >= _MAX_PLANS:
-                _PLANS.pop(next(iter(_PLANS))).free()
-            _PLANS[full] = plan
-            keep = True
+        built = _Plan(comm, shapes, (src_strides, dst_strides), src, dst, dtype)
+        plan = _PLANS.offer(full, built, keep=full is not None and built.cacheable)
     try:
         comm.Alltoallw([bufs[0], *plan.sides[0]], [bufs[1], *plan.sides[1]])
     finally:
-        if not keep:
-            plan.free()
+        _PLANS.release(plan)
 
 
 def move_many(comm, sources, dst_block, dst):
@@ -315,13 +313,15 @@ def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=No
     target = _TARGETS.get(key)
     if target is None:
         target = Distribution.from_shape(shape, dist, nprocs=nprocs, **kw)
-        if len(_TARGETS) >= _MAX_PLANS:
-            _TARGETS.pop(next(iter(_TARGETS)))
-        _TARGETS[key] = target
+        with _TARGETS_LOCK:           # threads move at once (each on its communicator)
+            while len(_TARGETS) >= _MAX_PLANS:
+                _TARGETS.pop(next(iter(_TARGETS)))
+            _TARGETS[key] = target
     return target
 
 
 _TARGETS = {}        # from_shape's Distributions by their arguments (reused: immutable)
+_TARGETS_LOCK = threading.Lock()
 
 
 def check_movable(dtype, what):
@@ -344,20 +344,29 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     result's communication padding from the owners."""
     comm = da.comm
     target = error = None
+    source = layout_key(da.distribution)
     try:
         check_movable(da.dtype, "redistribute")
         target = target_distribution(da.shape, comm.Get_size(), dist, grid_shape=grid_shape,
                                      padding=padding, block_size=block_size, periodic=periodic)
         check_partition(da.distribution, "redistribute: the source distribution")
         check_partition(target, "redistribute: the target distribution")
+        lay = Layout.of(target)
+        mine = lay.coords(comm.Get_rank())
+        # allocated before the agreement: a MemoryError here is every rank's
+        out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
         error = exc
-    agree_quick(comm, None if target is None else layout_key(target), error, "redistribute",
-                describe=lambda k: "no target" if k is None else
-                f"target shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})")
-    lay = Layout.of(target)
-    mine = lay.coords(comm.Get_rank())
-    out = np.empty(tuple(lay.maps[d][c].local_size for d, c in enumerate(mine)), da.dtype)
-    move(comm, da._block, Layout.of(da.distribution), out, lay,
-         key=(layout_key(da.distribution), layout_key(target)))
+    # the source too: ranks that built the array with different distributions
+    # (a 'u' permutation drawn per rank) would move garbage or wait forever
+    agree_quick(comm, (source, None if target is None else layout_key(target)), error,
+                "redistribute", describe=_describe_move)
+    move(comm, da._block, Layout.of(da.distribution), out, lay, key=(source, layout_key(target)))
     return type(da)(out, target, comm)
+
+
+def _describe_move(keys):
+    def one(k):
+        return f"shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})"
+    source, target = keys
+    return f"source {one(source)}, " + ("no target" if target is None else f"target {one(target)}")

@@ -12,6 +12,7 @@ Conventions where the protocol text leaves room (docs/dap.md):
 """
 import numbers
 import re
+import weakref
 
 import numpy as np
 
@@ -106,6 +107,8 @@ def _exact_int64(value):
 def _indices(value, dim):
     """The 'indices' of a 'u' dimension as a 1-d int64 array: every value must
     be an integer that fits in int64 (nothing wraps or rounds), locally unique."""
+    if _CHECKED.get(id(value)) is value:
+        return value                 # a Distribution's own checked, read-only copy
     where = _where(dim, "indices")
     raw = _as_buffer(value, where)
     if raw.ndim != 1:
@@ -128,14 +131,11 @@ def _indices(value, dim):
             why = "is not an int64 integer"
         raise DapTypeError(f"{where} must be a 1-d buffer of integers, got 1-d {raw.dtype}: "
                            f"index {values[p]!r} at position {p} {why}")
-    if raw.dtype == np.int64 and raw.flags.owndata and not raw.flags.writeable:
-        idx = raw                    # already a Distribution's own read-only copy
-    else:
-        # a copy of its own, read-only: a Distribution never changes once built (its
-        # partition check and sorted index tables are kept), whatever the caller's
-        # array does later
-        idx = np.array(raw, dtype=np.int64, copy=True)
-        idx.flags.writeable = False
+    # a copy of its own, read-only: a Distribution never changes once built (its
+    # partition check and sorted index tables are kept), whatever the caller's
+    # array does later
+    idx = np.array(raw, dtype=np.int64, copy=True)
+    idx.flags.writeable = False
     if idx.size > 1:
         order = np.argsort(idx, kind="stable")
         s = idx[order]
@@ -146,7 +146,14 @@ def _indices(value, dim):
             first, second = sorted((int(order[k]), int(order[k + 1])))
             raise DapError(f"{where} holds global index {int(s[k])} more than once "
                            f"(positions {first} and {second}); indices must be locally unique")
+    _CHECKED[id(idx)] = idx
     return idx
+
+
+# The index arrays _indices made (checked, read-only, owned by nclx), so that
+# normalising a Distribution's own dimension dictionary again (its maps, its
+# pickle) neither copies nor sorts them again; entries leave with the arrays.
+_CHECKED = weakref.WeakValueDictionary()
 
 
 def check_indices_in_range(dd, dim=0, rank=None):

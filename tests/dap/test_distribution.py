@@ -216,3 +216,39 @@ def test_pickles_carry_the_dimension_dictionaries_only():
     assert e == d and e.maps(1)[0].global_indices().tobytes() == perm[1::2].tobytes()
     assert not e.dim_data(0)[0]["indices"].flags.writeable
     assert not d.dim_data(0)[0]["indices"].flags.writeable
+
+
+def test_maps_share_the_distributions_own_indices():
+    """Found by review: every map of a 'u' dimension copied and sorted its
+    (already checked, read-only) indices again: a layout kept 2x the index
+    bytes.  The map now holds the Distribution's own array; a caller's
+    array, even an owned read-only int64 one, is still copied."""
+    import tracemalloc
+
+    from nclx.dap.redistribute import Layout
+    n = 200_000
+    perm = np.random.default_rng(1).permutation(n)
+    mine = perm[0::2].copy()
+    mine.flags.writeable = False                 # owned, read-only, int64: still the caller's
+    d = Distribution.from_dim_data_per_rank(
+        [({"dist_type": "u", "size": n, "indices": mine if r == 0 else perm[1::2],
+           "proc_grid_rank": r, "proc_grid_size": 2},) for r in range(2)])
+    own = [d.dim_data(r)[0]["indices"] for r in range(2)]
+    assert not np.shares_memory(own[0], mine)
+    tracemalloc.start()
+    lay = Layout.of(d)
+    kept = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    for r in range(2):
+        assert np.shares_memory(lay.maps[0][r].indices, own[r])
+    assert kept < 1.2 * n * 8, kept            # the sorted tables only (n * 8 bytes)
+    mine.flags.writeable = True
+    mine[:] = 0                                  # the caller's array changes afterwards
+    assert d.maps(0)[0].global_indices().tobytes() == perm[0::2].tobytes()
+
+
+def test_range_maps_have_a_local_size():
+    """Found by review: np.stack's RangeMap had no local_size, which the
+    windowed moves read (np.stack([a]) of a 'u' array raised)."""
+    from nclx.dap.movetypes import RangeMap
+    assert RangeMap(3, 4, 3).local_size == 1 and RangeMap(0, 0, 0).local_size == 0
