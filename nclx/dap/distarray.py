@@ -172,27 +172,36 @@ class DistArray:
     def transpose(self, *axes):
         """``np.transpose``: a view with permuted dimension dictionaries when
         the distributed dimensions keep their order, else moved (one
-        Alltoallw) to the default layout of the transposed shape."""
+        Alltoallw) to the default layout of the transposed shape.  With
+        axes, through ``np.transpose`` (the ranks agree on them first)."""
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
-        return _layout.transpose(self, axes or None)
+        if not axes:
+            return _layout.transpose(self, None)
+        return np.transpose(self, axes)
 
     @property
     def T(self):
         return self.transpose()
 
+    # The methods with arguments go through NumPy's functions, whose
+    # dispatch agrees on the arguments in one collective: ranks passing
+    # different shapes or axes raise on every rank (before, each rank went
+    # its own way, or ranks met in different collectives).
     def swapaxes(self, axis1, axis2):
-        return _layout.swapaxes(self, axis1, axis2)
+        return np.swapaxes(self, axis1, axis2)
 
     def reshape(self, *shape, order="C", copy=None):
         """``np.reshape`` (C order): distributed by blocks of axis 0."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        return _layout.reshape(self, shape, order=order, copy=copy)
+        if copy is None:
+            return np.reshape(self, shape, order)
+        return np.reshape(self, shape, order, copy=copy)
 
     def ravel(self, order="C"):
         """``np.ravel`` (C order): a 1-d DistArray in blocks."""
-        return _layout.ravel(self, order=order)
+        return np.ravel(self, order)
 
     @property
     def owned(self):

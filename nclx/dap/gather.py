@@ -8,12 +8,22 @@ import numpy as np
 
 from nclx.dap.collective import _ranges, allgather_checked
 from nclx.dap.distribution import Distribution
+from nclx.dap.fold import agreed_call
 from nclx.dap.maps import check_global_range
 from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
                                    layout_key, move, target_distribution)
 from nclx.dap.validate import DapError
 
 __all__ = ["gather_global", "scatter_into", "from_root", "from_every_rank"]
+
+
+def _describe_gather(v):
+    """A rank's (root, source layout) in a disagreement (another operation's
+    value as it is)."""
+    try:
+        return f"root={v[0]!r}, source fingerprint {v[1][3][:10]}"
+    except (TypeError, IndexError, KeyError):
+        return repr(v)
 
 
 def gather_global(da, root=0):
@@ -38,8 +48,7 @@ def gather_global(da, root=0):
     source = layout_key(da.distribution)
     # the source layout too: ranks whose arrays were built with different
     # distributions would move garbage or wait forever
-    agree_quick(comm, (same, source), error, "gather",
-                describe=lambda v: f"root={v[0]!r}, source fingerprint {v[1][3][:10]}")
+    agree_quick(comm, (same, source), error, "gather", describe=_describe_gather)
     move(comm, da._block, Layout.of(da.distribution), out,
          Layout.whole(da.shape, holders), key=(source, "whole", root))
     return out
@@ -105,7 +114,8 @@ def from_root(array, dist, comm, root, kw):
                        " (the other ranks pass None or the root's shape and dtype)")
     target = target_distribution(want[0], size, dist, what="DistArray.from_global", **kw)
     check_partition(target, "DistArray.from_global")
-    block = np.empty(target.local_shape(rank), want[1])
+    block = agreed_call(comm, lambda: np.empty(target.local_shape(rank), want[1]),
+                        "allocate:from_global", "DistArray.from_global")
     scatter_into(array if rank == root else None, block, target, comm, root)
     return block, target
 

@@ -238,7 +238,7 @@ def _plan_for(da):
         # subarray datatypes where MPI types the elements and the block is
         # C-contiguous; raw bytes through packed buffers otherwise
         plan.datatype_ok = block.flags.c_contiguous and _typed(block.dtype, MPI)
-    except DapError as exc:
+    except Exception as exc:  # noqa: BLE001 - a MemoryError too: raised on every rank
         error = exc
     _agree_layout(da, error)    # raises the same DapError on every rank
     plan.comm = da.comm.Dup()

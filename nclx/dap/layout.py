@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from nclx.dap.distribution import Distribution
+from nclx.dap.fold import agreed_call
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import (Layout, check_partition, layout_key, move,
                                    target_distribution)
@@ -46,7 +47,8 @@ def transpose(a, axes=None):
     src = Layout([[dist.column_map(p, c) for c in range(len(dist._dims[p]))] for p in perm],
                  lambda r: tuple(dist.coords_from_rank(r)[p] for p in perm))
     target = target_distribution(shape, comm.Get_size())
-    out = np.empty(target.local_shape(comm.Get_rank()), a.dtype)
+    out = agreed_call(comm, lambda: np.empty(target.local_shape(comm.Get_rank()), a.dtype),
+                      "allocate:transpose", "transpose")
     move(comm, a._block.transpose(perm), src, out, Layout.of(target),
          key=(layout_key(dist), "transposed", perm, layout_key(target)))
     return DistArray(out, target, comm)
@@ -139,7 +141,8 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     nprocs, rank = comm.Get_size(), comm.Get_rank()
     src_rows, dst_rows = _rows(a.shape, nprocs), _rows(new, nprocs)
     b = a if a.distribution == src_rows else a.redistribute(src_rows)
-    out = np.empty(dst_rows.local_shape(rank), a.dtype)
+    out = agreed_call(comm, lambda: np.empty(dst_rows.local_shape(rank), a.dtype),
+                      "allocate:reshape", "reshape")
     move(comm, b._block.reshape(-1), _flat_layout(src_rows), out.reshape(-1),
          _flat_layout(dst_rows), key=("flat", layout_key(src_rows), layout_key(dst_rows)))
     return DistArray(out, dst_rows, comm)

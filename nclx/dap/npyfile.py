@@ -321,7 +321,9 @@ def write_npy(comm, path, block, dist, what):
         error = exc
     try:
         # a rank in another operation meets it here (the path is checked below)
-        agree_quick(comm, "save_npy", None, "save_npy")
+        # and the layout: ranks holding the array in different layouts would
+        # leave cells unwritten
+        agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy")
         parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,

@@ -366,7 +366,13 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
 
 
 def _describe_move(keys):
+    """A rank's (source, target) layout keys in a disagreement (another
+    operation's value as it is)."""
     def one(k):
         return f"shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})"
-    source, target = keys
-    return f"source {one(source)}, " + ("no target" if target is None else f"target {one(target)}")
+    try:
+        source, target = keys
+        return f"source {one(source)}, " + ("no target" if target is None else
+                                             f"target {one(target)}")
+    except (TypeError, ValueError, IndexError, KeyError):
+        return repr(keys)

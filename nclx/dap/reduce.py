@@ -22,7 +22,7 @@ import numpy as np
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
 from nclx.dap.fold import allreduce_agreed, raise_verdict
-from nclx.dap.redistribute import check_partition
+from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, normalize_dim_dict
 
@@ -224,7 +224,9 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
     what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
-    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str, extra))
+    # the layout's fingerprint too: ranks holding the array in different
+    # layouts (a Distribution built per rank) would combine wrong partial sums
+    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str, extra, layout_key(dist)[3]))
     everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
     local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
     if everyone and not local:

@@ -19,6 +19,8 @@ Nothing is gathered: a rank holds its pieces, its bucket and its result.
 """
 import numpy as np
 
+from nclx.dap.fold import agreed_call
+
 __all__ = ["sample_sort", "deliver_block", "alltoallv", "mpi", "run_indices"]
 
 _OVERSAMPLE = 16
@@ -44,13 +46,21 @@ def _records(lines, values):
 def alltoallv(comm, send, counts):
     """Send ``send[...]`` (ordered by destination, ``counts[d]`` records to
     rank ``d``) with one ``Alltoallv`` of bytes; returns the records received
-    (in source-rank order) and the counts from each source."""
+    (in source-rank order) and the counts from each source.  ``send`` may be
+    a callable that builds the records: it runs after the counts travel,
+    and the records received are allocated then, both before one agreement
+    (a MemoryError on one rank -- the records are as large as the data --
+    is raised on every rank instead of leaving the others in Alltoallv)."""
     P = comm.Get_size()
     counts = np.asarray(counts, dtype=np.int64)
     rcounts = np.empty(P, np.int64)
     comm.Alltoall(counts, rcounts)
+
+    def buffers():
+        out = send() if callable(send) else send
+        return out, np.empty(int(rcounts.sum()), out.dtype)
+    send, recv = agreed_call(comm, buffers, "allocate:alltoallv", "the records to exchange")
     item = send.dtype.itemsize
-    recv = np.empty(int(rcounts.sum()), send.dtype)
     sdis = np.concatenate(([0], np.cumsum(counts)[:-1])) * item
     rdis = np.concatenate(([0], np.cumsum(rcounts)[:-1])) * item
     comm.Alltoallv([send.view(np.uint8) if send.size else np.empty(0, np.uint8),
@@ -151,20 +161,23 @@ def sample_sort(comm, block, payload=None):
     bounds = np.maximum.accumulate(np.asarray(bounds, np.int64))
     counts = np.diff(bounds)
     ltype = np.int32 if L < 2 ** 31 else np.int64
-    lines = None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
+
+    def lines():          # built inside alltoallv's agreement, as large as the data
+        return None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
     if payload is not None and L > 1:
-        rec = np.empty(n, np.dtype([("l", ltype), ("p", np.asarray(payload).dtype),
-                                    ("v", block.dtype)]))
-        rec["l"], rec["p"], rec["v"] = lines, np.asarray(payload).reshape(-1), flat
-        recv, _ = alltoallv(comm, rec, counts)
-        del rec
+        def records():
+            rec = np.empty(n, np.dtype([("l", ltype), ("p", np.asarray(payload).dtype),
+                                        ("v", block.dtype)]))
+            rec["l"], rec["p"], rec["v"] = lines(), np.asarray(payload).reshape(-1), flat
+            return rec
+        recv, _ = alltoallv(comm, records, counts)
         order = np.lexsort((recv["p"], recv["v"], recv["l"]))
         return (recv["l"][order], recv["p"][order]), recv["v"][order]
     if payload is not None:
-        recv, _ = alltoallv(comm, _records(np.asarray(payload), flat), counts)
+        recv, _ = alltoallv(comm, lambda: _records(np.asarray(payload), flat), counts)
         order = np.argsort(recv["v"], kind=_kind(recv["v"]))
         return recv["l"][order], recv["v"][order]
-    recv, _ = alltoallv(comm, _records(lines, flat), counts)
+    recv, _ = alltoallv(comm, lambda: _records(lines(), flat), counts)
     del local, flat, block
     if L == 1:
         recv.sort(kind=_kind(recv))          # sources in rank order: stable where it shows

@@ -20,6 +20,7 @@ of theirs.
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from nclx.dap.fold import agreed_call
 from nclx.dap.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import Layout, check_partition, move_many, target_distribution
@@ -65,7 +66,10 @@ def _mapped(da, transforms, size_of=None):
 
 def _into(cls, target, comm, dtype, sources):
     """The result (a ``cls``): each ``(block, layout)`` of ``sources`` moved in."""
-    out = np.empty(target.local_shape(comm.Get_rank()), dtype)
+    # one agreement first: a MemoryError on one rank would leave the others
+    # in the Alltoallw
+    out = agreed_call(comm, lambda: np.empty(target.local_shape(comm.Get_rank()), dtype),
+                      "allocate:rearrange", "allocating the result")
     move_many(comm, sources, out, Layout.of(target))
     return cls(out, target, comm)
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
+from nclx.dap.fold import agreed_call
 from nclx.dap.functions._layout import agree_call, axis_of, from_owned
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.redistribute import redistribute
@@ -98,7 +99,9 @@ def _unique_core(ar, return_index, return_inverse, return_counts, equal_nan):
     """``[values, index?, inverse?, counts?]`` of the flattened ``ar``."""
     comm = ar.comm
     # each rank's own distinct values and counts first: few values move if few differ
-    mine, held = np.unique(ar.owned, return_counts=True, equal_nan=equal_nan)
+    mine, held = agreed_call(comm, lambda: np.unique(ar.owned, return_counts=True,
+                                                     equal_nan=equal_nan),
+                             "np.unique:local", "np.unique")
     held, bucket = sample_sort(comm, mine.reshape(1, -1), payload=held.astype(np.int64))
     n = bucket.shape[0]
     new = np.ones(n, bool)
