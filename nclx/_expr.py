@@ -29,6 +29,9 @@ FUNCTIONS = {
     "floor": np.floor, "ceil": np.ceil, "fmod": np.fmod,
 }
 
+#: how many arguments each function takes (a ufunc's extra one would be its out=)
+ARITY = {"where": (3,), "sum": (1, 2), "prod": (1, 2), "arctan2": (2,), "fmod": (2,)}
+
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
            ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
 _UNARY = (ast.USub, ast.UAdd, ast.Invert)
@@ -78,6 +81,11 @@ class _Check(ast.NodeVisitor):
             self.fail(node, f"the function {node.func.id!r}", TypeError)
         if node.keywords:
             self.fail(node, f"keyword arguments to {node.func.id}", TypeError)
+        want = ARITY.get(node.func.id, (1,))
+        if len(node.args) not in want:
+            self.fail(node, f"{node.func.id} with {len(node.args)} argument"
+                      f"{'' if len(node.args) == 1 else 's'} (it takes "
+                      f"{' or '.join(map(str, want))})", TypeError)
         for a in node.args:
             if isinstance(a, ast.Starred):
                 self.fail(a, "a starred argument")

@@ -40,6 +40,7 @@ __all__ = ["Untraceable", "trace"]
 
 #: dtypes the executor runs (type characters)
 SUPPORTED = frozenset("?bBhHiIlLqQfd")
+_INTEGERS = frozenset("bBhHiIlLqQ")
 _PY_SCALARS = (bool, int, float)
 
 
@@ -48,7 +49,8 @@ class Untraceable(NclxError):
 
 
 class _Tape:
-    def __init__(self, ninputs):
+    def __init__(self, ninputs, ndim=1):
+        self.ndim = ndim             # of the arrays the probes stand for
         self.steps = []
         self.nslots = ninputs
         self.constants = []          # (slot, value converted to its loop dtype)
@@ -95,6 +97,14 @@ class _Probe(np.ndarray):
     def __getitem__(self, key):
         raise Untraceable("indexing")
 
+    def __len__(self):
+        raise Untraceable("len() of an array (the trace would keep the probe's)")
+
+    def _no_shape(self):
+        raise Untraceable("an array's shape, size or ndim (the trace would keep the probe's)")
+
+    shape = size = ndim = nbytes = strides = property(_no_shape)
+
     def __setitem__(self, key, value):
         raise Untraceable("item assignment")
 
@@ -129,6 +139,10 @@ def _record(tape, ufunc, inputs):
     chars = "".join(dt.char for dt in resolved)
     if not set(chars) <= SUPPORTED:
         raise Untraceable(f"{ufunc.__name__} on dtypes {chars!r}")
+    if ufunc is np.power and chars[-1] in _INTEGERS:
+        # NumPy's integer power loop raises a Python ValueError for a negative
+        # exponent from inside the loop, which no block (nor a thread) can report
+        raise Untraceable(f"integer power ({chars!r}: its loop raises for negative exponents)")
     ins = []
     for x, dt in zip(inputs, resolved):
         if isinstance(x, _Probe):
@@ -214,7 +228,10 @@ def _reduce(tape, ufunc, inputs, kwargs):
     (x,) = inputs
     if not isinstance(x, _Probe):
         raise Untraceable("a reduction of a non-probe")
-    if kwargs.get("axis", None) not in (None, 0, (0,)) or kwargs.get("dtype") is not None \
+    axis = kwargs.get("axis", None)
+    if axis is not None and (tape.ndim != 1 or axis not in (0, -1, (0,), (-1,))):
+        raise Untraceable(f"{ufunc.__name__}.reduce over axis {axis!r} of {tape.ndim}-d arrays")
+    if kwargs.get("dtype") is not None \
             or kwargs.get("out") not in (None, (None,)) or kwargs.get("keepdims", False) \
             or "initial" in kwargs or kwargs.get("where", True) is not True:
         raise Untraceable(f"{ufunc.__name__}.reduce with {sorted(kwargs)}")
@@ -256,7 +273,7 @@ def trace(fn, args):
     Returns (program, constants, array_positions): constants is a list of
     (slot, 0-d array) the caller passes after the arrays."""
     positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
-    tape = _Tape(len(positions))
+    tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
     call = list(args)
     for slot, i in enumerate(positions):
         a = args[i]
@@ -281,7 +298,7 @@ def trace(fn, args):
         kind, chars, slot = tape.reduced
         result = slot
     else:
-        if not isinstance(out, _Probe) or out._nclx_tape is not tape:
+        if not isinstance(out, _Probe) or getattr(out, "_nclx_tape", None) is not tape:
             raise Untraceable(f"the result is a {type(out).__name__}, not an array expression")
         kind = chars = None
         result = out._nclx_slot

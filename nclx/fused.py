@@ -71,7 +71,7 @@ def _arg_key(a):
     """The part of a call's signature an argument gives, or None: not fusable."""
     t = type(a)
     if t is np.ndarray:
-        return ("a", a.dtype.str, a.ndim == 0)
+        return ("a", a.dtype.str, a.ndim)
     if t is float:                  # traced as a constant: its bits are part of the key
         return ("s", t, _struct.pack("<d", a))      # (-0.0 is not 0.0, a NaN equals itself)
     if t in (bool, int):
@@ -109,6 +109,8 @@ def _why_not_now(args):
 def _why_not_args(args):
     shape = None
     for a in args:
+        if type(a) is np.ndarray and not a.ndim and not (a.flags.aligned and a.dtype.isnative):
+            return "a 0-d operand that is not aligned and native"
         if type(a) is np.ndarray and a.ndim:
             if shape is None:
                 shape = a.shape
@@ -128,12 +130,13 @@ def _why_not_args(args):
     return None
 
 
-def _run(fn, args, plans, out):
-    """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate."""
+def _run(fn, args, plans, out, frozen=()):
+    """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate;
+    ``frozen``: what else the trace depends on (part of the plan's key)."""
     why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
-        key = tuple(_arg_key(a) for a in args)
+        key = (tuple(_arg_key(a) for a in args), frozen)
         plan = plans.get(key)
         if plan is None:
             try:
@@ -182,7 +185,7 @@ def _eager(fn, args, out):
     return out
 
 
-_expr_plans = {}
+_expr_plans = OrderedDict()      # expression string -> _Plans, least recently used dropped
 _expr_lock = threading.Lock()
 _forksafe.guard(sys.modules[__name__], "_expr_lock")
 
@@ -216,7 +219,45 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
         plans = _expr_plans.get(ex)
         if plans is None:
             plans = _expr_plans[ex] = _Plans()
+            while len(_expr_plans) > _PLANS_MAX:
+                _expr_plans.popitem(last=False)
+        else:
+            _expr_plans.move_to_end(ex)
     return _run(fn, args, plans, out)[0]
+
+
+def _frozen(fn):
+    """The values a trace of ``fn`` would keep besides its arguments: the
+    scalars among its globals, closure cells and defaults (a trace is kept
+    per these values, so changing one traces again).  None when one of them
+    is an array (its values could change in place): such a function runs
+    eagerly."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return ()
+    out = []
+    glob = getattr(fn, "__globals__", {})
+    for name in code.co_names:
+        if name in glob:
+            v = glob[name]
+            if isinstance(v, np.ndarray):
+                return None
+            k = _arg_key(v)
+            if k is not None:
+                out.append((name, k))
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:          # an empty cell
+            continue
+        if isinstance(v, np.ndarray):
+            return None
+        out.append(_arg_key(v))
+    for v in getattr(fn, "__defaults__", None) or ():
+        if isinstance(v, np.ndarray):
+            return None
+        out.append(_arg_key(v))
+    return tuple(out)
 
 
 class _Fused(_fusegate.FuseGate):
@@ -231,12 +272,17 @@ class _Fused(_fusegate.FuseGate):
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def _fused_call(self, args):
-        return _run(self.fn, args, self.plans, None)[0]
+        frozen = _frozen(self.fn)
+        if frozen is None:
+            return self.fn(*args)
+        return _run(self.fn, args, self.plans, None, frozen)[0]
 
     def explain(self, *args):
         """'fused' when a call with these arguments runs on the block
         executor, else why it runs eagerly (the call is not made)."""
         why = _why_not_now(args)[0]
+        if why is None and _frozen(self.fn) is None:
+            why = "a global, closure cell or default of the function is an array"
         if why is None:
             try:
                 _trace.trace(self.fn, args)

@@ -341,16 +341,38 @@ def _observe(fn, out):
 @pytest.mark.parametrize("mode", ["ignore", "warn", "raise", "call"])
 @pytest.mark.parametrize("with_out", [False, True])
 def test_errstate_modes_as_eager(cat, where, mode, with_out):
+    """out= is written as np.copyto(out, result) would (nclx.evaluate's
+    out=): a step that raises, the last one included, leaves it untouched
+    (found by review: a raise in the last step, or in a one-step program,
+    wrote out first, as a ufunc's own out= would)."""
     program, ops, eager = _fp_case(cat, where)
+
+    def copied(out):
+        result = eager(None)
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
     results = []
-    for fn in (eager, lambda out: bx.execute(program, ops, out=out, threads=3)):
+    for fn in (copied, lambda out: bx.execute(program, ops, out=out, threads=3)):
         out = np.full(N_FP, -7.0) if with_out else None
         with np.errstate(all="ignore", **{cat: mode}):
             results.append(_observe(fn, out))
     assert results[1] == results[0]
     if mode == "raise" and with_out:
-        touched = results[0][1] != np.full(N_FP, -7.0).tobytes()
-        assert touched == (where == "last")
+        assert results[1][1] == np.full(N_FP, -7.0).tobytes(), "out was written"
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_a_one_step_program_that_raises_leaves_out_untouched(threads):
+    a = np.arange(100_000.0)
+    b = np.ones(100_000)
+    b[7] = 0.0
+    out = np.full(100_000, -7.0)
+    program = Program([Step(np.true_divide, "ddd", (0, 1), 2)], 3, 2, 2)
+    with np.errstate(divide="raise"), pytest.raises(FloatingPointError):
+        bx.execute(program, [a, b], out=out, threads=threads)
+    assert out.tobytes() == np.full(100_000, -7.0).tobytes()
 
 
 @pytest.mark.parametrize("threads", THREADS)

@@ -223,8 +223,9 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream):
         target = np.empty(n, rdt)
     else:
         target = out
-        if ns > 1 and _raising_errstate():
-            # a step before the last may raise: eager NumPy never touches out then
+        if _raising_errstate():
+            # a step may raise: the result is written to out as np.copyto
+            # would (nclx.evaluate), so out stays untouched when one does
             target = np.empty(n, rdt)
             private = True
         else:
@@ -348,12 +349,7 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream):
         if recorded and rows[k] is not None:
             ledger.append(rows[k])
         if flags[k]:
-            try:
-                PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
-            except BaseException:
-                if private and k == ns - 1:
-                    np.copyto(out, target)     # eager NumPy wrote out, then raised
-                raise
+            PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
     if plan.reduce is not None:
         value = accarr[0]
         if r.red == RED_TREE and value != value:

@@ -4,6 +4,8 @@ that is not 0-d has fewer elements than the fuse threshold runs the plain
 function at once, with no Python frame in between (a fused function at
 1,000 elements must cost what the plain one costs); other calls go to the
 fused path, ``slow(args)``.  Keyword arguments run the plain function."""
+import types
+
 cimport numpy as cnp
 
 cnp.import_array()
@@ -42,3 +44,10 @@ cdef class FuseGate:
                         return self.fn(*args)
                     break
         return self.slow(args)
+
+    def __get__(self, obj, objtype):
+        """A method: bound to the instance (which, not an array, makes every
+        call of it run the plain function)."""
+        if obj is None:
+            return self
+        return types.MethodType(self, obj)
