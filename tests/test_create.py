@@ -356,3 +356,23 @@ def test_no_pass_over_fresh_pages_unless_touch(name):
     a = getattr(nc, name)(src, touch=True)
     assert _rss() - before > (90 << 20)         # every page written once
     assert name == "empty" or not a.any()
+
+
+@pytest.mark.parametrize("shape", [(np.int8(2), 3), (2, 3), (-1,), (2.0,), None, 2 ** 62])
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones", "full"])
+def test_a_warning_of_the_dtype_comes_once_as_from_numpy(name, shape):
+    """Found by review: a shape that falls back to NumPy made the dtype
+    string parse twice (nclx's parse, then NumPy's): its deprecation
+    warning came twice; a shape NumPy refuses before reading the dtype
+    warned where NumPy does not."""
+    def observe(mod):
+        args = (shape, 1) if name == "full" else (shape,)
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            try:
+                out = getattr(mod, name)(*args, dtype="i4,(2)f4")
+                outcome = ("ok", out.dtype, out.shape)
+            except Exception as exc:  # noqa: BLE001 - compared with NumPy's
+                outcome = (type(exc), str(exc))
+        return outcome, [(w.category, str(w.message)) for w in got]
+    assert observe(nc) == observe(np)

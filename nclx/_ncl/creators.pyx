@@ -154,12 +154,17 @@ cdef object _make(int op, object shape, object fill, object dtype, object order,
     cdef npy_intp nbytes = 0
     cdef int nd = -1, f
     cdef cnp.ndarray res
-    descr = _descr(dtype)
+    descr = None
     f = _order(order, False)
-    if descr is not None and f >= 0 and device is None:
+    if f >= 0 and device is None:
+        # the shape first, as NumPy converts it first: a shape NumPy refuses
+        # reaches NumPy before nclx parses the dtype (which may warn: the
+        # warning then comes once, from NumPy, or not at all)
         nd = _dims(shape, dims)
-        if nd >= 0 and not ncl_nbytes(nd, dims, (<cnp.dtype>descr).itemsize, &nbytes):
-            nd = -1
+        if nd >= 0:
+            descr = _descr(dtype)
+            if descr is None or not ncl_nbytes(nd, dims, (<cnp.dtype>descr).itemsize, &nbytes):
+                nd = -1
     if nd >= 0 and align is None:
         Py_INCREF(descr)                # the constructors steal a reference
         if op == ZEROS:
@@ -171,7 +176,9 @@ cdef object _make(int op, object shape, object fill, object dtype, object order,
         res = _alloc(descr, nd, dims, nbytes, f, op == ZEROS, _align(align, descr), cnp.ndarray,
                      None)
     else:
-        res = (np.zeros if op == ZEROS else np.empty)(shape, dtype, order, device=device)
+        # the dtype as parsed when nclx parsed it (parsing it again warns again)
+        res = (np.zeros if op == ZEROS else np.empty)(shape, dtype if descr is None else descr,
+                                                      order, device=device)
         res = _realign(res, _align(align, <cnp.dtype>cnp.PyArray_DESCR(res)), op == ZEROS, False,
                        None, None)
     if op == FULL:
