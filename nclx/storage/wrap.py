@@ -75,6 +75,17 @@ class _Interface:
         self.owner = owner
 
 
+def _interface_itemsize(iface):
+    """The item size of the dtype NumPy builds from the interface (its
+    ``descr`` wins over ``typestr``: ``|V1`` with ``descr=[('a', '<f8')]`` is
+    8 bytes), asked of NumPy with an empty array at a null address (no
+    memory is touched)."""
+    probe = {"data": (0, True), "shape": (0,), "typestr": iface["typestr"], "version": 3}
+    if iface.get("descr") is not None:
+        probe["descr"] = iface["descr"]
+    return np.asarray(_Interface(probe, None)).dtype.itemsize
+
+
 def _check_interface_extent(iface):
     """An ``__array_interface__`` whose ``data`` is a buffer object must hold
     every byte its shape, strides and offset address (NumPy does not check,
@@ -87,7 +98,7 @@ def _check_interface_extent(iface):
         return
     try:
         shape = tuple(int(n) for n in iface["shape"])
-        itemsize = np.dtype(iface["typestr"]).itemsize
+        itemsize = _interface_itemsize(iface)
     except (KeyError, TypeError, ValueError):
         return          # malformed: NumPy's own error follows
     strides = iface.get("strides")

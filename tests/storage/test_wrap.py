@@ -285,3 +285,31 @@ def test_an_interface_read_once_cannot_grow_after_the_check():
     assert s.shape == (2,) and Flip.reads == 1
     np.asarray(s)[:] = 7.0
     assert np.frombuffer(buf, np.float64).tolist() == [7.0, 7.0]
+
+
+class _Described:
+    def __init__(self, d):
+        self.__array_interface__ = d
+
+
+@pytest.mark.parametrize("typestr,descr,nbytes", [
+    ("|V1", [("a", "<f8")], 8),                         # descr's 8 bytes, not typestr's 1
+    ("|V1", [("a", "<f8"), ("b", "<f8"), ("c", "V4080")], 4096),
+    ("|V16", [("a", "<f8")], 8),
+])
+def test_interface_extent_uses_the_dtype_numpy_builds(typestr, descr, nbytes):
+    """Found by review: the extent check took the item size from typestr
+    while NumPy builds the dtype from descr: an 8-byte buffer described as
+    four float64 records was accepted and read 24 bytes past its end (a
+    large one crashed)."""
+    itemsize = np.asarray(_Described({"data": (0, True), "shape": (0,), "typestr": typestr,
+                                  "descr": descr, "version": 3})).dtype.itemsize
+    n = 4
+    short = bytearray(itemsize * n - 1)
+    with pytest.raises(StorageError, match="addresses bytes"):
+        ns.as_storage(_Described({"data": short, "shape": (n,), "typestr": typestr,
+                              "descr": descr, "version": 3}))
+    exact = bytearray(itemsize * n)
+    s = ns.as_storage(_Described({"data": exact, "shape": (n,), "typestr": typestr, "descr": descr,
+                              "version": 3}))
+    assert np.asarray(s).nbytes == len(exact) and itemsize == nbytes
