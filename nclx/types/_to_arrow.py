@@ -44,6 +44,10 @@ def values_array(values):
         arr = pa.array(values)
     else:
         values = np.ascontiguousarray(values)
+        if not values.dtype.isnative:
+            # Arrow's buffers are in the machine's order: swapped, not handed
+            # over as they are (found by review: >i4 [1, 2] read 16777216, ...)
+            values = values.astype(values.dtype.newbyteorder("="))
         arr = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
                                     [None, pa.py_buffer(values)])
     if mask is not None and mask.any():

@@ -207,3 +207,21 @@ def test_exports_keep_the_numpy_memory_alive():
     ak_arr = to_awkward(from_list([[7]]))
     gc.collect()
     assert ak_arr.to_list() == [[7]]
+
+
+@pytest.mark.parametrize("dtype", [">i4", ">f8", ">u2", [("a", ">i4"), ("b", ">f8")]])
+def test_to_arrow_of_big_endian_values_gives_the_values(dtype):
+    """Found by review: big-endian values went to Arrow as raw bytes
+    (>i4 [1, 2] read [16777216, 33554432])."""
+    dt = np.dtype(dtype)
+    v = np.zeros(3, dt)
+    if dt.names:
+        v["a"], v["b"] = [1, 2, 3], [0.5, 1.5, -2.0]
+    else:
+        v[:] = [1, 2, 3]
+    r = Ragged(np.array([0, 2, 3]), v)
+    want = [[x for x in v[:2].tolist()], [v[2].tolist()]]
+    if dt.names:
+        want = [[dict(zip(dt.names, x)) for x in part] for part in want]
+    assert to_arrow(r).to_pylist() == want
+    assert pa.array(r).to_pylist() == want
