@@ -76,7 +76,8 @@ class Client:
         self._pending = deque()           # offsets waiting for a free_data frame
         self._leases = {}                 # id -> offsets, held views
         self._next_lease = 0
-        self._active = None               # the BatchStream being read
+        self._active_ref = None           # the BatchStream being read (weakly: see _active)
+        self._abandoned = None            # the reassembler of a stream dropped unfinished
         self._closed = False
         self._broken = None
         self._auto_close = False
@@ -197,6 +198,40 @@ class Client:
             raise ProtocolError(f"the connection is unusable after an earlier error: "
                                 f"{self._broken}")
 
+    # The stream being read is held weakly: a stream dropped before its end
+    # (``for b in stream(...): break``) must be collectable, so that its
+    # finalizers release the connection (before, the client held the stream
+    # and the stream's finalizer held the client: neither was ever freed).
+    @property
+    def _active(self):
+        ref = self._active_ref
+        return None if ref is None else ref()
+
+    @_active.setter
+    def _active(self, stream):
+        self._active_ref = None if stream is None else weakref.ref(stream)
+
+    def _stream_dropped(self, reasm):
+        """A BatchStream was collected; if it was still being read, the rest
+        of its frames are drained before this client reads another stream."""
+        ref = self._active_ref
+        if ref is not None and ref() is None:
+            self._active_ref = None
+            self._abandoned = reasm
+
+    def _drain(self, reasm):
+        """Read and drop what is left of a stream (freeing its offsets)."""
+        try:
+            while True:
+                entry = self._next_entry(reasm)
+                if entry is None:
+                    break
+                if entry.body_type == BODY_SHM:
+                    self._free_now([off for off, _ in entry.body[1]])
+        except Exception as exc:
+            self._fail(exc)
+            raise
+
     def _fail(self, exc):
         """A protocol error: the connection has lost sync; close it."""
         self._broken = exc
@@ -270,6 +305,9 @@ class BatchStream:
         client._check_usable()
         if client._active is not None:
             raise RuntimeError("this Client is already reading a stream; finish it first")
+        if client._abandoned is not None:             # a stream dropped unfinished
+            reasm, client._abandoned = client._abandoned, None
+            client._drain(reasm)
         self.client = client
         self.ticket = ticket
         self.owns_client = owns_client
@@ -283,6 +321,7 @@ class BatchStream:
         self.num_batches = 0
         self.nbytes = 0
         client._active = self
+        weakref.finalize(self, client._stream_dropped, reasm)
         try:
             if client.fs.pending():
                 raise ProtocolError("the server sent data after the end of the last stream")
@@ -363,14 +402,9 @@ class BatchStream:
         client = self.client
         if not self._done and client._broken is None and not client._closed:
             try:
-                while True:
-                    entry = client._next_entry(self._reasm)
-                    if entry is None:
-                        break
-                    if entry.body_type == BODY_SHM:
-                        client._free_now([off for off, _ in entry.body[1]])
-            except Exception as exc:
-                client._fail(exc)
+                client._drain(self._reasm)
+            except Exception:  # noqa: BLE001 - the client failed (unusable now)
+                pass
             self._finish()
         self._done = True
         if client._active is self:

@@ -273,3 +273,41 @@ def test_fork_after_fetch():
         del got
         collect()
         assert wait_for(lambda: srv.held() == 0)
+
+
+def test_a_stream_dropped_before_its_end_releases_its_connection():
+    """Found by review: ``for b in ipc.stream(...): break`` never freed the
+    connection, its server threads, the mapping or the server's leases (the
+    client held the stream, the stream's finalizer the client)."""
+    t = pa.table({"x": np.arange(100_000)})
+    with ipc.Server({"t": t}, shm=True, batch_bytes=80_000) as srv:
+        threads0 = threading.active_count()
+        for _ in range(5):
+            for batch in ipc.stream(srv.uri, "t"):
+                break
+        assert batch.num_rows > 0
+        last = batch.column(0).to_numpy().copy()
+        del batch
+        collect()
+        assert wait_for(lambda: srv.held() == 0 and len(srv._conns) == 0)
+        assert wait_for(lambda: threading.active_count() <= threads0)
+        assert last.tobytes() == np.arange(last.size).tobytes()
+
+
+def test_a_client_reads_on_after_a_stream_was_dropped_unfinished():
+    """The rest of a dropped stream is drained before the client's next
+    stream (its frames are not read as the next stream's)."""
+    t = pa.table({"x": np.arange(100_000)})
+    u = sample_table(1000)
+    with ipc.Server({"t": t, "u": u}, shm=True, batch_bytes=80_000) as srv:
+        with ipc.Client(srv.uri) as c:
+            s = c.stream("t")
+            first = next(s)
+            del s
+            collect()
+            assert c.fetch("u").equals(u)
+            assert c.fetch("t").equals(t)
+            assert first.column(0).to_numpy().tobytes() == \
+                np.arange(first.num_rows).tobytes()
+            del first
+        assert wait_for(lambda: srv.held() == 0)
