@@ -33,7 +33,7 @@ class _Connection:
         self.server = server
         self.peer = peer
         self.fs = FrameSocket(sock, max_frame=server.max_request, allowed_kinds=(KIND_TAGGED,),
-                              timeout=server.timeout, poll=0.25, peer=peer)
+                              timeout=server.timeout, poll=0.25, peer=peer, per_frame=True)
         self.held = Counter()            # offset -> count leased to this client
         self.lock = threading.Lock()
         self.requests = deque()

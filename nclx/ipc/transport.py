@@ -43,11 +43,16 @@ class FrameSocket:
     ``send(frames)`` sends ``[(kind, tag, [parts...]), ...]`` under a lock.
     ``timeout`` bounds any wait inside a frame (and, unless ``idle`` is
     True, the wait for the next one); ``poll`` is the socket's own timeout.
+    ``per_frame``: a frame, once started, must complete within ``timeout``
+    (a server's: requests are small, and a peer trickling a byte at a time
+    must not hold a connection forever); else ``timeout`` bounds each
+    silence (a client's: batch bodies may be a GiB on a slow link).
     """
 
     def __init__(self, sock, *, max_frame, allowed_kinds=KINDS, timeout=60.0, poll=None,
-                 peer="peer"):
+                 peer="peer", per_frame=False):
         self.sock = sock
+        self.per_frame = per_frame
         self.max_frame = max_frame
         self.allowed_kinds = tuple(allowed_kinds)
         self.timeout = timeout
@@ -71,6 +76,9 @@ class FrameSocket:
                 n = self.sock.recv_into(view)
             except TimeoutError:
                 if deadline is not None and time.monotonic() > deadline:
+                    if self.per_frame:
+                        raise TimeoutError(f"{self.peer} did not complete {what} within "
+                                           f"{self.timeout} s") from None
                     raise TimeoutError(f"no data from {self.peer} for {self.timeout} s "
                                        f"while waiting for {what}") from None
                 continue
@@ -83,6 +91,9 @@ class FrameSocket:
                                               f"while waiting for {what}") from None
                 raise
             self.bytes_received += n
+            if self.per_frame and deadline is not None and n and time.monotonic() > deadline:
+                raise TimeoutError(f"{self.peer} did not complete {what} within "
+                                   f"{self.timeout} s")
             return n
 
     def _fill(self, need, deadline, what, at_boundary):
@@ -105,7 +116,8 @@ class FrameSocket:
                                           f"connection after {got} of {need} bytes of "
                                           f"{what}")
             self._end += n
-            deadline = None if deadline is None else time.monotonic() + self.timeout
+            if not self.per_frame:
+                deadline = None if deadline is None else time.monotonic() + self.timeout
         return True
 
     def _deadline(self):
@@ -143,7 +155,8 @@ class FrameSocket:
                 raise ConnectionLostError(f"truncated frame: {self.peer} closed the "
                                           f"connection after {pos} of {length} payload bytes")
             pos += n
-            deadline = self._deadline()
+            if not self.per_frame:
+                deadline = self._deadline()
         dst.release()
         return Frame(kind, tag, out)
 

@@ -124,6 +124,36 @@ def test_stalled_client_is_dropped_after_the_timeout(server):
     _still_serves(server)
 
 
+@pytest.mark.parametrize("gap", [0.1, 0.6])
+def test_a_client_trickling_a_frame_is_dropped_within_the_timeout(server, gap):
+    """Found by review: the deadline restarted with every byte, so a client
+    sending one byte a little faster than the timeout (1 s here) held a
+    frame open forever; a frame must complete within the timeout once
+    started (0.1 s: faster than the server's 0.25 s poll, so the deadline is
+    also checked after each receive)."""
+    raw = RawClient(server.uri)
+    raw.send(b"\x01" + le64(server_tag := 1) + le64(40))  # a 40-byte payload announced
+    t0 = time.monotonic()
+    dropped = False
+    for _ in range(int(4 / gap)):                           # at most about 4 s
+        time.sleep(gap)
+        try:
+            raw.send(b"x")
+        except OSError:
+            dropped = True
+            break
+        if time.monotonic() - t0 > 3:
+            break
+    if not dropped:
+        dropped = _dropped(raw)
+    assert dropped and time.monotonic() - t0 < 6
+    assert any(isinstance(e, TimeoutError) and "did not complete" in str(e)
+               for _, e in server.errors), list(server.errors)
+    assert server_tag == 1
+    raw.close()
+    _still_serves(server)
+
+
 def test_client_disconnects_mid_stream(server):
     raw = RawClient(server.uri)
     raw.want(b"big")
