@@ -12,6 +12,7 @@ A call of the Sort, Mask, RNG or Create subsystems (nclx._ncl.callops)
 gives each operand its own length (``dimensions[1 + i]``); its last operand
 is the one written (the data a sort sorts in place, a selection's output).
 """
+from cpython.exc cimport PyErr_Occurred
 from libc.string cimport memcpy
 from posix.unistd cimport usleep
 
@@ -38,6 +39,11 @@ cdef inline npy_intp _length(ncl_call *call, int i) noexcept:
     if call.slot >= NCL_NSLOTS:
         return call.dimensions[1 + i]
     return call.dimensions[0]
+
+
+cdef int _pending_error() except -1:
+    """Raises the Python error a loop left set."""
+    return -1
 
 
 cdef class Call:
@@ -166,6 +172,16 @@ cdef class Call:
             self.punted = True
             with nogil:
                 ncl_call_next(node, call)
+            if PyErr_Occurred() != NULL:
+                # a loop set a Python error (NumPy's integer power with a
+                # negative exponent): raised here and kept, so that the hook
+                # that punted hands it on to NumPy (found by review: it was a
+                # SystemError, reported as the hook's and lost)
+                try:
+                    _pending_error()
+                except BaseException as exc:
+                    self.loop_error = exc
+                    raise
             if self._mirrors is not None:
                 self._copy_in()
         finally:

@@ -10,6 +10,8 @@ Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
 private mirrors of the loop's operands (nclx._ncl.calls).
 """
 
+from cpython.exc cimport PyErr_SetObject
+
 cimport numpy as cnp
 import sys
 import threading
@@ -87,22 +89,30 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     """Run a Python hook; 1 when the rest of the chain must still run."""
     cdef bint failed = False
     cdef bint punted
+    loop_error = None
     ncl_hook_depth_add(1)
     try:
         hook = <object>node.obj
         c = Call.wrap(node, call)
         try:
             hook(c)
-        except BaseException:
-            failed = True
-            _report(node, hook, f"hook {node.name.decode()!r}")
+        except BaseException as exc:
+            if exc is not c.loop_error:
+                failed = True
+                _report(node, hook, f"hook {node.name.decode()!r}")
         punted = c.punted
+        loop_error = c.loop_error
         try:
             c._end()
         except BaseException:
             _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
     finally:
         ncl_hook_depth_add(-1)
+    if loop_error is not None:
+        # the chain's loop failed under next(): NumPy raises its error (also
+        # where the hook caught it)
+        PyErr_SetObject(type(loop_error), loop_error)
+        return 0
     # a failed hook must not lose the result: the rest of the chain computes it
     return 1 if (failed and not punted) else 0
 

@@ -69,13 +69,13 @@ static inline ncl_bool ncl_invert_bool(ncl_bool a) { return a == 0; }
 
 /* ------------------------------------------- operations common to numbers */
 #define NCL_COMMON_OPS(T, S)                                                        \
-static inline T ncl_add_##S(T a, T b) { return (T)(a + b); }                        \
 static inline T ncl_subtract_##S(T a, T b) { return (T)(a - b); }                   \
-static inline T ncl_multiply_##S(T a, T b) { return (T)(a * b); }                   \
 static inline T ncl_negative_##S(T a) { return (T)(-a); }
 
 #define NCL_INTEGER_OPS(T, S)                                                       \
 NCL_COMMON_OPS(T, S)                                                                \
+static inline T ncl_add_##S(T a, T b) { return (T)(a + b); }                        \
+static inline T ncl_multiply_##S(T a, T b) { return (T)(a * b); }                   \
 static inline ncl_bool ncl_equal_##S(T a, T b) { return a == b; }                   \
 static inline ncl_bool ncl_not_equal_##S(T a, T b) { return a != b; }               \
 static inline ncl_bool ncl_less_##S(T a, T b) { return a < b; }                     \
@@ -164,6 +164,12 @@ NCL_MIXED_CMP(greater_equal, c >= 0)
 /* ------------------------------------------------------------------ floats */
 #define NCL_FLOAT_OPS(T, S, SFX, ONE, HALF)                                         \
 NCL_COMMON_OPS(T, S)                                                                \
+/* Two NaN operands: the first one's NaN (quieted), as NumPy's loops give it */    \
+/* (x86 and ARM keep the first source's NaN; C lets the compiler swap the    */    \
+/* operands of a commutative + or *, which picked the second's: found by     */    \
+/* review).  a + a of a NaN is that NaN quieted, and raises what a + b does. */    \
+static inline T ncl_add_##S(T a, T b) { T r = a + b; return isnan(a) ? a + a : r; } \
+static inline T ncl_multiply_##S(T a, T b) { T r = a * b; return isnan(a) ? a + a : r; } \
 static inline ncl_bool ncl_equal_##S(T a, T b) { return a == b; }                   \
 static inline ncl_bool ncl_not_equal_##S(T a, T b) { return a != b; }               \
 static inline ncl_bool ncl_less_##S(T a, T b) { return isless(a, b); }              \

@@ -179,6 +179,11 @@ BOOL_ABSORBING = {"add": 1, "maximum": 1, "bitwise_or": 1,
 #: reductions NumPy does with SIMD horizontal max/min.
 NCLX_WHOLE_CALLS = ("sqrt", "true_divide")
 PREFER_NUMPY_REDUCE = ("maximum", "minimum")
+#: Ops whose elementwise calls and chunks always run NumPy's loop (also after
+#: nclx.calibrate()): for two NaN operands nclx's float remainder keeps
+#: another NaN than NumPy's, whose follows its C library's fmod (found by
+#: review: threaded chunks gave the first operand's NaN, NumPy the second's).
+NUMPY_LOOP_ONLY = ("remainder",)
 
 
 def default_preference(op):
@@ -187,7 +192,7 @@ def default_preference(op):
         return ((False, False), (False, False))     # there is no NumPy loop
     whole = op not in NCLX_WHOLE_CALLS
     red = op in PREFER_NUMPY_REDUCE
-    return ((whole, False), (whole or red, red))
+    return ((whole, op in NUMPY_LOOP_ONLY), (whole or red, red))
 
 #: Calls of at least this many elements are split across threads, unless
 #: SPLIT_THRESHOLDS names the op (and kind) -- nclx.calibrate(thresholds=True)
