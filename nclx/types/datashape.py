@@ -122,7 +122,7 @@ class Option(Type):
 
     def __str__(self):
         inner = self.content.content if isinstance(self.content, Categorical) else self.content
-        if isinstance(inner, Dim):
+        if isinstance(inner, (Dim, Option)):       # '??int32' does not parse
             return f"option[{self.content}]"
         return f"?{self.content}"
 

@@ -42,7 +42,9 @@ _TOKEN = re.compile(r"""
   | (?P<punct>[*?\[\](){}:,=])
 """, re.VERBOSE)
 
-_MAX_DEPTH = 200
+# low enough that str()/repr() of the deepest type (about six Python frames a
+# level for an option of a record) stay far inside the recursion limit
+_MAX_DEPTH = 100
 
 
 class _Parser:
@@ -91,19 +93,31 @@ class _Parser:
             self.fail(self.tok[2], f"unexpected {self.tok[1]!r} after a complete type")
         return t
 
+    def integer(self, digits, col, what):
+        """``digits`` as an int (at most 19 digits: int64), else a
+        TypeStringError at ``col``."""
+        if len(digits) > 19:
+            self.fail(col, f"{what} of {len(digits)} digits is too large (int64 at most)")
+        return int(digits)
+
     def type(self):
-        self.depth += 1
+        kind, value, col = self.tok
+        # an option, a record or a tuple costs str() about twice the frames
+        # of a dimension: it counts two levels
+        # (a scalar, the leaf, counts none)
+        step = 2 if value in ("?", "{", "(") or (kind == "name" and value == "option") else \
+            0 if kind == "name" and value in SCALAR_NAMES else 1
+        self.depth += step
         if self.depth > _MAX_DEPTH:
-            self.fail(self.tok[2], f"type nested deeper than {_MAX_DEPTH} levels")
+            self.fail(col, f"type nested deeper than {_MAX_DEPTH} levels")
         try:
-            kind, value, col = self.tok
             if kind == "int" or (kind == "name" and value in ("var", "strided")
                                  and self.peek()[1] == "*"):
                 self.i += 1
                 self.take("*", what="'*' after a dimension")
                 element = self.type()
                 if kind == "int":
-                    return Dim("fixed", element, int(value))
+                    return Dim("fixed", element, self.integer(value, col, "a dimension"))
                 return Dim(value, element)
             if value == "?":
                 self.i += 1
@@ -116,7 +130,7 @@ class _Parser:
                 return Option(content)
             return self.measure()
         finally:
-            self.depth -= 1
+            self.depth -= step
 
     def measure(self, after_question=False):
         kind, value, col = self.tok
@@ -152,7 +166,7 @@ class _Parser:
                 self.i += 1
                 size = self.take(kind="int", what=f"a width in bytes inside {value}[")
                 self.take("]", what=f"']' closing {value}[")
-                return String(value, int(size[1]))
+                return String(value, self.integer(size[1], size[2], "a width"))
             return String(value)
         if value in ("categorical", "union", "pointer"):
             self.take("[", what=f"'[' after {value}")
@@ -183,7 +197,10 @@ class _Parser:
                 if kind == "name":
                     name = value
                 elif kind == "str":
-                    name = json.loads(value)
+                    try:
+                        name = json.loads(value)
+                    except ValueError as exc:
+                        self.fail(col, f"bad escape in the field name {value}: {exc.msg}")
                 else:
                     got = "the end of the string" if kind == "end" else repr(value)
                     self.fail(col, f"expected a field name, found {got}")

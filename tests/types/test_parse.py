@@ -105,3 +105,35 @@ def test_fuzz_never_crashes(s):
         assert 1 <= exc.column <= len(s) + 1
     else:
         assert parse(str(t)) == t
+
+
+@pytest.mark.parametrize("text,column,words", [
+    ('{"\\x": int32}', 2, "bad escape"),
+    ("9" * 5000 + " * int32", 1, "5000 digits"),
+    ("string[" + "9" * 30 + "]", 8, "30 digits"),
+])
+def test_malformed_strings_raise_type_string_errors(text, column, words):
+    """Found by review: a bad escape raised JSONDecodeError, a long
+    dimension Python's int-conversion ValueError, neither naming a column."""
+    with pytest.raises(TypeStringError) as info:
+        parse(text)
+    assert words in str(info.value) and f"column {column}" in str(info.value)
+
+
+@pytest.mark.parametrize("opening,closing", [("?{a: ", "}"), ("{a: ", "}"), ("(", ")"),
+                                             ("option[", "]"), ("3 * ", "")])
+def test_every_type_the_parser_accepts_prints(opening, closing):
+    """Found by review: 199 levels of '?{a: ' parsed, then str() raised
+    RecursionError; the nesting limit keeps every accepted type printable
+    (and its canonical string parses back to it)."""
+    depth = 0
+    for n in range(1, 200):
+        try:
+            t = parse(opening * n + "int32" + closing * n)
+        except TypeStringError:
+            break
+        depth = n
+        s = str(t)
+        repr(t)
+        assert parse(s) == t
+    assert depth >= 20
