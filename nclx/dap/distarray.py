@@ -195,9 +195,9 @@ class DistArray:
         """``np.reshape`` (C order): distributed by blocks of axis 0."""
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = shape[0]
-        if copy is None:
-            return np.reshape(self, shape, order)
-        return np.reshape(self, shape, order, copy=copy)
+        # (the registry's dispatch itself: np.reshape takes copy= from NumPy 2.1)
+        return registry.dispatch(DistArray, np.reshape, (DistArray,), (self, shape, order),
+                                 {} if copy is None else {"copy": copy})
 
     def ravel(self, order="C"):
         """``np.ravel`` (C order): a 1-d DistArray in blocks."""
