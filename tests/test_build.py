@@ -113,3 +113,23 @@ def test_entry_names_reach_the_symbol_table():
         pytest.skip("the installed entries module is stripped: no symbol table to read")
     assert "_entry_add_lll" in out and "_entry_exp_dd" in out
     assert not re.search(r"__entry_[0-9]+\b", out)
+
+
+def test_every_python_file_is_installed():
+    """Found when a new module (nclx/dap/plancache.py) was left out of its
+    meson.build: the staged tree had it, the installed package did not,
+    and every nclx.dap import failed.  Each .py and .pyi file of the
+    source tree is named in its directory's meson.build."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "nclx")
+    missing = []
+    for d, _, files in os.walk(root):
+        if "__pycache__" in d:
+            continue
+        sources = [f for f in files if f.endswith((".py", ".pyi"))]
+        if not sources:
+            continue
+        build = os.path.join(d, "meson.build")
+        text = open(build).read() if os.path.exists(build) else ""
+        missing += [os.path.relpath(os.path.join(d, f), root) for f in sources
+                    if f"'{f}'" not in text and f'"{f}"' not in text]
+    assert not missing, f"not installed by any meson.build: {missing}"
