@@ -21,7 +21,8 @@ Errors: :class:`ProtocolError` (ValueError), :class:`RemoteError`,
 :class:`UnknownTicketError`, :class:`ConnectionLostError`.
 Command line: ``python -m nclx.ipc serve|fetch`` (docs/ipc.md).
 """
-from nclx.ipc.client import BatchStream, Client
+from nclx.ipc.client import Client
+from nclx.ipc.stream import BatchStream
 from nclx.ipc.oneshot import fetch, fetch_array, stream
 from nclx.ipc.errors import (
     ConnectionLostError,

@@ -13,7 +13,6 @@ releases every offset still held at once: views kept beyond that stay
 mapped (no crash) but the server may reuse their bytes.  After ``os.fork``
 a child never sends ``free_data`` for its parent's leases.
 """
-import functools
 import os
 import socket
 import threading
@@ -24,15 +23,13 @@ import pyarrow as pa
 
 from nclx.ipc import tensor
 from nclx.ipc.decode import (
-    _Source,
-    check_schema,
     encapsulate,
     gather_body,
     handle_frame,
 )
-from nclx.ipc.errors import ConnectionLostError, ProtocolError, RemoteError
-from nclx.ipc.reassembly import Reassembler
+from nclx.ipc.errors import ConnectionLostError, ProtocolError
 from nclx.ipc.segment import Mapping
+from nclx.ipc.stream import BatchStream
 from nclx.ipc.transport import FrameSocket, tune
 from nclx.ipc.uri import parse_uri
 from nclx.ipc.wire import BODY_SHM, DEFAULT_MAX_FRAME, KIND_TAGGED, encode_free_data
@@ -290,130 +287,3 @@ def _ticket(ticket):
     if isinstance(ticket, (bytes, bytearray, memoryview)):
         return bytes(ticket)
     raise TypeError(f"ticket must be bytes or str, not {type(ticket).__name__}")
-
-
-class BatchStream:
-    """The record batches of one dataset, as they arrive.
-
-    Iterate it, or ``read_all()``; ``schema`` is available once the first
-    message has arrived.  As a context manager (the ``with`` block of
-    :func:`stream`), leaving it ends the stream and, if the stream opened its
-    own connection, releases its shared-memory views (see Client.close).
-    """
-
-    def __init__(self, client, ticket, owns_client=False):
-        client._check_usable()
-        if client._active is not None:
-            raise RuntimeError("this Client is already reading a stream; finish it first")
-        if client._abandoned is not None:             # a stream dropped unfinished
-            reasm, client._abandoned = client._abandoned, None
-            client._drain(reasm)
-        self.client = client
-        self.ticket = ticket
-        self.owns_client = owns_client
-        self._reasm = reasm = Reassembler(client._first_seq)
-        # no reference back to self: pyarrow's reader holds the source from C++,
-        # where the garbage collector cannot see a cycle
-        self._source = _Source(functools.partial(client._next_entry, reasm), client._pieces)
-        self._reader = None
-        self._schema = None
-        self._done = False
-        self.num_batches = 0
-        self.nbytes = 0
-        client._active = self
-        weakref.finalize(self, client._stream_dropped, reasm)
-        try:
-            if client.fs.pending():
-                raise ProtocolError("the server sent data after the end of the last stream")
-            client._send([(KIND_TAGGED, client.endpoint.want_data, [ticket])])
-        except BaseException as exc:
-            client._active = None
-            client._fail(exc)
-            raise
-
-    def _guard(self, fn):
-        try:
-            return fn()
-        except StopIteration:
-            raise
-        except (RemoteError, ConnectionLostError, TimeoutError) as exc:
-            self._finish(exc)
-            raise
-        except ProtocolError as exc:
-            self._finish(exc)
-            raise
-        except (pa.ArrowException, OSError) as exc:   # pyarrow: bad flatbuffers are OSError
-            err = ProtocolError(f"ticket {self.ticket!r}: pyarrow rejects the stream after "
-                                f"{self._source.messages} message(s): {exc}")
-            self._finish(err)
-            raise err from exc
-
-    def _finish(self, exc=None):
-        client = self.client
-        self._done = True
-        self._reader = None          # drops the dictionaries it holds (and their views)
-        client._active = None
-        if exc is not None and not (isinstance(exc, RemoteError) and exc.code != "protocol"):
-            client._fail(exc)
-
-    def _open(self):
-        if self._reader is None:
-            if self._done:
-                raise ValueError(f"the stream of {self.ticket!r} has ended")
-            source = pa.PythonFile(self._source, mode="r")
-            self._reader = self._guard(lambda: pa.ipc.open_stream(source))
-            self._schema = self._guard(lambda: check_schema(self._reader.schema))
-        return self._reader
-
-    @property
-    def schema(self):
-        """The stream's schema (waits for its first message)."""
-        if self._schema is None:
-            self._open()
-        return self._schema
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._done:
-            raise StopIteration
-        reader = self._open()
-        if reader is None:
-            raise StopIteration
-        try:
-            batch = self._guard(reader.read_next_batch)
-        except StopIteration:
-            self._finish()
-            raise
-        if self.client.validate:
-            self._guard(lambda: batch.validate(full=True))
-        self.num_batches += 1
-        self.nbytes += batch.nbytes
-        return batch
-
-    def read_all(self):
-        """Every remaining batch as a Table."""
-        schema = self.schema
-        return pa.Table.from_batches(list(self), schema=schema)
-
-    def close(self):
-        """End the stream: read and drop what is left (freeing its offsets)."""
-        client = self.client
-        if not self._done and client._broken is None and not client._closed:
-            try:
-                client._drain(self._reasm)
-            except Exception:  # noqa: BLE001 - the client failed (unusable now)
-                pass
-            self._finish()
-        self._done = True
-        if client._active is self:
-            client._active = None
-        if self.owns_client:
-            client.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -5,7 +5,8 @@ server's segment is released."""
 import weakref
 
 from nclx.ipc import tensor
-from nclx.ipc.client import BatchStream, Client, _ticket
+from nclx.ipc.client import Client, _ticket
+from nclx.ipc.stream import BatchStream
 
 __all__ = ["fetch", "fetch_array", "stream"]
 
