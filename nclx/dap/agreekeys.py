@@ -11,11 +11,12 @@ import pickle
 
 import numpy as np
 
-from nclx.dap.collective import agree_same
+from nclx.dap.collective import _ranges, agree_same, allgather_checked
+from nclx.dap.distribution import same_dim_dict
 from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
-__all__ = ["layout_key", "agree_quick"]
+__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences"]
 
 
 def layout_key(dist):
@@ -71,3 +72,65 @@ def agree_quick(comm, value, error, what, describe=repr):
     if not agree(comm, digest, error, what):     # raises where another operation met it
         agree_same(comm, value, error, what, describe)
         raise DapError(f"{what}: the ranks disagree")      # digests differ: values too
+
+
+def _padding_of(column):
+    return [tuple(dd.get("padding", (0, 0))) for dd in column]
+
+
+def _same_column(a, b):
+    return a is b or (a is not None and b is not None and len(a) == len(b)
+                      and all(same_dim_dict(x, y) for x, y in zip(a, b)))
+
+
+def layout_differences(views):
+    """Lines naming, per dimension, the groups of ranks whose views of the
+    layout differ (``views[r]``: rank r's Distribution columns, ``_dims``) and
+    the padding (or the dimension dictionaries) each group sees; empty where
+    every rank sees the same."""
+    lines = []
+    for d in range(max((len(v) for v in views), default=0)):
+        groups = []                  # [column, [ranks]] in order of first rank
+        for r, v in enumerate(views):
+            col = v[d] if d < len(v) else None
+            for g in groups:
+                if _same_column(g[0], col):
+                    g[1].append(r)
+                    break
+            else:
+                groups.append([col, [r]])
+        if len(groups) > 1:
+            lines.append(f"dimension {d}: the ranks disagree on its layout:")
+            pads = {repr(_padding_of(col)) for col, _ in groups if col is not None}
+            for col, ranks in groups:
+                who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(ranks)}"
+                if col is None:
+                    what = "no such dimension"
+                elif len(pads) == len(groups):
+                    what = f"padding {_padding_of(col)} over the grid ranks of dimension {d}"
+                else:
+                    what = f"dim_data {col}"
+                lines.append(f"  {who} see {what}")
+    return lines
+
+
+def agree_layout(comm, dist, dtype, error, what):
+    """Every rank of ``comm`` holds the same Distribution ``dist`` (its
+    :func:`layout_key`) and ``dtype`` and none failed (``error``): one
+    ``Allreduce`` when so.  Otherwise every rank raises the same DapError:
+    the failing ranks' errors, or per dimension the groups of ranks that
+    disagree and the layout each group sees (one allgather of every rank's
+    view, only on that path)."""
+    value = None if error is not None else (layout_key(dist), np.dtype(dtype).str)
+    digest = hashlib.sha1(repr(value).encode()).hexdigest()
+    if agree(comm, digest, error, what):     # raises where another operation met it
+        return
+    views = allgather_checked(comm, None if error is not None else
+                              ([list(col) for col in dist._dims], value[1]), error, what)
+    lines = layout_differences([v[0] for v in views])
+    dtypes = {v[1] for v in views}
+    if len(dtypes) > 1:
+        lines.append("the ranks disagree on the dtype: " + ", ".join(
+            f"rank {r}: {v[1]}" for r, v in enumerate(views)))
+    raise DapError(f"{what}: every rank must hold the same Distribution and dtype\n"
+                   + "\n".join(lines or ["the ranks' layout fingerprints differ"]))

@@ -10,6 +10,7 @@ import os
 import numpy as np
 
 from nclx.dap import registry
+from nclx.dap.agreekeys import agree_layout
 from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
@@ -49,6 +50,21 @@ def _as_storage(data, halo):
     return as_storage(data, halo=halo)
 
 
+def _agreed(comm, make, what):
+    """``make()`` (the DistArray) on every rank, then one agreement on its
+    layout and dtype (:func:`nclx.dap.agreekeys.agree_layout`): any rank's
+    error, or ranks holding different Distributions or dtypes, raise on
+    every rank."""
+    error = made = None
+    try:
+        made = make()
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
+        error = exc
+    agree_layout(comm, None if made is None else made.distribution,
+                 None if made is None else made.dtype, error, what)
+    return made
+
+
 class DistArray:
     """A distributed array: ``local`` (this rank's block, padding included),
     ``distribution`` (the global view) and ``comm``.
@@ -63,7 +79,24 @@ class DistArray:
     __array_priority__ = 20
 
     def __init__(self, local, distribution, comm=None):
+        """Collective: every rank of ``comm`` passes its block and the same
+        Distribution.  One ``Allreduce`` checks that every rank passed the
+        same layout (:func:`nclx.dap.agreekeys.layout_key`) and dtype, and
+        raises any rank's error on every rank: a DistArray's ranks never hold
+        different Distributions, so each rank's local decisions about it
+        (elementwise calls redistributing an operand) are the same."""
         comm = _comm(comm)
+        _agreed(comm, lambda: self._setup(local, distribution, comm),
+                "DistArray(local, distribution, comm)")
+
+    @classmethod
+    def _of(cls, local, distribution, comm):
+        """A DistArray whose ranks already agree on ``distribution`` (nclx's
+        own results: derived from agreed layouts, or built after an
+        agreement): no collective."""
+        return cls.__new__(cls)._setup(local, distribution, comm)
+
+    def _setup(self, local, distribution, comm):
         if not isinstance(distribution, Distribution):
             raise DapError(f"distribution must be a Distribution, not {type(distribution).__name__}")
         if distribution.nprocs != comm.Get_size():
@@ -81,6 +114,7 @@ class DistArray:
         self._block = block
         self.distribution = distribution
         self.comm = comm
+        return self
 
     def exchange_halos(self):
         """Fill the communication padding from the owners (:func:`nclx.dap.exchange_halos`)."""
@@ -124,8 +158,13 @@ class DistArray:
         """A DistArray of global ``shape`` filled with ``fill``; ``kw`` go to
         :meth:`Distribution.from_shape` (grid_shape, block_size, padding, periodic)."""
         comm = _comm(comm)
-        d = Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
-        return cls(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d, comm)
+
+        def make():
+            d = Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
+            return cls._of(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d, comm)
+
+        # the arguments may differ by rank: the same agreement as the constructor's
+        return _agreed(comm, make, "DistArray.from_shape")
 
     @classmethod
     def from_global(cls, array, dist=None, comm=None, root=None, **kw):
@@ -149,7 +188,7 @@ class DistArray:
             block, d = from_root(array, dist, comm, root, kw)
         else:
             block, d = from_every_rank(array, dist, comm, kw)
-        return cls(block, d, comm)
+        return cls._of(block, d, comm)      # agreed there
 
     # ------------------------------------------------------------ protocol
     def __distarray__(self):
@@ -283,7 +322,7 @@ class DistArray:
                        f"{np.shape(x)}")
 
     def _wrap_block(self, r):
-        return r if isinstance(r, DistArray) else DistArray(r, self.distribution, self.comm)
+        return r if isinstance(r, DistArray) else DistArray._of(r, self.distribution, self.comm)
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "

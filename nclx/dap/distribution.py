@@ -40,7 +40,9 @@ def _per_dim(value, ndim, name, default):
     return [default if v is None else v for v in value]
 
 
-def _same(a, b):
+def same_dim_dict(a, b):
+    """Two (normalised) dimension dictionaries are equal (indices compared
+    by value)."""
     if a.keys() != b.keys():
         return False
     return all(np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) else a[k] == b[k]
@@ -187,7 +189,7 @@ class Distribution:
                                    f"{dd['proc_grid_rank']}, its C-order grid coordinate is {c}")
                 if per_dim[d][c] is None:
                     per_dim[d][c] = dd
-                elif not _same(per_dim[d][c], dd):
+                elif not same_dim_dict(per_dim[d][c], dd):
                     raise DapError(f"rank {r}: dim_data[{d}] differs from another rank at grid "
                                    f"coordinate {c} of dimension {d}")
         for d, col in enumerate(per_dim):
@@ -283,7 +285,7 @@ class Distribution:
     def __eq__(self, other):
         if not isinstance(other, Distribution) or self.grid_shape != other.grid_shape:
             return False
-        return all(_same(a, b) for ca, cb in zip(self._dims, other._dims) for a, b in zip(ca, cb))
+        return all(same_dim_dict(a, b) for ca, cb in zip(self._dims, other._dims) for a, b in zip(ca, cb))
 
     def __repr__(self):
         return f"Distribution(shape={self.shape}, dist={self.dist}, grid_shape={self.grid_shape})"

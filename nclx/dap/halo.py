@@ -25,7 +25,8 @@ import weakref
 
 import numpy as np
 
-from nclx.dap.collective import _ranges, allgather_checked
+from nclx.dap.agreekeys import layout_differences
+from nclx.dap.collective import allgather_checked
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -249,42 +250,18 @@ def _plan_for(da):
     return plan
 
 
-def _padding_of(column):
-    return [tuple(dd.get("padding", (0, 0))) for dd in column]
-
-
 def _agree_layout(da, error):
     """One allgather of every rank's error and its whole view of the layout
     (its Distribution's columns): every rank must see the same layout, or
     the plans would not match (a rank waiting for cells its neighbour does
     not send, or a message truncated on one side only).  On any difference
     every rank raises the same DapError naming, per dimension, the groups of
-    ranks that disagree and the padding each group sees."""
-    dist = da.distribution
-    views = allgather_checked(da.comm, [list(col) for col in dist._dims], error, "halo exchange")
-    lines = []
-    for d in range(max(len(v) for v in views)):
-        groups = []                  # [column, [ranks]] in order of first rank
-        for r, v in enumerate(views):
-            col = v[d] if d < len(v) else None
-            for g in groups:
-                if g[0] == col:
-                    g[1].append(r)
-                    break
-            else:
-                groups.append([col, [r]])
-        if len(groups) > 1:
-            lines.append(f"dimension {d}: the ranks disagree on its layout:")
-            pads = {repr(_padding_of(col)) for col, _ in groups if col is not None}
-            for col, ranks in groups:
-                who = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {_ranges(ranks)}"
-                if col is None:
-                    what = "no such dimension"
-                elif len(pads) == len(groups):
-                    what = f"padding {_padding_of(col)} over the grid ranks of dimension {d}"
-                else:
-                    what = f"dim_data {col}"
-                lines.append(f"  {who} see {what}")
+    ranks that disagree and the padding each group sees.  (A DistArray's
+    constructor already agrees on its layout; this catches one built past
+    it.)"""
+    views = allgather_checked(da.comm, [list(col) for col in da.distribution._dims], error,
+                              "halo exchange")
+    lines = layout_differences(views)
     if lines:
         raise DapError("halo exchange: every rank must hold the same Distribution\n"
                        + "\n".join(lines))

@@ -42,7 +42,7 @@ def transpose(a, axes=None):
     shape = tuple(a.shape[p] for p in perm)
     spread = [p for p in perm if dist.grid_shape[p] > 1]
     if spread == sorted(spread):            # same coordinates, same ranks: a view
-        return DistArray(a._block.transpose(perm), Distribution(cols), comm)
+        return DistArray._of(a._block.transpose(perm), Distribution(cols), comm)
     check_partition(dist, "transpose")
     src = Layout([[dist.column_map(p, c) for c in range(len(dist._dims[p]))] for p in perm],
                  lambda r: tuple(dist.coords_from_rank(r)[p] for p in perm))
@@ -51,7 +51,7 @@ def transpose(a, axes=None):
                       "allocate:transpose", "transpose")
     move(comm, a._block.transpose(perm), src, out, Layout.of(target),
          key=(layout_key(dist), "transposed", perm, layout_key(target)))
-    return DistArray(out, target, comm)
+    return DistArray._of(out, target, comm)
 
 
 @implements(np.swapaxes)
@@ -145,7 +145,7 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
                       "allocate:reshape", "reshape")
     move(comm, b._block.reshape(-1), _flat_layout(src_rows), out.reshape(-1),
          _flat_layout(dst_rows), key=("flat", layout_key(src_rows), layout_key(dst_rows)))
-    return DistArray(out, dst_rows, comm)
+    return DistArray._of(out, dst_rows, comm)
 
 
 @implements(np.ravel)

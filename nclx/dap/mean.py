@@ -30,7 +30,7 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         empty = count == 0
     else:
         mask = where if isinstance(where, cls) else \
-            cls(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
+            cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
         count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
         empty = bool((count == 0).any()) if isinstance(count, cls) else count == 0
@@ -42,8 +42,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         own = total.distribution.owned_slices(total.comm.Get_rank())
         np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
                        casting="unsafe")
-        result = cls(blk.astype(np.float16) if f16 else blk, total.distribution,
-                           total.comm)
+        result = cls._of(blk.astype(np.float16) if f16 else blk, total.distribution,
+                         total.comm)
     elif np.ndim(total):
         result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
         result = result.astype(np.float16) if f16 else result

@@ -48,7 +48,7 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
         return Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
 
     block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size)
-    return DistArray(block, d, comm)
+    return DistArray._of(block, d, comm)
 
 
 def save_npy(path, da):

@@ -43,4 +43,4 @@ def from_distarray(obj, comm=None):
         if tuple(shape) != dist.local_shape(r):
             raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
                            f"dim_data gives {dist.local_shape(r)}")
-    return DistArray(buf, dist, comm)
+    return DistArray._of(buf, dist, comm)

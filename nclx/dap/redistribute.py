@@ -362,7 +362,7 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     agree_quick(comm, (source, None if target is None else layout_key(target)), error,
                 "redistribute", describe=_describe_move)
     move(comm, da._block, Layout.of(da.distribution), out, lay, key=(source, layout_key(target)))
-    return type(da)(out, target, comm)
+    return type(da)._of(out, target, comm)     # agreed on the target above
 
 
 def _describe_move(keys):

@@ -93,7 +93,7 @@ def reduce_call(ufunc, inputs, kwargs):
                              f"{np.shape(outs[0])}, the result {np.shape(value)}")
         outs[0][...] = value
         return outs[0]
-    result = DistArray(value, dist, comm)
+    result = DistArray._of(value, dist, comm)
     if not outs:
         return result
     o = outs[0]

@@ -41,7 +41,7 @@ def blocks(what, *xs):
 
 
 def wrap(block, da):
-    return DistArray(block, da.distribution, da.comm)
+    return DistArray._of(block, da.distribution, da.comm)
 
 
 def counted(da):
@@ -56,7 +56,7 @@ def reduce_parts(da, block, ufunc, axis=None, dtype=None, keepdims=False, where=
     reduction."""
     value, dist, comm = reduce_block(block, da.distribution, da.comm, ufunc, axis=axis,
                                      dtype=dtype, keepdims=keepdims, where=where, initial=initial)
-    return value if dist is None else DistArray(value, dist, comm)
+    return value if dist is None else DistArray._of(value, dist, comm)
 
 
 def expand(result, da, axis):

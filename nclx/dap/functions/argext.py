@@ -111,7 +111,7 @@ def _arg(name, a, axis, out, keepdims, largest, skip_nan):
         missing = skip_nan and bool(np.any(result == _NONE))
         result = result[()] if result.ndim == 0 else result
     else:
-        result = DistArray(np.ascontiguousarray(value["i"]).astype(np.intp), dist, comm)
+        result = DistArray._of(np.ascontiguousarray(value["i"]).astype(np.intp), dist, comm)
         missing = skip_nan and bool(reduce_parts(result, np.asarray(result._block == _NONE),
                                                  np.logical_or))
     if missing:

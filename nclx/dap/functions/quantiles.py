@@ -152,7 +152,7 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
     rank = a.comm.Get_rank()
     block = np.zeros(rdist.local_shape(rank), local.dtype)
     block[rdist.owned_slices(rank)] = local
-    out = DistArray(block, rdist, a.comm)
+    out = DistArray._of(block, rdist, a.comm)
     if any(tuple(dd.get("padding", (0, 0))) != (0, 0) for col in columns for dd in col):
         out.exchange_halos()
     return out

@@ -71,7 +71,7 @@ def _into(cls, target, comm, dtype, sources):
     out = agreed_call(comm, lambda: np.empty(target.local_shape(comm.Get_rank()), dtype),
                       "allocate:rearrange", "allocating the result")
     move_many(comm, sources, out, Layout.of(target))
-    return cls(out, target, comm)
+    return cls._of(out, target, comm)
 
 
 @implements(np.flip)

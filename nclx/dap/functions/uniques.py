@@ -165,7 +165,7 @@ def _unique_axis(ar, ax, return_index, return_inverse, return_counts, equal_nan)
     lines = np.ascontiguousarray(np.moveaxis(b.owned, ax, 0).reshape(-1, K))
     del b
     records = np.dtype([(f"f{i}", ar.dtype) for i in range(K)])
-    as_rows = DistArray(lines.view(records).reshape(-1), rows, comm)
+    as_rows = DistArray._of(lines.view(records).reshape(-1), rows, comm)
     del lines
     out = _unique_core(as_rows, return_index, return_inverse, return_counts, equal_nan)
     uniq = out[0]

@@ -1,0 +1,109 @@
+"""Creating a DistArray is collective: its ranks agree on its Distribution and
+dtype (one Allreduce), so no rank holds a layout the others do not.
+
+Before, each rank kept whatever Distribution it was given: an elementwise
+call between two arrays decided on each rank alone whether an operand needed
+redistributing, so a rank whose Distribution differed entered a
+redistribution the others never joined (a hang), and a rank whose block had
+the wrong shape raised while the others went on.
+"""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx.dap as dap
+from mpi_helpers import N, collective_assert, rank
+
+comm = MPI.COMM_WORLD
+
+
+def _error_of(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - compared collectively
+        return type(exc).__name__, str(exc)
+    return "ok", ""
+
+
+def _same_everywhere(kind, msg):
+    everyone = comm.allgather((kind, msg))
+    collective_assert(all(e == everyone[0] for e in everyone),
+                      f"not the same error on every rank: {everyone}")
+
+
+def _needs_two():
+    if N == 1:
+        pytest.skip("one rank cannot disagree with another (checked on 2-6 ranks)")
+
+
+def test_ranks_holding_different_distributions_raise_everywhere_naming_the_dimension():
+    _needs_two()
+    pads = [1 if r < N // 2 else 2 for r in range(N)]
+    d = dap.Distribution.from_shape((4 * N, 3), nprocs=N, grid_shape=(N, 1),
+                                    padding=[pads[rank], 0], periodic=[True, False])
+    kind, msg = _error_of(lambda: dap.DistArray(np.zeros(d.local_shape(rank)), d, comm))
+    lo = N // 2
+    first = "rank 0" if lo == 1 else f"ranks 0-{lo - 1}"
+    collective_assert(kind == "DapError" and "dimension 0" in msg and "dimension 1" not in msg
+                      and f"{first} see padding [(1, 1)" in msg, f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+
+
+def test_an_elementwise_call_on_a_per_rank_layout_cannot_hang():
+    """Two arrays that are the same on some ranks and differ on others: the
+    elementwise call redistributed on one side only (a hang) before."""
+    _needs_two()
+    a = dap.DistArray.from_shape((6 * N,), comm=comm)
+    dist = "c" if rank == N - 1 else "b"          # the last rank alone sees a cyclic layout
+    d = dap.Distribution.from_shape((6 * N,), dist=dist, nprocs=N)
+    kind, msg = _error_of(lambda: a + dap.DistArray(np.ones(d.local_shape(rank)), d, comm))
+    collective_assert(kind == "DapError" and "dimension 0" in msg, f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+
+
+def test_from_shape_with_per_rank_arguments_raises_everywhere():
+    _needs_two()
+    kind, msg = _error_of(lambda: dap.DistArray.from_shape(
+        (8 * N,), dist="c" if rank == 0 else "b", comm=comm))
+    collective_assert(kind == "DapError" and "DistArray.from_shape" in msg
+                      and "dimension 0" in msg, f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+
+
+def test_per_rank_dtypes_raise_everywhere():
+    _needs_two()
+    d = dap.Distribution.from_shape((4 * N,), nprocs=N)
+    dt = np.float32 if rank == 0 else np.float64
+    kind, msg = _error_of(lambda: dap.DistArray(np.zeros(d.local_shape(rank), dt), d, comm))
+    collective_assert(kind == "DapError" and "dtype" in msg and "rank 0: <f4" in msg,
+                      f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+
+
+def test_a_bad_block_on_one_rank_raises_on_every_rank():
+    d = dap.Distribution.from_shape((4 * N, 2), nprocs=N)
+    bad = N - 1
+    shape = (1, 1) if rank == bad else d.local_shape(rank)
+    kind, msg = _error_of(lambda: dap.DistArray(np.zeros(shape), d, comm))
+    collective_assert(kind == "DapError" and f"rank {bad}: DapError: rank {bad}: local block "
+                      f"has shape (1, 1)" in msg, f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+    # the communicator is usable afterwards: the same call on every rank works
+    ok = dap.DistArray(np.full(d.local_shape(rank), 2.0), d, comm)
+    collective_assert(float(np.sum(ok)) == 8.0 * N * 2, "sum after the failure")
+
+
+def test_from_shape_memory_error_on_one_rank_raises_everywhere():
+    kind, msg = _error_of(lambda: dap.DistArray.from_shape(
+        (4 * N,), dtype="f8" if rank != N - 1 else "V1000000000000000", comm=comm))
+    collective_assert(kind != "ok" and f"rank {N - 1}" in msg, f"{kind}: {msg}")
+    _same_everywhere(kind, msg)
+
+
+def test_agreed_construction_costs_one_collective_and_keeps_the_layout():
+    d = dap.Distribution.from_shape((5 * N, 3), dist=("c", "n"), nprocs=N)
+    a = dap.DistArray(np.arange(np.prod(d.local_shape(rank)), dtype=np.int16).reshape(
+        d.local_shape(rank)), d, comm)
+    collective_assert(a.distribution is d and a.dtype == np.int16, "kept")
+    b = a + a                                   # a result: no construction agreement
+    collective_assert(b.distribution is d, "the result shares the Distribution")
