@@ -69,6 +69,7 @@ class Client:
                               peer=f"server {ep.host}:{ep.port}")
         self._pid = os.getpid()
         self._wlock = threading.Lock()
+        self._claim = threading.Lock()    # a BatchStream's check-and-claim of the connection
         self._owner = None
         self._pending = deque()           # offsets waiting for a free_data frame
         self._leases = {}                 # id -> offsets, held views
@@ -185,10 +186,16 @@ class Client:
             self._flush()
 
     # ----------------------------------------------------------- receiving
-    def _check_usable(self):
+    def _same_process(self):
+        return os.getpid() == self._pid
+
+    def _check_process(self):
         if os.getpid() != self._pid:
             raise RuntimeError("this Client was opened in process "
                                f"{self._pid}; open a new one after fork")
+
+    def _check_usable(self):
+        self._check_process()
         if self._closed:
             raise ValueError("the Client is closed")
         if self._broken is not None:

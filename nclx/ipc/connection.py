@@ -5,6 +5,7 @@ shared-memory leases).  A client that breaks the protocol gets an error
 frame and its connection closed; other clients are not affected."""
 import logging
 import threading
+import time
 from collections import Counter, deque
 
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
@@ -26,6 +27,20 @@ from nclx.ipc.wire import (
 
 log = logging.getLogger("nclx.ipc")
 
+#: requests one connection queues before its reader waits for the writer
+QUEUE_REQUESTS = 64
+#: bytes of queued tickets before its reader waits (one request always fits)
+QUEUE_BYTES = 4 << 20
+#: longest ticket echoed back in an error reply
+ECHO_TICKET = 1024
+
+
+def _quote(ticket, limit=80):
+    """``repr`` of a ticket, at most ``limit`` bytes of it and its length."""
+    if len(ticket) <= limit:
+        return repr(ticket)
+    return f"{ticket[:limit]!r}... ({len(ticket)} bytes)"
+
 
 class _Connection:
     def __init__(self, server, sock, peer):
@@ -37,6 +52,7 @@ class _Connection:
         self.held = Counter()            # offset -> count leased to this client
         self.lock = threading.Lock()
         self.requests = deque()
+        self.queued = 0                  # bytes of the queued tickets
         self.wake = threading.Condition(self.lock)
         self.reader = threading.Thread(target=self._read_loop, daemon=True,
                                        name=f"nclx.ipc reader {peer}")
@@ -49,8 +65,10 @@ class _Connection:
         self.reader.start()
 
     def join(self, timeout):
+        """Wait for both threads, ``timeout`` seconds in all."""
+        deadline = time.monotonic() + timeout
         self.reader.join(timeout)
-        self.writer.join(timeout)
+        self.writer.join(max(0.0, deadline - time.monotonic()))
 
     # --------------------------------------------------------------- reader
     def _read_loop(self):
@@ -61,9 +79,7 @@ class _Connection:
                 if frame is None:
                     break
                 if frame.tag == ep.want_data:
-                    with self.wake:
-                        self.requests.append(bytes(frame.payload))
-                        self.wake.notify()
+                    self._queue(bytes(frame.payload))
                 elif ep.free_data is not None and frame.tag == ep.free_data:
                     self._free(decode_free_data(frame.payload))
                 else:
@@ -79,6 +95,20 @@ class _Connection:
                 self.server._record(self, exc)
         finally:
             self._shutdown()
+
+    def _queue(self, ticket):
+        """Queue a request; while the queue holds :data:`QUEUE_BYTES` (or
+        :data:`QUEUE_REQUESTS`), stop reading until the writer catches up: a
+        client that sends requests without reading the replies is slowed by
+        TCP, never buffered without bound here."""
+        with self.wake:
+            while (self.requests and (len(self.requests) >= QUEUE_REQUESTS
+                                      or self.queued + len(ticket) > QUEUE_BYTES)
+                   and not self.done and not self.fs.stopping.is_set()):
+                self.wake.wait(0.25)
+            self.requests.append(ticket)
+            self.queued += len(ticket)
+            self.wake.notify_all()
 
     def _free(self, offsets):
         with self.lock:
@@ -128,10 +158,12 @@ class _Connection:
         while True:
             with self.wake:
                 while not self.requests and not self.done:
-                    self.wake.wait()
+                    self.wake.wait(0.25)
                 if self.done:
                     return
                 ticket = self.requests.popleft()
+                self.queued -= len(ticket)
+                self.wake.notify_all()           # a reader waiting for room
             try:
                 self._serve(ticket)
             except (ConnectionLostError, OSError, TimeoutError) as exc:
@@ -143,8 +175,11 @@ class _Connection:
     def _serve(self, ticket):
         ds = self.server._datasets.get(ticket)
         if ds is None:
-            self._send_error("unknown_ticket", f"unknown ticket {ticket!r} (the server has "
-                             f"{len(self.server._datasets)} datasets)", ticket)
+            # a reply of bounded size whatever the ticket (a 1 MiB ticket
+            # quoted in full came back as 11 MiB of text)
+            self._send_error("unknown_ticket", f"unknown ticket {_quote(ticket)} (the server "
+                             f"has {len(self.server._datasets)} datasets)",
+                             ticket if len(ticket) <= ECHO_TICKET else None)
             return
         seq = self.server._first_seq
         pending = []

@@ -17,6 +17,9 @@ Schema (format/Message.fbs, format/Schema.fbs of Arrow)::
                           Tensor = 4, SparseTensor = 5 }
     table RecordBatch { length: long; nodes: [FieldNode]; buffers: [Buffer];
                         compression: BodyCompression; variadicBufferCounts: [long]; }
+
+A RecordBatch with ``compression`` set is refused: what its buffers
+decompress to is not bounded by the frame sizes the peer limits.
     table DictionaryBatch { id: long; data: RecordBatch; isDelta: bool; }
     struct Buffer { offset: long; length: long; }     (16 bytes)
 """
@@ -105,6 +108,11 @@ def _record_batch(r, pos, what, body_length):
     length = _i64(r.buf, p)[0] if p is not None else 0
     if length < 0:
         raise ProtocolError(f"{what}: length {length} is negative")
+    if field(3, 4) is not None:
+        # a compressed body decompresses to whatever sizes its buffers
+        # declare: max_frame bounds only the bytes on the wire
+        raise ProtocolError(f"{what} has a compressed body (BodyCompression): nclx.ipc "
+                            f"accepts uncompressed bodies only, whose size max_frame bounds")
     buffers = ()
     p = field(2, 4)
     if p is not None:

@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping
 
@@ -169,8 +170,9 @@ class Server:
             conns = list(self._conns)
         for c in conns:
             c.fs.close()
+        deadline = time.monotonic() + 5      # one wait for all (a factory may be running)
         for c in conns:
-            c.join(5)
+            c.join(max(0.0, deadline - time.monotonic()))
         for d in self._datasets.values():
             d.cached = None
         if self.segment is not None:

@@ -24,12 +24,20 @@ class BatchStream:
     """
 
     def __init__(self, client, ticket, owns_client=False):
-        client._check_usable()
-        if client._active is not None:
-            raise RuntimeError("this Client is already reading a stream; finish it first")
-        if client._abandoned is not None:             # a stream dropped unfinished
-            reasm, client._abandoned = client._abandoned, None
-            client._drain(reasm)
+        # checked and claimed at once: two threads must never both read
+        # the one connection (before, one in 16 such pairs got past the check)
+        with client._claim:
+            client._check_usable()
+            if client._active is not None:
+                raise RuntimeError("this Client is already reading a stream; finish it first")
+            client._active = self
+        try:
+            if client._abandoned is not None:             # a stream dropped unfinished
+                reasm, client._abandoned = client._abandoned, None
+                client._drain(reasm)
+        except BaseException:
+            client._active = None
+            raise
         self.client = client
         self.ticket = ticket
         self.owns_client = owns_client
@@ -42,7 +50,6 @@ class BatchStream:
         self._done = False
         self.num_batches = 0
         self.nbytes = 0
-        client._active = self
         weakref.finalize(self, client._stream_dropped, reasm)
         try:
             if client.fs.pending():
@@ -79,6 +86,7 @@ class BatchStream:
             client._fail(exc)
 
     def _open(self):
+        self.client._check_process()
         if self._reader is None:
             if self._done:
                 raise ValueError(f"the stream of {self.ticket!r} has ended")
@@ -98,6 +106,7 @@ class BatchStream:
         return self
 
     def __next__(self):
+        self.client._check_process()
         if self._done:
             raise StopIteration
         reader = self._open()
@@ -122,6 +131,13 @@ class BatchStream:
     def close(self):
         """End the stream: read and drop what is left (freeing its offsets)."""
         client = self.client
+        if not client._same_process():
+            # a forked child: the connection is the parent's; reading or
+            # freeing here would take the parent's frames and leases
+            self._done = True
+            if self.owns_client:
+                client.close()              # this process's descriptor only
+            return
         if not self._done and client._broken is None and not client._closed:
             try:
                 client._drain(self._reasm)
