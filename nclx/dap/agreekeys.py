@@ -70,8 +70,22 @@ def agree_quick(comm, value, error, what, describe=repr):
         raw = repr((what, value)).encode()
     digest = hashlib.sha1(raw).hexdigest()
     if not agree(comm, digest, error, what):     # raises where another operation met it
-        agree_same(comm, value, error, what, describe)
+        # each rank's value with the operation it came from: a rank in
+        # another operation is named as such, not described as this one's
+        agree_same(comm, (what, value), error, what, _described(what, describe))
         raise DapError(f"{what}: the ranks disagree")      # digests differ: values too
+
+
+def _described(what, describe):
+    def one(v):
+        other, value = v
+        if other != what:
+            return f"arguments of another operation ({other})"
+        try:
+            return describe(value)
+        except Exception:  # noqa: BLE001 - a value of another shape: as it is
+            return repr(value)
+    return one
 
 
 def _padding_of(column):

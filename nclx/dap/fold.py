@@ -131,24 +131,43 @@ def _put(buf, start, stop, text):
     memoryview(buf).cast("B")[start:stop] = raw + bytes(stop - start - len(raw))
 
 
+_LOCK = threading.Lock()   # _OP and _TYPES: threads may reduce on their own communicators
+
+
 def _op():
-    if not _OP:
-        from mpi4py import MPI
-        _OP.append(MPI.Op.Create(_combine, commute=False))
-    return _OP[0]
+    with _LOCK:
+        if not _OP:
+            from mpi4py import MPI
+            _OP.append(MPI.Op.Create(_combine, commute=False))
+        return _OP[0]
 
 
-_TYPES = {}          # record size -> committed contiguous byte type (kept, few sizes)
+_TYPES = {}          # record size -> [committed contiguous byte type, users] (few sizes)
+_MAX_TYPES = 64
 
 
-def _rtype(nbytes):
-    t = _TYPES.get(nbytes)
-    if t is None:
-        from mpi4py import MPI
-        if len(_TYPES) >= 64:                       # bounded: free the oldest
-            _TYPES.pop(next(iter(_TYPES))).Free()
-        t = _TYPES[nbytes] = MPI.BYTE.Create_contiguous(nbytes).Commit()
-    return t
+def _take_type(nbytes):
+    """The record type of ``nbytes`` bytes, marked in use until
+    :func:`_give_type`: at most :data:`_MAX_TYPES` are kept, and only types no
+    thread is using are freed (before, a thread could free the type another
+    thread had just taken for its Allreduce: MPICH heap corruption)."""
+    with _LOCK:
+        entry = _TYPES.pop(nbytes, None)
+        if entry is None:
+            from mpi4py import MPI
+            entry = [MPI.BYTE.Create_contiguous(nbytes).Commit(), 0]
+        _TYPES[nbytes] = entry                  # the most recently used last
+        entry[1] += 1
+        excess = len(_TYPES) - _MAX_TYPES
+        if excess > 0:                          # the oldest unused ones go
+            for size in [k for k, e in _TYPES.items() if e[1] == 0][:excess]:
+                _TYPES.pop(size)[0].Free()
+        return entry
+
+
+def _give_type(entry):
+    with _LOCK:
+        entry[1] -= 1
 
 
 def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0, key="",
@@ -214,7 +233,8 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
         payload = np.ascontiguousarray(partial, dtype=spec[1]).ravel()
         send[size:size + payload.nbytes].view(spec[1])[...] = payload
     recv = np.empty_like(send)
-    rtype = _rtype(send.size)
+    entry = _take_type(send.size)
+    rtype = entry[0]
     prev = getattr(_ctx, "current", None)
     combine_spec = None         # what _combine reads: shape, dtype, count, floating
     if spec is not None:
@@ -225,6 +245,7 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
         comm.Allreduce([send, 1, rtype], [recv, 1, rtype], op=_op())
     finally:
         _ctx.current = prev
+        _give_type(entry)
     ints = recv[:_INTS].view(np.int32)
     flags = int(ints[2])
     if ints[6]:                     # another kind of call met this one: nothing else counts
@@ -295,7 +316,8 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
     head = f"{what}: " if what else ""
     if combine in (MISMATCH, OTHER_CALL):
         which = ("another operation runs on some ranks" if combine == OTHER_CALL else
-                 "the operation, axis, dtype, keepdims or initial differ between ranks")
+                 "the operation, axis, dtype, keepdims, initial or the array's layout differ "
+                 "between ranks")
         err = DapError(f"{head}the ranks made different calls ({which}): every rank must make "
                        f"the same call")
         err._nclx_agreed = True

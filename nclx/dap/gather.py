@@ -20,10 +20,8 @@ __all__ = ["gather_global", "scatter_into", "from_root", "from_every_rank"]
 def _describe_gather(v):
     """A rank's (root, source layout) in a disagreement (another operation's
     value as it is)."""
-    try:
-        return f"root={v[0]!r}, source fingerprint {v[1][3][:10]}"
-    except (TypeError, IndexError, KeyError):
-        return repr(v)
+    root, source, dtype = v
+    return f"root={root!r}, source fingerprint {source[3][:10]}, dtype {dtype}"
 
 
 def gather_global(da, root=0):
@@ -48,7 +46,8 @@ def gather_global(da, root=0):
     source = layout_key(da.distribution)
     # the source layout too: ranks whose arrays were built with different
     # distributions would move garbage or wait forever
-    agree_quick(comm, (same, source), error, "gather", describe=_describe_gather)
+    # and the dtype (ranks' elementwise results may differ in it)
+    agree_quick(comm, (same, source, da.dtype.str), error, "gather", describe=_describe_gather)
     move(comm, da._block, Layout.of(da.distribution), out,
          Layout.whole(da.shape, holders), key=(source, "whole", root))
     return out

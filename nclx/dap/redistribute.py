@@ -220,8 +220,12 @@ def move(comm, src_block, src, dst_block, dst, key=None):
     if dim is not None:
         # index lists: one Alltoallw per window of bounded memory (movewindows).
         # Each rank cuts the windows alone: one Allreduce checks the settings agree.
-        settings = window_settings()         # read once: another thread may change them
-        agree_quick(comm, settings, None, "move: window settings")
+        settings = error = None
+        try:
+            settings = window_settings()     # read once: another thread may change them
+        except Exception as exc:  # noqa: BLE001 - a bad setting: raised on every rank
+            error = exc
+        agree_quick(comm, settings, error, "move: window settings")
         if has_no_elements(src):
             return
         kept = ({}, {})
@@ -359,8 +363,10 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
         error = exc
     # the source too: ranks that built the array with different distributions
     # (a 'u' permutation drawn per rank) would move garbage or wait forever
-    agree_quick(comm, (source, None if target is None else layout_key(target)), error,
-                "redistribute", describe=_describe_move)
+    # and the dtype: an elementwise call with per-rank scalars can give ranks
+    # different dtypes, whose bytes the move would reinterpret
+    agree_quick(comm, (source, None if target is None else layout_key(target), da.dtype.str),
+                error, "redistribute", describe=_describe_move)
     move(comm, da._block, Layout.of(da.distribution), out, lay, key=(source, layout_key(target)))
     return type(da)._of(out, target, comm)     # agreed on the target above
 
@@ -370,9 +376,6 @@ def _describe_move(keys):
     operation's value as it is)."""
     def one(k):
         return f"shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})"
-    try:
-        source, target = keys
-        return f"source {one(source)}, " + ("no target" if target is None else
-                                             f"target {one(target)}")
-    except (TypeError, ValueError, IndexError, KeyError):
-        return repr(keys)
+    source, target, dtype = keys
+    return f"source {one(source)}, " + ("no target" if target is None else
+                                         f"target {one(target)}") + f", dtype {dtype}"

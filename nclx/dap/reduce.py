@@ -17,6 +17,8 @@ and writes ``out=``.
 """
 import math
 
+import threading
+
 import numpy as np
 
 from nclx._ncl.install import is_installed
@@ -56,7 +58,34 @@ _ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "fmax", "fmin
                           "bitwise_or", "bitwise_xor", "gcd", "lcm"))
 
 
-_COMMS = {}     # (communicator handle, grid, coords, axes) -> sub-communicators
+_KEYVAL = []    # the MPI attribute key under which a communicator keeps its splits
+_KEYLOCK = threading.Lock()
+
+
+def _free_splits(comm, keyval, splits):
+    """The communicator is being freed (collectively): free its splits too."""
+    for pair in splits.values():
+        for c in pair:
+            try:
+                c.Free()
+            except Exception:  # noqa: BLE001 - MPI finalizing: nothing left to free
+                pass
+
+
+def _splits_of(comm):
+    """The sub-communicators made from ``comm``, kept on ``comm`` itself (an
+    MPI attribute): a communicator freed and another made with the same
+    handle never meet each other's splits (before, a cache keyed by the
+    handle gave the new one stale splits on some ranks: a hang)."""
+    from mpi4py import MPI
+    with _KEYLOCK:
+        if not _KEYVAL:
+            _KEYVAL.append(MPI.Comm.Create_keyval(delete_fn=_free_splits))
+    splits = comm.Get_attr(_KEYVAL[0])
+    if splits is None:
+        splits = {}
+        comm.Set_attr(_KEYVAL[0], splits)
+    return splits
 
 
 def _subcomms(dist, comm, axes):
@@ -75,8 +104,8 @@ def _subcomms(dist, comm, axes):
     if all(dist.grid_shape[d] == 1 for d in kept):
         return comm, MPI.COMM_SELF
     coords = dist.coords_from_rank(comm.Get_rank())
-    key = (comm.py2f(), dist.grid_shape, coords, axes)
-    cache = _COMMS
+    key = (dist.grid_shape, coords, axes)
+    cache = _splits_of(comm)
     if key in cache:
         return cache[key]
 

@@ -161,4 +161,6 @@ def add_operators(cls):
             NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
     cls.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
     cls.__neg__ = lambda self: np.negative(self)
+    cls.__pos__ = lambda self: np.positive(self)
+    cls.__invert__ = lambda self: np.invert(self)
     cls.__abs__ = lambda self: np.absolute(self)

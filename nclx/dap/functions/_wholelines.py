@@ -51,7 +51,7 @@ def whole_lines(comm, block, global_idx, fn, bounds):
         at += size
     g = np.concatenate([np.asarray(x, np.int64) for x in global_idx])
     order = np.argsort(g, kind="stable")
-    lines = np.concatenate(parts, axis=1) if parts else np.empty((mine, 0), block.dtype)
+    lines = np.concatenate(parts, axis=1) if parts else np.empty((mine, 0), recv.dtype)
     del recv, parts
     if not np.array_equal(order, np.arange(order.size)):
         lines = lines[:, order]

@@ -1,0 +1,123 @@
+"""Defects a hostile review found in nclx.dap (each test failed before its fix):
+record datatypes freed under another thread's Allreduce, reductions meeting
+a freed communicator's splits, gather/redistribute reinterpreting ranks'
+different dtypes, a bad window setting on one rank, garbled reports when
+ranks run different operations, and DistArray without unary + and ~."""
+import threading
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx.dap as dap
+from nclx.dap import fold, movewindows
+from mpi_helpers import N, collective_assert, rank
+
+comm = MPI.COMM_WORLD
+
+
+def _error_of(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - compared collectively
+        return type(exc).__name__, str(exc)
+    return "ok", ""
+
+
+def test_a_record_type_in_use_is_never_freed_by_another_threads_eviction():
+    entry = fold._take_type(4099)
+    try:
+        for size in range(5000, 5000 + 2 * fold._MAX_TYPES):     # evict everything else
+            fold._give_type(fold._take_type(size))
+        collective_assert(entry[0] != MPI.DATATYPE_NULL and entry[0].Get_size() == 4099,
+                          "the type in use was freed")
+        collective_assert(len(fold._TYPES) <= fold._MAX_TYPES + 1, f"{len(fold._TYPES)} kept")
+    finally:
+        fold._give_type(entry)
+
+
+def test_threads_reducing_on_their_own_communicators_with_many_record_sizes():
+    """Before: MPICH heap corruption or an abort within a few hundred moves."""
+    ca, cb = comm.Dup(), comm.Dup()
+    errors = []
+
+    def moves():
+        try:
+            a = dap.DistArray.from_global(np.arange(64.0), comm=ca)
+            for _ in range(150):
+                assert a.redistribute("c").gather(root=None).tobytes() == \
+                    np.arange(64.0).tobytes()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    def sums():
+        try:
+            for m in range(129, 129 + fold._MAX_TYPES + 16):      # more sizes than are kept
+                s = dap.DistArray.from_global(np.ones((2 * N, m)), comm=cb,
+                                              grid_shape=(N, 1)).sum(axis=0)
+                assert float(np.sum(s)) == 2.0 * N * m
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(repr(exc))
+
+    ts = [threading.Thread(target=moves), threading.Thread(target=sums)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    ca.Free()
+    cb.Free()
+    collective_assert(not errors, "; ".join(errors[:2]))
+
+
+def test_an_axis_reduction_on_a_new_communicator_with_a_freed_ones_handle():
+    grid = dap.Distribution.from_shape((4, 4), nprocs=N).grid_shape
+    if min(grid) == 1:
+        pytest.skip(f"grid {grid}: an axis sum needs no split (checked on 4 and 6 ranks)")
+    g = np.arange(16.0).reshape(4, 4)
+    c1 = comm.Dup()
+    dap.DistArray.from_global(g, comm=c1).sum(axis=0)      # splits made for c1
+    c1.Free()
+    c2 = comm.Split(0, key={0: 1, 1: 0}.get(rank, rank))   # ranks 0 and 1 swapped
+    got = dap.DistArray.from_global(g, comm=c2).sum(axis=0).gather(root=None)
+    collective_assert(got.tobytes() == g.sum(axis=0).tobytes(), f"{got}")   # before: a hang
+    c2.Free()
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+@pytest.mark.parametrize("op", ["gather", "gather root", "redistribute"])
+@pytest.mark.parametrize("source", [np.int64, np.int32])
+def test_ranks_holding_different_dtypes_raise_instead_of_moving_bytes(op, source):
+    a = dap.DistArray.from_global(np.arange(8 * N, dtype=source), comm=comm)
+    b = a * (2 if rank == 0 else 2.5)       # int64/int32 on rank 0, float64 elsewhere
+    call = {"gather": lambda: b.gather(root=None), "gather root": lambda: b.gather(root=0),
+            "redistribute": lambda: b.redistribute("c")}[op]
+    kind, msg = _error_of(call)
+    collective_assert(kind == "DapError" and "dtype" in msg, f"{kind}: {msg}")
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+def test_a_bad_window_setting_on_one_rank_raises_everywhere(monkeypatch):
+    a = dap.DistArray.from_global(np.arange(12.0 * N), comm=comm, dist="c")
+    if rank == N - 1:
+        monkeypatch.setattr(movewindows, "FRACTION", None)
+    kind, msg = _error_of(lambda: a.redistribute("c", block_size=(5,)))
+    collective_assert(kind != "ok" and "window settings" in msg, f"{kind}: {msg}")
+    monkeypatch.undo()
+    got = a.redistribute("c", block_size=(5,)).gather(root=None)
+    collective_assert(got.tobytes() == np.arange(12.0 * N).tobytes(), "after")
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+def test_ranks_in_different_operations_are_named_not_garbled():
+    a = dap.DistArray.from_global(np.arange(24.0).reshape(6, 4), comm=comm)
+    kind, msg = _error_of(lambda: a.redistribute("c") if rank == 0 else a.gather(0))
+    collective_assert(kind == "DapError" and "another operation" in msg
+                      and "shape s dist a" not in msg and "root=((" not in msg, msg)
+
+
+def test_unary_plus_and_invert():
+    g = np.arange(6 * N, dtype=np.int64)
+    a = dap.DistArray.from_global(g, comm=comm)
+    collective_assert((+a).gather(root=None).tobytes() == (+g).tobytes(), "+a")
+    collective_assert((~a).gather(root=None).tobytes() == (~g).tobytes(), "~a")
+    collective_assert((~(a > 2)).gather(root=None).tobytes() == (~(g > 2)).tobytes(), "~(a > 2)")
