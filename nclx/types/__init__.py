@@ -16,9 +16,10 @@
   Python objects and as a ctypes structure at a real address.
 
 Layers, one way (a module imports only modules above it in this list):
-datashape, parser, _bits, _offsets, _segments, _to_arrow, compute (raw
-arrays in, arrays out) -> ragged (the Ragged class: wraps those parts) ->
-typeof, build, convert, views -> arrmeta -> debug.
+datashape, parser, _bits, _offsets, _segments, _arrmeta_nodes, _to_arrow,
+compute (raw arrays in, arrays out) -> _ragged_compute, _summary -> ragged
+(the Ragged class: wraps those parts) -> typeof, build, convert, views ->
+arrmeta -> debug.
 """
 from nclx.types.datashape import (Categorical, Dim, Option, Pointer, Record, Scalar, String,
                                   Type, Union)

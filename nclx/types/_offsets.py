@@ -3,7 +3,7 @@ and checking it against the values it indexes, with errors naming the first
 bad entry."""
 import numpy as np
 
-__all__ = ["as_offsets", "validate_offsets"]
+__all__ = ["as_offsets", "validate_offsets", "check_lists", "check_window"]
 
 
 def as_offsets(offsets):
@@ -42,3 +42,33 @@ def validate_offsets(offsets, nvalues):
     if last > nvalues:
         raise ValueError(f"offsets[{len(offsets) - 1}] = {last} points past the end of values "
                          f"(length {nvalues})")
+
+
+def check_lists(offsets, nvalues, lists=None):
+    """Raise ValueError naming the first list (of ``lists``, every list by
+    default) whose offsets, as given, leave ``values[0:nvalues]`` or run
+    backwards.  For offsets taken on trust (``validate=False``): called
+    before anything is sized from them, and on the error path of the kernels
+    so that the message names the caller's offsets, not a shifted window's."""
+    idx = np.arange(len(offsets) - 1) if lists is None else np.asarray(lists, dtype=np.int64)
+    starts = offsets[:-1][idx]
+    stops = offsets[1:][idx]
+    bad = (starts < 0) | (stops < starts) | (stops > nvalues)
+    if not bad.any():
+        return
+    k = int(np.argmax(bad))
+    i, a, b = int(idx[k]), int(starts[k]), int(stops[k])
+    why = "run backwards" if b < a else f"leave the values (length {nvalues})"
+    raise ValueError(f"list {i}: offsets {a}..{b} {why}; were they built with validate=False?")
+
+
+def check_window(offsets, nvalues):
+    """O(1): the values the lists reach, ``offsets[0]..offsets[-1]``, must lie
+    inside ``values[0:nvalues]``; when they do not, the first bad list is
+    named (an O(n) pass on the error path only)."""
+    first, last = int(offsets[0]), int(offsets[-1])
+    if 0 <= first <= last <= nvalues:
+        return
+    check_lists(offsets, nvalues)
+    # every list is sound but the ends are not: only possible with no list
+    raise ValueError(f"offsets {first}..{last} leave the values (length {nvalues})")

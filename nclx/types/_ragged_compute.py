@@ -12,6 +12,7 @@ import numpy as np
 
 from nclx import aware
 from nclx.types import compute
+from nclx.types._offsets import check_lists
 
 __all__ = ["ComputeMixin", "ragged_ufunc"]
 
@@ -70,7 +71,13 @@ class ComputeMixin:
             inner = values._reduce(name, axis, dtype) if isinstance(values, ComputeMixin) \
                 else compute.reduce_fixed(values, name, dtype)
             return type(self)._trusted(offsets, inner, self._validity, self._vbit, None)
-        out = compute.segment_reduce(name, values, offsets, dtype)
+        try:
+            out = compute.segment_reduce(name, values, offsets, dtype)
+        except (ValueError, IndexError):
+            # the kernels see the window's shifted offsets: name the bad list
+            # by the offsets as given and the whole values' length
+            check_lists(self._offsets, len(self._values))
+            raise
         if self._validity is not None:
             return compute.mask_missing(out, self.valid())
         return out

@@ -10,7 +10,7 @@ start on a byte boundary.  Copied, because the layouts differ: bool values
 (Arrow packs them in bits), structured values (NumPy interleaves fields,
 Arrow keeps one buffer per field), masked-array masks (a byte per value
 against a bit), validity bits of a slice starting mid-byte, non-contiguous
-values.
+values, datetime64[D] (Arrow's date32 takes 4 bytes a day).
 """
 import numpy as np
 
@@ -23,38 +23,88 @@ __all__ = ["list_array", "values_array"]
 def values_array(values):
     """A pyarrow array of ``values``: an ndarray (trailing dimensions become
     fixed-size lists, fields a struct), a masked array (nulls) or an object
-    with ``__arrow_array__``."""
+    with ``__arrow_array__``.  A masked array always gets a validity buffer,
+    nulls or not: that buffer is what keeps it an option type through
+    ``from_arrow`` (docs/types.md, "Option types through Arrow")."""
     import pyarrow as pa
     if getattr(type(values), "__arrow_array__", None) is not None:
         return values.__arrow_array__()
+    if values.ndim > 1 and values.dtype.names is None:
+        # the mask of a masked array travels with its values to the leaves
+        arr = values_array(values.reshape(-1))
+        for k in reversed(values.shape[1:]):
+            arr = pa.FixedSizeListArray.from_arrays(arr, int(k))
+        return arr
     mask = None
     if isinstance(values, np.ma.MaskedArray):
         mask = np.ma.getmaskarray(values)
         values = values.data
     if values.dtype.names is not None:
+        if mask is not None:      # a mask per field: no type says it (typeof refuses them)
+            raise TypeError("masked structured values do not go to Arrow: mask the fields' "
+                            "own arrays, or use a validity bitmap on the lists")
         if values.ndim != 1:
             raise TypeError("structured values with fixed inner dimensions do not go to Arrow")
         children = [values_array(np.ascontiguousarray(values[n])) for n in values.dtype.names]
         arr = pa.StructArray.from_arrays(children, names=list(values.dtype.names))
-    elif values.ndim > 1:
-        arr = values_array(np.ascontiguousarray(values).reshape(-1))
-        for k in reversed(values.shape[1:]):
-            arr = pa.FixedSizeListArray.from_arrays(arr, int(k))
     elif values.dtype == np.bool_:
         arr = pa.array(values)
     else:
-        values = np.ascontiguousarray(values)
-        if not values.dtype.isnative:
-            # Arrow's buffers are in the machine's order: swapped, not handed
-            # over as they are (found by review: >i4 [1, 2] read 16777216, ...)
-            values = values.astype(values.dtype.newbyteorder("="))
-        arr = pa.Array.from_buffers(pa.from_numpy_dtype(values.dtype), len(values),
-                                    [None, pa.py_buffer(values)])
-    if mask is not None and mask.any():
+        arr = _primitive_array(values, mask)
+    if mask is not None:
         validity = pa.py_buffer(_bits.pack(~mask))
         arr = pa.Array.from_buffers(arr.type, len(arr), [validity] + arr.buffers()[1:],
                                     children=_children(arr))
     return arr
+
+
+def _primitive_array(values, mask):
+    """A primitive pyarrow array over the buffer of 1-D ``values`` (zero
+    copy when contiguous and native); datetime64[D] becomes date32."""
+    import pyarrow as pa
+    values = np.ascontiguousarray(values)
+    if not values.dtype.isnative:
+        # Arrow's buffers are in the machine's order: swapped, not handed
+        # over as they are (found by review: >i4 [1, 2] read 16777216, ...)
+        values = values.astype(values.dtype.newbyteorder("="))
+    if values.dtype.kind in "mM":
+        atype, values = _temporal(values, mask)
+    else:
+        atype = pa.from_numpy_dtype(values.dtype)
+    return pa.Array.from_buffers(atype, len(values), [None, pa.py_buffer(values)])
+
+
+#: NumPy's datetime64/timedelta64 units with an Arrow type of the same
+#: 8-byte layout (timestamp / duration): handed over as they are
+_ARROW_UNITS = ("s", "ms", "us", "ns")
+
+
+def _temporal(values, mask):
+    """``(Arrow type, buffer)`` of datetime64 / timedelta64 ``values``.
+    Arrow's date32 counts days in 4 bytes where datetime64[D] takes 8: the
+    days are narrowed (a copy), every present one checked to fit."""
+    import pyarrow as pa
+    unit, count = np.datetime_data(values.dtype)
+    if count == 1 and unit in _ARROW_UNITS:
+        return pa.from_numpy_dtype(values.dtype), values
+    if values.dtype.kind == "M" and unit == "D" and count == 1:
+        return pa.date32(), _days32(values, mask)
+    arrow = "date32 (datetime64[D]) and timestamp" if values.dtype.kind == "M" else "duration"
+    raise TypeError(f"{values.dtype} values have no Arrow type: Arrow has {arrow}"
+                    f"[s/ms/us/ns]; convert them first, e.g. .astype('{values.dtype.kind}8[s]')")
+
+
+def _days32(values, mask):
+    """datetime64[D] days as int32 (Arrow's date32); masked days are 0."""
+    days = values.view(np.int64)
+    present = np.ones(len(days), bool) if mask is None else ~mask
+    # NaT is int64's minimum: out of range too (a masked array holds missing dates)
+    bad = present & ((days < np.iinfo(np.int32).min) | (days > np.iinfo(np.int32).max))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"datetime64[D] value {i} ({values[i]}) has no date32 day (int32 "
+                         "days since 1970-01-01); mask missing dates instead of NaT")
+    return np.where(present, days, 0).astype(np.int32)
 
 
 def _children(arr):

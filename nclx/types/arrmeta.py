@@ -15,19 +15,21 @@
 The tree is Python objects (:class:`FixedDimMeta` ...) and, as DyND's
 ``_lowlevel`` exposed it, ctypes structures at real addresses:
 :func:`arrmeta_struct_of`, :func:`arrmeta_address_of`.  The structures of an
-object stay at the same address while the object lives.
+object stay at the same address while the object lives and its layout
+(shape, strides, dtype, data pointer) is unchanged; a layout changed in
+place gets new structures.
 """
-import ctypes
 import sys
 import threading
 import weakref
-from dataclasses import dataclass, field
-from typing import Any, Tuple
 
 import numpy as np
 
 from nclx._ncl import forksafe as _forksafe
 
+from nclx.types._arrmeta_nodes import (IMMUTABLE, READ, WRITE, Arrmeta, EmptyMeta,
+                                       FixedDimMeta, MemoryBlock, MemoryBlockData, OptionMeta,
+                                       RecordMeta, StringMeta, VarDimMeta, with_struct)
 from nclx.types.convert import content_values, from_arrow
 from nclx.types.datashape import interface_dtype
 from nclx.types.ragged import Ragged
@@ -36,84 +38,6 @@ from nclx.types.typeof import typeof
 __all__ = ["arrmeta", "arrmeta_struct_of", "arrmeta_address_of", "data_address_of",
            "MemoryBlock", "FixedDimMeta", "VarDimMeta", "StringMeta",
            "RecordMeta", "OptionMeta", "EmptyMeta", "Arrmeta", "MemoryBlockData"]
-
-READ, WRITE, IMMUTABLE = 1, 2, 4
-
-
-class MemoryBlockData(ctypes.Structure):
-    """A memory block as the ctypes structures reference it."""
-    _fields_ = [("type", ctypes.c_uint32),      # 0 external (owned by another object), 1 pod
-                ("data", ctypes.c_void_p),
-                ("size", ctypes.c_ssize_t),
-                ("owner", ctypes.py_object)]    # a strong reference to the owner
-
-
-@dataclass(eq=False)
-class MemoryBlock:
-    kind: str          # 'external' or 'pod'
-    address: int
-    size: int
-    owner: Any
-
-    def describe(self):
-        return f"{type(self.owner).__module__}.{type(self.owner).__name__}"
-
-
-@dataclass(eq=False)
-class EmptyMeta:
-    pass
-
-
-@dataclass(eq=False)
-class FixedDimMeta:
-    size: int
-    stride: int
-    element: Any
-
-
-@dataclass(eq=False)
-class VarDimMeta:
-    stride: int
-    offset: int
-    block: MemoryBlock
-    element: Any
-
-
-@dataclass(eq=False)
-class StringMeta:
-    block: MemoryBlock
-    encoding: str = "utf-8"
-
-
-@dataclass(eq=False)
-class RecordMeta:
-    names: Tuple[str, ...]
-    data_offsets: Tuple[int, ...]
-    fields: Tuple[Any, ...]
-
-
-@dataclass(eq=False)
-class OptionMeta:
-    block: MemoryBlock        # validity bitmap (or NumPy's byte mask for masked arrays)
-    bit_offset: int
-    element: Any
-    mask_kind: str = "bitmap"  # 'bitmap' (Arrow) or 'bytemask' (NumPy masked array)
-
-
-@dataclass(eq=False)
-class Arrmeta:
-    """Everything DyND's debug_repr showed of one array."""
-    type: str
-    flags: int
-    data: int                     # the data pointer
-    data_block: MemoryBlock
-    root: Any                     # the arrmeta tree
-    struct: Any = None            # ctypes preamble (built lazily)
-    _keep: list = field(default_factory=list, repr=False)
-
-    @property
-    def arrmeta_address(self):
-        return ctypes.addressof(self.struct) + type(self.struct).arrmeta.offset
 
 
 # ------------------------------------------------------------- the tree
@@ -254,76 +178,6 @@ def _writeable(r):
     return bool(r.offsets.flags.writeable and np.ma.getdata(v).flags.writeable)
 
 
-# ---------------------------------------------------------------- ctypes
-def _struct_type(meta):
-    if isinstance(meta, EmptyMeta):
-        return type("EmptyMetadata", (ctypes.Structure,), {"_fields_": []})
-    if isinstance(meta, FixedDimMeta):
-        fields = [("size", ctypes.c_ssize_t), ("stride", ctypes.c_ssize_t),
-                  ("element", _struct_type(meta.element))]
-        return type("FixedDimMetadata", (ctypes.Structure,), {"_fields_": fields})
-    if isinstance(meta, VarDimMeta):
-        fields = [("blockref", ctypes.POINTER(MemoryBlockData)), ("stride", ctypes.c_ssize_t),
-                  ("offset", ctypes.c_ssize_t), ("element", _struct_type(meta.element))]
-        return type("VarDimMetadata", (ctypes.Structure,), {"_fields_": fields})
-    if isinstance(meta, StringMeta):
-        return type("StringMetadata", (ctypes.Structure,),
-                    {"_fields_": [("blockref", ctypes.POINTER(MemoryBlockData))]})
-    if isinstance(meta, OptionMeta):
-        fields = [("validity", ctypes.POINTER(MemoryBlockData)), ("bit_offset", ctypes.c_ssize_t),
-                  ("element", _struct_type(meta.element))]
-        return type("OptionMetadata", (ctypes.Structure,), {"_fields_": fields})
-    if isinstance(meta, RecordMeta):
-        fields = [("data_offsets", ctypes.c_ssize_t * len(meta.fields))]
-        fields += [(f"field{i}", _struct_type(f)) for i, f in enumerate(meta.fields)]
-        return type("RecordMetadata", (ctypes.Structure,), {"_fields_": fields})
-    raise TypeError(f"no ctypes layout for {meta!r}")
-
-
-def _blockref(block, keep):
-    data = MemoryBlockData(0 if block.kind == "external" else 1, block.address, block.size,
-                           block.owner)
-    keep.append(data)
-    return ctypes.pointer(data)
-
-
-def _fill(struct, meta, keep):
-    if isinstance(meta, FixedDimMeta):
-        struct.size, struct.stride = meta.size, meta.stride
-        _fill(struct.element, meta.element, keep)
-    elif isinstance(meta, VarDimMeta):
-        struct.blockref = _blockref(meta.block, keep)
-        struct.stride, struct.offset = meta.stride, meta.offset
-        _fill(struct.element, meta.element, keep)
-    elif isinstance(meta, StringMeta):
-        struct.blockref = _blockref(meta.block, keep)
-    elif isinstance(meta, OptionMeta):
-        struct.validity = _blockref(meta.block, keep)
-        struct.bit_offset = meta.bit_offset
-        _fill(struct.element, meta.element, keep)
-    elif isinstance(meta, RecordMeta):
-        for i, off in enumerate(meta.data_offsets):
-            struct.data_offsets[i] = off
-        for i, f in enumerate(meta.fields):
-            _fill(getattr(struct, f"field{i}"), f, keep)
-
-
-def _with_struct(am):
-    root_t = _struct_type(am.root)
-    preamble_t = type("ArrayPreamble", (ctypes.Structure,), {"_fields_": [
-        ("type", ctypes.c_char_p), ("data_pointer", ctypes.c_void_p),
-        ("flags", ctypes.c_uint64), ("data_reference", ctypes.POINTER(MemoryBlockData)),
-        ("arrmeta", root_t)]})
-    type_bytes = am.type.encode()
-    am._keep.append(type_bytes)
-    pre = preamble_t()
-    pre.type, pre.data_pointer, pre.flags = type_bytes, am.data, am.flags
-    pre.data_reference = _blockref(am.data_block, am._keep)
-    _fill(pre.arrmeta, am.root, am._keep)
-    am.struct = pre
-    return am
-
-
 # ------------------------------------------------- cache and entry points
 _CACHE = {}
 # reentrant: a finalizer (_forget) a collection runs while the lock is held takes it again
@@ -331,24 +185,56 @@ _LOCK = threading.RLock()
 _forksafe.guard(sys.modules[__name__], "_LOCK", threading.RLock)
 
 
+def _layout(x):
+    """What ``x``'s arrmeta is built from that can change in place while
+    ``x`` lives (``a.shape = ...``, ``a.dtype = ...``, ``a.resize``): a
+    cached entry is served only while this is unchanged (found by review:
+    arrmeta(a) kept the old shape after ``a.shape = (2, 3)``).  None for
+    data that cannot change (pyarrow, awkward, storages)."""
+    if isinstance(x, np.ndarray):
+        mask = np.ma.getmask(x) if isinstance(x, np.ma.MaskedArray) else None
+        return (x.shape, x.strides, x.dtype, x.__array_interface__["data"], x.flags.writeable,
+                None if mask is None or mask is np.ma.nomask else _layout(mask))
+    if isinstance(x, Ragged):
+        validity = None if x.validity is None else _layout(x.validity)
+        return (_layout(x.offsets), _layout(x.values), validity, x.validity_offset, x.encoding)
+    if (type(x).__module__ or "").startswith(("pyarrow", "awkward")):
+        return None
+    if hasattr(type(x), "__distarray__"):
+        return _layout(x.__distarray__()["buffer"])
+    if hasattr(type(x), "__gt_data_interface__") or not hasattr(type(x), "__array_interface__"):
+        return None
+    iface = x.__array_interface__
+    return tuple(repr(iface.get(k)) for k in ("shape", "strides", "typestr", "descr", "data"))
+
+
 def arrmeta(x):
     """The :class:`Arrmeta` of ``x`` (its tree in ``.root``, its ctypes
-    structure in ``.struct``); the same object while ``x`` lives."""
+    structure in ``.struct``); the same object while ``x`` lives and its
+    layout (shape, strides, dtype, data pointer) is unchanged."""
     key = id(x)
     with _LOCK:
         hit = _CACHE.get(key)
-        if hit is not None and hit[0]() is x:
-            return hit[1]
-    am = _with_struct(_build(x))
+    if hit is not None and hit[0]() is x:
+        layout = _layout(x)
+        if hit[1] == layout:
+            return hit[2]
+    am = with_struct(_build(x))
     try:
         ref = weakref.ref(x)
     except TypeError:
         return am          # not weak-referenceable: a fresh structure each call
+    layout = _layout(x)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None and hit[0]() is x:
-            return hit[1]
-        _CACHE[key] = (ref, am)
+            if hit[1] == layout:
+                return hit[2]          # another thread built it first
+            # the layout changed in place: replace the entry, keeping the
+            # reference the finalizer already registered for this object
+            _CACHE[key] = (hit[0], layout, am)
+            return am
+        _CACHE[key] = (ref, layout, am)
         weakref.finalize(x, _forget, key, ref)
     return am
 

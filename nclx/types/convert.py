@@ -9,7 +9,10 @@ because the layouts differ: bool values (Arrow packs them in bits),
 structured values (NumPy interleaves fields, Arrow and awkward keep one
 buffer per field) into Arrow, masked-array masks (NumPy keeps a byte per
 value, Arrow a bit), validity bits of a slice starting mid-byte (n / 8
-bytes), and non-contiguous values.
+bytes), non-contiguous values, and dates in days (Arrow's date32 and
+time32 take 4 bytes, datetime64 8).  A level is an option type exactly when
+its Arrow array carries a validity buffer (docs/types.md, "Option types
+through Arrow").
 """
 import numpy as np
 
@@ -45,20 +48,58 @@ def to_arrow(r, type=None):
 
 # --------------------------------------------------------------- from Arrow
 def _np_of_primitive(arr):
-    import pyarrow as pa
-    t = arr.type
-    if pa.types.is_boolean(t):
-        data = arr.to_numpy(zero_copy_only=False)
-    else:
-        dtype = t.to_pandas_dtype()
-        if pa.types.is_timestamp(t) or pa.types.is_duration(t):
-            dtype = np.dtype(f"{'M' if pa.types.is_timestamp(t) else 'm'}8[{t.unit}]")
-        buf = arr.buffers()[1]
-        data = np.frombuffer(buf, dtype=dtype)[arr.offset:arr.offset + len(arr)]
-    if arr.null_count:
+    """The values of a primitive Arrow array; a masked array whenever it
+    carries a validity buffer, nulls or not (the option type survives a
+    round trip: docs/types.md, "Option types through Arrow")."""
+    data = _primitive_data(arr)
+    if arr.buffers()[0] is not None:
         mask = ~_bits.valid_mask(np.frombuffer(arr.buffers()[0], np.uint8), arr.offset, len(arr))
         return np.ma.masked_array(data, mask=mask)
     return data
+
+
+def _primitive_data(arr):
+    """The data buffer of a primitive Arrow array as NumPy values: a view,
+    except bools (Arrow packs them in bits) and 4-byte dates and times
+    (widened to datetime64's 8 bytes)."""
+    import pyarrow as pa
+    buf, lo, n = arr.buffers()[1], arr.offset, len(arr)
+    if pa.types.is_boolean(arr.type):
+        # from the bitmap itself: to_numpy would go through Python objects
+        # when there are nulls (found by review: list<bool> with a null failed)
+        bits = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
+        return _bits.valid_mask(bits, lo, n)
+    stored, dtype = _arrow_dtypes(arr.type)
+    raw = np.frombuffer(buf, stored)[lo:lo + n] if buf is not None else np.zeros(0, stored)
+    if stored == dtype:
+        return raw
+    return raw.astype(np.int64).view(dtype)
+
+
+def _arrow_dtypes(t):
+    """``(dtype of the Arrow buffer, dtype of the values)`` of a primitive
+    Arrow type; the temporal ones by their own layout, never by
+    ``to_pandas_dtype`` (found by review: date32's 4-byte days were read as
+    8-byte datetime64[ms])."""
+    import pyarrow as pa
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t):
+        unit = "ms" if pa.types.is_date64(t) else t.unit     # date64: ms since the epoch
+        dtype = np.dtype(f"M8[{unit}]")
+        return dtype, dtype
+    if pa.types.is_duration(t):
+        dtype = np.dtype(f"m8[{t.unit}]")
+        return dtype, dtype
+    if pa.types.is_date32(t):       # int32 days since the epoch
+        return np.dtype(np.int32), np.dtype("M8[D]")
+    if pa.types.is_time32(t):       # int32 s / ms since midnight (typeof: datetime64)
+        return np.dtype(np.int32), np.dtype(f"M8[{t.unit}]")
+    try:
+        dtype = np.dtype(t.to_pandas_dtype())
+    except (NotImplementedError, TypeError, ImportError) as exc:
+        raise TypeError(f"Arrow {t} values have no Ragged equivalent") from exc
+    if dtype.kind == "O":
+        raise TypeError(f"Arrow {t} values have no Ragged equivalent (no NumPy number dtype)")
+    return dtype, dtype
 
 
 def _from_arrow_values(arr):
@@ -81,7 +122,8 @@ def _from_arrow_values(arr):
     if pa.types.is_struct(t):
         if arr.null_count:
             raise TypeError("missing records inside a Ragged are not supported")
-        fields = [_from_arrow_values(arr.field(i)) for i in range(t.num_fields)]
+        fields = [_unmask_if_complete(_from_arrow_values(arr.field(i)))
+                  for i in range(t.num_fields)]
         if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
             raise TypeError("record fields that are lists or hold nulls are not supported")
         dtype = np.dtype([(t.field(i).name, f.dtype, f.shape[1:]) for i, f in enumerate(fields)])
@@ -94,6 +136,13 @@ def _from_arrow_values(arr):
     if pa.types.is_dictionary(t) or pa.types.is_union(t):
         raise TypeError(f"Arrow {t} values have no Ragged equivalent")
     return _np_of_primitive(arr)
+
+
+def _unmask_if_complete(values):
+    # a record field with a validity buffer but no null fits the record as is
+    if isinstance(values, np.ma.MaskedArray) and not np.ma.getmaskarray(values).any():
+        return values.data
+    return values
 
 
 def from_arrow(array):

@@ -16,9 +16,10 @@ are module functions above it (``nclx.types.from_list``, ``to_arrow``, ...).
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx.types import _bits, _to_arrow, compute
+from nclx.types import _bits, _summary, _to_arrow, compute
 from nclx.types._ragged_compute import ComputeMixin
-from nclx.types._offsets import as_offsets as _as_offsets, validate_offsets
+from nclx.types._offsets import (as_offsets as _as_offsets, check_lists, check_window,
+                                 validate_offsets)
 from nclx.types.datashape import Dim, Option, String, array_type
 
 __all__ = ["Ragged"]
@@ -167,7 +168,10 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
 
     def window(self):
         """``(values[offsets[0]:offsets[-1]], offsets - offsets[0])``: the
-        values the lists reach; views (offsets shifted only when offsets[0] != 0)."""
+        values the lists reach; views (offsets shifted only when offsets[0] != 0).
+        Offsets taken on trust whose ends leave the values raise ValueError
+        naming the first bad list as given (O(1) when they are sound)."""
+        check_window(self._offsets, len(self._values))
         o0, on = int(self._offsets[0]), int(self._offsets[-1])
         if o0 == 0:
             vals = self._values if on == len(self._values) else self._values[:on]
@@ -175,9 +179,9 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
         return self._values[o0:on], self._offsets - self._offsets.dtype.type(o0)
 
     def __repr__(self):
-        body = self.to_list() if len(self) <= 6 else self[:3].to_list() + ["..."]
-        text = repr(body) if len(self) <= 6 else repr(body).replace("'...'", "...")
-        return f"Ragged({text}, type={str(self.type)!r})"
+        # summarised like NumPy's (first and last lists and values, '...'):
+        # never a to_list() of whole lists
+        return f"Ragged({_summary.summary(self)!r}, type={str(self.type)!r})"
 
     # -------------------------------------------------------------- indexing
     def _element(self, i):
@@ -249,6 +253,7 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
 
     def _column(self, j):
         """Element j of every list (``r[:, j]``)."""
+        check_lists(self._offsets, len(self._values))   # trusted offsets: no wrapped reads
         lengths = self.lengths
         valid = self.valid()
         jj = np.where(lengths > 0, j, 0) if j >= 0 else j + lengths
@@ -277,6 +282,9 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
             bad = idx[(idx < -n) | (idx >= n)][0]
             raise IndexError(f"index {int(bad)} is out of bounds for a Ragged of {n} lists")
         idx = np.where(idx < 0, idx + n, idx)
+        # offsets taken on trust: check the lists taken before sizing anything
+        # from them (a bad one could ask for gigabytes)
+        check_lists(self._offsets, len(self._values), idx)
         starts = self.starts.astype(np.int64)[idx]
         lens = self.lengths[idx]
         offsets = np.zeros(len(idx) + 1, dtype=self._offsets.dtype)

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from nclx.types import (Ragged, arrmeta, arrmeta_address_of, arrmeta_struct_of, data_address_of,
+from nclx.types import (arrmeta, arrmeta_address_of, arrmeta_struct_of, data_address_of,
                         debug_repr, from_list, from_strings)
 from nclx.types.arrmeta import FixedDimMeta, OptionMeta, RecordMeta, StringMeta, VarDimMeta
 

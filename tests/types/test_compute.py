@@ -239,8 +239,8 @@ def test_reductions_check_trusted_offsets():
     with pytest.raises(ValueError, match="leave the values"):
         bad.sum()
     dec = Ragged(np.array([0, 4, 1]), values, validate=False)
-    with pytest.raises(ValueError, match="list 0: offsets 0..4 leave the values"):
-        dec.sum()                            # the lists reach past offsets[-1]
+    with pytest.raises(ValueError, match="list 1: offsets 4..1 run backwards"):
+        dec.sum()           # named by the offsets as given (list 0, 0..4, is inside the values)
 
 
 def test_empty_raggeds_compute():

@@ -8,9 +8,9 @@ import nclx.types
 
 #: layer of each module; a module imports only modules of lower layers
 LAYERS = [
-    {"datashape", "_bits", "_offsets", "_segments"},
+    {"datashape", "_bits", "_offsets", "_segments", "_arrmeta_nodes"},
     {"parser", "_arrow_types", "_to_arrow", "compute"},
-    {"_ragged_compute"},
+    {"_ragged_compute", "_summary"},
     {"ragged"},
     {"typeof", "build", "convert", "views"},
     {"arrmeta"},

@@ -93,8 +93,8 @@ def test_trusted_garbage_indexing_never_reads_outside():
     values = np.arange(5.0)
     bad = Ragged(np.array([0, 100, 101, 2]), values, validate=False)
     assert bad[1].tolist() == []            # NumPy slicing clips
-    with pytest.raises(IndexError):
-        bad.take(np.array([1]))              # fancy indexing is bounds-checked
+    with pytest.raises(ValueError, match="list 1: offsets 100..101 leave the values"):
+        bad.take(np.array([1]))              # the lists taken are checked before any gather
 
 
 def test_empty_ragged():
