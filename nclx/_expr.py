@@ -108,11 +108,15 @@ def compile_expression(text):
     if not isinstance(text, str):
         raise TypeError(f"nclx.evaluate takes an expression string, not {type(text).__name__}")
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as exc:
-        raise SyntaxError(f"nclx.evaluate: cannot parse {text!r}: {exc.msg}") from None
-    check = _Check(text)
-    check.visit(tree)
+        try:
+            tree = ast.parse(text.strip(), mode="eval")
+        except SyntaxError as exc:
+            raise SyntaxError(f"nclx.evaluate: cannot parse {text!r}: {exc.msg}") from None
+        check = _Check(text)
+        check.visit(tree)
+    except RecursionError:
+        raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is nested "
+                          f"too deeply to check") from None
     names = tuple(check.names)
     params = [ast.arg(arg=f"_v{i}") for i in range(len(names))]
     body = _Rename({n: f"_v{i}" for i, n in enumerate(names)}).visit(tree.body)

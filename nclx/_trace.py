@@ -11,6 +11,16 @@ writes.  Scalars become operand slots of the loop's input dtype.  The probe
 then calls the ufunc on one-element data (errors ignored) and hands on a
 new probe of the result's dtype.
 
+The function runs twice: on one-element probes holding each array's first
+element, then on probes of three elements (another size, values above and
+below) -- the two runs must record the same steps and constants, and leave
+the probes unchanged.  So a value read past the probes' checks (through
+``np.asarray(x)``, which no hook sees) and an in-place change run the
+function eagerly instead of being kept as constants of the plan.  The
+probes themselves (``nclx._probe``) refuse every attribute but their dtype
+and the two reductions, and refuse steps made under another np.errstate or
+warning filter than the call's.
+
 Anything the executor cannot run as NumPy would raises Untraceable with
 the reason: keyword arguments, a non-ufunc call on a probe (indexing,
 ``np.nonzero``...), Python control flow on a probe's value, a loop whose
@@ -33,275 +43,107 @@ import numpy as np
 
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
-from nclx.errors import NclxError
-from nclx.ufuncs import where as _nclx_where
+from nclx._probe import SUPPORTED, Untraceable, _Probe, _Reduced, _Tape
 
 __all__ = ["Untraceable", "trace"]
 
-#: dtypes the executor runs (type characters)
-SUPPORTED = frozenset("?bBhHiIlLqQfd")
-_INTEGERS = frozenset("bBhHiIlLqQ")
-_PY_SCALARS = (bool, int, float)
+
+def _first_values(a):
+    """The first trace's probe values: the array's first element (or zero)."""
+    one = np.zeros(1, a.dtype)
+    if a.size:
+        one[0] = a.reshape(-1)[0]
+    return one
 
 
-class Untraceable(NclxError):
-    """The function cannot be fused; str() says why (callers run it eagerly)."""
-
-
-class _Tape:
-    def __init__(self, ninputs, ndim=1):
-        self.ndim = ndim             # of the arrays the probes stand for
-        self.steps = []
-        self.nslots = ninputs
-        self.constants = []          # (slot, value converted to its loop dtype)
-        self.reduced = None          # (kind, chars, slot) once a sum/prod ended it
-
-    def new_slot(self):
-        self.nslots += 1
-        return self.nslots - 1
-
-
-class _Probe(np.ndarray):
-    """A one-element stand-in for an array argument or an intermediate."""
-
-    def _nclx_init(self, tape, slot):
-        self._nclx_tape = tape
-        self._nclx_slot = slot
-        return self
-
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        tape = self._nclx_tape
-        if tape.reduced is not None:
-            raise Untraceable(f"{ufunc.__name__} after the final reduction")
-        if method == "reduce":
-            return _reduce(tape, ufunc, inputs, kwargs)
-        if method != "__call__":
-            raise Untraceable(f"ufunc method {ufunc.__name__}.{method}")
-        if kwargs:
-            raise Untraceable(f"{ufunc.__name__} called with keywords {sorted(kwargs)}")
-        if ufunc.nout != 1 or ufunc.nin not in (1, 2):
-            raise Untraceable(f"{ufunc.__name__} has {ufunc.nin} inputs and {ufunc.nout} "
-                              f"outputs")
-        return _record(tape, ufunc, inputs)
-
-    def __bool__(self):
-        raise Untraceable("Python control flow on an array's value")
-
-    def __array_function__(self, func, types, args, kwargs):
-        if func in (np.sum, np.prod):
-            return super().__array_function__(func, types, args, kwargs)
-        if func is np.where:
-            return _where(self._nclx_tape, args, kwargs)
-        raise Untraceable(f"a non-ufunc call ({getattr(func, '__name__', func)})")
-
-    def __getitem__(self, key):
-        raise Untraceable("indexing")
-
-    def __len__(self):
-        raise Untraceable("len() of an array (the trace would keep the probe's)")
-
-    def _no_shape(self):
-        raise Untraceable("an array's shape, size or ndim (the trace would keep the probe's)")
-
-    shape = size = ndim = nbytes = strides = property(_no_shape)
-
-    def __setitem__(self, key, value):
-        raise Untraceable("item assignment")
-
-    def __index__(self):
-        raise Untraceable("an array used as an index")
-
-    __int__ = __float__ = __complex__ = __index__
-
-
-def _dtype_key(x):
-    """What resolve_dtypes takes for an operand: a dtype, or a Python
-    scalar's type (weak)."""
-    if isinstance(x, _Probe):
-        return x.dtype
-    if type(x) in _PY_SCALARS:
-        return type(x)
-    if isinstance(x, (np.generic, np.ndarray)) and np.ndim(x) == 0:
-        return np.asarray(x).dtype
-    raise Untraceable(f"an operand of type {type(x).__name__}")
-
-
-def _probe_value(x):
-    return x.view(np.ndarray) if isinstance(x, _Probe) else x
-
-
-def _record(tape, ufunc, inputs):
-    keys = tuple(_dtype_key(x) for x in inputs)
-    try:
-        resolved = ufunc.resolve_dtypes(keys + (None,))
-    except Exception as exc:          # eager NumPy raises it, with its warnings first
-        raise Untraceable(f"{ufunc.__name__}: {exc}") from None
-    chars = "".join(dt.char for dt in resolved)
-    if not set(chars) <= SUPPORTED:
-        raise Untraceable(f"{ufunc.__name__} on dtypes {chars!r}")
-    if ufunc is np.power and chars[-1] in _INTEGERS:
-        # NumPy's integer power loop raises a Python ValueError for a negative
-        # exponent from inside the loop, which no block (nor a thread) can report
-        raise Untraceable(f"integer power ({chars!r}: its loop raises for negative exponents)")
-    ins = []
-    for x, dt in zip(inputs, resolved):
-        if isinstance(x, _Probe):
-            if x._nclx_tape is not tape:
-                raise Untraceable("probes of two traces mixed")
-            if x.dtype != dt:
-                raise Untraceable(f"{ufunc.__name__} casts its operand from {x.dtype} to {dt}")
-            ins.append(x._nclx_slot)
-        else:
-            try:
-                # a conversion NumPy warns about (f32 * 1e300: "overflow
-                # encountered in cast") or refuses (int8 + 300) runs eagerly,
-                # which warns or raises as NumPy does
-                with np.errstate(all="raise"):
-                    value = np.asarray(x).astype(dt, casting="unsafe") if type(x) not in \
-                        _PY_SCALARS else np.asarray(x, dtype=dt)
-            except Exception as exc:
-                raise Untraceable(f"{ufunc.__name__}: converting {x!r} to {dt}: {exc}") from None
-            slot = tape.new_slot()
-            tape.constants.append((slot, value))
-            ins.append(slot)
-    try:
-        with np.errstate(all="ignore"):
-            result = ufunc(*[_probe_value(x) for x in inputs])
-    except Exception as exc:
-        raise Untraceable(f"{ufunc.__name__}: {exc}") from None
-    if result.dtype != resolved[-1]:
-        raise Untraceable(f"{ufunc.__name__} gave {result.dtype}, resolved {resolved[-1]}")
-    out = tape.new_slot()
-    tape.steps.append(Step(ufunc, chars, tuple(ins), out))
-    return np.asarray(result).reshape(1).view(_Probe)._nclx_init(tape, out)
-
-
-def _where(tape, args, kwargs):
-    if tape.reduced is not None:
-        raise Untraceable("where after the final reduction")
-    if kwargs or len(args) != 3:
-        raise Untraceable("np.where without exactly three positional arguments")
-    keys = [_dtype_key(x) for x in args]
-    for x in args:
-        if isinstance(x, _Probe) and x._nclx_tape is not tape:
-            raise Untraceable("probes of two traces mixed")
-    c = args[0]
-    if keys[0] is not bool and keys[0] != np.dtype(bool):
-        what = keys[0].__name__ if isinstance(keys[0], type) else str(keys[0])
-        raise Untraceable(f"where with a {what} condition (np.where tests it against zero)")
-    try:
-        with np.errstate(all="ignore"):
-            result = np.where(*[_probe_value(x) for x in args])
-    except Exception as exc:
-        raise Untraceable(f"where: {exc}") from None
-    dt = result.dtype
-    if dt.char not in SUPPORTED:
-        raise Untraceable(f"where on dtype {dt}")
-    ins = []
-    for j, x in enumerate(args):
-        want = np.dtype(bool) if j == 0 else dt
-        if isinstance(x, _Probe):
-            if x.dtype != want:
-                raise Untraceable(f"where casts its operand from {x.dtype} to {want}")
-            ins.append(x._nclx_slot)
-            continue
-        try:
-            # the value np.where itself makes of the scalar (NEP 50 weak
-            # Python scalars wrap or round as NumPy converts them)
-            with np.errstate(all="raise"):
-                value = np.where(np.zeros(1, bool), np.zeros(1, want), x)
-        except Exception as exc:        # eager np.where raises or warns it
-            raise Untraceable(f"where converting {x!r} to {want}: {exc}") from None
-        if value.dtype != want:
-            raise Untraceable(f"where casts {x!r} to {value.dtype}, not {want}")
-        slot = tape.new_slot()
-        tape.constants.append((slot, value.reshape(())))
-        ins.append(slot)
-    out = tape.new_slot()
-    tape.steps.append(Step(_nclx_where, "?" + dt.char * 3, tuple(ins), out))
-    return np.asarray(result).reshape(1).view(_Probe)._nclx_init(tape, out)
-
-
-def _reduce(tape, ufunc, inputs, kwargs):
-    if ufunc not in (np.add, np.multiply):
-        raise Untraceable(f"{ufunc.__name__}.reduce")
-    (x,) = inputs
-    if not isinstance(x, _Probe):
-        raise Untraceable("a reduction of a non-probe")
-    axis = kwargs.get("axis", None)
-    if axis is not None and (tape.ndim != 1 or axis not in (0, -1, (0,), (-1,))):
-        raise Untraceable(f"{ufunc.__name__}.reduce over axis {axis!r} of {tape.ndim}-d arrays")
-    if kwargs.get("dtype") is not None \
-            or kwargs.get("out") not in (None, (None,)) or kwargs.get("keepdims", False) \
-            or "initial" in kwargs or kwargs.get("where", True) is not True:
-        raise Untraceable(f"{ufunc.__name__}.reduce with {sorted(kwargs)}")
+def _other_values(a, first):
+    """The second trace's probe values: for an array three elements (its first
+    one, one above it, one below it where the dtype has them), for a 0-d
+    array one other value -- so that anything taken from a probe's size,
+    order or values (``np.asarray(x).mean()``, an escaped ``argmax``, a
+    branch on a value) differs between the two traces."""
+    v = first[0]
     with np.errstate(all="ignore"):
-        result = ufunc.reduce(x.view(np.ndarray))
-    dt = np.asarray(result).dtype
-    chars = dt.char * 3
-    if not set(chars) <= SUPPORTED:
-        raise Untraceable(f"{ufunc.__name__}.reduce to {dt}")
-    if dt != x.dtype:
-        raise Untraceable(f"{ufunc.__name__}.reduce casts {x.dtype} to {dt}")
-    tape.reduced = ("sum" if ufunc is np.add else "prod", chars, x._nclx_slot)
-    return _Reduced(result)
+        if a.dtype.kind == "b":
+            hi, lo = not v, not v
+        elif a.dtype.kind in "iu":
+            hi, lo = v + a.dtype.type(2), v - a.dtype.type(1)     # wrapping
+        elif np.isfinite(v):
+            hi, lo = v + abs(v) + 1, v - abs(v) - 1
+        else:
+            hi, lo = 1.0, -1.0
+    return np.array([hi] if a.ndim == 0 else [v, hi, lo], dtype=a.dtype)
 
 
-class _Reduced:
-    """What a traced sum/prod returns: nothing may follow it."""
+def _trace_once(fn, args, positions, values):
+    """One run of ``fn`` on probes holding ``values`` (one array per array
+    argument): its tape and what it returned."""
+    tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
+    call = list(args)
+    probes = []
+    for slot, (i, v) in enumerate(zip(positions, values)):
+        probes.append(v.view(_Probe)._nclx_init(tape, slot))
+        call[i] = probes[-1]
+    kept = [v.copy() for v in values]
+    try:
+        out = fn(*call)
+    except Untraceable:
+        raise
+    except Exception as exc:
+        if tape.poisoned is not None:
+            raise Untraceable(tape.poisoned) from None
+        raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+    if tape.poisoned is not None:             # refused, and the function caught it
+        raise Untraceable(tape.poisoned)
+    if any(v.tobytes() != k.tobytes() for v, k in zip(values, kept)):
+        raise Untraceable("the function changed an argument in place")
+    return tape, out
 
-    def __init__(self, value):
-        self.value = value
 
-    def __getattr__(self, name):
-        raise Untraceable("an operation after the final reduction")
+def _result_slot(tape, out):
+    if tape.reduced is not None:
+        if not isinstance(out, _Reduced):
+            raise Untraceable("the reduction is not the result")
+        return tape.reduced[2]
+    if not isinstance(out, _Probe) or object.__getattribute__(out, "__dict__").get(
+            "_nclx_tape") is not tape:
+        raise Untraceable(f"the result is a {type(out).__name__}, not an array expression")
+    return out._nclx_slot
 
 
-def _after_reduction(self, *args):
-    raise Untraceable("an operation after the final reduction")
-
-
-for _name in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow "
-              "rpow and rand or ror xor rxor lt le gt ge eq ne neg pos abs invert bool "
-              "float int index array array_ufunc").split():
-    setattr(_Reduced, f"__{_name}__", _after_reduction)
+def _same_trace(t1, t2):
+    return (t1.steps == t2.steps and t1.reduced == t2.reduced
+            and [(s, v.dtype, v.tobytes()) for s, v in t1.constants]
+            == [(s, v.dtype, v.tobytes()) for s, v in t2.constants])
 
 
 def trace(fn, args):
     """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
     slots) and anything else (passed as it is, a constant of the trace).
     Returns (program, constants, array_positions): constants is a list of
-    (slot, 0-d array) the caller passes after the arrays."""
+    (slot, 0-d array) the caller passes after the arrays.
+
+    The function runs twice, on one-element probes and on probes of other
+    sizes and values (:func:`_other_values`); the two runs must record the
+    same steps and constants: a result that depends on the probes (taken
+    through ``np.asarray`` or another way past the probe's checks) runs the
+    function eagerly instead of being kept."""
     positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
-    tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
-    call = list(args)
-    for slot, i in enumerate(positions):
-        a = args[i]
-        if a.dtype.char not in SUPPORTED:
-            raise Untraceable(f"an operand of dtype {a.dtype}")
-        one = np.zeros(1, a.dtype)
-        if a.size:
-            one[0] = a.reshape(-1)[0]
-        call[i] = one.view(_Probe)._nclx_init(tape, slot)
-    _cledger.mute(1)            # the probes' one-element calls are no calls of the user's
+    for i in positions:
+        if args[i].dtype.char not in SUPPORTED:
+            raise Untraceable(f"an operand of dtype {args[i].dtype}")
+    _cledger.mute(1)            # the probes' small calls are no calls of the user's
     try:
-        out = fn(*call)
-    except Untraceable:
-        raise
-    except Exception as exc:
-        raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+        first = [_first_values(args[i]) for i in positions]
+        tape, out = _trace_once(fn, args, positions, first)
+        again, out2 = _trace_once(fn, args, positions,
+                                  [_other_values(args[i], f) for i, f in zip(positions, first)])
     finally:
         _cledger.mute(-1)
-    if tape.reduced is not None:
-        if not isinstance(out, _Reduced):
-            raise Untraceable("the reduction is not the result")
-        kind, chars, slot = tape.reduced
-        result = slot
-    else:
-        if not isinstance(out, _Probe) or getattr(out, "_nclx_tape", None) is not tape:
-            raise Untraceable(f"the result is a {type(out).__name__}, not an array expression")
-        kind = chars = None
-        result = out._nclx_slot
+    if not _same_trace(tape, again) or _result_slot(tape, out) != _result_slot(again, out2):
+        raise Untraceable("the function's steps depend on its arrays' values or sizes "
+                          "(something read a probe past its checks)")
+    result = _result_slot(tape, out)
     if not tape.steps:
         raise Untraceable("no ufunc step")
     if tape.steps[-1].out != result:
@@ -314,5 +156,6 @@ def trace(fn, args):
     remap.update({old: nin + k for k, old in enumerate(temps)})
     steps = tuple(Step(st.ufunc, st.chars, tuple(remap[i] for i in st.ins), remap[st.out])
                   for st in tape.steps)
+    kind, chars = (tape.reduced[0], tape.reduced[1]) if tape.reduced is not None else (None, None)
     program = Program(steps, nin + len(temps), nin, remap[result], kind, chars)
     return program, [v for _, v in tape.constants], positions

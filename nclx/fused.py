@@ -70,14 +70,14 @@ class _Plans:
 def _arg_key(a):
     """The part of a call's signature an argument gives, or None: not fusable."""
     t = type(a)
-    if t is np.ndarray:
-        return ("a", a.dtype.str, a.ndim)
+    if t is np.ndarray:             # the type character too: 'q' and 'l' share '<i8'
+        return ("a", a.dtype.str, a.dtype.char, a.ndim)
     if t is float:                  # traced as a constant: its bits are part of the key
         return ("s", t, _struct.pack("<d", a))      # (-0.0 is not 0.0, a NaN equals itself)
     if t in (bool, int):
         return ("s", t, a)
     if isinstance(a, np.generic):
-        return ("n", a.dtype.str, a.tobytes())
+        return ("n", a.dtype.str, a.dtype.char, a.tobytes())
     return None
 
 
@@ -226,37 +226,58 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     return _run(fn, args, plans, out)[0]
 
 
+def _names(code):
+    """The global names ``code`` and the code nested in it (lambdas,
+    comprehensions, inner functions) read."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if hasattr(c, "co_names"):
+            names |= _names(c)
+    return names
+
+
+def _value_key(v):
+    """A frozen value's part of a trace's key: a scalar's type and bits; any
+    other hashable object itself (a helper function, a ufunc, a module:
+    rebinding the name traces again); None for an unhashable one (a
+    container: not covered, docs/fused.md)."""
+    k = _arg_key(v)
+    if k is not None:
+        return k
+    try:
+        hash(v)
+    except TypeError:
+        return None
+    return ("o", type(v), v)
+
+
 def _frozen(fn):
-    """The values a trace of ``fn`` would keep besides its arguments: the
-    scalars among its globals, closure cells and defaults (a trace is kept
-    per these values, so changing one traces again).  None when one of them
-    is an array (its values could change in place): such a function runs
-    eagerly."""
+    """The values a trace of ``fn`` would keep besides its arguments: its
+    globals (those its code and nested code read), closure cells, defaults
+    and keyword-only defaults -- scalars by type and bits, other hashable
+    objects by themselves -- so changing one traces again.  None when one of
+    them is an array (its values could change in place): such a function
+    runs eagerly."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return ()
     out = []
     glob = getattr(fn, "__globals__", {})
-    for name in code.co_names:
-        if name in glob:
-            v = glob[name]
-            if isinstance(v, np.ndarray):
-                return None
-            k = _arg_key(v)
-            if k is not None:
-                out.append((name, k))
+    cells = []
     for cell in getattr(fn, "__closure__", None) or ():
         try:
-            v = cell.cell_contents
+            cells.append(cell.cell_contents)
         except ValueError:          # an empty cell
-            continue
+            cells.append(None)
+    kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
+    values = [(name, glob[name]) for name in sorted(_names(code)) if name in glob]
+    values += [(None, v) for v in cells]
+    values += [(None, v) for v in getattr(fn, "__defaults__", None) or ()]
+    values += [(name, kwdefaults[name]) for name in sorted(kwdefaults)]
+    for name, v in values:
         if isinstance(v, np.ndarray):
             return None
-        out.append(_arg_key(v))
-    for v in getattr(fn, "__defaults__", None) or ():
-        if isinstance(v, np.ndarray):
-            return None
-        out.append(_arg_key(v))
+        out.append((name, _value_key(v)))
     return tuple(out)
 
 
