@@ -18,6 +18,8 @@ from nclx.ipc.wire import KINDS, Frame, decode_frame_header, encode_frame_header
 
 SMALL = 64 * 1024          # payloads up to this size are copied out of the read buffer
 _BUFSIZE = 256 * 1024
+#: the slowest rate a client accepts for a frame once its timeout has passed
+MIN_RATE = 256 * 1024
 _IOV_MAX = 512
 
 
@@ -46,7 +48,10 @@ class FrameSocket:
     ``per_frame``: a frame, once started, must complete within ``timeout``
     (a server's: requests are small, and a peer trickling a byte at a time
     must not hold a connection forever); else ``timeout`` bounds each
-    silence (a client's: batch bodies may be a GiB on a slow link).
+    silence (a client's: batch bodies may be a GiB on a slow link) and a
+    frame of ``n`` bytes must complete within ``timeout + n / MIN_RATE``
+    seconds (a server trickling a byte at a time holds a client that long
+    at most).
     """
 
     def __init__(self, sock, *, max_frame, allowed_kinds=KINDS, timeout=60.0, poll=None,
@@ -63,6 +68,7 @@ class FrameSocket:
         self._view = memoryview(self._buf)
         self._start = self._end = 0
         self.bytes_received = 0
+        self._hard = None            # (time, seconds) the frame being read must end by
         sock.settimeout(poll if poll is not None else timeout)
 
     # ---------------------------------------------------------------- recv
@@ -94,6 +100,10 @@ class FrameSocket:
             if self.per_frame and deadline is not None and n and time.monotonic() > deadline:
                 raise TimeoutError(f"{self.peer} did not complete {what} within "
                                    f"{self.timeout} s")
+            if self._hard is not None and n and time.monotonic() > self._hard[0]:
+                raise TimeoutError(f"{self.peer} did not complete {what} within "
+                                   f"{self._hard[1]:.1f} s (at least {MIN_RATE >> 10} KiB/s "
+                                   f"after {self.timeout} s)")
             return n
 
     def _fill(self, need, deadline, what, at_boundary):
@@ -123,12 +133,23 @@ class FrameSocket:
     def _deadline(self):
         return time.monotonic() + self.timeout if self.timeout is not None else None
 
+    def _frame_limit(self, nbytes):
+        """A frame of ``nbytes`` started now: when it must be complete (a
+        client's; a server's frames have ``per_frame``)."""
+        if self.per_frame or self.timeout is None:
+            self._hard = None
+        else:
+            allowed = self.timeout + nbytes / MIN_RATE
+            self._hard = (time.monotonic() + allowed, allowed)
+
     def recv_frame(self, idle=False):
         """The next frame, or None at end of file between frames."""
+        self._hard = None
         deadline = None if idle else self._deadline()
         if not self._fill(1, deadline, "a frame header", at_boundary=True):
             return None
         deadline = self._deadline()
+        self._frame_limit(64)
         while True:
             head = decode_frame_header(self._view[self._start:self._end], self.max_frame,
                                        self.allowed_kinds)
@@ -137,11 +158,13 @@ class FrameSocket:
             self._fill(self._end - self._start + 1, deadline, "a frame header", False)
         kind, tag, length, hsize = head
         self._start += hsize
+        self._frame_limit(length)
         what = f"a {length}-byte frame payload"
         if length <= SMALL:
             self._fill(length, deadline, what, False)
             payload = bytes(self._view[self._start:self._start + length])
             self._start += length
+            self._hard = None
             return Frame(kind, tag, payload)
         out = pa.allocate_buffer(length, resizable=False)
         dst = memoryview(out).cast("B")
@@ -158,6 +181,7 @@ class FrameSocket:
             if not self.per_frame:
                 deadline = self._deadline()
         dst.release()
+        self._hard = None
         return Frame(kind, tag, out)
 
     def buffered(self):

@@ -197,3 +197,31 @@ def _quiet(fn, *args, **kw):
         fn(*args, **kw)
     except Exception:  # noqa: BLE001 - the server closed under it
         pass
+
+
+@pytest.mark.parametrize("payload", [200, 200_000])
+def test_a_server_trickling_a_frame_cannot_hold_a_client(payload):
+    """Before, every byte restarted the client's timeout: a server sending a
+    byte a little faster than it held the client for as long as it liked.
+    A frame of n bytes must now end within timeout + n / MIN_RATE."""
+    frame = wire.encode_frame(wire.KIND_UNTAGGED, None, b"\0" * payload)
+    stop = threading.Event()
+
+    def script(conn, want):
+        for i in range(len(frame)):
+            if stop.is_set():
+                return
+            try:
+                conn.sendall(frame[i:i + 1])
+            except OSError:
+                return
+            time.sleep(0.1)
+
+    with FakeServer(script) as fake:
+        t0 = time.monotonic()
+        with ipc.Client(fake.uri, timeout=1.0) as c:
+            with pytest.raises(TimeoutError, match="did not complete"):
+                c.fetch("t")
+        took = time.monotonic() - t0
+        stop.set()
+    assert took < 1.0 + payload / (256 * 1024) + 1.5, took
