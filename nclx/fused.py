@@ -66,6 +66,19 @@ class _Plans:
             while len(self.items) > _PLANS_MAX:
                 self.items.popitem(last=False)
 
+    def setdefault(self, key, make):
+        """The value under ``key``, made by ``make()`` and kept when absent
+        (one lookup under the lock)."""
+        with self.lock:
+            hit = self.items.get(key)
+            if hit is None:
+                hit = self.items[key] = make()
+                while len(self.items) > _PLANS_MAX:
+                    self.items.popitem(last=False)
+            else:
+                self.items.move_to_end(key)
+            return hit
+
 
 def _arg_key(a):
     """The part of a call's signature an argument gives, or None: not fusable."""
@@ -185,9 +198,7 @@ def _eager(fn, args, out):
     return out
 
 
-_expr_plans = OrderedDict()      # expression string -> _Plans, least recently used dropped
-_expr_lock = threading.Lock()
-_forksafe.guard(sys.modules[__name__], "_expr_lock")
+_expr_plans = _Plans()      # expression string -> its _Plans, least recently used dropped
 
 
 def evaluate(ex, local_dict=None, global_dict=None, out=None):
@@ -215,15 +226,7 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
             args.append(global_dict[name])
         else:
             raise NameError(f"nclx.evaluate: name {name!r} is not defined")
-    with _expr_lock:
-        plans = _expr_plans.get(ex)
-        if plans is None:
-            plans = _expr_plans[ex] = _Plans()
-            while len(_expr_plans) > _PLANS_MAX:
-                _expr_plans.popitem(last=False)
-        else:
-            _expr_plans.move_to_end(ex)
-    return _run(fn, args, plans, out)[0]
+    return _run(fn, args, _expr_plans.setdefault(ex, _Plans), out)[0]
 
 
 def _names(code):

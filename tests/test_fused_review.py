@@ -164,4 +164,4 @@ def test_the_expression_cache_is_bounded():
     a = np.arange(N, dtype=np.float64)
     for k in range(fused._PLANS_MAX + 50):
         nclx.evaluate(f"a * {k}")
-    assert len(fused._expr_plans) <= fused._PLANS_MAX
+    assert len(fused._expr_plans.items) <= fused._PLANS_MAX
