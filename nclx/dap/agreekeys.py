@@ -16,7 +16,7 @@ from nclx.dap.distribution import same_dim_dict
 from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
-__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences"]
+__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences", "dtype_key"]
 
 
 def layout_key(dist):
@@ -78,14 +78,27 @@ def agree_quick(comm, value, error, what, describe=repr):
 
 def _described(what, describe):
     def one(v):
-        other, value = v
-        if other != what:
-            return f"arguments of another operation ({other})"
+        if not (isinstance(v, tuple) and len(v) == 2 and v[0] == what):
+            return f"arguments of another operation ({_operation_of(v)})"
         try:
-            return describe(value)
+            return describe(v[1])
         except Exception:  # noqa: BLE001 - a value of another shape: as it is
-            return repr(value)
+            return repr(v[1])
     return one
+
+
+def _operation_of(v):
+    """The operation a rank's agreement payload came from (its first string)."""
+    if isinstance(v, tuple) and v and v[0] == _LAYOUT and len(v) > 1:
+        return v[1]
+    return v[0] if isinstance(v, tuple) and v and isinstance(v[0], str) else "unknown"
+
+
+def dtype_key(dtype):
+    """A dtype as ranks must agree on it: ``.str`` and the repr, which tells
+    records of one size apart by their fields (both ``|V8``)."""
+    dt = np.dtype(dtype)
+    return (dt.str, repr(dt))
 
 
 def _padding_of(column):
@@ -135,16 +148,27 @@ def agree_layout(comm, dist, dtype, error, what):
     the failing ranks' errors, or per dimension the groups of ranks that
     disagree and the layout each group sees (one allgather of every rank's
     view, only on that path)."""
-    value = None if error is not None else (layout_key(dist), np.dtype(dtype).str)
+    value = None if error is not None else (layout_key(dist), dtype_key(dtype))
     digest = hashlib.sha1(repr(value).encode()).hexdigest()
     if agree(comm, digest, error, what):     # raises where another operation met it
         return
+    # the payload names its operation: a rank in another agreement (whose
+    # allgather this one meets) is reported as such, not read as a layout
     views = allgather_checked(comm, None if error is not None else
-                              ([list(col) for col in dist._dims], value[1]), error, what)
-    lines = layout_differences([v[0] for v in views])
-    dtypes = {v[1] for v in views}
-    if len(dtypes) > 1:
+                              (_LAYOUT, what, [list(col) for col in dist._dims], value[1]),
+                              error, what)
+    others = [(r, _operation_of(v)) for r, v in enumerate(views)
+              if not (isinstance(v, tuple) and len(v) == 4 and v[:2] == (_LAYOUT, what))]
+    if others:
+        raise DapError(f"{what}: the ranks made different calls (another operation runs on "
+                       f"some ranks: " + ", ".join(f"rank {r}: {op}" for r, op in others[:8])
+                       + "): every rank must make the same call")
+    lines = layout_differences([v[2] for v in views])
+    if len({v[3] for v in views}) > 1:
         lines.append("the ranks disagree on the dtype: " + ", ".join(
-            f"rank {r}: {v[1]}" for r, v in enumerate(views)))
+            f"rank {r}: {v[3][1]}" for r, v in enumerate(views)))
     raise DapError(f"{what}: every rank must hold the same Distribution and dtype\n"
                    + "\n".join(lines or ["the ranks' layout fingerprints differ"]))
+
+
+_LAYOUT = "\0layout"       # marks agree_layout's payloads

@@ -8,6 +8,7 @@ import numpy as np
 
 from nclx.dap.collective import _ranges, allgather_checked
 from nclx.dap.distribution import Distribution
+from nclx.dap.agreekeys import dtype_key
 from nclx.dap.fold import agreed_call
 from nclx.dap.maps import check_global_range
 from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
@@ -21,7 +22,7 @@ def _describe_gather(v):
     """A rank's (root, source layout) in a disagreement (another operation's
     value as it is)."""
     root, source, dtype = v
-    return f"root={root!r}, source fingerprint {source[3][:10]}, dtype {dtype}"
+    return f"root={root!r}, source fingerprint {source[3][:10]}, dtype {dtype[1]}"
 
 
 def gather_global(da, root=0):
@@ -47,7 +48,8 @@ def gather_global(da, root=0):
     # the source layout too: ranks whose arrays were built with different
     # distributions would move garbage or wait forever
     # and the dtype (ranks' elementwise results may differ in it)
-    agree_quick(comm, (same, source, da.dtype.str), error, "gather", describe=_describe_gather)
+    agree_quick(comm, (same, source, dtype_key(da.dtype)), error, "gather",
+                describe=_describe_gather)
     move(comm, da._block, Layout.of(da.distribution), out,
          Layout.whole(da.shape, holders), key=(source, "whole", root))
     return out

@@ -21,12 +21,14 @@ requests), or packed into contiguous buffers where the block is not
 C-contiguous; the choice was measured (docs/dap.md).
 """
 import itertools
+import threading
 import weakref
 
 import numpy as np
 
 from nclx.dap.agreekeys import layout_differences
 from nclx.dap.collective import allgather_checked
+from nclx.dap.commstate import kept
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -173,9 +175,7 @@ def _free_plan(plan):
     for group in getattr(plan, "types", None) or ():
         for t in group:
             t.Free()
-    if getattr(plan, "comm", None) is not None:
-        plan.comm.Free()
-    plan.persistent = plan.types = plan.comm = None
+    plan.persistent = plan.types = plan.comm = None     # the communicator is shared
 
 
 class HaloRequest:
@@ -241,8 +241,13 @@ def _plan_for(da):
         plan.datatype_ok = block.flags.c_contiguous and _typed(block.dtype, MPI)
     except Exception as exc:  # noqa: BLE001 - a MemoryError too: raised on every rank
         error = exc
-    _agree_layout(da, error)    # raises the same DapError on every rank
-    plan.comm = da.comm.Dup()
+    index = _next_index(da.comm)     # on every rank, failing or not: the counts stay equal
+    _agree_layout(da, error, index)  # raises the same DapError on every rank
+    plan.comm, capacity = _shared_comm(da.comm, MPI)
+    regions = 3 ** da.distribution.ndim
+    base = (index % max(1, capacity // regions)) * regions
+    plan.recvs = [(r, t + base, sl, b) for r, t, sl, b in plan.recvs]
+    plan.sends = [(r, t + base, sl, b) for r, t, sl, b in plan.sends]
     if cached is not None:
         cached[2].detach()
         _free_plan(cached[1])
@@ -250,7 +255,43 @@ def _plan_for(da):
     return plan
 
 
-def _agree_layout(da, error):
+_LOCK = threading.Lock()
+
+
+def _free_state(state):
+    if state["comm"] is not None:
+        state["comm"].Free()
+
+
+def _state(comm):
+    """This communicator's exchange state: its duplicate, plans built so far."""
+    return kept(comm, "halo", lambda: {"comm": None, "next": 0}, _free_state)
+
+
+def _next_index(comm):
+    """The number of this exchange plan among those built on ``comm`` (every
+    rank builds its plans in the same order: the agreement checks it)."""
+    state = _state(comm)
+    with _LOCK:
+        index = state["next"]
+        state["next"] += 1
+    return index
+
+
+def _shared_comm(comm, MPI):
+    """One duplicate of ``comm`` for every exchange plan on it (kept on
+    ``comm``, freed with it) and the largest tag it takes; plans keep apart by
+    their tags (before, each DistArray's plan held a duplicate of its own,
+    and MPICH ran out of communicators after about 2,000 arrays).  The
+    duplicate is made collectively, at the first plan's agreement."""
+    state = _state(comm)
+    if state["comm"] is None:
+        state["comm"] = comm.Dup()
+    ub = state["comm"].Get_attr(MPI.TAG_UB)
+    return state["comm"], int(ub) if ub else 32767
+
+
+def _agree_layout(da, error, index=None):
     """One allgather of every rank's error and its whole view of the layout
     (its Distribution's columns): every rank must see the same layout, or
     the plans would not match (a rank waiting for cells its neighbour does
@@ -259,9 +300,15 @@ def _agree_layout(da, error):
     ranks that disagree and the padding each group sees.  (A DistArray's
     constructor already agrees on its layout; this catches one built past
     it.)"""
-    views = allgather_checked(da.comm, [list(col) for col in da.distribution._dims], error,
-                              "halo exchange")
-    lines = layout_differences(views)
+    views = allgather_checked(da.comm, (index, [list(col) for col in da.distribution._dims]),
+                              error, "halo exchange")
+    indexes = [v[0] for v in views]
+    if len(set(indexes)) > 1:
+        raise DapError("halo exchange: the ranks built their exchange plans in different "
+                       "orders (every rank must exchange its DistArrays in the same order the "
+                       "first time): " + ", ".join(f"rank {r}: plan {i}"
+                                                   for r, i in enumerate(indexes)))
+    lines = layout_differences([v[1] for v in views])
     if lines:
         raise DapError("halo exchange: every rank must hold the same Distribution\n"
                        + "\n".join(lines))
@@ -301,6 +348,19 @@ def start_halo_exchange(da, method=None):
     if getattr(plan, "in_flight", False):
         raise DapError("halo exchange: an exchange of this DistArray is in flight; wait() for "
                        "it before starting another")
+    if plan.recvs and not block.flags.writeable:
+        # made read-only since the plan was built: this rank still sends and
+        # receives (the others wait for its messages), into the plan's own
+        # buffers, and the block is left as it is
+        reqs = [comm.Irecv(_raw(buf, MPI), source=src, tag=tag)
+                for src, tag, _s, buf in plan.recvs]
+        for dst, tag, slices, buf in plan.sends:
+            np.copyto(buf, block[slices])
+            reqs.append(comm.Isend(_raw(buf, MPI), dest=dst, tag=tag))
+        MPI.Request.Waitall(reqs)
+        raise DapError(f"halo exchange: rank {da.comm.Get_rank()}'s local block is read-only "
+                       f"and has padding to fill (it was left unchanged; the other ranks "
+                       f"received their cells)")
     # 'datatype' falls back to packed bytes on a rank whose block cannot use
     # it (the two transports carry the same bytes, so ranks may differ)
     if method != "packed" and plan.datatype_ok:

@@ -1,6 +1,7 @@
 """Importing any DAP producer as a DistArray (``from_distarray``)."""
 import numpy as np
 
+from nclx.dap.agreekeys import agree_quick, dtype_key
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
@@ -20,6 +21,10 @@ def from_distarray(obj, comm=None):
     is invalid (or ``__distarray__`` raised), every rank raises the same
     DapError naming each failing rank and its error."""
     comm = _comm(comm)
+    # the record every agreement starts with: a rank in another nclx.dap
+    # operation (creating a DistArray, a gather) meets this one there and
+    # every rank raises (before, the two waited in different collectives)
+    agree_quick(comm, None, None, "from_distarray")
     export, error = None, None
     try:
         export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
@@ -31,14 +36,14 @@ def from_distarray(obj, comm=None):
         buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
             np.asarray(memoryview(export["buffer"]))
     everyone = allgather_checked(comm, None if error is not None else
-                                 (export["dim_data"], buf.dtype.str, buf.shape), error,
+                                 (export["dim_data"], dtype_key(buf.dtype), buf.shape), error,
                                  "from_distarray")
     dist = Distribution.from_dim_data_per_rank([dd for dd, _, _ in everyone])
     # every rank sees every rank's dtype and shape: the same verdict everywhere
     dtypes = {dt for _, dt, _ in everyone}
     if len(dtypes) > 1:
         raise DapError("from_distarray: ranks export different dtypes: " + ", ".join(
-            f"rank {r}: {dt}" for r, (_, dt, _) in enumerate(everyone)))
+            f"rank {r}: {dt[1]}" for r, (_, dt, _) in enumerate(everyone)))
     for r, (_, _, shape) in enumerate(everyone):
         if tuple(shape) != dist.local_shape(r):
             raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "

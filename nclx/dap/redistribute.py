@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from nclx.dap.agreekeys import agree_quick, layout_key
+from nclx.dap.agreekeys import agree_quick, dtype_key, layout_key
 from nclx.dap.distribution import Distribution
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
@@ -365,8 +365,8 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     # (a 'u' permutation drawn per rank) would move garbage or wait forever
     # and the dtype: an elementwise call with per-rank scalars can give ranks
     # different dtypes, whose bytes the move would reinterpret
-    agree_quick(comm, (source, None if target is None else layout_key(target), da.dtype.str),
-                error, "redistribute", describe=_describe_move)
+    agree_quick(comm, (source, None if target is None else layout_key(target),
+                       dtype_key(da.dtype)), error, "redistribute", describe=_describe_move)
     move(comm, da._block, Layout.of(da.distribution), out, lay, key=(source, layout_key(target)))
     return type(da)._of(out, target, comm)     # agreed on the target above
 
@@ -378,4 +378,4 @@ def _describe_move(keys):
         return f"shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})"
     source, target, dtype = keys
     return f"source {one(source)}, " + ("no target" if target is None else
-                                         f"target {one(target)}") + f", dtype {dtype}"
+                                         f"target {one(target)}") + f", dtype {dtype[1]}"

@@ -17,12 +17,11 @@ and writes ``out=``.
 """
 import math
 
-import threading
-
 import numpy as np
 
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
+from nclx.dap import commstate
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.distribution import Distribution
@@ -58,34 +57,11 @@ _ASSOCIATIVE = frozenset(("add", "multiply", "maximum", "minimum", "fmax", "fmin
                           "bitwise_or", "bitwise_xor", "gcd", "lcm"))
 
 
-_KEYVAL = []    # the MPI attribute key under which a communicator keeps its splits
-_KEYLOCK = threading.Lock()
-
-
-def _free_splits(comm, keyval, splits):
+def _free_splits(splits):
     """The communicator is being freed (collectively): free its splits too."""
     for pair in splits.values():
         for c in pair:
-            try:
-                c.Free()
-            except Exception:  # noqa: BLE001 - MPI finalizing: nothing left to free
-                pass
-
-
-def _splits_of(comm):
-    """The sub-communicators made from ``comm``, kept on ``comm`` itself (an
-    MPI attribute): a communicator freed and another made with the same
-    handle never meet each other's splits (before, a cache keyed by the
-    handle gave the new one stale splits on some ranks: a hang)."""
-    from mpi4py import MPI
-    with _KEYLOCK:
-        if not _KEYVAL:
-            _KEYVAL.append(MPI.Comm.Create_keyval(delete_fn=_free_splits))
-    splits = comm.Get_attr(_KEYVAL[0])
-    if splits is None:
-        splits = {}
-        comm.Set_attr(_KEYVAL[0], splits)
-    return splits
+            c.Free()
 
 
 def _subcomms(dist, comm, axes):
@@ -105,7 +81,9 @@ def _subcomms(dist, comm, axes):
         return comm, MPI.COMM_SELF
     coords = dist.coords_from_rank(comm.Get_rank())
     key = (dist.grid_shape, coords, axes)
-    cache = _splits_of(comm)
+    # kept on the communicator itself: a freed one's handle, given to a new
+    # communicator, never meets its splits (before: a hang)
+    cache = commstate.kept(comm, "reduce splits", dict, _free_splits)
     if key in cache:
         return cache[key]
 

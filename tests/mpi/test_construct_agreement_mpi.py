@@ -75,7 +75,7 @@ def test_per_rank_dtypes_raise_everywhere():
     d = dap.Distribution.from_shape((4 * N,), nprocs=N)
     dt = np.float32 if rank == 0 else np.float64
     kind, msg = _error_of(lambda: dap.DistArray(np.zeros(d.local_shape(rank), dt), d, comm))
-    collective_assert(kind == "DapError" and "dtype" in msg and "rank 0: <f4" in msg,
+    collective_assert(kind == "DapError" and "dtype" in msg and "rank 0: dtype('float32')" in msg,
                       f"{kind}: {msg}")
     _same_everywhere(kind, msg)
 
@@ -107,3 +107,34 @@ def test_agreed_construction_costs_one_collective_and_keeps_the_layout():
     collective_assert(a.distribution is d and a.dtype == np.int16, "kept")
     b = a + a                                   # a result: no construction agreement
     collective_assert(b.distribution is d, "the result shares the Distribution")
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+@pytest.mark.parametrize("op", ["create", "gather", "redistribute"])
+def test_records_of_one_size_and_other_fields_are_told_apart(op):
+    """Both dtypes read '|V8': before, ranks moved each other's bytes."""
+    dt = [("a", "<i4"), ("b", "<f4")] if rank == 0 else [("b", "<f4"), ("a", "<i4")]
+    if op == "create":
+        kind, msg = _error_of(lambda: dap.DistArray.from_shape((4 * N,), dtype=dt, comm=comm))
+    else:
+        d = dap.Distribution.from_shape((4 * N,), nprocs=N)
+        a = dap.DistArray._of(np.zeros(d.local_shape(rank), dt), d, comm)   # past creation
+        kind, msg = _error_of(a.gather if op == "gather" else lambda: a.redistribute("c"))
+    collective_assert(kind == "DapError" and "dtype" in msg, f"{kind}: {msg}")
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+@pytest.mark.parametrize("other", ["from_distarray", "gather", "redistribute", "np.roll",
+                                   "from_global"])
+def test_creation_on_one_rank_and_another_call_elsewhere_raise_everywhere(other):
+    """Before: from_distarray hung (another collective first); the others
+    raised an AttributeError on the creating rank."""
+    a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
+    calls = {"from_distarray": lambda: dap.from_distarray(a, comm),
+             "gather": lambda: a.gather(root=0),
+             "redistribute": lambda: a.redistribute("c"),
+             "np.roll": lambda: np.roll(a, 1),
+             "from_global": lambda: dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)}
+    kind, msg = _error_of(lambda: dap.DistArray.from_shape((8 * N,), comm=comm) if rank == 0
+                          else calls[other]())
+    collective_assert(kind == "DapError" and "another operation" in msg, f"{kind}: {msg}")

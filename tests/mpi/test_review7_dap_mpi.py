@@ -121,3 +121,52 @@ def test_unary_plus_and_invert():
     collective_assert((+a).gather(root=None).tobytes() == (+g).tobytes(), "+a")
     collective_assert((~a).gather(root=None).tobytes() == (~g).tobytes(), "~a")
     collective_assert((~(a > 2)).gather(root=None).tobytes() == (~(g > 2)).tobytes(), "~(a > 2)")
+
+
+def test_thousands_of_exchanged_arrays_share_one_communicator():
+    """Before: each exchanged DistArray kept a comm.Dup() of its own, and
+    MPICH ran out of communicators after about 2,046 live arrays."""
+    a = dap.DistArray.from_global(np.arange(16.0 * N), comm=comm, padding=[1])
+    keep = []
+    for _ in range(2200):
+        b = a * 1.0
+        b.exchange_halos()
+        keep.append(b)
+    g = np.arange(16.0 * N)
+    for b in (keep[0], keep[-1]):
+        c = b.gather(root=None)
+        collective_assert(c.tobytes() == g.tobytes(), "values")
+    # the padding each holds is its neighbours' cells
+    m = keep[-1].distribution.maps(rank)[0]
+    idx = m.global_from_local(np.arange(m.local_size)) if hasattr(m, "global_from_local") else None
+    if idx is not None:
+        collective_assert(keep[-1]._block.tobytes() == g[idx % g.size].tobytes(), "padding")
+
+
+def test_two_arrays_in_flight_at_once_keep_their_messages_apart():
+    g1, g2 = np.arange(12.0 * N), -np.arange(12.0 * N)
+    a = dap.DistArray.from_global(g1, comm=comm, padding=[2], periodic=[True])
+    b = dap.DistArray.from_global(g2, comm=comm, padding=[2], periodic=[True])
+    want_a, want_b = a._block.copy(), b._block.copy()
+    a._block[...] = 0
+    b._block[...] = 0
+    own_a = a.distribution.owned_slices(rank)
+    a._block[own_a], b._block[own_a] = want_a[own_a], want_b[own_a]
+    ra, rb = a.start_halo_exchange(), b.start_halo_exchange()
+    rb.wait()
+    ra.wait()
+    collective_assert(a._block.tobytes() == want_a.tobytes() and
+                      b._block.tobytes() == want_b.tobytes(), "exchanged")
+
+
+@pytest.mark.skipif(N == 1, reason="a rank's own padding on one rank: no other rank waits")
+def test_a_block_made_read_only_after_its_first_exchange_is_not_written():
+    d = dap.Distribution.from_shape((4 * N,), nprocs=N, padding=[1], periodic=[True])
+    blk = np.full(d.local_shape(rank), float(rank))
+    a = dap.DistArray(blk, d, comm)
+    a.exchange_halos()                       # plan built, block writable
+    before = blk.copy()
+    blk.flags.writeable = False
+    kind, msg = _error_of(a.exchange_halos)
+    collective_assert(kind == "DapError" and "read-only" in msg, f"{kind}: {msg}")
+    collective_assert(blk.tobytes() == before.tobytes(), "the read-only block was written")
