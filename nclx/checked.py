@@ -25,11 +25,15 @@ Reductions inside the block run on one thread, so whether a sum overflows
 does not depend on the thread count.
 
 Errors travel through NumPy's own channel: the block sets
-``np.errstate(over="log")`` with a writer that turns an integer overflow into
-OverflowError, and hands any other overflow (floats) to the surrounding
-errstate -- warning, error, print, call or log -- with NumPy's message, ufunc
-name included.  An ``np.errstate(over=...)`` inside the block decides for
-both (``over="ignore"`` silences integer overflow too).
+``np.errstate(over="log")`` (``over="call"`` where the surrounding mode is
+"call", whose callback then gets NumPy's flags) with a writer that turns an
+integer overflow into OverflowError, and hands any other overflow (floats)
+to the surrounding errstate -- warning, error, print, call or log -- with
+NumPy's message, ufunc name included.  The other categories keep their
+modes; what NumPy hands the writer for them ("call" and "log" modes) goes
+to the surrounding callback or log object unchanged.  An
+``np.errstate(over=...)`` inside the block decides for both
+(``over="ignore"`` silences integer overflow too).
 
 Not covered (NumPy does not call a replaced loop there): NumPy scalar math
 (``np.int64(2**62) * 4``) and ``ufunc.at``.
@@ -57,22 +61,46 @@ _FPE_OVERFLOW = 2          # numpy's flag value handed to an errstate "call" cal
 
 
 class _Writer:
-    """The np.errstate(over="log") target of a checked() block."""
+    """The errstate callback of a checked() block: ``over`` is "log" (or
+    "call" where the surrounding ``over`` mode is "call", whose callback
+    NumPy gives the full flags); every other category keeps its own mode,
+    and what NumPy hands this object for those goes to the surrounding
+    callback or log object unchanged (before, a float division under
+    ``divide="call"`` raised TypeError and one under ``divide="log"`` was
+    handled as an overflow)."""
 
     def __init__(self, mode, call):
         self.mode = mode
         self.call = call
 
-    def write(self, msg):
-        text = msg.strip()
-        if text.startswith("Warning: "):
-            text = text[len("Warning: "):]
+    def _integer_overflow(self):
         info = _modes.take_checked_overflow()
         if info is not None:
             op, dtype, count = info
             if op in ("left_shift", "right_shift"):
                 raise OverflowError(f"bits lost in {op} ({dtype}): {count} element(s)")
             raise OverflowError(f"integer overflow in {op} ({dtype}): {count} element(s) wrapped")
+
+    def __call__(self, kind, flag):
+        """NumPy's "call" mode: an overflow (when the surrounding mode is
+        "call") or another category whose mode is "call"."""
+        if kind == "overflow":
+            self._integer_overflow()
+        if self.call is None:          # NumPy's own complaint
+            raise NameError(f"python callback specified for {kind} but no function found.")
+        return self.call(kind, flag)
+
+    def write(self, msg):
+        """NumPy's "log" mode: an overflow, or another category whose mode is "log"."""
+        text = msg.strip()
+        if text.startswith("Warning: "):
+            text = text[len("Warning: "):]
+        if not text.startswith("overflow"):
+            if self.call is None:
+                raise NameError(f"log specified for {text.split(' encountered', 1)[0]} but no "
+                                f"object with write method found.")
+            return self.call.write(msg)
+        self._integer_overflow()
         kind = text.split(" encountered", 1)[0]
         mode = self.mode
         if mode == "raise":
@@ -138,7 +166,11 @@ def checked():
             _acquire()
             _modes.checked_enter()
             _modes.take_checked_overflow()   # start clean
-            with np.errstate(over="log", call=_Writer(np.geterr()["over"], np.geterrcall())):
+            over = np.geterr()["over"]
+            # "log" gives the message (the ufunc's name) for the surrounding
+            # warn/raise/print/log; a surrounding "call" gets NumPy's flags
+            with np.errstate(over="call" if over == "call" else "log",
+                             call=_Writer(over, np.geterrcall())):
                 yield
         finally:
             _unwind(depth, mine)

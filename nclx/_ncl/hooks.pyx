@@ -89,6 +89,7 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     """Run a Python hook; 1 when the rest of the chain must still run."""
     cdef bint failed = False
     cdef bint punted
+    cdef Call c
     loop_error = None
     ncl_hook_depth_add(1)
     try:
@@ -103,7 +104,16 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         punted = c.punted
         loop_error = c.loop_error
         try:
-            c._end()
+            if failed and not punted:
+                # the rest of the chain computes the result: what the hook
+                # wrote before failing is dropped, never written back (an
+                # in-place call, a reduction's accumulator or an overlapping
+                # copy would read it back as input)
+                c._close()
+                c.call = NULL
+                c.node = NULL
+            else:
+                c._end()
         except BaseException:
             _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
     finally:
