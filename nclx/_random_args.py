@@ -200,4 +200,14 @@ def size_is_empty(size):
 def permutation_length(x):
     """(length, dtype of numpy.arange(x)) of an integer ``x``."""
     n = operator.index(x)
+    if n >= _HUGE:
+        # NumPy's own outcome: its error, or what arange makes of it (an
+        # empty float64 array for 2**63)
+        arr = np.arange(x)
+        return arr.size, arr.dtype
     return max(n, 0), np.arange(type(x)(0)).dtype
+
+
+#: lengths from which permutation(n) asks numpy.arange what n gives (no
+#: machine holds 2**40 int64)
+_HUGE = 1 << 40

@@ -72,7 +72,8 @@ def _final_argsort(func, method, inputs, kwargs):
     axis = kwargs["axis"]
     if k is not None and _plain(a, kwargs["order"]) and a.ndim > 0:
         v = a.ravel() if axis is None else None
-        if axis is not None and isinstance(axis, (int, np.integer)) and -a.ndim <= axis < a.ndim:
+        if axis is not None and isinstance(axis, (int, np.integer)) \
+                and not isinstance(axis, (bool, np.bool_)) and -a.ndim <= axis < a.ndim:
             v = np.moveaxis(a, int(axis), -1)
         if v is not None and v.size:
             vals = np.ascontiguousarray(v).reshape(-1, v.shape[-1])

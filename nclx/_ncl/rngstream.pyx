@@ -371,7 +371,7 @@ cdef class Stream:
         cdef rng_call c
         cdef npy_intp n
         cdef cnp.ndarray out
-        if type(x) is not int or not (x < (1 << 60)) or not _python_quiet():
+        if type(x) is not int or not (x < (1 << 40)) or not _python_quiet():
             return NotImplemented
         n = max(x, 0)
         memset(&c, 0, sizeof(c))

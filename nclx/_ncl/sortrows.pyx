@@ -110,13 +110,44 @@ cdef bint ncl_may_batch(void *v, void *arr) noexcept nogil:
             and _ndim(<PyArrayObject *>arr) >= 2)
 
 
+cdef bint _lanes_may_overlap(ncl_rows_state *s, int m, npy_intp span) noexcept nogil:
+    """Whether two lanes may share memory (an ``as_strided`` view sorted in
+    place).  The lanes are apart when the other dimensions nest: taken by
+    growing |stride|, each steps past everything the smaller ones span
+    (before, each stride was compared with one lane alone, and strides
+    (8n, 8n) over lanes of n int64 put lanes (0, 1) and (1, 0) on the same
+    memory: two threads sorted it at once and values were lost)."""
+    cdef npy_intp st[64]
+    cdef npy_intp sh[64]
+    cdef npy_intp a, b
+    cdef int k, i, used = 0
+    for k in range(m):
+        if s.shape[k] > 1:
+            a = s.stride[k] if s.stride[k] >= 0 else -s.stride[k]
+            i = used                      # insertion by |stride|
+            while i > 0 and st[i - 1] > a:
+                st[i] = st[i - 1]
+                sh[i] = sh[i - 1]
+                i -= 1
+            st[i] = a
+            sh[i] = s.shape[k]
+            used += 1
+    for k in range(used):
+        if st[k] < span:
+            return True
+        if sh[k] - 1 > (<npy_intp>0x7fffffffffffffff - span) // st[k]:
+            return True                   # a span past the address space: not ours
+        span += st[k] * (sh[k] - 1)
+    return False
+
+
 cdef int ncl_rows_batch(sort_job *j) noexcept nogil:
     """Sort every lane of the array NumPy is sorting, if this call is its
     first lane; 1 when done (j.rc set), 0 when the call is not a batch."""
     cdef PyArrayObject *a = <PyArrayObject *>j.arr
     cdef ncl_rows_state *s = ncl_rows()
     cdef int nd, d, axis = -1, k, m, nth = ncl_threads_now()
-    cdef npy_intp rows = 1, extent, st
+    cdef npy_intp rows = 1
     cdef npy_intp *dims
     cdef npy_intp *strides
     if a == NULL or nth < 2:
@@ -145,12 +176,8 @@ cdef int ncl_rows_batch(sort_job *j) noexcept nogil:
             m += 1
     if rows < 2 or rows * j.n < ncl_split_min(j):
         return 0
-    # lanes must not overlap: every other dimension steps past the lanes below it
-    extent = j.n * j.isz
-    for k in range(m):
-        st = s.stride[k] if s.stride[k] >= 0 else -s.stride[k]
-        if s.shape[k] > 1 and st < extent:
-            return 0
+    if _lanes_may_overlap(s, m, j.n * j.isz):
+        return 0          # NumPy's order, one lane after the other
     s.nd = m
     s.arr = j.arr
     s.n = j.n
