@@ -17,7 +17,7 @@ from nclx._fused_program import Step
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
 
-__all__ = ["Untraceable", "SUPPORTED"]
+__all__ = ["Untraceable", "StateChanged", "SUPPORTED"]
 
 #: dtypes the executor runs (type characters)
 SUPPORTED = frozenset("?bBhHiIlLqQfd")
@@ -27,6 +27,12 @@ _PY_SCALARS = (bool, int, float)
 
 class Untraceable(NclxError):
     """The function cannot be fused; str() says why (callers run it eagerly)."""
+
+
+class StateChanged(Untraceable):
+    """A step ran under other error handling or warning filters than the
+    call's: this call runs eagerly, and the answer is not kept (another
+    thread may have changed the process's warning filters meanwhile)."""
 
 
 class _Tape:
@@ -43,7 +49,9 @@ class _Tape:
         # (an np.errstate or warnings.catch_warnings inside the function) is eager
         self.err = np.geterr()
         self.errcall = np.geterrcall()
-        self.filters = warnings.filters
+        self.filters = list(warnings.filters)     # by content: another thread's
+        #                                           catch_warnings() copies the list
+        self.state_changed = False
 
     def new_slot(self):
         self.nslots += 1
@@ -56,8 +64,11 @@ class _Tape:
         return Untraceable(why)
 
     def check_state(self, what):
-        if warnings.filters is not self.filters or np.geterrcall() is not self.errcall \
-                or np.geterr() != self.err:
+        if np.geterrcall() is not self.errcall or np.geterr() != self.err \
+                or warnings.filters != self.filters:
+            # not kept as the signature's answer: the warning filters are the
+            # process's, and another thread may have changed them meanwhile
+            self.state_changed = True
             raise self.refuse(f"{what} under an np.errstate, np.seterr or warning filter set "
                               f"inside the function (a fused run reports under the caller's)")
 

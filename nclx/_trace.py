@@ -43,9 +43,10 @@ import numpy as np
 
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
-from nclx._probe import SUPPORTED, Untraceable, _Probe, _Reduced, _Tape
+from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
+from nclx._probe import SUPPORTED, StateChanged, Untraceable, _Probe, _Reduced, _Tape
 
-__all__ = ["Untraceable", "trace"]
+__all__ = ["Untraceable", "StateChanged", "trace"]
 
 
 def _first_values(a):
@@ -57,22 +58,25 @@ def _first_values(a):
 
 
 def _other_values(a, first):
-    """The second trace's probe values: for an array three elements (its first
-    one, one above it, one below it where the dtype has them), for a 0-d
-    array one other value -- so that anything taken from a probe's size,
-    order or values (``np.asarray(x).mean()``, an escaped ``argmax``, a
-    branch on a value) differs between the two traces."""
+    """The second trace's probe values: for an array three elements (``mid``,
+    ``hi``, ``lo``: the first neither the first trace's value nor the least
+    or greatest), for a 0-d array one other value -- so that anything taken
+    from a probe's size, order or values (``np.asarray(x)[0]``, ``.mean()``,
+    an escaped ``argmax`` or ``argmin``, a branch on a value) differs
+    between the two traces."""
     v = first[0]
     with np.errstate(all="ignore"):
         if a.dtype.kind == "b":
-            hi, lo = not v, not v
-        elif a.dtype.kind in "iu":
-            hi, lo = v + a.dtype.type(2), v - a.dtype.type(1)     # wrapping
+            mid, hi, lo = not v, not v, v
+        elif a.dtype.kind in "iu":             # wrapping at the ends of the range
+            one = a.dtype.type(1)
+            mid, hi, lo = v + one, v + one + one + one, v - one
         elif np.isfinite(v):
-            hi, lo = v + abs(v) + 1, v - abs(v) - 1
+            d = abs(v) + 1
+            mid, hi, lo = v + d / 2, v + d, v - d
         else:
-            hi, lo = 1.0, -1.0
-    return np.array([hi] if a.ndim == 0 else [v, hi, lo], dtype=a.dtype)
+            mid, hi, lo = 0.5, 1.0, -1.0
+    return np.array([mid] if a.ndim == 0 else [mid, hi, lo], dtype=a.dtype)
 
 
 def _trace_once(fn, args, positions, values):
@@ -88,16 +92,22 @@ def _trace_once(fn, args, positions, values):
     try:
         out = fn(*call)
     except Untraceable:
+        if tape.state_changed:
+            raise _refusal(tape) from None
         raise
     except Exception as exc:
         if tape.poisoned is not None:
-            raise Untraceable(tape.poisoned) from None
+            raise _refusal(tape) from None
         raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
     if tape.poisoned is not None:             # refused, and the function caught it
-        raise Untraceable(tape.poisoned)
+        raise _refusal(tape)
     if any(v.tobytes() != k.tobytes() for v, k in zip(values, kept)):
         raise Untraceable("the function changed an argument in place")
     return tape, out
+
+
+def _refusal(tape):
+    return (StateChanged if tape.state_changed else Untraceable)(tape.poisoned)
 
 
 def _result_slot(tape, out):
@@ -156,6 +166,11 @@ def trace(fn, args):
     remap.update({old: nin + k for k, old in enumerate(temps)})
     steps = tuple(Step(st.ufunc, st.chars, tuple(remap[i] for i in st.ins), remap[st.out])
                   for st in tape.steps)
+    if nin + len(temps) > MAX_SLOTS or len(steps) > MAX_STEPS:
+        # before: the executor refused the program with a ValueError the
+        # caller saw (a 40-step expression raised instead of running)
+        raise Untraceable(f"{len(steps)} steps over {nin + len(temps)} operands and temporaries "
+                          f"(the executor runs at most {MAX_STEPS} steps over {MAX_SLOTS})")
     kind, chars = (tape.reduced[0], tape.reduced[1]) if tape.reduced is not None else (None, None)
     program = Program(steps, nin + len(temps), nin, remap[result], kind, chars)
     return program, [v for _, v in tape.constants], positions

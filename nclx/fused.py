@@ -154,9 +154,12 @@ def _run(fn, args, plans, out, frozen=()):
         if plan is None:
             try:
                 plan = _trace.trace(fn, args)
+                plans.put(key, plan)
+            except _trace.StateChanged as exc:     # this call only: not kept
+                plan = str(exc)
             except _trace.Untraceable as exc:
                 plan = str(exc)
-            plans.put(key, plan)
+                plans.put(key, plan)
         if isinstance(plan, str):
             why, plan = plan, None
     if plan is None:
@@ -239,19 +242,28 @@ def _names(code):
     return names
 
 
+class _Same:
+    """An object in a trace's key, compared by identity: its own ``__eq__``
+    and ``__hash__`` never run (they may raise, or return arrays)."""
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __eq__(self, other):
+        return type(other) is _Same and other.obj is self.obj
+
+    def __hash__(self):
+        return id(self.obj)
+
+
 def _value_key(v):
     """A frozen value's part of a trace's key: a scalar's type and bits; any
-    other hashable object itself (a helper function, a ufunc, a module:
-    rebinding the name traces again); None for an unhashable one (a
-    container: not covered, docs/fused.md)."""
+    other object by identity (a helper function, a ufunc, a module:
+    rebinding the name traces again; a container changed in place is not
+    covered, docs/fused.md)."""
     k = _arg_key(v)
-    if k is not None:
-        return k
-    try:
-        hash(v)
-    except TypeError:
-        return None
-    return ("o", type(v), v)
+    return k if k is not None else _Same(v)
 
 
 def _frozen(fn):

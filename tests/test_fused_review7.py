@@ -203,3 +203,95 @@ def test_type_characters_are_kept(char):
 def test_a_deeply_nested_expression_is_a_syntax_error(text):
     with pytest.raises(SyntaxError, match="nested too deeply"):
         nclx.evaluate(text, local_dict={"a": np.arange(10.0)})
+
+
+# ------------------------------------------- found by review of the fixes
+def test_the_first_element_read_past_the_probe_is_not_frozen():
+    @nclx.fuse
+    def centred(x):
+        return x - np.asarray(x)[0]
+    a = np.arange(float(N))
+    b = a + 5.0
+    centred(a)
+    assert _same(centred(b), b - b[0])           # before: b - a[0]
+    assert centred.explain(a) != "fused"
+
+
+class _Mode:
+    def __init__(self, k):
+        self.k = k
+
+    def __hash__(self):
+        return hash(self.k)
+
+    def __eq__(self, other):               # an array, as NumPy-minded classes do
+        return np.array([self.k, 0]) == np.array([getattr(other, "k", None), 0])
+
+
+class _Lazy:
+    def __hash__(self):
+        raise RuntimeError("not ready")
+
+
+MODE = _Mode(1)
+LAZY = _Lazy()
+
+
+def test_globals_with_odd_hash_or_eq_do_not_break_the_cache():
+    global MODE
+    f = nclx.fuse(lambda x: x * 2.0 if MODE is not None else x)
+    g = nclx.fuse(lambda x: x * 2.0 if LAZY is not None else x)
+    f(A)
+    MODE = _Mode(1)                        # same hash, an __eq__ returning an array
+    try:
+        assert _same(f(A), A * 2.0)        # before: ValueError (truth of an array)
+        assert _same(g(A), A * 2.0)        # before: RuntimeError from __hash__
+    finally:
+        MODE = _Mode(1)
+
+
+def test_another_threads_warning_filters_do_not_disable_fusing_for_good():
+    """Another thread enters warnings.catch_warnings() while the first trace
+    runs (the process's filters change under it): that call runs eagerly,
+    and the next one traces again (before, the refusal was kept for good)."""
+    import threading
+    entered, leave = threading.Event(), threading.Event()
+    first = []
+
+    def other():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            entered.set()
+            leave.wait(10)
+
+    def g(x):
+        y = x * 1.0001
+        if not first:                       # the first trace only
+            first.append(threading.Thread(target=other))
+            first[0].start()
+            entered.wait(10)
+        return y + 0.5
+    f = nclx.fuse(g)
+    try:
+        assert _same(f(A), A * 1.0001 + 0.5)
+    finally:
+        leave.set()
+        first[0].join(10)
+    assert _same(f(A), A * 1.0001 + 0.5)
+    plans = list(f.plans.items.values())
+    assert plans and not isinstance(plans[-1], str), plans
+
+
+@pytest.mark.parametrize("n", [20, 40, 200])
+def test_programs_longer_than_the_executor_takes_run_eagerly(n):
+    """Before: the executor's ValueError (at most 64 slots) reached the caller."""
+    def g(x):
+        y = x
+        for _ in range(n):
+            y = y * 1.0001 + 0.5
+        return y
+    f = nclx.fuse(g)
+    assert _same(f(A), g(A))
+    assert "executor runs at most" in f.explain(A)
+    text = "+".join(["a*1.5"] * n)
+    assert _same(nclx.evaluate(text, local_dict={"a": A}), eval(text, {"a": A}))

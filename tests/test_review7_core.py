@@ -150,3 +150,26 @@ def test_a_non_callable_call_target_fails_as_numpy_does():
     with np.errstate(divide="call", call=Log()):
         stock, inside = _stock_and_checked(lambda: a / 0)
     assert stock == inside and stock[0] == "TypeError"
+
+
+@pytest.mark.parametrize("runner", ["run_numpy", "run_nclx", "next"])
+def test_a_hook_that_ran_the_loop_then_raised_is_not_computed_twice(installed,
+                                                                      quiet_unraisable, runner):
+    """Found by review of the fix above: run_numpy() wrote the real output
+    (for `a += b` the input too), then the chain recomputed from it."""
+    def run_then_raise(call):
+        getattr(call, runner)()
+        raise ValueError("bug")
+    h = hooks.register("funnel", "binary", run_then_raise)
+    try:
+        a = np.arange(5.0)
+        a += np.ones(5)
+    finally:
+        h.remove()
+    assert a.tolist() == [1.0, 2.0, 3.0, 4.0, 5.0]          # before: [2, 3, 4, 5, 6]
+    h = hooks.register("funnel", "reduce", run_then_raise)
+    try:
+        got = np.arange(5.0).sum()
+    finally:
+        h.remove()
+    assert got == 10.0                                       # before: 20.0

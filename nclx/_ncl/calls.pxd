@@ -6,6 +6,7 @@ cdef class Call:
     cdef ncl_node *node
     cdef ncl_call *call
     cdef readonly bint punted
+    cdef readonly bint ran            # run_numpy()/run_nclx() wrote the loop's output
     cdef readonly object loop_error   # the Python error a loop set under next()
     cdef list _mirrors          # per operand: (mirror array, shared with operand j or -1)
     cdef int busy               # next()/run_*() calls running now (any thread)

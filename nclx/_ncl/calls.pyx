@@ -60,6 +60,7 @@ cdef class Call:
         c.node = node
         c.call = call
         c.punted = False
+        c.ran = False
         c._mirrors = None
         c.busy = 0
         c.closing = False
@@ -207,6 +208,7 @@ cdef class Call:
         self.busy += 1
         try:
             self._flush()
+            self.ran = True
             with nogil:
                 loop(call.args, call.dimensions, call.steps, call.data)
             if self._mirrors is not None:

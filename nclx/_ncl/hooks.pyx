@@ -101,14 +101,18 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
             if exc is not c.loop_error:
                 failed = True
                 _report(node, hook, f"hook {node.name.decode()!r}")
-        punted = c.punted
+        # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
+        # output itself: the call is done, even if the hook then failed
+        punted = c.punted or c.ran
         loop_error = c.loop_error
         try:
-            if failed and not punted:
-                # the rest of the chain computes the result: what the hook
-                # wrote before failing is dropped, never written back (an
-                # in-place call, a reduction's accumulator or an overlapping
-                # copy would read it back as input)
+            if failed:
+                # what the hook wrote to its mirror before failing is dropped,
+                # never written back: the output holds the loop's result, or
+                # the rest of the chain computes it (an in-place call, a
+                # reduction's accumulator or an overlapping copy would read
+                # the hook's values back as input; and a loop's result
+                # recomputed from an in-place output counts twice)
                 c._close()
                 c.call = NULL
                 c.node = NULL

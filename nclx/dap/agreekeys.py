@@ -16,7 +16,8 @@ from nclx.dap.distribution import same_dim_dict
 from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
-__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences", "dtype_key"]
+__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences", "dtype_key",
+           "operation_of"]
 
 
 def layout_key(dist):
@@ -79,7 +80,7 @@ def agree_quick(comm, value, error, what, describe=repr):
 def _described(what, describe):
     def one(v):
         if not (isinstance(v, tuple) and len(v) == 2 and v[0] == what):
-            return f"arguments of another operation ({_operation_of(v)})"
+            return f"arguments of another operation ({operation_of(v)})"
         try:
             return describe(v[1])
         except Exception:  # noqa: BLE001 - a value of another shape: as it is
@@ -87,7 +88,7 @@ def _described(what, describe):
     return one
 
 
-def _operation_of(v):
+def operation_of(v):
     """The operation a rank's agreement payload came from (its first string)."""
     if isinstance(v, tuple) and v and v[0] == _LAYOUT and len(v) > 1:
         return v[1]
@@ -157,7 +158,7 @@ def agree_layout(comm, dist, dtype, error, what):
     views = allgather_checked(comm, None if error is not None else
                               (_LAYOUT, what, [list(col) for col in dist._dims], value[1]),
                               error, what)
-    others = [(r, _operation_of(v)) for r, v in enumerate(views)
+    others = [(r, operation_of(v)) for r, v in enumerate(views)
               if not (isinstance(v, tuple) and len(v) == 4 and v[:2] == (_LAYOUT, what))]
     if others:
         raise DapError(f"{what}: the ranks made different calls (another operation runs on "

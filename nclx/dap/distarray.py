@@ -93,7 +93,10 @@ class DistArray:
     def _of(cls, local, distribution, comm):
         """A DistArray whose ranks already agree on ``distribution`` (nclx's
         own results: derived from agreed layouts, or built after an
-        agreement): no collective."""
+        agreement): no collective.  A subclass is built through its own
+        ``__init__`` (every rank calls this, so its agreement is met)."""
+        if cls is not DistArray:
+            return cls(local, distribution, comm)
         return cls.__new__(cls)._setup(local, distribution, comm)
 
     def _setup(self, local, distribution, comm):

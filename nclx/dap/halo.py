@@ -21,14 +21,11 @@ requests), or packed into contiguous buffers where the block is not
 C-contiguous; the choice was measured (docs/dap.md).
 """
 import itertools
-import threading
 import weakref
 
 import numpy as np
 
-from nclx.dap.agreekeys import layout_differences
-from nclx.dap.collective import allgather_checked
-from nclx.dap.commstate import kept
+from nclx.dap.halocomm import agree_plan, shared_comm, take_tags
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -175,7 +172,9 @@ def _free_plan(plan):
     for group in getattr(plan, "types", None) or ():
         for t in group:
             t.Free()
-    plan.persistent = plan.types = plan.comm = None     # the communicator is shared
+    if getattr(plan, "own_comm", False):
+        plan.comm.Free()
+    plan.persistent = plan.types = plan.comm = None     # else the communicator is shared
 
 
 class HaloRequest:
@@ -241,11 +240,14 @@ def _plan_for(da):
         plan.datatype_ok = block.flags.c_contiguous and _typed(block.dtype, MPI)
     except Exception as exc:  # noqa: BLE001 - a MemoryError too: raised on every rank
         error = exc
-    index = _next_index(da.comm)     # on every rank, failing or not: the counts stay equal
-    _agree_layout(da, error, index)  # raises the same DapError on every rank
-    plan.comm, capacity = _shared_comm(da.comm, MPI)
-    regions = 3 ** da.distribution.ndim
-    base = (index % max(1, capacity // regions)) * regions
+    agree_plan(da, error)            # raises the same DapError on every rank
+    # after the agreement: every rank takes its range, or none does (the
+    # ranks' counters stay equal)
+    base = take_tags(da.comm, 3 ** da.distribution.ndim, MPI)
+    if base is None:                 # more regions than tags: a communicator of its own
+        plan.comm, plan.own_comm, base = da.comm.Dup(), True, 0
+    else:
+        plan.comm = shared_comm(da.comm)
     plan.recvs = [(r, t + base, sl, b) for r, t, sl, b in plan.recvs]
     plan.sends = [(r, t + base, sl, b) for r, t, sl, b in plan.sends]
     if cached is not None:
@@ -253,65 +255,6 @@ def _plan_for(da):
         _free_plan(cached[1])
     da._halo_plan = (key, plan, weakref.finalize(da, _free_plan, plan))
     return plan
-
-
-_LOCK = threading.Lock()
-
-
-def _free_state(state):
-    if state["comm"] is not None:
-        state["comm"].Free()
-
-
-def _state(comm):
-    """This communicator's exchange state: its duplicate, plans built so far."""
-    return kept(comm, "halo", lambda: {"comm": None, "next": 0}, _free_state)
-
-
-def _next_index(comm):
-    """The number of this exchange plan among those built on ``comm`` (every
-    rank builds its plans in the same order: the agreement checks it)."""
-    state = _state(comm)
-    with _LOCK:
-        index = state["next"]
-        state["next"] += 1
-    return index
-
-
-def _shared_comm(comm, MPI):
-    """One duplicate of ``comm`` for every exchange plan on it (kept on
-    ``comm``, freed with it) and the largest tag it takes; plans keep apart by
-    their tags (before, each DistArray's plan held a duplicate of its own,
-    and MPICH ran out of communicators after about 2,000 arrays).  The
-    duplicate is made collectively, at the first plan's agreement."""
-    state = _state(comm)
-    if state["comm"] is None:
-        state["comm"] = comm.Dup()
-    ub = state["comm"].Get_attr(MPI.TAG_UB)
-    return state["comm"], int(ub) if ub else 32767
-
-
-def _agree_layout(da, error, index=None):
-    """One allgather of every rank's error and its whole view of the layout
-    (its Distribution's columns): every rank must see the same layout, or
-    the plans would not match (a rank waiting for cells its neighbour does
-    not send, or a message truncated on one side only).  On any difference
-    every rank raises the same DapError naming, per dimension, the groups of
-    ranks that disagree and the padding each group sees.  (A DistArray's
-    constructor already agrees on its layout; this catches one built past
-    it.)"""
-    views = allgather_checked(da.comm, (index, [list(col) for col in da.distribution._dims]),
-                              error, "halo exchange")
-    indexes = [v[0] for v in views]
-    if len(set(indexes)) > 1:
-        raise DapError("halo exchange: the ranks built their exchange plans in different "
-                       "orders (every rank must exchange its DistArrays in the same order the "
-                       "first time): " + ", ".join(f"rank {r}: plan {i}"
-                                                   for r, i in enumerate(indexes)))
-    lines = layout_differences([v[1] for v in views])
-    if lines:
-        raise DapError("halo exchange: every rank must hold the same Distribution\n"
-                       + "\n".join(lines))
 
 
 def _subarray(block, slices, MPI):

@@ -30,7 +30,7 @@ from nclx.ipc.decode import (
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
 from nclx.ipc.segment import Mapping
 from nclx.ipc.stream import BatchStream
-from nclx.ipc.transport import FrameSocket, tune
+from nclx.ipc.transport import MIN_RATE, FrameSocket, tune
 from nclx.ipc.uri import parse_uri
 from nclx.ipc.wire import BODY_SHM, DEFAULT_MAX_FRAME, KIND_TAGGED, encode_free_data
 
@@ -52,10 +52,18 @@ class Client:
         (the result then owns its memory).
     validate : bool
         Run ``RecordBatch.validate(full=True)`` on every received batch.
+    min_rate : float or None
+        A frame of n bytes must arrive within ``timeout + n / min_rate``
+        seconds (default 8 KiB/s), so a server trickling bytes cannot hold
+        the client for ever; None: only silences longer than ``timeout``
+        end a stream.
     """
 
     def __init__(self, uri, *, timeout=30.0, max_frame=DEFAULT_MAX_FRAME, copy=False,
-                 validate=True, _first_seq=0):
+                 validate=True, min_rate=MIN_RATE, _first_seq=0):
+        if min_rate is not None and not min_rate > 0:
+            raise ValueError(f"min_rate must be a positive rate in bytes a second or None, "
+                             f"not {min_rate!r}")
         self.endpoint = ep = parse_uri(uri)
         self.uri = uri
         self.timeout = timeout
@@ -66,7 +74,7 @@ class Client:
         sock = socket.create_connection((ep.host, ep.port), timeout=timeout)
         tune(sock)
         self.fs = FrameSocket(sock, max_frame=max_frame, timeout=timeout,
-                              peer=f"server {ep.host}:{ep.port}")
+                              peer=f"server {ep.host}:{ep.port}", min_rate=min_rate)
         self._pid = os.getpid()
         self._wlock = threading.Lock()
         self._claim = threading.Lock()    # a BatchStream's check-and-claim of the connection

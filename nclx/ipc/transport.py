@@ -18,8 +18,9 @@ from nclx.ipc.wire import KINDS, Frame, decode_frame_header, encode_frame_header
 
 SMALL = 64 * 1024          # payloads up to this size are copied out of the read buffer
 _BUFSIZE = 256 * 1024
-#: the slowest rate a client accepts for a frame once its timeout has passed
-MIN_RATE = 256 * 1024
+#: the slowest rate a client accepts for a frame by default (bytes a second;
+#: ``Client(min_rate=...)``): a 64 MiB batch may take two hours and more
+MIN_RATE = 8 * 1024
 _IOV_MAX = 512
 
 
@@ -49,14 +50,15 @@ class FrameSocket:
     (a server's: requests are small, and a peer trickling a byte at a time
     must not hold a connection forever); else ``timeout`` bounds each
     silence (a client's: batch bodies may be a GiB on a slow link) and a
-    frame of ``n`` bytes must complete within ``timeout + n / MIN_RATE``
+    frame of ``n`` bytes must complete within ``timeout + n / min_rate``
     seconds (a server trickling a byte at a time holds a client that long
-    at most).
+    at most; ``min_rate=None``: no such bound).
     """
 
     def __init__(self, sock, *, max_frame, allowed_kinds=KINDS, timeout=60.0, poll=None,
-                 peer="peer", per_frame=False):
+                 peer="peer", per_frame=False, min_rate=MIN_RATE):
         self.sock = sock
+        self.min_rate = min_rate
         self.per_frame = per_frame
         self.max_frame = max_frame
         self.allowed_kinds = tuple(allowed_kinds)
@@ -102,8 +104,8 @@ class FrameSocket:
                                    f"{self.timeout} s")
             if self._hard is not None and n and time.monotonic() > self._hard[0]:
                 raise TimeoutError(f"{self.peer} did not complete {what} within "
-                                   f"{self._hard[1]:.1f} s (at least {MIN_RATE >> 10} KiB/s "
-                                   f"after {self.timeout} s)")
+                                   f"{self._hard[1]:.1f} s (timeout {self.timeout} s, then "
+                                   f"min_rate {self.min_rate} bytes/s)")
             return n
 
     def _fill(self, need, deadline, what, at_boundary):
@@ -136,10 +138,10 @@ class FrameSocket:
     def _frame_limit(self, nbytes):
         """A frame of ``nbytes`` started now: when it must be complete (a
         client's; a server's frames have ``per_frame``)."""
-        if self.per_frame or self.timeout is None:
+        if self.per_frame or self.timeout is None or not self.min_rate:
             self._hard = None
         else:
-            allowed = self.timeout + nbytes / MIN_RATE
+            allowed = self.timeout + nbytes / self.min_rate
             self._hard = (time.monotonic() + allowed, allowed)
 
     def recv_frame(self, idle=False):

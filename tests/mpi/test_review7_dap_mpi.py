@@ -170,3 +170,55 @@ def test_a_block_made_read_only_after_its_first_exchange_is_not_written():
     kind, msg = _error_of(a.exchange_halos)
     collective_assert(kind == "DapError" and "read-only" in msg, f"{kind}: {msg}")
     collective_assert(blk.tobytes() == before.tobytes(), "the read-only block was written")
+
+
+@pytest.mark.skipif(N == 1, reason="needs a neighbour rank")
+def test_plans_of_different_ndim_in_flight_in_either_order_keep_their_tags():
+    """Before, a 3-d plan's tags (0..26) and the next 2-d plan's (9..17)
+    overlapped: exchanges started in other orders on other ranks swapped
+    the arrays' cells."""
+    A = dap.DistArray.from_shape((4, 4 * N, 1), grid_shape=(1, N, 1), padding=[0, 1, 0],
+                                 dist=("n", "b", "n"), periodic=[False, True, False],
+                                 comm=comm)
+    B = dap.DistArray.from_shape((4 * N, 4), grid_shape=(N, 1), padding=[1, 0],
+                                 dist=("b", "n"), periodic=[True, False], comm=comm)
+    A.exchange_halos()
+    B.exchange_halos()
+    A.owned[...] = 100 + rank
+    B.owned[...] = 200 + rank
+    if rank % 2 == 0:
+        ra, rb = A.start_halo_exchange(), B.start_halo_exchange()
+    else:
+        rb, ra = B.start_halo_exchange(), A.start_halo_exchange()
+    ra.wait()
+    rb.wait()
+    nb = {(rank - 1) % N, (rank + 1) % N}
+    got_a = set(np.unique(A._block[A._block != 100 + rank]).tolist()) - {100.0 + rank}
+    got_b = set(np.unique(B._block[B._block != 200 + rank]).tolist()) - {200.0 + rank}
+    collective_assert(got_a <= {100.0 + r for r in nb} and got_b <= {200.0 + r for r in nb},
+                      f"A padding {got_a}, B padding {got_b}")
+
+
+@pytest.mark.skipif(N == 1, reason="needs two ranks that disagree")
+def test_a_first_exchange_meeting_a_creation_raises_everywhere():
+    A = dap.DistArray.from_shape((8 * N, 8), padding=[1, 0], grid_shape=(N, 1), comm=comm)
+    kind, msg = _error_of(lambda: A.exchange_halos() if rank == 0 else
+                          dap.DistArray.from_shape((8 * N, 8), comm=comm))
+    collective_assert(kind == "DapError" and "another operation" in msg, f"{kind}: {msg}")
+
+
+class _Field(dap.DistArray):
+    def __init__(self, local, distribution, comm=None, units="K"):
+        super().__init__(local, distribution, comm)
+        self.units = units
+
+
+def test_subclasses_keep_their_init_through_nclx_builders():
+    """Found by review: from_shape, from_global and redistribute built
+    subclasses past their __init__ (no .units)."""
+    g = np.arange(8.0 * N)
+    for make in (lambda: _Field.from_shape((8 * N,), comm=comm),
+                 lambda: _Field.from_global(g, comm=comm),
+                 lambda: _Field.from_global(g, comm=comm).redistribute("c")):
+        x = make()
+        collective_assert(type(x) is _Field and x.units == "K", type(x).__name__)
