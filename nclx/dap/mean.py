@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 
+from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.reduce import normalize_axes
 from nclx.dap.validate import DapError
 
@@ -29,7 +30,11 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
         empty = count == 0
     else:
-        mask = where if isinstance(where, cls) else \
+        # a mask in another distribution is redistributed to this one, as the
+        # sum's own where= is (before, the count was taken in the mask's
+        # layout and divided block by block: wrong values, or a broadcast
+        # error on some ranks)
+        mask = self._aligned(where) if isinstance(where, _ufuncs._distarray()) else \
             cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
         count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)

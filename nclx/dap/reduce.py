@@ -260,6 +260,11 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
 
 def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial, kernels, spec):
     """This rank's partial result over its counted cells (``block``), of ``spec``."""
+    if ufunc.identity is None and initial is np._NoValue and not (
+            isinstance(where, (bool, np.bool_)) and where):
+        # NumPy refuses it whatever the data (before: an empty array gave [])
+        raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an identity, "
+                         f"so to use a where mask one has to specify 'initial'")
     # installed: NumPy's ufunc reaches nclx's loops and every hook chain
     # (nclx.checked() included); otherwise nclx's own ufuncs
     fn = kernels(ufunc) if kernels is not None and not is_installed() else ufunc
@@ -280,6 +285,10 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
         partial = np.asarray(_reduce(fn, ufunc, block, axes, kw))
     else:
         start = start_value(ufunc.__name__, rdtype)
+        if ufunc.__name__ in ("fmax", "fmin") and np.dtype(rdtype).kind in "fc":
+            # fmax/fmin skip NaN: a NaN start leaves an all-NaN slice NaN, as
+            # NumPy's nanmax gives (before, an empty rank's -inf won: -inf)
+            start = np.dtype(rdtype).type(np.nan)
         if start is None and np.dtype(rdtype).kind == "c" and \
                 ufunc.__name__ in ("maximum", "minimum", "fmax", "fmin"):
             # NumPy orders complex numbers by (real, imag): +-inf in both is extreme

@@ -56,6 +56,9 @@ def histogram(a, bins=10, range=None, density=None, weights=None):
     values = a.owned
     try:
         if isinstance(bins, str):
+            if weights is not None:       # NumPy's own refusal, in its type
+                raise TypeError("Automated estimation of the number of bins is not supported "
+                                "for weighted data")
             raise DapError(f"np.histogram: bins={bins!r} (an estimator over the data) is not "
                            f"supported for a DistArray; give a number of bins or the edges")
         if isinstance(bins, DistArray) or isinstance(range, DistArray):

@@ -81,8 +81,14 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=Tr
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """Sum over count of the non-NaN cells (two collectives; 1e-12 relative);
     NaN and NumPy's "Mean of empty slice" warning where none is left."""
-    if a.dtype.kind not in "fc":
-        return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims), out, "np.nanmean")
+    if a.dtype.kind not in "fc":           # NumPy's np.mean, where= included
+        return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims, where=where), out,
+                      "np.nanmean")
+    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    if out is not None and getattr(out, "dtype", None) is not None \
+            and not np.issubdtype(out.dtype, np.inexact):
+        raise TypeError("If a is inexact, then out must be inexact")
     m = _mask(a, where, "np.nanmean")
     cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
     tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
@@ -101,8 +107,8 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if mean is not np._NoValue:
         raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
     ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"))
-    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True), out,
-                  "np.nanvar")
+    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
+                             nan_where_bad=True), out, "np.nanvar")
 
 
 @implements(np.nanstd)

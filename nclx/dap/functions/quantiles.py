@@ -136,10 +136,15 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
     else:
         local = agreed_call(a.comm, lambda: np.asarray(fn(owned, ax)), agree_what, agree_what)
     want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)
-    if owned.size == 0 and local.shape != want:
-        # NumPy's nan-quantiles of an empty block drop q's dimensions (they
-        # return np.nanmean's result): this rank's empty part, in its dtype
-        local = np.empty(want, local.dtype)
+    if owned.size == 0:
+        # an empty block's result takes the dtype a non-empty one gives
+        # (NumPy's nan-quantiles of an empty block return np.nanmean's
+        # float64 and drop q's dimensions; other ranks' int64 'lower' results
+        # then differed from it); where the reduced axis itself is empty the
+        # cells are NaN (before: uninitialised memory)
+        dt = np.asarray(fn(np.zeros((1,) * owned.ndim, owned.dtype), ax)).dtype
+        if local.shape != want or local.dtype != dt:
+            local = np.full(want, np.nan if dt.kind in "fc" else 0, dt)
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
     for d in range(dist.ndim):
         if d != ax:

@@ -51,9 +51,11 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
     return ss, n
 
 
-def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=False):
+def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=False,
+               nan_where_bad=False):
     """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
-    (``n`` an int, an array or a DistArray: kept dimensions of the count)."""
+    (``n`` an int, an array or a DistArray: kept dimensions of the count);
+    with ``nan_where_bad`` NaN there (NumPy's nanvar/nanstd)."""
     nn = n._block if is_da(n) else np.asarray(n)
     if is_da(n):
         bad = bool(reduce_parts(n, np.asarray(nn - ddof <= 0), np.logical_or, None))
@@ -61,7 +63,17 @@ def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=F
         bad = bool(np.any(nn - ddof <= 0))
     if bad:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
-    return divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
+    r = divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
+    if bad and nan_where_bad:
+        where = np.asarray(nn - ddof <= 0)
+        if is_da(r):               # divide_keep's block is its own copy
+            np.copyto(r._block, np.nan, where=np.reshape(where, r._block.shape)
+                      if where.ndim else where)
+        elif np.ndim(r):
+            np.copyto(r, np.nan, where=np.reshape(where, np.shape(r)) if where.ndim else where)
+        else:
+            r = np.asarray(r).dtype.type(np.nan)
+    return r
 
 
 def divide_keep(x, n, quiet=False):
@@ -134,6 +146,8 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
                                                        if not is_da(avg) else avg.dtype))[()]
             if is_da(avg):
                 scl = wrap(np.full(avg._block.shape, scl), avg)
+            elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
+                scl = np.broadcast_to(scl, np.shape(avg)).copy()
         return (avg, scl) if returned else avg
     if not is_da(weights) or weights.shape != a.shape:
         raise DapError("np.average(DistArray, weights=...): the weights must be a DistArray "
