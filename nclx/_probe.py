@@ -64,13 +64,16 @@ class _Tape:
         return Untraceable(why)
 
     def check_state(self, what):
-        if np.geterrcall() is not self.errcall or np.geterr() != self.err \
-                or warnings.filters != self.filters:
-            # not kept as the signature's answer: the warning filters are the
-            # process's, and another thread may have changed them meanwhile
+        if np.geterrcall() is not self.errcall or np.geterr() != self.err:
+            # np.errstate is the calling context's: set inside the function
+            raise self.refuse(f"{what} under an np.errstate or np.seterr set inside the "
+                              f"function (a fused run reports under the caller's)")
+        if warnings.filters != self.filters:
+            # the warning filters are the process's: another thread may have
+            # changed them meanwhile, so this answer is not kept at once
             self.state_changed = True
-            raise self.refuse(f"{what} under an np.errstate, np.seterr or warning filter set "
-                              f"inside the function (a fused run reports under the caller's)")
+            raise self.refuse(f"{what} under warning filters set inside the function "
+                              f"(a fused run warns under the caller's)")
 
 
 #: what a function may read of a probe: its dtype, the two reductions (np.sum

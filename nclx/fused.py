@@ -22,6 +22,8 @@ tracer cannot follow (nclx._trace says why: ``nclx.fuse(f).explain(...)``).
 import struct as _struct
 import sys
 import threading
+import types
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -155,8 +157,14 @@ def _run(fn, args, plans, out, frozen=()):
             try:
                 plan = _trace.trace(fn, args)
                 plans.put(key, plan)
-            except _trace.StateChanged as exc:     # this call only: not kept
+            except _trace.StateChanged as exc:
+                # kept only when it happens again: another thread's warning
+                # filters may have changed under this trace alone
                 plan = str(exc)
+                seen = (plans.get(("state changed", key)) or 0) + 1
+                plans.put(("state changed", key), seen)
+                if seen >= _STATE_CHANGES_KEPT:
+                    plans.put(key, plan)
             except _trace.Untraceable as exc:
                 plan = str(exc)
                 plans.put(key, plan)
@@ -201,6 +209,9 @@ def _eager(fn, args, out):
     return out
 
 
+#: traces refused under changed warning filters before the refusal is kept
+_STATE_CHANGES_KEPT = 3
+
 _expr_plans = _Plans()      # expression string -> its _Plans, least recently used dropped
 
 
@@ -244,26 +255,45 @@ def _names(code):
 
 class _Same:
     """An object in a trace's key, compared by identity: its own ``__eq__``
-    and ``__hash__`` never run (they may raise, or return arrays)."""
-    __slots__ = ("obj",)
+    and ``__hash__`` never run (they may raise, or return arrays).  Held
+    weakly where the object allows it (a key must not keep a rebound global's
+    old value alive: 256 keys of large objects), else strongly (ufuncs and
+    builtins, which live as long as their module)."""
+    __slots__ = ("ref", "ident")
 
-    def __init__(self, obj):
-        self.obj = obj
+    def __init__(self, obj, ref):
+        self.ref = ref
+        self.ident = id(obj)
+
+    def obj(self):
+        return self.ref() if isinstance(self.ref, weakref.ref) else self.ref
 
     def __eq__(self, other):
-        return type(other) is _Same and other.obj is self.obj
+        if type(other) is not _Same or other.ident != self.ident:
+            return False
+        mine = self.obj()
+        return mine is not None and mine is other.obj()
 
     def __hash__(self):
-        return id(self.obj)
+        return self.ident
+
+
+_LONG_LIVED = (np.ufunc, types.BuiltinFunctionType, types.ModuleType, type)
 
 
 def _value_key(v):
     """A frozen value's part of a trace's key: a scalar's type and bits; any
     other object by identity (a helper function, a ufunc, a module:
-    rebinding the name traces again; a container changed in place is not
-    covered, docs/fused.md)."""
+    rebinding the name traces again); None for a container that cannot be
+    held weakly (a dict or list changed in place is not covered,
+    docs/fused.md)."""
     k = _arg_key(v)
-    return k if k is not None else _Same(v)
+    if k is not None:
+        return k
+    try:
+        return _Same(v, weakref.ref(v))
+    except TypeError:
+        return _Same(v, v) if isinstance(v, _LONG_LIVED) else None
 
 
 def _frozen(fn):

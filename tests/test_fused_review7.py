@@ -295,3 +295,41 @@ def test_programs_longer_than_the_executor_takes_run_eagerly(n):
     assert "executor runs at most" in f.explain(A)
     text = "+".join(["a*1.5"] * n)
     assert _same(nclx.evaluate(text, local_dict={"a": A}), eval(text, {"a": A}))
+
+
+
+def test_an_errstate_inside_the_function_is_decided_once():
+    """Found by review: each call traced twice again before running eagerly."""
+    def h(a):
+        with np.errstate(divide="ignore"):
+            return np.log(a) + 1.0
+    g = nclx.fuse(h)
+    for _ in range(3):
+        assert _same(g(A), h(A))
+    assert any(isinstance(v, str) and "errstate" in v for v in g.plans.items.values())
+
+
+def test_keys_hold_rebound_globals_weakly():
+    import gc
+    import weakref
+    refs = []
+    f = nclx.fuse(lambda a: a * _CFG["scale"] + 1.0)
+    global _CFG
+    for _ in range(5):
+        big = np.zeros(100_000)
+        holder = _Holder(big)
+        _CFG = {"scale": 2.0, "holder": holder}
+        refs.append(weakref.ref(holder))
+        f(A)
+    del big, holder
+    _CFG = {"scale": 2.0}
+    gc.collect()
+    assert sum(r() is not None for r in refs) == 0
+
+
+class _Holder:
+    def __init__(self, v):
+        self.v = v
+
+
+_CFG = {"scale": 2.0}

@@ -93,11 +93,18 @@ class DistArray:
     def _of(cls, local, distribution, comm):
         """A DistArray whose ranks already agree on ``distribution`` (nclx's
         own results: derived from agreed layouts, or built after an
-        agreement): no collective.  A subclass is built through its own
-        ``__init__`` (every rank calls this, so its agreement is met)."""
-        if cls is not DistArray:
-            return cls(local, distribution, comm)
+        agreement): no collective, and -- as NumPy builds views of ndarray
+        subclasses -- no subclass ``__init__`` (whose signature nclx cannot
+        know)."""
         return cls.__new__(cls)._setup(local, distribution, comm)
+
+    @classmethod
+    def _made(cls, made, comm):
+        """``made`` (a DistArray from an agreement) as ``cls``: a subclass
+        through its own ``__init__``, as the classmethod builders promise."""
+        if cls is DistArray:
+            return made
+        return cls(made._block, made.distribution, comm)
 
     def _setup(self, local, distribution, comm):
         if not isinstance(distribution, Distribution):
@@ -164,10 +171,11 @@ class DistArray:
 
         def make():
             d = Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
-            return cls._of(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d, comm)
+            return DistArray._of(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d,
+                                 comm)
 
         # the arguments may differ by rank: the same agreement as the constructor's
-        return _agreed(comm, make, "DistArray.from_shape")
+        return cls._made(_agreed(comm, make, "DistArray.from_shape"), comm)
 
     @classmethod
     def from_global(cls, array, dist=None, comm=None, root=None, **kw):
@@ -191,7 +199,7 @@ class DistArray:
             block, d = from_root(array, dist, comm, root, kw)
         else:
             block, d = from_every_rank(array, dist, comm, kw)
-        return cls._of(block, d, comm)      # agreed there
+        return cls._made(DistArray._of(block, d, comm), comm)      # agreed there
 
     # ------------------------------------------------------------ protocol
     def __distarray__(self):

@@ -20,6 +20,7 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
     float32 for float16), divided in the sum's dtype, "Mean of empty
     slice" when a count is zero."""
     cls = type(self)
+    base = _ufuncs._distarray()      # a subclass's sums are plain DistArrays
     f16 = dtype is None and self.dtype == np.float16
     if dtype is None:
         dtype = np.float64 if self.dtype.kind in "biu" else \
@@ -34,15 +35,15 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         # sum's own where= is (before, the count was taken in the mask's
         # layout and divided block by block: wrong values, or a broadcast
         # error on some ranks)
-        mask = self._aligned(where) if isinstance(where, _ufuncs._distarray()) else \
+        mask = self._aligned(where) if isinstance(where, base) else \
             cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
         count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
-        empty = bool((count == 0).any()) if isinstance(count, cls) else count == 0
-        count = count._block if isinstance(count, cls) else count
+        empty = bool((count == 0).any()) if isinstance(count, base) else count == 0
+        count = count._block if isinstance(count, base) else count
     if empty:
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
-    if isinstance(total, cls):
+    if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())
         np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
@@ -56,8 +57,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         result = total.dtype.type(total / count)
         result = np.float16(result) if f16 else result
     if out is not None:
-        if isinstance(result, cls):
-            if not isinstance(out, cls) or out.distribution != result.distribution:
+        if isinstance(result, base):
+            if not isinstance(out, base) or out.distribution != result.distribution:
                 raise DapError(f"mean: out= must be a DistArray distributed like the result "
                                f"({result.distribution})")
             out._block[...] = result._block

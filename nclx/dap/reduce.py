@@ -274,7 +274,8 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     if where is not True:
         kw["where"] = where[index] if isinstance(where, np.ndarray) else bool(where)
     first = all(dist.coords_from_rank(rank)[d] == 0 for d in axes)
-    if initial is not np._NoValue and (first or ufunc.__name__ in ("maximum", "minimum")):
+    if initial is not np._NoValue and (first or ufunc.__name__ in ("maximum", "minimum",
+                                                                    "fmax", "fmin")):
         kw["initial"] = initial        # counted once (idempotent ops: everywhere)
     total = math.prod(dist.shape[d] for d in axes)
     if total == 0 and ufunc.identity is None and initial is np._NoValue:

@@ -82,6 +82,10 @@ def reduce_call(ufunc, inputs, kwargs):
         if np.ndim(where) != 0:
             raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
                            f"like the operand or a scalar, not {type(where).__name__}")
+        if ufunc.identity is None and "initial" not in kw:
+            # NumPy takes any where= but the literal True as a mask
+            raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
+                             f"identity, so to use a where mask one has to specify 'initial'")
         where = bool(where)
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
                                      where=where, kernels=aware.nclx_ufunc, **kw)

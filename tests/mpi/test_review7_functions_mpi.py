@@ -123,3 +123,36 @@ def test_a_where_mask_without_initial_raises_also_on_an_empty_array(fn):
 def test_estimated_bins_with_weights_raise_numpys_type_error():
     with pytest.raises(TypeError, match="not supported for weighted data"):
         np.histogram(D(np.arange(4.0 * N)), bins="auto", weights=D(np.ones(4 * N)))
+
+
+
+@pytest.mark.parametrize("weights", ["numpy", "distarray"])
+def test_weighted_quantiles_along_an_axis_with_an_empty_rank(weights):
+    """Found by review of the dtype fix: its probe used this rank's (empty)
+    weights, NumPy refused them on that rank alone, the others hung."""
+    g = np.arange(10.0).reshape(2, 5)
+    a = D(g, dist=("b", "n"))             # 3 ranks and more: a rank without rows
+    w = np.ones(5) if weights == "numpy" else D(np.ones((2, 5)), dist=("b", "n"))
+    wg = np.ones(5) if weights == "numpy" else np.ones((2, 5))
+    want = np.quantile(g, 0.5, axis=1, method="inverted_cdf", weights=wg)
+    got = np.quantile(a, 0.5, axis=1, method="inverted_cdf", weights=w)
+    collective_assert(_same(got, want), f"{_g(got)} vs {want}")
+
+
+def test_nanmax_and_fmax_reduce_with_where_and_initial():
+    g = np.array([[np.nan, 1.0, 2.0], [3.0, np.nan, 5.0]] * N)
+    m = np.array([[True, False, True], [False, True, True]] * N)
+    a, w = D(g, dist=("b", "n")), D(m, dist=("b", "n"))
+    collective_assert(float(np.nanmax(a, where=w, initial=-5.0)) ==
+                      float(np.nanmax(g, where=m, initial=-5.0)), "nanmax")
+    got = _g(np.fmax.reduce(a, axis=0, where=w, initial=-5.0))
+    collective_assert(_same(got, np.fmax.reduce(g, axis=0, where=m, initial=-5.0)), f"{got}")
+
+
+@pytest.mark.parametrize("w", [np.True_, np.array(True), 1])
+def test_a_zero_d_where_is_a_mask_for_reductions_without_identity(w):
+    with pytest.raises(ValueError) as stock:
+        np.max(np.arange(4.0), where=w)
+    with pytest.raises(ValueError) as mine:
+        np.max(D(np.arange(4.0 * N)), where=w)
+    assert str(mine.value) == str(stock.value)

@@ -30,6 +30,8 @@ that failed, or ranks that passed different arguments, raise on every rank.
 """
 import inspect
 
+import warnings
+
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
 
@@ -112,6 +114,24 @@ def _quantile_flat(a, q, method, weak_q, empty):
     return result
 
 
+def _dtype_of_lines(fn, owned, ax, length, companion, fallback):
+    """The dtype ``fn`` gives a non-empty block: on one line of zeros as long
+    as the axis (weights of ones beside it), quietly; ``fallback`` (this
+    rank's own result's) where even that fails -- it is local, never raised
+    (the other ranks are already on their way to the next collective)."""
+    shape = [1] * owned.ndim
+    shape[ax] = max(length, 1)
+    line = np.zeros(shape, owned.dtype)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            r = fn(line, ax) if companion is None else \
+                fn(line, ax, np.ones(shape, companion.dtype))
+        return np.asarray(r).dtype
+    except Exception:  # noqa: BLE001 - see above
+        return fallback
+
+
 def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
     """``fn(owned, axis)`` on lines held whole: a DistArray over q's
     dimensions and the other axes (axis ``ax`` kept with size 1 if asked).
@@ -127,6 +147,7 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
         a = redistribute(a, target)
         if companion is not None:
             companion = redistribute(companion, a.distribution)
+    unbound = fn
     if companion is not None:
         fn = (lambda f, c: lambda o, x: f(o, x, c))(fn, companion.owned)
     dist = a.distribution
@@ -142,7 +163,7 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
         # float64 and drop q's dimensions; other ranks' int64 'lower' results
         # then differed from it); where the reduced axis itself is empty the
         # cells are NaN (before: uninitialised memory)
-        dt = np.asarray(fn(np.zeros((1,) * owned.ndim, owned.dtype), ax)).dtype
+        dt = _dtype_of_lines(unbound, owned, ax, a.shape[ax], companion, local.dtype)
         if local.shape != want or local.dtype != dt:
             local = np.full(want, np.nan if dt.kind in "fc" else 0, dt)
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
