@@ -19,10 +19,11 @@ C-contiguous, aligned and native, dtypes other than bool, int8..uint64,
 float32, float64, fewer elements than ``fuse_threshold()``, or code the
 tracer cannot follow (nclx._trace says why: ``nclx.fuse(f).explain(...)``).
 """
+import decimal
+import fractions
 import struct as _struct
 import sys
 import threading
-import types
 import weakref
 from collections import OrderedDict
 
@@ -257,8 +258,8 @@ class _Same:
     """An object in a trace's key, compared by identity: its own ``__eq__``
     and ``__hash__`` never run (they may raise, or return arrays).  Held
     weakly where the object allows it (a key must not keep a rebound global's
-    old value alive: 256 keys of large objects), else strongly (ufuncs and
-    builtins, which live as long as their module)."""
+    old value alive: 256 keys of large objects), else strongly (ufuncs,
+    builtins, dicts and lists)."""
     __slots__ = ("ref", "ident")
 
     def __init__(self, obj, ref):
@@ -278,22 +279,29 @@ class _Same:
         return self.ident
 
 
-_LONG_LIVED = (np.ufunc, types.BuiltinFunctionType, types.ModuleType, type)
+#: immutable values whose own ==/hash are NumPy's or Python's: keyed by value
+_BY_VALUE = (str, bytes, complex, type(None), np.dtype, fractions.Fraction, decimal.Decimal)
 
 
 def _value_key(v):
-    """A frozen value's part of a trace's key: a scalar's type and bits; any
-    other object by identity (a helper function, a ufunc, a module:
-    rebinding the name traces again); None for a container that cannot be
-    held weakly (a dict or list changed in place is not covered,
-    docs/fused.md)."""
+    """A frozen value's part of a trace's key: a scalar's type and bits; an
+    immutable builtin (str, bytes, None, complex, a dtype, a tuple of keyable
+    values) by type and value; any other object by identity -- held weakly
+    where it can be, else strongly (ufuncs and builtins; a dict or list stays
+    in the cache with its key: rebinding the name traces again, changing it
+    in place is not covered, docs/fused.md)."""
     k = _arg_key(v)
     if k is not None:
         return k
+    t = type(v)
+    if t in _BY_VALUE:
+        return ("v", t, v)
+    if t is tuple:
+        return ("t", tuple(_value_key(x) for x in v))
     try:
         return _Same(v, weakref.ref(v))
     except TypeError:
-        return _Same(v, v) if isinstance(v, _LONG_LIVED) else None
+        return _Same(v, v)
 
 
 def _frozen(fn):

@@ -309,27 +309,53 @@ def test_an_errstate_inside_the_function_is_decided_once():
     assert any(isinstance(v, str) and "errstate" in v for v in g.plans.items.values())
 
 
-def test_keys_hold_rebound_globals_weakly():
+def test_keys_hold_rebound_objects_weakly():
     import gc
     import weakref
+    global _CONF
     refs = []
-    f = nclx.fuse(lambda a: a * _CFG["scale"] + 1.0)
-    global _CFG
+    f = nclx.fuse(lambda a: a * _CONF.scale + 1.0)
     for _ in range(5):
-        big = np.zeros(100_000)
-        holder = _Holder(big)
-        _CFG = {"scale": 2.0, "holder": holder}
-        refs.append(weakref.ref(holder))
+        _CONF = _Conf(2.0, np.zeros(100_000))
+        refs.append(weakref.ref(_CONF))
         f(A)
-    del big, holder
-    _CFG = {"scale": 2.0}
+    _CONF = _Conf(2.0, None)
     gc.collect()
-    assert sum(r() is not None for r in refs) == 0
+    assert sum(r() is not None for r in refs) == 0      # before: each kept by its key
 
 
-class _Holder:
-    def __init__(self, v):
-        self.v = v
+class _Conf:
+    def __init__(self, scale, buf):
+        self.scale, self.buf = scale, buf
 
 
-_CFG = {"scale": 2.0}
+_CONF = _Conf(2.0, None)
+CFG = {"scale": 2.0}
+K = (2.0, 5.0)
+MODE_S = "double"
+
+
+def test_rebinding_unweakrefable_globals_traces_again():
+    """Found by review of the weak keys: dict, tuple and str globals and
+    tuple defaults were not keyed, so rebinding them reused the old plan."""
+    global CFG, K, MODE_S
+    f = nclx.fuse(lambda a: a * CFG["scale"] + 1.0)
+    g = nclx.fuse(lambda a: a * K[0] + K[1])
+
+    def m(a):
+        return a * 2.0 if MODE_S == "double" else a * 3.0
+    mm = nclx.fuse(m)
+
+    def k(a, c=(2.0,)):
+        return a * c[0]
+    kk = nclx.fuse(k)
+    f(A), g(A), mm(A), kk(A)
+    CFG, K, MODE_S = {"scale": 3.0}, (10.0, 0.0), "triple"
+    k.__defaults__ = ((5.0,),)
+    try:
+        assert _same(f(A), A * 3.0 + 1.0)
+        assert _same(g(A), A * 10.0 + 0.0)
+        assert _same(mm(A), A * 3.0)
+        assert _same(kk(A), A * 5.0)
+    finally:
+        CFG, K, MODE_S = {"scale": 2.0}, (2.0, 5.0), "double"

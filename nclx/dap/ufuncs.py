@@ -82,7 +82,7 @@ def reduce_call(ufunc, inputs, kwargs):
         if np.ndim(where) != 0:
             raise DapError(f"{ufunc.__name__}.reduce: where= must be a DistArray distributed "
                            f"like the operand or a scalar, not {type(where).__name__}")
-        if ufunc.identity is None and "initial" not in kw:
+        if ufunc.identity is None and kw.get("initial", np._NoValue) is np._NoValue:
             # NumPy takes any where= but the literal True as a mask
             raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
                              f"identity, so to use a where mask one has to specify 'initial'")

@@ -156,3 +156,19 @@ def test_a_zero_d_where_is_a_mask_for_reductions_without_identity(w):
     with pytest.raises(ValueError) as mine:
         np.max(D(np.arange(4.0 * N)), where=w)
     assert str(mine.value) == str(stock.value)
+
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_, np.float32])
+def test_nan_quantiles_of_an_empty_axis_are_numpys_nan_for_every_dtype(dtype):
+    g = np.zeros((3 * N, 0), dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.nanquantile(g, 0.5, axis=1, method="lower")
+        got = _g(np.nanquantile(D(g, dist=("b", "n")), 0.5, axis=1, method="lower"))
+    collective_assert(_same(got, want), f"{got!r} vs {want!r}")
+
+
+def test_an_explicit_no_value_initial_is_no_initial():
+    with pytest.raises(ValueError):
+        np.maximum.reduce(D(np.arange(6.0 * N)), where=np.True_, initial=np._NoValue)

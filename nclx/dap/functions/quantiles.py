@@ -163,7 +163,12 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
         # float64 and drop q's dimensions; other ranks' int64 'lower' results
         # then differed from it); where the reduced axis itself is empty the
         # cells are NaN (before: uninitialised memory)
-        dt = _dtype_of_lines(unbound, owned, ax, a.shape[ax], companion, local.dtype)
+        if a.shape[ax] == 0:
+            # the axis is empty everywhere: NumPy's own result on it (NaN in
+            # its dtype: float64 for integer nan-quantiles too)
+            dt = local.dtype
+        else:
+            dt = _dtype_of_lines(unbound, owned, ax, a.shape[ax], companion, local.dtype)
         if local.shape != want or local.dtype != dt:
             local = np.full(want, np.nan if dt.kind in "fc" else 0, dt)
     columns = [Distribution.from_shape((s,), "n")._dims[0] for s in q_shape]
