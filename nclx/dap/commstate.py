@@ -16,7 +16,7 @@ _LOCK = threading.Lock()
 
 
 def _keyval(name, free):
-    from mpi4py import MPI
+    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
     with _LOCK:
         kv = _KEYS.get(name)
         if kv is None:

@@ -36,6 +36,14 @@ def outcome(fn, *args, **kw):
     except Exception as exc:  # noqa: BLE001 - compared collectively
         return "exc", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
+def error_of(fn):
+    """('ok', '') or (exception type name, whole message) of ``fn()``."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - compared collectively
+        return type(exc).__name__, str(exc)
+    return "ok", ""
+
 def global_of(result):
     """The global array of a DistArray result, on every rank of its communicator."""
     full = result.gather(root=0)

@@ -13,16 +13,9 @@ from mpi4py import MPI
 
 import nclx.dap as dap
 from mpi_helpers import N, collective_assert, rank
+from mpi_helpers import error_of as _error_of
 
 comm = MPI.COMM_WORLD
-
-
-def _error_of(fn):
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001 - compared collectively
-        return type(exc).__name__, str(exc)
-    return "ok", ""
 
 
 def _same_everywhere(kind, msg):
