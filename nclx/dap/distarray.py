@@ -11,6 +11,7 @@ import numpy as np
 
 from nclx.dap import registry
 from nclx.dap.agreekeys import agree_layout
+from nclx.dap.fold import agreed_call
 from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.distribution import Distribution
 from nclx.dap.halo import exchange_halos, start_halo_exchange
@@ -101,10 +102,15 @@ class DistArray:
     @classmethod
     def _made(cls, made, comm):
         """``made`` (a DistArray from an agreement) as ``cls``: a subclass
-        through its own ``__init__``, as the classmethod builders promise."""
+        through its own ``__init__``, as the classmethod builders promise.
+        Its ``__init__`` raising on some ranks raises on every rank (one more
+        collective, for subclasses only): the others would wait in their
+        next collective."""
         if cls is DistArray:
             return made
-        return cls(made._block, made.distribution, comm)
+        return agreed_call(comm, lambda: cls(made._block, made.distribution, comm),
+                           f"{cls.__qualname__}.__init__", f"{cls.__qualname__}.__init__",
+                           inner_agreed=True)
 
     def _setup(self, local, distribution, comm):
         if not isinstance(distribution, Distribution):

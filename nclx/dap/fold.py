@@ -280,15 +280,22 @@ def agree(comm, key, error=None, what=None):
     return True
 
 
-def agreed_call(comm, fn, key, what):
+def agreed_call(comm, fn, key, what, inner_agreed=False):
     """``fn()`` on every rank of ``comm``, then one agreement: an exception on
     any rank is raised on every rank (that rank's own, a DapError naming it
     elsewhere), so no rank goes on alone after a local computation failed
-    (DistArray's elementwise calls under ``np.errstate(...='raise')``)."""
+    (DistArray's elementwise calls under ``np.errstate(...='raise')``).
+
+    ``inner_agreed``: ``fn`` may itself agree on ``comm`` (a DistArray
+    subclass's ``__init__`` calling DistArray's): an error raised by that
+    agreement was raised on every rank at once, so it goes up without a
+    second collective, which the other ranks would never join."""
     error = result = None
     try:
         result = fn()
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        if inner_agreed and getattr(exc, "_nclx_agreed", False):
+            raise
         error = exc
     # a kind of its own: ranks in :func:`agree` go on to an allgather when
     # only the keys differ, so meeting them must be OTHER_CALL (raised at once)
@@ -318,10 +325,12 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
         which = ("another operation runs on some ranks" if combine == OTHER_CALL else
                  "the operation, axis, dtype, keepdims, initial or the array's layout differ "
                  "between ranks")
+        own = ("" if local_error is None else
+               f" (and this rank failed: {type(local_error).__name__}: {local_error})")
         err = DapError(f"{head}the ranks made different calls ({which}): every rank must make "
-                       f"the same call")
+                       f"the same call{own}")
         err._nclx_agreed = True
-        raise err
+        raise err from local_error
     if combine is not None:
         name, _, text = combine.partition(": ")
         cls = getattr(builtins, name, None)
