@@ -46,3 +46,41 @@ def test_a_subclass_init_raising_on_one_rank_raises_everywhere(cls, how):
     # every rank goes on together afterwards
     x = dap.DistArray.from_global(g, comm=comm)
     collective_assert(x.gather(root=None).tobytes() == g.tobytes(), "after")
+
+
+def _outcome(fn, *args, **kw):
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = fn(*args, **kw)
+    except Exception as exc:  # noqa: BLE001 - compared with NumPy's
+        return type(exc).__name__, str(exc)
+    if isinstance(r, dap.DistArray):
+        r = r.gather(root=None)
+    return "ok", type(r).__name__, np.asarray(r).dtype.str, np.shape(r), np.asarray(r).tobytes()
+
+
+@pytest.mark.parametrize("fn", [np.var, np.std, np.nanvar, np.nanstd])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.bool_])
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_var_std_with_an_integer_dtype_are_numpys(fn, dtype, axis):
+    """Found by review: an integer dtype= raised TypeError ("No loop matching
+    ... divide") where NumPy divides in float64 and casts back (a scalar
+    result) or raises its sqrt casting error (an array: std); nanvar of
+    integers is NumPy's var (it was the NaN-dropping path: NaN where NumPy
+    gives inf, other warnings)."""
+    g = (np.arange(6 * N * 4, dtype=np.int64).reshape(6 * N, 4) * 37) % 101
+    x = dap.DistArray.from_global(g, comm=comm)
+    for ddof in (0, 1):
+        want = _outcome(fn, g, axis=axis, dtype=dtype, ddof=ddof)
+        got = _outcome(fn, x, axis=axis, dtype=dtype, ddof=ddof)
+        collective_assert(got == want, f"ddof={ddof}: {got[:4]} != NumPy's {want[:4]}")
+
+
+def test_nanvar_of_floats_refuses_an_integer_dtype_as_numpy():
+    x = dap.DistArray.from_global(np.arange(4.0 * N), comm=comm)
+    for fn in (np.nanvar, np.nanstd):
+        kind, msg = _error_of(lambda: fn(x, dtype=np.int64))
+        collective_assert(kind == "TypeError" and "dtype must be inexact" in msg, f"{kind}: {msg}")
+

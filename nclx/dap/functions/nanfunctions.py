@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from nclx.dap.functions._common import finish, is_da, reduce_parts, wrap
-from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, var_parts
+from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, sqrt_keep, var, var_parts
 from nclx.dap.registry import implements
 
 
@@ -102,6 +102,14 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
            mean=np._NoValue, correction=np._NoValue):
     """NumPy's two passes over the non-NaN cells (1e-12 relative)."""
+    if a.dtype.kind not in "fc":           # NumPy's np.var (no NaN to drop)
+        return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
+                   correction=correction)
+    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    if out is not None and getattr(out, "dtype", None) is not None \
+            and not np.issubdtype(out.dtype, np.inexact):
+        raise TypeError("If a is inexact, then out must be inexact")
     if correction is not np._NoValue:
         ddof = correction
     if mean is not np._NoValue:
@@ -117,4 +125,4 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     """The square root of :func:`nanvar` (1e-12 relative)."""
     v = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                correction=correction)
-    return finish(wrap(np.sqrt(v._block), v) if is_da(v) else np.sqrt(v), out, "np.nanstd")
+    return finish(sqrt_keep(v), out, "np.nanstd")

@@ -42,7 +42,12 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
     own = counted(a)
     with np.errstate(divide="ignore", invalid="ignore"):
         tot = reduce_parts(a, blk, np.add, axis, dtype=mdt, keepdims=True, where=where)
-        mean = np.true_divide(expand(tot, a, axis), nb, dtype=mdt, casting="unsafe")
+        t = np.asarray(expand(tot, a, axis), dtype=mdt)
+        # NumPy's _var: into the sum's own dtype (an integer dtype= divides
+        # in float64 and casts back), not a loop of that dtype (none for ints)
+        mean = np.true_divide(t, nb, out=t.copy() if np.shape(nb) == t.shape or not np.ndim(nb)
+                              else np.empty(np.broadcast_shapes(t.shape, np.shape(nb)), mdt),
+                              casting="unsafe")
     dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
     sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else np.multiply(dev, dev)
     x = np.zeros(blk.shape, sq.dtype)
@@ -118,7 +123,20 @@ def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
         mean=np._NoValue, correction=np._NoValue):
     """``np.std``: the square root of :func:`var` (1e-12 relative)."""
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
-    return finish(wrap(np.sqrt(v._block), v) if is_da(v) else np.sqrt(v), out, "np.std")
+    return finish(sqrt_keep(v), out, "np.std")
+
+
+def sqrt_keep(v):
+    """The square root of a variance as NumPy's ``_std`` takes it: in place
+    in the variance's dtype (an integer ``dtype=`` raises NumPy's casting
+    error there), a scalar as ``dtype.type(sqrt(v))``."""
+    if is_da(v):                    # its block is its own (divide_keep's copy)
+        return wrap(np.sqrt(v._block, out=v._block), v)
+    if isinstance(v, np.ndarray):
+        return np.sqrt(v, out=v)
+    if hasattr(v, "dtype"):
+        return v.dtype.type(np.sqrt(v))
+    return np.sqrt(v)
 
 
 def _where(a, where, what):
