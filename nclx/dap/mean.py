@@ -27,7 +27,9 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
             (np.float32 if f16 else self.dtype)
     if where is np._NoValue or where is True:
         axes = normalize_axes(axis, len(self.shape))
-        count = int(np.prod([self.shape[d] for d in axes], dtype=np.int64))
+        # NumPy's count is an np.intp: float32 sums divide in float64 then
+        # round to float32 (a Python int divided in float32: other bits)
+        count = np.intp(np.prod([self.shape[d] for d in axes], dtype=np.int64))
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
         empty = count == 0
     else:
@@ -54,8 +56,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         result = np.true_divide(total, count, out=np.array(total), casting="unsafe")
         result = result.astype(np.float16) if f16 else result
     else:
-        result = total.dtype.type(total / count)
-        result = np.float16(result) if f16 else result
+        # NumPy rounds float16 means from the quotient once, not via float32
+        result = (np.float16 if f16 else total.dtype.type)(total / count)
     if out is not None:
         if isinstance(result, base):
             if not isinstance(out, base) or out.distribution != result.distribution:

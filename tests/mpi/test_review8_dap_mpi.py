@@ -84,3 +84,57 @@ def test_nanvar_of_floats_refuses_an_integer_dtype_as_numpy():
         kind, msg = _error_of(lambda: fn(x, dtype=np.int64))
         collective_assert(kind == "TypeError" and "dtype must be inexact" in msg, f"{kind}: {msg}")
 
+
+
+def _warned(fn, *args, **kw):
+    import warnings
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = fn(*args, **kw)
+    if isinstance(r, dap.DistArray):
+        r = r.gather(root=None)
+    return np.asarray(r).dtype.str, np.asarray(r).tobytes(), sorted({str(m.message) for m in w})
+
+
+@pytest.mark.parametrize("fn", [np.nansum, np.nanprod])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, None])
+def test_nansum_nanprod_replace_nans_as_numpy(fn, dtype):
+    """Found by review: the NaN-skipping sums masked NaNs with where=, so an
+    integer dtype= cast the NaNs ("invalid value encountered in reduce"
+    where NumPy warns nothing)."""
+    g = np.array([[np.nan, -0.0, 3.5, np.nan]] * (2 * N))
+    g[::3, 1] = 2.0
+    x = dap.DistArray.from_global(g, comm=comm)
+    for axis in (None, 0, 1):
+        got, want = _warned(fn, x, axis=axis, dtype=dtype), _warned(fn, g, axis=axis, dtype=dtype)
+        collective_assert(got == want, f"axis={axis}: {got} != NumPy's {want}")
+
+
+def test_nansum_of_negative_zeros_is_numpys():
+    """A guard: with NaNs replaced instead of masked, the sign of zero stays NumPy's."""
+    g = np.full(4 * N, -0.0)
+    x = dap.DistArray.from_global(g, comm=comm)
+    collective_assert(np.nansum(x).tobytes() == np.nansum(g).tobytes(),
+                      f"{np.nansum(x)!r} != {np.nansum(g)!r}")
+
+
+def test_mean_of_an_empty_float32_sum_warns_as_numpy():
+    """NumPy divides by an np.intp count ("invalid value encountered in
+    divide"); the count was a Python int ("... in scalar divide")."""
+    g = np.zeros((4 * N, 0))
+    x = dap.DistArray.from_global(g, comm=comm)
+    for dtype in (np.float32, None):
+        got, want = _warned(np.mean, x, dtype=dtype), _warned(np.mean, g, dtype=dtype)
+        collective_assert(got == want, f"{got} != NumPy's {want}")
+
+
+def test_average_of_an_empty_result_raises_numpys_zero_division():
+    g = np.zeros((4 * N, 0))
+    x = dap.DistArray.from_global(g, comm=comm)
+    import warnings
+    for axis in (0, None):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")         # axis=None: "Mean of empty slice"
+            want = _error_of(lambda: np.average(g, axis=axis))
+            got = _error_of(lambda: np.average(x, axis=axis))
+        collective_assert(got == want, f"axis={axis}: {got} != NumPy's {want}")

@@ -2,8 +2,8 @@
 ``nanmin``, ``nanmax``, ``nanmean``, ``nanvar``, ``nanstd`` (``nanargmin``/
 ``nanargmax`` live in :mod:`argext`).
 
-``nansum``/``nanprod`` are the reduction with ``where=~isnan`` (NaN counted
-as NumPy's 0 and 1), ``nanmin``/``nanmax`` are ``fmin``/``fmax`` reductions;
+``nansum``/``nanprod`` are the reduction with NaNs replaced by 0 and 1
+(NumPy's ``_replace_nan``), ``nanmin``/``nanmax`` are ``fmin``/``fmax`` reductions;
 each is one collective, with NumPy's "All-NaN slice encountered" warning
 (one more, a logical or, to learn whether any slice was all NaN).
 ``nanmean`` is the sum over the count of non-NaN cells and ``nanvar``/
@@ -38,21 +38,35 @@ def _any(r, test):
     return bool(np.any(test(np.asarray(r))))
 
 
+def _replaced(a, value):
+    """``a``'s block with its NaNs replaced by ``value`` (NumPy's
+    ``_replace_nan``: a NaN cast to an integer ``dtype=`` would warn)."""
+    b = a._block
+    if b.dtype.kind not in "fc":
+        return b
+    return np.where(np.isnan(b), b.dtype.type(value), b)
+
+
+def _user_where(a, where, what):
+    w = _where(a, where, what)
+    return True if w is None else w
+
+
 @implements(np.nansum)
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
-    """``sum`` of the non-NaN cells (one collective)."""
-    r = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, _mask(a, where, "np.nansum"),
-                     initial)
+    """``sum`` with NaNs as 0 (one collective)."""
+    r = reduce_parts(a, _replaced(a, 0), np.add, axis, dtype, keepdims,
+                     _user_where(a, where, "np.nansum"), initial)
     return finish(r, out, "np.nansum")
 
 
 @implements(np.nanprod)
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
             where=True):
-    """``prod`` of the non-NaN cells (one collective)."""
-    r = reduce_parts(a, a._block, np.multiply, axis, dtype, keepdims,
-                     _mask(a, where, "np.nanprod"), initial)
+    """``prod`` with NaNs as 1 (one collective)."""
+    r = reduce_parts(a, _replaced(a, 1), np.multiply, axis, dtype, keepdims,
+                     _user_where(a, where, "np.nanprod"), initial)
     return finish(r, out, "np.nanprod")
 
 

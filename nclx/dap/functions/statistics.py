@@ -158,6 +158,9 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero."""
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
+        if int(np.prod(np.shape(avg) if not is_da(avg) else avg.shape)) == 0:
+            # NumPy's a.size / avg.size, raised on every rank (global sizes)
+            raise ZeroDivisionError("division by zero")
         scl = count(a, axis)
         if returned:
             scl = np.asarray(scl, dtype=np.result_type(np.asarray(avg).dtype
