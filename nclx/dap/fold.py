@@ -47,7 +47,7 @@ import numpy as np
 from nclx.dap.collective import _ranges, describe_error, failure_type
 from nclx.dap.validate import DapError
 
-__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "INLINE"]
+__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "INLINE"]
 
 _MSG = 240                     # bytes of the carried error message
 INLINE = 1024                  # payload bytes carried in the first (fixed-size) record
@@ -302,6 +302,15 @@ def agreed_call(comm, fn, key, what, inner_agreed=False):
     verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="call")
     raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
     return result
+
+
+def guarded_call(comm, fn, key, what):
+    """``fn()``, agreed (:func:`agreed_call`) under ``np.errstate(...='raise')``
+    only: a local step whose floating-point error would be raised on the
+    ranks meeting it alone (the others going on to their next collective)."""
+    if "raise" in np.geterr().values():
+        return agreed_call(comm, fn, key, what)
+    return fn()
 
 
 def raise_verdict(verdict, nranks, rank, what, local_error):

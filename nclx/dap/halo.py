@@ -34,9 +34,14 @@ _LO, _MID, _HI = 0, 1, 2
 _STEP = {_LO: -1, _MID: 0, _HI: 1}
 
 
+def _padding(m):
+    """A map's communication padding; cyclic and 'u' maps have none."""
+    return tuple(getattr(m, "comm_padding", (0, 0)))
+
+
 def _segments(m):
     """Local slices of the lower padding, the mid part and the upper padding."""
-    lo, hi = m.comm_padding
+    lo, hi = _padding(m)
     n = m.local_size
     return {_LO: slice(0, lo), _MID: slice(lo, n - hi), _HI: slice(n - hi, n)}
 
@@ -60,12 +65,12 @@ def _source_slices(src_map, dst_map, region):
     cells for a lower segment, its first for an upper one, the same mid part."""
     out = []
     for s, sm, dm in zip(region, src_map, dst_map):
-        lo, hi = sm.comm_padding
+        lo, hi = _padding(sm)
         if s == _LO:
-            width = dm.comm_padding[0]
+            width = _padding(dm)[0]
             out.append(slice(sm.local_size - hi - width, sm.local_size - hi))
         elif s == _HI:
-            width = dm.comm_padding[1]
+            width = _padding(dm)[1]
             out.append(slice(lo, lo + width))
         else:
             out.append(slice(lo, sm.local_size - hi))
@@ -91,6 +96,8 @@ def _check_column(dist, d):
     col = [dist.maps(dist.rank_from_coords(tuple(c if k == d else 0 for k in range(dist.ndim))))[d]
            for c in range(dist.grid_shape[d])]
     if col[0].dist_type != "b":
+        if all(_padding(m) == (0, 0) for m in col):
+            return          # nothing to exchange along it (a 'c' beside a padded 'b')
         raise DapError(f"halo exchange: dimension {d} has dist_type {col[0].dist_type!r}; only "
                        "block ('b') dimensions have padding to exchange")
     g = len(col)

@@ -22,9 +22,9 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
     cls = type(self)
     base = _ufuncs._distarray()      # a subclass's sums are plain DistArrays
     f16 = dtype is None and self.dtype == np.float16
-    if dtype is None:
-        dtype = np.float64 if self.dtype.kind in "biu" else \
-            (np.float32 if f16 else self.dtype)
+    if dtype is None:     # NumPy's _mean: float64 for integers, float32 for float16,
+        # else none (the sum's own: native byte order, a timedelta's unit)
+        dtype = np.float64 if self.dtype.kind in "biu" else (np.float32 if f16 else None)
     if where is np._NoValue or where is True:
         axes = normalize_axes(axis, len(self.shape))
         # NumPy's count is an np.intp: float32 sums divide in float64 then

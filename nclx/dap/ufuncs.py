@@ -14,6 +14,7 @@ import numpy as np
 from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.fold import agreed_call
+from nclx._ncl.registry import user_node_count
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
@@ -125,8 +126,14 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
     def run(ufunc, method, inputs, kwargs):
         return compute(da, ufunc, method, inputs, kwargs)
 
-    if method == "__call__" and "raise" in np.geterr().values():
-        # np.errstate(...='raise'): an error on one rank's block is raised on every rank
+    if ufunc.signature is not None:       # the same on every rank: no agreement needed
+        raise TypeError(f"np.{ufunc.__name__} is a generalized ufunc (signature "
+                        f"{ufunc.signature!r}), not elementwise: it is not implemented for "
+                        f"nclx.dap.DistArray (nothing is gathered implicitly; gather "
+                        f"explicitly, or redistribute so each rank holds whole operands)")
+    if method == "__call__" and _may_fail_alone(ufunc, inputs, kwargs):
+        # an error of one rank's cells is raised on every rank: the others
+        # would go on to their next collective and wait there
         return agreed_call(da.comm, lambda: aware.array_ufunc(
             ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is, compute=run),
             f"elementwise {ufunc.__name__}", ufunc.__name__)
@@ -141,6 +148,23 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
         raise
 
 
+def _may_fail_alone(ufunc, inputs, kwargs):
+    """Whether an elementwise call can raise on some ranks only: under
+    ``np.errstate(...='raise')``, with a user hook linked anywhere (it may
+    raise on the cells of one rank), on object operands (any Python error),
+    and ``np.power`` of integers (NumPy's ValueError for a negative
+    exponent, raised only where one is met; an empty block meets none)."""
+    if "raise" in np.geterr().values() or user_node_count():
+        return True
+    kinds = {getattr(getattr(x, "dtype", None), "kind", None) for x in inputs}
+    kinds |= {getattr(getattr(x, "dtype", None), "kind", None) for x in aware.outs_of(kwargs)}
+    if "O" in kinds:
+        return True
+    if ufunc is np.power:
+        return bool(kinds & {"i", "u", "b", None})      # None: a Python int operand
+    return False
+
+
 def _refuses_ufuncs(other):
     """``__array_ufunc__ = None``: the type asks binary operators to return
     NotImplemented so its own reflected operator runs (NumPy's rule)."""
@@ -151,7 +175,11 @@ _OPERATORS = [("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
               ("truediv", np.true_divide), ("floordiv", np.floor_divide), ("mod", np.remainder),
               ("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
               ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal),
-              ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor)]
+              ("and", np.bitwise_and), ("or", np.bitwise_or), ("xor", np.bitwise_xor),
+              ("pow", np.power), ("lshift", np.left_shift), ("rshift", np.right_shift),
+              ("divmod", np.divmod), ("matmul", np.matmul)]
+_INPLACE = ("add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor", "pow",
+            "lshift", "rshift", "matmul")
 
 
 def add_operators(cls):
@@ -163,6 +191,10 @@ def add_operators(cls):
             NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
         setattr(cls, f"__r{name}__", lambda self, other, _u=uf: (
             NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
+    for name, uf in _OPERATORS:
+        if name in _INPLACE:        # NumPy's in-place operators: written into self
+            setattr(cls, f"__i{name}__", lambda self, other, _u=uf: (
+                NotImplemented if _refuses_ufuncs(other) else _u(self, other, out=(self,))))
     cls.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
     cls.__neg__ = lambda self: np.negative(self)
     cls.__pos__ = lambda self: np.positive(self)

@@ -27,7 +27,7 @@ class _Best:
     def __call__(self, a, b, out):
         va, vb, ia, ib = a["v"], b["v"], a["i"], b["i"]
         with np.errstate(invalid="ignore"):
-            if self.skip_nan or va.dtype.kind not in "fc":
+            if self.skip_nan or va.dtype.kind not in _NAN_KINDS:
                 na = nb = np.zeros(va.shape, bool)
             else:
                 na, nb = np.isnan(va), np.isnan(vb)
@@ -38,10 +38,20 @@ class _Best:
         out[take] = a[take]
 
 
+_NAN_KINDS = "fcmM"          # NaN, and NaT (NumPy's argmax/argmin take the first as NaN)
+
+
+def _nan_of(dtype):
+    return np.array("NaT" if dtype.kind in "mM" else np.nan, dtype)
+
+
 def _worst(dtype, largest):
     """A value that never beats a real cell (for a maximum: the lowest)."""
     if dtype.kind == "b":
         return not largest
+    if dtype.kind in "mM":       # int64's lowest is NaT itself
+        info = np.iinfo(np.int64)
+        return np.array(info.min + 1 if largest else info.max, np.int64).view(dtype)
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
         return info.min if largest else info.max
@@ -64,21 +74,25 @@ def _candidates(da, axis, largest, skip_nan):
     else:
         k = axis
         g = np.expand_dims(gidx[k], tuple(d for d in range(blk.ndim) if d != k))
-    nan = np.isnan(blk) if blk.dtype.kind in "fc" else np.zeros(blk.shape, bool)
+    maybe_nan = blk.dtype.kind in _NAN_KINDS
+    nan = np.isnan(blk) if maybe_nan else np.zeros(blk.shape, bool)
     with np.errstate(invalid="ignore"):
-        vals = np.where(nan, np.array(_worst(blk.dtype, largest), blk.dtype), blk)
+        vals = np.where(nan, np.array(_worst(blk.dtype, largest), blk.dtype), blk) \
+            if maybe_nan else blk
         shape = tuple(n for d, n in enumerate(blk.shape) if d != k)
         if blk.shape[k] == 0:
             out = np.zeros(shape, rec)
             out["i"] = _NONE
             return out
-        best = vals.max(axis=k) if largest else vals.min(axis=k)
+        # the extreme by NumPy's argmax/argmin (strings have no maximum loop)
+        at = vals.argmax(axis=k) if largest else vals.argmin(axis=k)
+        best = np.take_along_axis(vals, np.expand_dims(at, k), k).squeeze(k)
         hasnan = nan.any(axis=k) if not skip_nan else np.zeros(shape, bool)
         hit = np.where(np.expand_dims(hasnan, k), nan,
                        ~nan & (blk == np.expand_dims(best, k)))
         idx = np.where(hit, g, np.iinfo(np.int64).max).min(axis=k)
         out = np.zeros(shape, rec)
-        out["v"] = np.where(hasnan, np.nan, best) if blk.dtype.kind in "fc" else best
+        out["v"] = np.where(hasnan, _nan_of(blk.dtype), best) if maybe_nan else best
         out["i"] = np.where(hit.any(axis=k), idx, _NONE)
     return out
 
@@ -140,10 +154,11 @@ def argmax(a, axis=None, out=None, *, keepdims=False):
 @implements(np.nanargmin)
 def nanargmin(a, axis=None, out=None, *, keepdims=False):
     """Global index of the first minimum ignoring NaN; ValueError on an all-NaN slice."""
-    return _arg("nanargmin", a, axis, out, keepdims, False, True)
+    # NumPy's nan-functions skip NaN of inexact dtypes only (NaT is argmin's)
+    return _arg("nanargmin", a, axis, out, keepdims, False, a.dtype.kind in "fc")
 
 
 @implements(np.nanargmax)
 def nanargmax(a, axis=None, out=None, *, keepdims=False):
     """Global index of the first maximum ignoring NaN; ValueError on an all-NaN slice."""
-    return _arg("nanargmax", a, axis, out, keepdims, True, True)
+    return _arg("nanargmax", a, axis, out, keepdims, True, a.dtype.kind in "fc")

@@ -128,7 +128,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
         ddof = correction
     if mean is not np._NoValue:
         raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
-    ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"))
+    ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"), quiet=True)
     return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
                              nan_where_bad=True), out, "np.nanvar")
 

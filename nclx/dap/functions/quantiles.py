@@ -37,7 +37,7 @@ from numpy.lib import _function_base_impl as _fb
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.fold import agreed_call
+from nclx.dap.fold import agreed_call, guarded_call
 from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.functions._weighted import pick, weighted_flat
@@ -152,8 +152,9 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
         fn = (lambda f, c: lambda o, x: f(o, x, c))(fn, companion.owned)
     dist = a.distribution
     owned = a.owned
-    if agree_what is None:
-        local = np.asarray(fn(owned, ax))
+    if agree_what is None:        # np.errstate(...='raise'): raised on every rank
+        local = guarded_call(a.comm, lambda: np.asarray(fn(owned, ax)), "order statistic lines",
+                             "an order statistic")
     else:
         local = agreed_call(a.comm, lambda: np.asarray(fn(owned, ax)), agree_what, agree_what)
     want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)

@@ -26,23 +26,43 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         check_permutation, from_owned)
 from nclx.dap.functions._flatten import flat_block
+from nclx.dap.fold import guarded_call
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
 def _scan_block(comm, owned, axis, ufunc, dtype):
-    """Scan ``owned`` along a block ``axis`` split over ``comm``'s ranks (in order)."""
-    local = ufunc.accumulate(owned, axis=axis, dtype=dtype)
+    """Scan ``owned`` along a block ``axis`` split over ``comm``'s ranks (in
+    order).  Under ``np.errstate(...='raise')`` a floating-point error of
+    any rank's step (its own scan, the ranks' combined prefix, adding that
+    prefix) is raised on every rank of ``comm``; the ``exscan`` itself never
+    raises (an exception inside it would leave the collective unfinished)."""
+    key = f"scan {ufunc.__name__}"
+    local = guarded_call(comm, lambda: ufunc.accumulate(owned, axis=axis, dtype=dtype), key,
+                         f"np.{ufunc.__name__}.accumulate")
     rest = tuple(s for d, s in enumerate(local.shape) if d != axis)
     if local.shape[axis]:
         total = np.take(local, -1, axis=axis)
     else:
         total = np.full(rest, ufunc.identity, dtype=local.dtype)
-    before = comm.exscan(np.array(total), op=lambda x, y: ufunc(x, y))
-    if comm.Get_rank() != 0 and before is not None:
-        ufunc(local, np.expand_dims(before, axis), out=local)
-    return local
+    met = []
+
+    def op(x, y):                  # runs inside the collective: flags noted, never raised
+        with np.errstate(all="call", call=lambda kind, flag: met.append(kind)):
+            return ufunc(x, y)
+
+    def finish():
+        before = comm.exscan(np.array(total), op=op)
+        mode = np.geterr()
+        for kind in dict.fromkeys(met):
+            if mode.get(kind) == "raise":
+                raise FloatingPointError(f"{kind} encountered in accumulate")
+        if comm.Get_rank() != 0 and before is not None:
+            ufunc(local, np.expand_dims(before, axis), out=local)
+        return local
+
+    return guarded_call(comm, finish, key + " prefix", f"np.{ufunc.__name__}.accumulate")
 
 
 def _scan(name, ufunc, a, axis, dtype, out):
@@ -53,6 +73,11 @@ def _scan(name, ufunc, a, axis, dtype, out):
             raise DapError(f"np.{name}: out= is not supported for a DistArray")
         numpy_fn = np.cumsum if ufunc is np.add else np.cumprod
         rdtype = numpy_fn(np.zeros(1, a.dtype), dtype=dtype).dtype   # NumPy's (and errors)
+        # the accumulation's dtype=: NumPy's upcast of small integers and bools;
+        # none otherwise (a non-native byte order or a timedelta's unit only
+        # select a DType there: TypeError)
+        if dtype is None and a.dtype.kind in "biu":
+            dtype = rdtype
         if not a.shape and isinstance(axis, (int, np.integer)) and axis in (0, -1):
             axis = None             # NumPy: axis 0 or -1 of a 0-d array scans it as 1-D
         if axis is not None:
@@ -67,12 +92,14 @@ def _scan(name, ufunc, a, axis, dtype, out):
         dist = a.distribution
     if axis is None:
         part, target = flat_block(a)
-        scanned = _scan_block(comm, part, 0, ufunc, rdtype)
+        scanned = _scan_block(comm, part, 0, ufunc, dtype)
         return from_owned(DistArray, target, comm, scanned, rdtype)
     if dist.grid_shape[ax] == 1:
-        done = along_whole_axis(a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=rdtype))
+        done = guarded_call(comm, lambda: along_whole_axis(
+            a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=dtype)), f"np.{name} lines",
+            f"np.{name}")
         return from_owned(DistArray, dist, comm, done, rdtype)
-    scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, rdtype)
+    scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, dtype)
     return from_owned(DistArray, dist, comm, scanned, rdtype)
 
 

@@ -218,8 +218,9 @@ def _whole(a, ax, fn, dtype):
     return _by_whole_lines(a, ax, fn, dtype)
 
 
-def _check_kth(kth, n, kind):
-    """NumPy's errors for ``kth`` and ``kind`` along an axis of ``n``."""
+def _check_kth(kth, n, kind, empty=False):
+    """NumPy's errors for ``kth`` and ``kind`` along an axis of ``n`` (an
+    empty array takes any integer ``kth``, as NumPy's)."""
     if kind != "introselect":
         raise ValueError(f"np.partition: kind must be 'introselect', not {kind!r}")
     k = np.asarray(kth)
@@ -227,7 +228,7 @@ def _check_kth(kth, n, kind):
         raise TypeError(f"np.partition: kth must be an integer or a sequence of integers, "
                         f"not {kth!r}")
     bad = k[(k < -n) | (k >= n)]
-    if bad.size:
+    if bad.size and not empty:
         raise ValueError(f"np.partition: kth(={int(bad[0])}) out of bounds ({n})")
 
 
@@ -249,7 +250,7 @@ def partition(a, kth, axis=-1, kind="introselect", order=None):
             ax = axis_of(a, axis, "np.partition")
             n = a.shape[ax]
             check_permutation(a.distribution, ax, "np.partition")
-        _check_kth(kth, n, kind)
+        _check_kth(kth, n, kind, empty=int(np.prod(a.shape, dtype=np.int64)) == 0)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, "np.partition", (np.asarray(kth).tolist(), axis, kind, order))

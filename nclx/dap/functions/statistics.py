@@ -17,20 +17,25 @@ import numpy as np
 
 from nclx.dap.functions._common import (blocks, count, counted, expand, finish, is_da,
                                         reduce_parts, wrap)
+from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
 def _mean_dtype(a, dtype):
+    """NumPy's _var: float64 for integers and bools, else ``dtype`` (None:
+    the sum's own, native byte order included)."""
     if dtype is not None:
         return np.dtype(dtype)
-    return np.dtype(np.float64) if a.dtype.kind in "biu" else a.dtype
+    return np.dtype(np.float64) if a.dtype.kind in "biu" else None
 
 
-def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
+def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
     """(sum of squared deviations from the mean, count) of ``a``'s cells
     where ``mask`` (a block, or None: every cell), as NumPy's ``_var``
-    computes them: two reductions (three with a mask: the counts)."""
+    computes them: two reductions (three with a mask: the counts).
+    ``quiet``: the mean's division ignores floating-point errors (NumPy's
+    nanvar divides by its counts so; its var does not)."""
     blk = a._block
     where = True if mask is None else mask
     mdt = _mean_dtype(a, dtype)
@@ -40,18 +45,27 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None):
         n = reduce_parts(a, mask, np.add, axis, dtype=np.intp, keepdims=True)
     nb = expand(n, a, axis) if mask is not None else n
     own = counted(a)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tot = reduce_parts(a, blk, np.add, axis, dtype=mdt, keepdims=True, where=where)
+    # NumPy's _var under the caller's np.errstate: the sum (agreed across
+    # ranks by the reduction), then the local steps, agreed under 'raise'
+    tot = reduce_parts(a, blk, np.add, axis, dtype=mdt, keepdims=True, where=where)
+
+    def squares():
         t = np.asarray(expand(tot, a, axis), dtype=mdt)
-        # NumPy's _var: into the sum's own dtype (an integer dtype= divides
-        # in float64 and casts back), not a loop of that dtype (none for ints)
-        mean = np.true_divide(t, nb, out=t.copy() if np.shape(nb) == t.shape or not np.ndim(nb)
-                              else np.empty(np.broadcast_shapes(t.shape, np.shape(nb)), mdt),
-                              casting="unsafe")
-    dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
-    sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else np.multiply(dev, dev)
-    x = np.zeros(blk.shape, sq.dtype)
-    x[own] = sq
+        # into the sum's own dtype (an integer dtype= divides in float64 and
+        # casts back), not a loop of that dtype (none for integers)
+        with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
+            mean = np.true_divide(t, nb, out=t.copy() if np.shape(nb) == t.shape or not np.ndim(nb)
+                                  else np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
+                                                t.dtype),
+                                  casting="unsafe")
+        dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
+        sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else \
+            np.multiply(dev, dev)
+        x = np.zeros(blk.shape, sq.dtype)
+        x[own] = sq
+        return x
+
+    x = guarded_call(a.comm, squares, "var squares", "np.var")
     ss = reduce_parts(a, x, np.add, axis, dtype=dtype, keepdims=keepdims, where=where)
     return ss, n
 
@@ -158,9 +172,14 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero."""
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
-        if int(np.prod(np.shape(avg) if not is_da(avg) else avg.shape)) == 0:
+        avg_size = int(np.prod(np.shape(avg) if not is_da(avg) else avg.shape))
+        if avg_size == 0:
             # NumPy's a.size / avg.size, raised on every rank (global sizes)
             raise ZeroDivisionError("division by zero")
+        # NumPy makes the scale in the average's dtype even unasked (a
+        # timedelta's: ValueError; the same on every rank)
+        (avg.dtype if is_da(avg) else np.asarray(avg).dtype).type(
+            int(np.prod(a.shape, dtype=np.int64)) / avg_size)
         scl = count(a, axis)
         if returned:
             scl = np.asarray(scl, dtype=np.result_type(np.asarray(avg).dtype
@@ -192,7 +211,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
 @implements(np.count_nonzero)
 def count_nonzero(a, axis=None, *, keepdims=False):
     """Counts of nonzero cells (exact; intp as NumPy's)."""
-    r = reduce_parts(a, a._block != 0, np.add, axis, dtype=np.intp, keepdims=keepdims)
+    # against the dtype's zero: '' for strings, the zero record for
+    # structured dtypes (NumPy's nonzero), 0 for numbers
+    nonzero = np.asarray(a._block != np.zeros((), a.dtype))   # records: no not_equal loop
+    r = reduce_parts(a, nonzero, np.add, axis, dtype=np.intp, keepdims=keepdims)
     return r
 
 
