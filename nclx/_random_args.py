@@ -105,7 +105,7 @@ def int_dtype(dtype):
         raise TypeError(f"Unsupported dtype {d!r} for integers")
     if not d.isnative:
         raise ValueError(_NON_NATIVE)
-    return d.name, d
+    return d.name, np.dtype(d.name)      # NumPy's results: int64 as 'l', never 'q'
 
 
 def _order_error(closed, low):
@@ -128,9 +128,14 @@ def int_scalar_bounds(low, high, name, closed):
     return low, high - low
 
 
-def _bits(a, dtype):
-    """uint64 two's-complement bits of a, converted as NumPy's force-cast does."""
-    return np.array(a, dtype=dtype).astype(np.uint64) if dtype != np.uint64 else np.array(a, dtype=dtype)
+def _bits(a, dtype, force=False):
+    """uint64 two's-complement bits of a, converted as NumPy does: a forced
+    cast (``force``: the wider type of a small one; a NaN warns "invalid
+    value encountered in cast"), else a value conversion (64-bit types: a
+    NaN raises)."""
+    if force:
+        return np.asarray(a).astype(dtype).astype(np.uint64)
+    return np.array(a, dtype=dtype).astype(np.uint64)
 
 
 def int_array_bounds(low, high, name, closed):
@@ -140,6 +145,8 @@ def int_array_bounds(low, high, name, closed):
     low_arr, high_arr = np.asarray(low), np.asarray(high)
     if np.any(np.less(low_arr, lb)):
         raise ValueError(f"low is out of bounds for {name}")
+    if name in ("int64", "uint64") and np.any(np.greater(low_arr, ub - 1)):
+        raise ValueError(f"low is out of bounds for {name}")     # NumPy's conversion of low
     if name not in ("int64", "uint64"):
         if np.any((np.greater_equal if closed else np.greater)(high_arr, ub)):
             raise ValueError(f"high is out of bounds for {name}")
@@ -148,8 +155,8 @@ def int_array_bounds(low, high, name, closed):
         # the next wider type holds every valid bound
         wide = {"bool": np.uint8, "int8": np.int16, "int16": np.int32, "int32": np.int64,
                 "uint8": np.uint16, "uint16": np.uint32, "uint32": np.uint64}[name]
-        lo = _bits(low, wide)
-        hi = _bits(high, wide) - np.uint64(0 if closed else 1)
+        lo = _bits(low, wide, force=True)
+        hi = _bits(high, wide, force=True) - np.uint64(0 if closed else 1)
         return lo, hi - lo
     signed = name == "int64"
     if closed or np.issubdtype(high_arr.dtype, np.integer):
@@ -174,12 +181,16 @@ def int_array_bounds(low, high, name, closed):
     return lo, hi - lo
 
 
-def int_array_fill(lo, rng, size):
+def int_array_fill(lo, rng, size, low_shape=None, high_shape=None):
     """(shape, per-element low bits, per-element range) of array bounds:
-    NumPy's broadcast of (low, high, out) walked over the output's size."""
+    NumPy's broadcast of (low, high, out) walked over the output's size
+    (``low_shape``/``high_shape``: the bounds' own, which NumPy's broadcast
+    error names)."""
     shape = np.broadcast(lo, rng).shape if size is None else None
     if size is not None:
         probe = np.empty(size, np.uint8)
+        if low_shape is not None:
+            np.broadcast(np.broadcast_to(0, low_shape), np.broadcast_to(0, high_shape), probe)
         it = np.broadcast(lo, rng, probe)
         shape = probe.shape
         n = probe.size

@@ -248,10 +248,13 @@ class Generator:
             arr, result = A.output(size, d, out)
             self._s.fill(K_INTEGERS, arr.view(fill_dt), lo=lo, rng=rng)
             if result is None:
-                return bool(arr) if name == "bool" else arr[()]
+                # NumPy's scalar: a Python int or bool where the Python type
+                # was the dtype, else the NumPy scalar
+                v = arr[()]
+                return int(v) if dtype is int else (bool(v) if dtype is bool else v)
             return result
         lo, rng = A.int_array_bounds(low, high, name, bool(endpoint))
-        shape, lo_b, rng_b = A.int_array_fill(lo, rng, size)
+        shape, lo_b, rng_b = A.int_array_fill(lo, rng, size, np.shape(low), np.shape(high))
         arr, result = A.output(size, d, out, shape)
         self._s.fill(K_INTEGERS, arr.view(fill_dt), lo_arr=lo_b, rng_arr=rng_b)
         return result

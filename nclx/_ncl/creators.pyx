@@ -67,18 +67,26 @@ _copyto = np.copyto
 
 # ------------------------------------------------------------ the arguments
 
+cdef object _sized(cnp.dtype d):
+    """NumPy's new arrays of an unsized string dtype ('S', 'U') hold one
+    character (its constructor widens them only where it allocates)."""
+    if d.itemsize == 0 and d.kind in "SU":         # (only 'V' has fields)
+        return np.dtype("S1" if d.kind == c'S' else "U1")   # native, as NumPy's ('>U' too)
+    return d
+
+
 cdef inline object _descr(object dtype):
     """``dtype`` as NumPy's descr, or None: NumPy's function reads it."""
     if dtype is None or dtype is float:
         return _F64
     if isinstance(dtype, cnp.dtype):
-        return dtype
+        return _sized(dtype)
     if type(dtype) is type or type(dtype) is str:
         d = _DESCRS.get(dtype)
         if d is not None:
             return d
         try:
-            d = np.dtype(dtype)
+            d = _sized(np.dtype(dtype))
         except Exception:
             return None
         if len(_DESCRS) < 64 and (<cnp.dtype>d).type_num < cnp.NPY_OBJECT \

@@ -358,7 +358,7 @@ cdef class Stream:
         c.rng = <uint64_t>(high - low)
         if size is None:
             self._run(&c, K_INTEGERS, dt, <char *>&v, 1)
-            if dtype is bool or dtype is np.bool_:
+            if dtype is bool:            # the Python type: a Python bool, as NumPy
                 return (<char *>&v)[0] != 0
             return PyArray_Scalar(&v, descr, None)
         n = size
