@@ -28,8 +28,11 @@ import numpy as np
 from nclx.dap.functions._flatten import flat_block
 from nclx.dap.functions._layout import block_bounds
 from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.distarray import DistArray
+from nclx.dap.validate import DapError
 
-__all__ = ["pick", "sorted_weighted", "weighted_positions", "weighted_flat"]
+__all__ = ["pick", "sorted_weighted", "weighted_positions", "weighted_flat", "weights_kind",
+           "check_weights", "local_weights", "check_sign"]
 
 
 def pick(comm, bucket, positions, dtype):
@@ -143,3 +146,50 @@ def weighted_flat(a, w, q, qs, method, drop_nan, numpy_fn):
             return last
         result[...] = last
     return result
+
+
+# ------------------------------------------------ the weights' own checks
+def weights_kind(weights):
+    """What the ranks must agree on about ``weights`` (the values may differ)."""
+    if weights is None:
+        return None
+    if isinstance(weights, DistArray):
+        return ("DistArray", weights.shape, str(weights.dtype))
+    return ("array", np.shape(weights), str(np.asarray(weights).dtype))
+
+
+def check_weights(name, a, weights, axis):
+    """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``),
+    with a DistArray distributed like ``a`` or, along one axis, a 1-D
+    NumPy array."""
+    if isinstance(weights, DistArray):
+        if weights.shape != a.shape:
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            raise DapError(f"np.{name}: weights must be a DistArray of the array's shape "
+                           f"{a.shape} (distributed alike) or a 1-D NumPy array along axis, "
+                           f"not a DistArray of shape {weights.shape}")
+        a._check_same(weights)
+        return
+    w = np.asarray(weights)
+    if axis is None:
+        raise DapError(f"np.{name}: with axis=None the weights must be a DistArray distributed "
+                       f"like the array, not a {type(weights).__name__}")
+    if w.shape != (a.shape[axis],):
+        raise ValueError("Shape of weights must be consistent with "
+                         "shape of a along specified axis.")
+
+
+def local_weights(weights):
+    return None if isinstance(weights, DistArray) else np.asarray(weights)
+
+
+def check_sign(name, a, weights, q, method):
+    """NumPy's error for a negative weight on any rank, raised on every rank
+    (one Allreduce)."""
+    local = weights.owned if isinstance(weights, DistArray) else np.asarray(weights)
+    negative = bool(np.any(local < 0)) if local.size else False
+    if a.comm.allreduce(negative, op=mpi().LOR):
+        getattr(np, name)(np.zeros(1, a.dtype), q, method=method,
+                          weights=np.full(1, -1, local.dtype))
+        raise DapError(f"np.{name}: a weight is negative")    # NumPy always raises above

@@ -40,7 +40,9 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call, guarded_call
 from nclx.dap.functions._layout import agree_call, axis_of, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
-from nclx.dap.functions._weighted import pick, weighted_flat
+from nclx.dap.functions._weighted import (check_sign as _check_sign, check_weights as _check_weights,
+                                          local_weights as _local_weights, pick, weighted_flat,
+                                          weights_kind as _weights_kind)
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -223,52 +225,6 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
         return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \
             if keepdims else result
     return local(ax)
-
-
-def _weights_kind(weights):
-    """What the ranks must agree on about ``weights`` (the values may differ)."""
-    if weights is None:
-        return None
-    if isinstance(weights, DistArray):
-        return ("DistArray", weights.shape, str(weights.dtype))
-    return ("array", np.shape(weights), str(np.asarray(weights).dtype))
-
-
-def _check_weights(name, a, weights, axis):
-    """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``),
-    with a DistArray distributed like ``a`` or, along one axis, a 1-D
-    NumPy array."""
-    if isinstance(weights, DistArray):
-        if weights.shape != a.shape:
-            if axis is None:
-                raise TypeError("Axis must be specified when shapes of a and weights differ.")
-            raise DapError(f"np.{name}: weights must be a DistArray of the array's shape "
-                           f"{a.shape} (distributed alike) or a 1-D NumPy array along axis, "
-                           f"not a DistArray of shape {weights.shape}")
-        a._check_same(weights)
-        return
-    w = np.asarray(weights)
-    if axis is None:
-        raise DapError(f"np.{name}: with axis=None the weights must be a DistArray distributed "
-                       f"like the array, not a {type(weights).__name__}")
-    if w.shape != (a.shape[axis],):
-        raise ValueError("Shape of weights must be consistent with "
-                         "shape of a along specified axis.")
-
-
-def _local_weights(weights):
-    return None if isinstance(weights, DistArray) else np.asarray(weights)
-
-
-def _check_sign(name, a, weights, q, method):
-    """NumPy's error for a negative weight on any rank, raised on every rank
-    (one Allreduce)."""
-    local = weights.owned if isinstance(weights, DistArray) else np.asarray(weights)
-    negative = bool(np.any(local < 0)) if local.size else False
-    if a.comm.allreduce(negative, op=mpi().LOR):
-        getattr(np, name)(np.zeros(1, a.dtype), q, method=method,
-                          weights=np.full(1, -1, local.dtype))
-        raise DapError(f"np.{name}: a weight is negative")    # NumPy always raises above
 
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
