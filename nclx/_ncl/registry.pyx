@@ -375,12 +375,6 @@ def reset():
     return collect()
 
 
-def user_node_count():
-    """How many user nodes live (linked, or unlinked and not yet freed): a
-    cheap "could a user hook run?" for callers that must then agree."""
-    return len(_live)
-
-
 def user_chains():
     """Every chain holding user nodes: {(level, target name): node names}."""
     out = {}

@@ -47,7 +47,8 @@ import numpy as np
 from nclx.dap.collective import _ranges, describe_error, failure_type
 from nclx.dap.validate import DapError
 
-__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "INLINE"]
+__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "fp_may_raise",
+           "INLINE"]
 
 _MSG = 240                     # bytes of the carried error message
 INLINE = 1024                  # payload bytes carried in the first (fixed-size) record
@@ -304,11 +305,24 @@ def agreed_call(comm, fn, key, what, inner_agreed=False):
     return result
 
 
+def fp_may_raise():
+    """Whether a floating-point flag met on one rank's cells can raise there:
+    ``np.errstate(...='raise')``, ``'call'`` (the callback may raise), or
+    ``'warn'`` where a warnings filter turns RuntimeWarning into an error
+    (``warnings.simplefilter("error")``, ``pytest -W error``)."""
+    modes = np.geterr().values()
+    if "raise" in modes or "call" in modes:
+        return True
+    return "warn" in modes and any(
+        f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
+
+
 def guarded_call(comm, fn, key, what):
-    """``fn()``, agreed (:func:`agreed_call`) under ``np.errstate(...='raise')``
-    only: a local step whose floating-point error would be raised on the
-    ranks meeting it alone (the others going on to their next collective)."""
-    if "raise" in np.geterr().values():
+    """``fn()``, agreed (:func:`agreed_call`) over ``comm`` where a
+    floating-point flag can raise (:func:`fp_may_raise`) only: a local step
+    whose error would be raised on the ranks meeting it alone (the others
+    going on to their next collective)."""
+    if fp_may_raise():
         return agreed_call(comm, fn, key, what)
     return fn()
 

@@ -13,8 +13,7 @@ import numpy as np
 
 from nclx import aware
 from nclx._ncl.install import is_installed
-from nclx.dap.fold import agreed_call
-from nclx._ncl.registry import user_node_count
+from nclx.dap.fold import agreed_call, fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
@@ -149,19 +148,24 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
 
 
 def _may_fail_alone(ufunc, inputs, kwargs):
-    """Whether an elementwise call can raise on some ranks only: under
-    ``np.errstate(...='raise')``, with a user hook linked anywhere (it may
-    raise on the cells of one rank), on object operands (any Python error),
-    and ``np.power`` of integers (NumPy's ValueError for a negative
-    exponent, raised only where one is met; an empty block meets none)."""
-    if "raise" in np.geterr().values() or user_node_count():
+    """Whether an elementwise call can raise on some ranks only: where a
+    floating-point flag can raise (:func:`nclx.dap.fold.fp_may_raise`), on
+    object operands (any Python error), and for ``np.power`` in an integer
+    loop (NumPy's ValueError for a negative exponent, raised only where one
+    is met; an empty block meets none).  A user hook is local to its rank
+    (a profiler may be linked on one rank only): its errors are its own."""
+    if fp_may_raise():
         return True
-    kinds = {getattr(getattr(x, "dtype", None), "kind", None) for x in inputs}
-    kinds |= {getattr(getattr(x, "dtype", None), "kind", None) for x in aware.outs_of(kwargs)}
-    if "O" in kinds:
+    dts = [getattr(x, "dtype", None) for x in inputs]
+    if any(d is not None and d.kind == "O" for d in dts) or any(
+            getattr(getattr(o, "dtype", None), "kind", None) == "O" for o in aware.outs_of(kwargs)):
         return True
     if ufunc is np.power:
-        return bool(kinds & {"i", "u", "b", None})      # None: a Python int operand
+        try:        # the loop NumPy picks: Python scalars weak, as NEP 50
+            loop = np.result_type(*[d if d is not None else x for d, x in zip(dts, inputs)])
+        except Exception:  # noqa: BLE001 - NumPy raises its own error, the same everywhere
+            return False
+        return loop.kind in "iub"
     return False
 
 

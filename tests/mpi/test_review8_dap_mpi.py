@@ -342,3 +342,87 @@ def test_float16_nans_keep_their_bits_through_the_sample_sort():
                       f"{got.view('u2')} != {want.view('u2')}")
     m, w = np.asarray(np.median(x)), np.asarray(np.median(g))
     collective_assert(m.dtype == w.dtype and m.tobytes() == w.tobytes(), f"{m!r} {w!r}")
+
+
+def test_a_hook_linked_on_one_rank_only_costs_no_agreement():
+    """Found by a review of the fixes: a user hook on one rank made that rank
+    alone agree after an elementwise call (a hang: a profiler on rank 0 is
+    ordinary use)."""
+    from nclx import hooks
+    a = dap.DistArray.from_global(np.arange(4.0 * N), comm=comm)
+    h = hooks.register("python", "binary", lambda call: call.next(), name="spy") \
+        if rank == 0 else None
+    try:
+        b = a + 1
+        comm.Barrier()
+        total = b.gather(root=None).sum()
+    finally:
+        if h is not None:
+            h.remove()
+    collective_assert(total == np.arange(4.0 * N).sum() + 4 * N, str(total))
+
+
+@pytest.mark.skipif(N < 4 or N % 2, reason="needs a 2 x k grid (k >= 2)")
+def test_a_scan_along_a_grid_axis_under_errstate_raise_raises_on_every_column():
+    """Found by a review of the fixes: the agreement ran over the ranks of
+    the scanned column only; the other columns waited in the next collective."""
+    g = np.ones((4, 2 * N))
+    g[:, 0] = 1e308
+    x = dap.DistArray.from_global(g, comm=comm, grid_shape=(2, N // 2))
+    with np.errstate(over="raise"):
+        kind, msg = _error_of(lambda: np.cumsum(x, axis=0))
+    collective_assert(kind.startswith(("FloatingPointError", "DapError")) and "overflow" in msg,
+                      f"{kind}: {msg}")
+    collective_assert(float(dap.DistArray.from_global(np.ones(N), comm=comm).sum()) == N, "after")
+
+
+@pytest.mark.parametrize("dtype", [">f8", "<f8", ">i4", "f4", "c16", None])
+@pytest.mark.parametrize("fn", [np.cumsum, np.cumprod])
+def test_scans_take_numpys_dtype_arguments(fn, dtype):
+    """Found by a review of the fixes: dtype='>f8' went to accumulate as
+    given (TypeError) where NumPy scans in the native dtype."""
+    g = np.arange(1.0, 3 * N + 1) / 2
+    x = dap.DistArray.from_global(g, comm=comm)
+    got, want = _outcome(fn, x, dtype=dtype), _outcome(fn, g, dtype=dtype)
+    ok = got[:4] == want[:4] and (got[0] != "ok" or np.allclose(
+        np.frombuffer(got[4], got[2]), np.frombuffer(want[4], want[2]),
+        rtol=1e-6 if np.dtype(got[2]).itemsize == 4 else 1e-12))     # float32: its precision
+    collective_assert(ok, f"{got[:4]} != NumPy's {want[:4]}")
+
+
+def test_which_elementwise_calls_agree():
+    """Found by a review of the fixes: a float array to a Python-number power
+    agreed (one collective a call, 3x the time of a * a)."""
+    from nclx.dap.ufuncs import _may_fail_alone
+    f = dap.DistArray.from_global(np.arange(4.0 * N), comm=comm)
+    i = dap.DistArray.from_global(np.arange(4 * N), comm=comm)
+    cases = [((f, 2), False), ((f, 2.0), False), ((f, i), False), ((i, 2.0), False),
+             ((i, 2), True), ((i, i), True), ((2, i), True), ((i > 1, i > 2), True)]
+    for args, want in cases:
+        got = _may_fail_alone(np.power, args, {})
+        collective_assert(got == want, f"{[getattr(a, 'dtype', a) for a in args]}: {got}")
+    collective_assert(not _may_fail_alone(np.add, (i, 2), {}), "add")
+
+
+@pytest.mark.skipif(N == 1, reason="needs a rank whose cells warn and one whose do not")
+@pytest.mark.parametrize("how", ["call", "warnings-error"])
+def test_a_floating_point_callback_or_warning_error_on_one_rank_raises_everywhere(how):
+    """Found by a review of the fixes: np.errstate(divide='call') with a
+    raising callback, or 'warn' with warnings turned into errors, raised on
+    the rank meeting the flag alone (a hang)."""
+    import warnings
+    a = dap.DistArray.from_global(np.r_[np.ones(3 * N - 1), 0.0], comm=comm)
+
+    def boom(kind, flag):
+        raise FloatingPointError(kind)
+    with warnings.catch_warnings():
+        if how == "call":
+            ctx = np.errstate(divide="call", call=boom)
+        else:
+            warnings.simplefilter("error")
+            ctx = np.errstate(divide="warn")
+        with ctx:
+            kind, msg = _error_of(lambda: 1.0 / a)
+    collective_assert(kind.startswith(("FloatingPointError", "RuntimeWarning", "DapError")) and
+                      "divide" in msg, f"{kind}: {msg}")
+    collective_assert(float(a.sum()) == 3 * N - 1, "after")

@@ -32,14 +32,16 @@ from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
-def _scan_block(comm, owned, axis, ufunc, dtype):
+def _scan_block(comm, owned, axis, ufunc, dtype, whole):
     """Scan ``owned`` along a block ``axis`` split over ``comm``'s ranks (in
-    order).  Under ``np.errstate(...='raise')`` a floating-point error of
-    any rank's step (its own scan, the ranks' combined prefix, adding that
-    prefix) is raised on every rank of ``comm``; the ``exscan`` itself never
-    raises (an exception inside it would leave the collective unfinished)."""
+    order).  Where a floating-point flag can raise, an error of any rank's
+    step (its own scan, the ranks' combined prefix, adding that prefix) is
+    raised on every rank of ``whole`` (the array's communicator: the other
+    columns of a grid would wait in the next collective); the ``exscan``
+    itself never raises (an exception inside it would leave the collective
+    unfinished)."""
     key = f"scan {ufunc.__name__}"
-    local = guarded_call(comm, lambda: ufunc.accumulate(owned, axis=axis, dtype=dtype), key,
+    local = guarded_call(whole, lambda: ufunc.accumulate(owned, axis=axis, dtype=dtype), key,
                          f"np.{ufunc.__name__}.accumulate")
     rest = tuple(s for d, s in enumerate(local.shape) if d != axis)
     if local.shape[axis]:
@@ -62,7 +64,7 @@ def _scan_block(comm, owned, axis, ufunc, dtype):
             ufunc(local, np.expand_dims(before, axis), out=local)
         return local
 
-    return guarded_call(comm, finish, key + " prefix", f"np.{ufunc.__name__}.accumulate")
+    return guarded_call(whole, finish, key + " prefix", f"np.{ufunc.__name__}.accumulate")
 
 
 def _scan(name, ufunc, a, axis, dtype, out):
@@ -73,11 +75,10 @@ def _scan(name, ufunc, a, axis, dtype, out):
             raise DapError(f"np.{name}: out= is not supported for a DistArray")
         numpy_fn = np.cumsum if ufunc is np.add else np.cumprod
         rdtype = numpy_fn(np.zeros(1, a.dtype), dtype=dtype).dtype   # NumPy's (and errors)
-        # the accumulation's dtype=: NumPy's upcast of small integers and bools;
-        # none otherwise (a non-native byte order or a timedelta's unit only
-        # select a DType there: TypeError)
-        if dtype is None and a.dtype.kind in "biu":
-            dtype = rdtype
+        # the accumulation's dtype=: NumPy's result dtype (native: a byte
+        # order given or held is NumPy's to drop), none for times (a unit in
+        # dtype= only selects a DType there: TypeError; the result is cast)
+        dtype = rdtype if rdtype.kind in "biufc" else None
         if not a.shape and isinstance(axis, (int, np.integer)) and axis in (0, -1):
             axis = None             # NumPy: axis 0 or -1 of a 0-d array scans it as 1-D
         if axis is not None:
@@ -92,14 +93,14 @@ def _scan(name, ufunc, a, axis, dtype, out):
         dist = a.distribution
     if axis is None:
         part, target = flat_block(a)
-        scanned = _scan_block(comm, part, 0, ufunc, dtype)
+        scanned = _scan_block(comm, part, 0, ufunc, dtype, comm)
         return from_owned(DistArray, target, comm, scanned, rdtype)
     if dist.grid_shape[ax] == 1:
         done = guarded_call(comm, lambda: along_whole_axis(
             a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=dtype)), f"np.{name} lines",
             f"np.{name}")
         return from_owned(DistArray, dist, comm, done, rdtype)
-    scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, dtype)
+    scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, dtype, comm)
     return from_owned(DistArray, dist, comm, scanned, rdtype)
 
 
