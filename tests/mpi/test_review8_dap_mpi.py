@@ -426,3 +426,4 @@ def test_a_floating_point_callback_or_warning_error_on_one_rank_raises_everywher
     collective_assert(kind.startswith(("FloatingPointError", "RuntimeWarning", "DapError")) and
                       "divide" in msg, f"{kind}: {msg}")
     collective_assert(float(a.sum()) == 3 * N - 1, "after")
+

@@ -56,6 +56,9 @@ def _scan_block(comm, owned, axis, ufunc, dtype, whole):
 
     def finish():
         before = comm.exscan(np.array(total), op=op)
+        # a flag met here is met again by the rank before, adding the same
+        # two numbers to its last cell (its own report follows its mode):
+        # raised here too under 'raise', never reported twice otherwise
         mode = np.geterr()
         for kind in dict.fromkeys(met):
             if mode.get(kind) == "raise":
