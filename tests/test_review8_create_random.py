@@ -76,3 +76,19 @@ def test_the_broadcast_error_names_numpys_shapes(low, high, size):
     with pytest.raises(ValueError) as got:
         Generator(1).integers(low, high, size=size)
     assert str(got.value) == str(want.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda m, **k: m.empty(2 ** 63 - 1, "u1", **k),
+    lambda m, **k: m.empty((1,) * 62 + (0,), "(2,2)f8", **k),
+    lambda m, **k: m.zeros((2 ** 40, 2 ** 20), "f8", **k),
+    lambda m, **k: m.full(2 ** 62, 1.0, **k)])
+def test_align_errors_are_numpys(make):
+    """An aligned allocation out of memory said "cannot allocate N bytes
+    aligned to A" and a subarray past 64 dimensions "too many dimensions
+    with dtype": NumPy's own texts now."""
+    with pytest.raises(Exception) as want:
+        make(np)
+    with pytest.raises(Exception) as got:
+        make(nclx, align=2 ** 30)
+    assert type(got.value) is type(want.value) and str(got.value) == str(want.value)

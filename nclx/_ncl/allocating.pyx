@@ -73,6 +73,25 @@ cdef cnp.ndarray _buffer(npy_intp nbytes, npy_intp a, bint zeroed):
     return _new(<PyTypeObject *>cnp.ndarray, <void *>_U8, 1, &n, NULL, NULL, 0, NULL)
 
 
+try:                              # NumPy's MemoryError of an array ("Unable to allocate ...")
+    from numpy._core._exceptions import _ArrayMemoryError
+except ImportError:               # pragma: no cover - a NumPy without it
+    _ArrayMemoryError = None
+
+
+cdef cnp.ndarray _buffer_of(npy_intp nbytes, npy_intp a, bint zeroed, cnp.dtype descr, int nd,
+                            npy_intp *dims):
+    """:func:`_buffer` for an array of ``descr`` and ``dims``: out of memory,
+    NumPy's own error naming the shape and dtype."""
+    try:
+        return _buffer(nbytes, a, zeroed)
+    except MemoryError:
+        if _ArrayMemoryError is None:
+            raise
+        shape = tuple(dims[i] for i in range(nd))
+    raise _ArrayMemoryError(shape, descr)
+
+
 cdef cnp.ndarray _on(cnp.ndarray buf, npy_intp a, npy_intp lo, type subtype, cnp.dtype descr,
                      int nd, npy_intp *dims, npy_intp *strides, int flags, object obj):
     """An array of ``descr`` in ``buf`` (its base), its data pointer a
@@ -117,13 +136,15 @@ cdef cnp.ndarray ncl_alloc(cnp.dtype descr, int nd, npy_intp *dims, npy_intp nby
         # given strides, NumPy would add the subarray's own: expand it here
         base, sub = descr.subdtype
         if nd + len(sub) > NPY_MAXDIMS:
-            raise ValueError(f"too many dimensions with dtype {descr}")
+            raise ValueError(f"number of dimensions must be within [0, {NPY_MAXDIMS}]")
         memcpy(full, dims, nd * sizeof(npy_intp))
         for i in range(len(sub)):
             full[nd + i] = sub[i]
-        return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, base, nd + len(sub), full, strides,
+        return _on(_buffer_of(nbytes, a, zeroed, descr, nd, dims), a, 0, subtype, base,
+                   nd + len(sub), full, strides,
                    cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
-    return _on(_buffer(nbytes, a, zeroed), a, 0, subtype, descr, nd, dims, strides,
+    return _on(_buffer_of(nbytes, a, zeroed, descr, nd, dims), a, 0, subtype, descr, nd, dims,
+               strides,
                cnp.NPY_ARRAY_FARRAY if fortran else cnp.NPY_ARRAY_CARRAY, obj)
 
 
