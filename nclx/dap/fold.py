@@ -313,8 +313,24 @@ def fp_may_raise():
     modes = np.geterr().values()
     if "raise" in modes or "call" in modes:
         return True
-    return "warn" in modes and any(
-        f[0] == "error" and issubclass(RuntimeWarning, f[2]) for f in warnings.filters)
+    return "warn" in modes and _warnings_raise()
+
+
+_SEEN_FILTERS = [None, False]     # (the filters' key, whether one raises RuntimeWarning)
+
+
+def _warnings_raise():
+    """Whether a warnings filter turns a RuntimeWarning into an error; the
+    answer kept while the filter list is the same object of the same length
+    with the same first entry (simplefilter inserts there, catch_warnings
+    swaps the list)."""
+    f = warnings.filters
+    key = (id(f), len(f), f[0] if f else None)
+    seen = _SEEN_FILTERS
+    if seen[0] != key:
+        verdict = any(x[0] == "error" and issubclass(RuntimeWarning, x[2]) for x in f)
+        seen[:] = [key, verdict]
+    return seen[1]
 
 
 def guarded_call(comm, fn, key, what):

@@ -157,8 +157,10 @@ def _may_fail_alone(ufunc, inputs, kwargs):
     if fp_may_raise():
         return True
     dts = [getattr(x, "dtype", None) for x in inputs]
-    if any(d is not None and d.kind == "O" for d in dts) or any(
-            getattr(getattr(o, "dtype", None), "kind", None) == "O" for o in aware.outs_of(kwargs)):
+    if any(d is not None and d.kind == "O" for d in dts):
+        return True
+    if "out" in kwargs and any(getattr(getattr(o, "dtype", None), "kind", None) == "O"
+                               for o in aware.outs_of(kwargs)):
         return True
     if ufunc is np.power:
         try:        # the loop NumPy picks: Python scalars weak, as NEP 50
