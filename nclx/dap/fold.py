@@ -45,10 +45,10 @@ import zlib
 import numpy as np
 
 from nclx.dap.collective import _ranges, describe_error, failure_type
+from nclx.dap.fpflags import fp_may_raise
 from nclx.dap.validate import DapError
 
-__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "fp_may_raise",
-           "INLINE"]
+__all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "INLINE"]
 
 _MSG = 240                     # bytes of the carried error message
 INLINE = 1024                  # payload bytes carried in the first (fixed-size) record
@@ -305,37 +305,9 @@ def agreed_call(comm, fn, key, what, inner_agreed=False):
     return result
 
 
-def fp_may_raise():
-    """Whether a floating-point flag met on one rank's cells can raise there:
-    ``np.errstate(...='raise')``, ``'call'`` (the callback may raise), or
-    ``'warn'`` where a warnings filter turns RuntimeWarning into an error
-    (``warnings.simplefilter("error")``, ``pytest -W error``)."""
-    modes = np.geterr().values()
-    if "raise" in modes or "call" in modes:
-        return True
-    return "warn" in modes and _warnings_raise()
-
-
-_SEEN_FILTERS = [None, False]     # (the filters' key, whether one raises RuntimeWarning)
-
-
-def _warnings_raise():
-    """Whether a warnings filter turns a RuntimeWarning into an error; the
-    answer kept while the filter list is the same object of the same length
-    with the same first entry (simplefilter inserts there, catch_warnings
-    swaps the list)."""
-    f = warnings.filters
-    key = (id(f), len(f), f[0] if f else None)
-    seen = _SEEN_FILTERS
-    if seen[0] != key:
-        verdict = any(x[0] == "error" and issubclass(RuntimeWarning, x[2]) for x in f)
-        seen[:] = [key, verdict]
-    return seen[1]
-
-
 def guarded_call(comm, fn, key, what):
     """``fn()``, agreed (:func:`agreed_call`) over ``comm`` where a
-    floating-point flag can raise (:func:`fp_may_raise`) only: a local step
+    floating-point flag can raise (:func:`nclx.dap.fpflags.fp_may_raise`) only: a local step
     whose error would be raised on the ranks meeting it alone (the others
     going on to their next collective)."""
     if fp_may_raise():

@@ -27,8 +27,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         dtype = np.float64 if self.dtype.kind in "biu" else (np.float32 if f16 else None)
     if where is np._NoValue or where is True:
         axes = normalize_axes(axis, len(self.shape))
-        # NumPy's count is an np.intp: float32 sums divide in float64 then
-        # round to float32 (a Python int divided in float32: other bits)
+        # NumPy's count is an np.intp: a float32 sum divides in float64 (a
+        # Python int: in float32, with "scalar divide" in NumPy's warnings)
         count = np.intp(np.prod([self.shape[d] for d in axes], dtype=np.int64))
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
         empty = count == 0

@@ -15,6 +15,11 @@ from nclx.dap.reduce import _finish, normalize_axes
 from nclx.dap.registry import implements
 
 _NONE = -1
+_NAN_KINDS = "fcmM"          # NaN, and NaT (NumPy's argmax/argmin take the first as NaN)
+
+
+def _nan_of(dtype):
+    return np.array("NaT" if dtype.kind in "mM" else np.nan, dtype)
 
 
 class _Best:
@@ -36,13 +41,6 @@ class _Best:
             take = (ia != _NONE) & ((ib == _NONE) | (na & ~nb) | (na & nb & (ia < ib))
                                     | (~na & ~nb & (better | tie)))
         out[take] = a[take]
-
-
-_NAN_KINDS = "fcmM"          # NaN, and NaT (NumPy's argmax/argmin take the first as NaN)
-
-
-def _nan_of(dtype):
-    return np.array("NaT" if dtype.kind in "mM" else np.nan, dtype)
 
 
 def _worst(dtype, largest):

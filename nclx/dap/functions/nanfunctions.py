@@ -47,6 +47,15 @@ def _replaced(a, value):
     return np.where(np.isnan(b), b.dtype.type(value), b)
 
 
+def _check_inexact(dtype, out):
+    """NumPy's nanmean/nanvar errors for an inexact array's ``dtype``/``out``."""
+    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
+        raise TypeError("If a is inexact, then dtype must be inexact")
+    if out is not None and getattr(out, "dtype", None) is not None \
+            and not np.issubdtype(out.dtype, np.inexact):
+        raise TypeError("If a is inexact, then out must be inexact")
+
+
 def _user_where(a, where, what):
     w = _where(a, where, what)
     return True if w is None else w
@@ -98,11 +107,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     if a.dtype.kind not in "fc":           # NumPy's np.mean, where= included
         return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims, where=where), out,
                       "np.nanmean")
-    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
-        raise TypeError("If a is inexact, then dtype must be inexact")
-    if out is not None and getattr(out, "dtype", None) is not None \
-            and not np.issubdtype(out.dtype, np.inexact):
-        raise TypeError("If a is inexact, then out must be inexact")
+    _check_inexact(dtype, out)
     m = _mask(a, where, "np.nanmean")
     cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
     tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
@@ -119,11 +124,7 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if a.dtype.kind not in "fc":           # NumPy's np.var (no NaN to drop)
         return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
-    if dtype is not None and not np.issubdtype(np.dtype(dtype), np.inexact):
-        raise TypeError("If a is inexact, then dtype must be inexact")
-    if out is not None and getattr(out, "dtype", None) is not None \
-            and not np.issubdtype(out.dtype, np.inexact):
-        raise TypeError("If a is inexact, then out must be inexact")
+    _check_inexact(dtype, out)
     if correction is not np._NoValue:
         ddof = correction
     if mean is not np._NoValue:

@@ -54,10 +54,8 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
         # into the sum's own dtype (an integer dtype= divides in float64 and
         # casts back), not a loop of that dtype (none for integers)
         with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
-            mean = np.true_divide(t, nb, out=t.copy() if np.shape(nb) == t.shape or not np.ndim(nb)
-                                  else np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
-                                                t.dtype),
-                                  casting="unsafe")
+            mean = np.true_divide(t, nb, out=np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
+                                                      t.dtype), casting="unsafe")
         dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
         sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else \
             np.multiply(dev, dev)
@@ -176,14 +174,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         if avg_size == 0:
             # NumPy's a.size / avg.size, raised on every rank (global sizes)
             raise ZeroDivisionError("division by zero")
-        # NumPy makes the scale in the average's dtype even unasked (a
-        # timedelta's: ValueError; the same on every rank)
-        (avg.dtype if is_da(avg) else np.asarray(avg).dtype).type(
+        # NumPy's scale, in the average's dtype even unasked (a timedelta's:
+        # ValueError; the same on every rank)
+        scl = (avg.dtype if is_da(avg) else np.asarray(avg).dtype).type(
             int(np.prod(a.shape, dtype=np.int64)) / avg_size)
-        scl = count(a, axis)
         if returned:
-            scl = np.asarray(scl, dtype=np.result_type(np.asarray(avg).dtype
-                                                       if not is_da(avg) else avg.dtype))[()]
             if is_da(avg):
                 scl = wrap(np.full(avg._block.shape, scl), avg)
             elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
