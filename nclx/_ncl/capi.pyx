@@ -14,6 +14,7 @@ from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_nod
 from nclx._ncl.walk cimport ncl_call_next, ncl_status_add
 from nclx._ncl import registry as _registry
 from nclx._ncl import spec
+from nclx._ncl.dtypes import DTYPES
 from nclx._ncl.ufuncs import kernel_module
 
 cdef enum:
@@ -122,7 +123,6 @@ cdef void _api_status_add(ncl_call *call, int flag, long count) noexcept nogil:
 
 def _fill():
     global _nkernels
-    from nclx._ncl.dtypes import DTYPES
     ops = list(spec.OPS)
     addrs = {name: addr for _op, _ins, _out, name, addr in kernel_module().kernels()}
     # every loop has a kernel chain; the ops served by NumPy's loops have no kernel (NULL)

@@ -9,13 +9,13 @@ import numpy as np
 from nclx._ncl.ncl cimport npy_intp, NCL_NSLOTS
 from nclx._ncl.entries cimport ncl_slot_policy
 from nclx._ncl import entries, spec
+from nclx._ncl.dtypes import fixed_width
 from nclx._ncl.ufuncs import kernel_key
 
 _KINDS = {"elementwise": (0,), "reduce": (1,), None: (0, 1)}
 
 
 def _matching(op, dtype):
-    from nclx._ncl.dtypes import fixed_width
     if op is not None and op not in spec.OPS:
         raise ValueError(f"unknown op {op!r}; ops: {', '.join(spec.OPS)}")
     want = None
