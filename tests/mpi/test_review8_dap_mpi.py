@@ -250,11 +250,6 @@ def test_reductions_of_non_native_and_timedelta_dtypes_are_numpys(name, fn):
     if want[0] == "ok" and got[0] == "ok" and g.dtype.kind == "f":     # 1e-12 relative (docs)
         ok = got[2] == want[2] and np.allclose(np.frombuffer(got[4], got[2]),
                                                np.frombuffer(want[4], want[2]), rtol=1e-6)
-    elif want[0] != "ok":          # var of timedeltas: NumPy's square, nclx's multiply
-        ok = got[0] != "ok" and issubclass(getattr(np.exceptions, got[0], None) or
-                                           getattr(__import__("builtins"), got[0], Exception)
-                                           if got[0] != "UFuncTypeError" else TypeError,
-                                           getattr(__import__("builtins"), want[0], Exception))
     else:
         ok = got == want
     collective_assert(ok, f"{got[:4]} != NumPy's {want[:4]}")

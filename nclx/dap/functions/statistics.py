@@ -30,6 +30,19 @@ def _mean_dtype(a, dtype):
     return np.dtype(np.float64) if a.dtype.kind in "biu" else None
 
 
+def _squares(dev):
+    """NumPy's _var squares the deviations by their type: square for
+    integers (timedelta64 among them: its TypeError) and floats, re**2 +
+    im**2 for native complex, x * conj(x) otherwise (objects)."""
+    if issubclass(dev.dtype.type, (np.floating, np.integer)):
+        return np.square(dev)
+    if dev.dtype.kind == "c" and dev.dtype.isnative:
+        v = dev.view((dev.real.dtype, (2,)))
+        sq = np.square(v)
+        return np.add(sq[..., 0], sq[..., 1])
+    return np.multiply(dev, np.conjugate(dev)).real
+
+
 def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
     """(sum of squared deviations from the mean, count) of ``a``'s cells
     where ``mask`` (a block, or None: every cell), as NumPy's ``_var``
@@ -57,8 +70,7 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
             mean = np.true_divide(t, nb, out=np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
                                                       t.dtype), casting="unsafe")
         dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
-        sq = np.multiply(dev, np.conj(dev)).real if dev.dtype.kind == "c" else \
-            np.multiply(dev, dev)
+        sq = _squares(dev)
         x = np.zeros(blk.shape, sq.dtype)
         x[own] = sq
         return x
