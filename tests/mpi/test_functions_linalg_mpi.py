@@ -1,5 +1,5 @@
 """np.linalg.norm (axis=None: default, 'fro' for 2-D, ord 2/1/inf/-inf/0/3
-for 1-D) and 1-D dot/vdot/inner of DistArrays against NumPy on the gathered
+for 1-D; along axes: tests/mpi/test_review9_dap_mpi.py) and 1-D dot/vdot/inner of DistArrays against NumPy on the gathered
 array: 1e-12 relative for float sums (partial results combine in rank
 order), exact for integers and the max/min norms, on 1..6 ranks."""
 import numpy as np
@@ -51,13 +51,15 @@ def test_matrix_norms(name, kw):
     m = make(M, **kw)
     bad = []
     for tag, f in [("norm", lambda x: np.linalg.norm(x)),
-                   ("fro", lambda x: np.linalg.norm(x, "fro"))]:
+                   ("fro", lambda x: np.linalg.norm(x, "fro")),
+                   ("axis 0", lambda x: np.linalg.norm(x, axis=0)),
+                   ("axis 1 ord 1", lambda x: np.linalg.norm(x, 1, axis=1)),
+                   ("ord inf of 2-D", lambda x: np.linalg.norm(x, np.inf))]:
         kind, got = outcome(lambda: f(m))
         err = f"{tag}: {got}" if kind == "exc" else compare(tag, got, f(M), exact=False)
         if err:
             bad.append(err)
     for tag, f in [("ord 2 of 2-D", lambda x: np.linalg.norm(x, 2)),
-                   ("axis", lambda x: np.linalg.norm(x, axis=0)),
                    ("dot 2-D", lambda x: np.dot(x, x))]:
         kind, got = outcome(lambda: f(m))
         if kind != "exc" or "DapError" not in got:

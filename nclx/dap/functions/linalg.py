@@ -8,10 +8,13 @@ agree with NumPy's to 1e-12 relative (the same bits on every rank and every
 run); integer results and the max/min norms (``ord=inf``/``-inf``) are
 exact.  Operands of the products share one distribution.
 """
+import functools
+
 import numpy as np
 
-from nclx.dap.fold import allreduce_agreed, raise_verdict
+from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
+from nclx.dap.reduce import normalize_axes
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -63,42 +66,134 @@ def inner(a, b):
     return _product("np.inner", a, b, False)
 
 
+def _owned_map(x, blk, fn, what):
+    """``fn`` of this rank's counted cells, zero in its other cells (never
+    computed: a padding cell's value raises no warning), agreed where a
+    floating-point flag can raise."""
+    own = counted(x)
+
+    def run():
+        v = np.asarray(fn(blk[own]))
+        full = np.zeros(blk.shape, v.dtype)
+        full[own] = v
+        return full
+    return guarded_call(x.comm, run, repr((what, "norm step")), what)
+
+
+def _reduced(x, block, ufunc, axis, keepdims=False, **kw):
+    return reduce_parts(x, block, ufunc, axis, keepdims=keepdims, **kw)
+
+
+def _vector_norm(x, blk, ord, axis, keepdims):
+    """NumPy's vector norms along one axis, step for step."""
+    what = "np.linalg.norm"
+    if ord == np.inf:
+        return _reduced(x, _owned_map(x, blk, np.abs, what), np.maximum, axis, keepdims,
+                        initial=0)
+    if ord == -np.inf:
+        return _reduced(x, _owned_map(x, blk, np.abs, what), np.minimum, axis, keepdims)
+    if ord == 0:
+        return _reduced(x, _owned_map(x, blk, lambda o: (o != 0).astype(o.real.dtype), what),
+                        np.add, axis, keepdims)
+    if ord == 1:
+        return _reduced(x, _owned_map(x, blk, np.abs, what), np.add, axis, keepdims)
+    if ord is None or ord == 2:
+        s = _owned_map(x, blk, lambda o: (o.conj() * o).real, what)
+        return np.sqrt(_reduced(x, s, np.add, axis, keepdims))
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+
+    def powered(o):
+        absx = np.abs(o)
+        absx **= ord
+        return absx
+    ret = _reduced(x, _owned_map(x, blk, powered, what), np.add, axis, keepdims)
+    return ret ** np.reciprocal(ord, dtype=ret.dtype)
+
+
+@functools.cache
+def _empty_initial(ord):
+    """How the installed NumPy takes the matrix norm ``ord`` of an empty
+    matrix: a maximum with ``initial=0`` (newer NumPy: 0) or without (the
+    maximum's error)."""
+    try:
+        np.linalg.norm(np.zeros((0, 1)), ord)
+    except ValueError:
+        return {}
+    return {"initial": 0}
+
+
+def _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims):
+    """NumPy's matrix norms over two axes, but the singular-value ones."""
+    what = "np.linalg.norm"
+    if ord in (2, -2, "nuc") and 0 in (x.shape[row_axis], x.shape[col_axis]):
+        # no singular values: NumPy's max (2), min (-2) or sum ('nuc') of none
+        none = np.zeros(blk.shape, blk.real.dtype)
+        if ord == 2:
+            ret = _reduced(x, none, np.maximum, (row_axis, col_axis), **_empty_initial(2))
+        else:
+            ret = _reduced(x, none, np.minimum if ord == -2 else np.add, (row_axis, col_axis))
+    elif ord in (2, -2, "nuc"):
+        raise DapError(f"np.linalg.norm of a DistArray: ord={ord!r} over two axes takes "
+                       "singular values (not implemented; gather() the matrix)")
+    elif ord in (1, -1, np.inf, -np.inf):
+        inner, outer = (row_axis, col_axis) if ord in (1, -1) else (col_axis, row_axis)
+        if outer > inner:
+            outer -= 1
+        sums = _reduced(x, _owned_map(x, blk, np.abs, what), np.add, inner)
+        if ord in (1, np.inf):
+            ret = np.max(sums, axis=outer, **_empty_initial(ord))
+        else:
+            ret = np.min(sums, axis=outer)
+    elif ord in (None, "fro", "f"):
+        s = _owned_map(x, blk, lambda o: (o.conj() * o).real, what)
+        ret = np.sqrt(_reduced(x, s, np.add, (row_axis, col_axis)))
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    if keepdims:
+        shape = list(x.shape)
+        shape[row_axis] = shape[col_axis] = 1
+        ret = ret.reshape(shape) if is_da(ret) else np.asarray(ret).reshape(shape)
+    return ret
+
+
 @implements(np.linalg.norm)
 def norm(x, ord=None, axis=None, keepdims=False):
-    """``axis=None`` only: the 2-norm of the flattened array (``ord`` None;
-    'fro' for 2-D; 2 for 1-D), and for 1-D ``ord`` 1, ``inf``, ``-inf``, 0 and
-    any other number, as NumPy computes them (one collective each)."""
-    if axis is not None:
-        raise DapError("np.linalg.norm of a DistArray: axis=None only")
+    """NumPy's norm, step for step: with ``axis=None`` the 2-norm of the
+    flattened array (``ord`` None; 'fro' for 2-D; 2 for 1-D) in one
+    collective; the vector norms (``ord`` inf, -inf, 0, 1, 2, any number)
+    along one axis; the matrix norms 'fro', 1, -1, inf, -inf over two (2, -2
+    and 'nuc' take singular values: DapError)."""
     nd = len(x.shape)
     blk = x._block
     if blk.dtype.kind not in "fc":
         blk = blk.astype(float)
-    own = counted(x)
-    o = blk[own]
-    if ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1):
+    if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or
+                         (ord == 2 and nd == 1)):
+        o = blk[counted(x)]
+
         def local():
             if o.dtype.kind == "c":
                 r, i = o.real.ravel(), o.imag.ravel()
                 return np.dot(r, r) + np.dot(i, i)
             return np.dot(o.ravel(), o.ravel())
         ret = np.sqrt(_sum_of_partials(x, local, o.real.dtype, "np.linalg.norm"))
-    elif nd != 1:
-        raise DapError(f"np.linalg.norm of a {nd}-D DistArray: ord={ord!r} is not implemented "
-                       "(None or 'fro')")
-    elif ord == np.inf:
-        ret = reduce_parts(x, np.abs(blk), np.maximum, None, initial=0)   # NumPy's: 0 if empty
-    elif ord == -np.inf:
-        ret = reduce_parts(x, np.abs(blk), np.minimum, None)
-    elif ord == 0:
-        ret = reduce_parts(x, blk != 0, np.add, None, dtype=blk.real.dtype)
-    elif ord == 1:
-        ret = reduce_parts(x, np.abs(blk), np.add, None)
-    elif isinstance(ord, str):
-        raise ValueError(f"Invalid norm order '{ord}' for vectors")
-    else:
-        absx = np.abs(blk) ** ord
-        ret = reduce_parts(x, absx, np.add, None) ** (1.0 / ord)
-    if keepdims:
-        return np.asarray(ret).reshape((1,) * nd)
-    return ret
+        if keepdims:
+            return np.asarray(ret).reshape((1,) * nd)
+        return ret
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        try:
+            axis = int(axis)
+        except Exception as exc:
+            raise TypeError("'axis' must be None, an integer or a tuple of integers") from exc
+        axis = (axis,)
+    if len(axis) == 1:
+        return _vector_norm(x, blk, ord, axis, keepdims)
+    if len(axis) == 2:
+        row_axis, col_axis = (normalize_axes(a, nd)[0] for a in axis)
+        if row_axis == col_axis:
+            raise ValueError("Duplicate axes given.")
+        return _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims)
+    raise ValueError("Improper number of dimensions to norm.")
