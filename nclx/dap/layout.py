@@ -79,18 +79,28 @@ def moveaxis(a, source, destination):
     return transpose(a, order)
 
 
+def _numpy_shape_text(shape):
+    """A shape as NumPy's reshape error prints it: ``(2,0,3,newaxis)``."""
+    parts = ["newaxis" if s < 0 else str(s) for s in shape]
+    return "(" + ",".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
 def _resolve(shape, size):
+    """``shape`` with its one unknown (negative, as NumPy's) dimension
+    resolved for ``size`` cells; NumPy's errors and their text otherwise."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    unknown = [i for i, s in enumerate(shape) if s == -1]
-    if len(unknown) > 1 or any(s < -1 for s in shape):
-        raise ValueError(f"reshape: can only specify one unknown dimension in {shape}")
-    known = int(np.prod([s for s in shape if s != -1], dtype=np.int64))
+    unknown = [i for i, s in enumerate(shape) if s < 0]
+    if len(unknown) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    known = int(np.prod([s for s in shape if s >= 0], dtype=np.int64))
     if unknown:
         if known == 0 or size % known:
-            raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+            raise ValueError(f"cannot reshape array of size {size} into shape "
+                             f"{_numpy_shape_text(shape)}")
         shape = shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
     if int(np.prod(shape, dtype=np.int64)) != size:
-        raise ValueError(f"cannot reshape array of size {size} into shape {shape}")
+        raise ValueError(f"cannot reshape array of size {size} into shape "
+                         f"{_numpy_shape_text(shape)}")
     return shape
 
 

@@ -317,7 +317,8 @@ def _result(dist, kept, keepdims, value, result_comm):
     the result's DistArray (block, Distribution, communicator)."""
     if not kept:
         result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
-        return (result[()] if not keepdims else result), None, None
+        # a 0-d array's reduction is a scalar, keepdims or not (NumPy's)
+        return (result[()] if not keepdims or dist.ndim == 0 else result), None, None
     columns = []
     for d in range(dist.ndim):
         if d in kept:

@@ -108,3 +108,57 @@ def test_norm_along_axes_is_numpys(name):
                         failures.append(f"{dist} axis={axis} ord={o} keepdims={kd}: "
                                         f"{str(got)[:120]} != NumPy's {str(want)[:120]}")
     collective_assert(not failures, "\n".join(failures[:6]) + f"\n({len(failures)} in all)")
+
+
+_Q_ARRAYS = {
+    "f8 3-D with a NaN": lambda: np.where(np.arange(2 * N * 3 * 5).reshape(2 * N, 3, 5) == 7,
+                                          np.nan, np.arange(2 * N * 3 * 5).reshape(
+                                              2 * N, 3, 5) * 7 % 11 - 4.5),
+    "i4 3-D": lambda: (np.arange(3 * N * 2 * 4, dtype=np.int32).reshape(3 * N, 2, 4) * 5 % 13),
+    "f4 2-D": lambda: np.arange(3 * N * 4, dtype=np.float32).reshape(3 * N, 4) / 7 - 1,
+    "empty 3-D": lambda: np.zeros((2 * N, 0, 3)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_Q_ARRAYS))
+@pytest.mark.parametrize("fn,q", [(np.median, None), (np.nanmedian, None), (np.quantile, 0.3),
+                                  (np.nanquantile, [0.2, 0.9]),
+                                  (np.percentile, [[10, 50], [70, 99]]), (np.nanpercentile, 40)])
+def test_order_statistics_over_a_tuple_of_axes_are_numpys(name, fn, q):
+    """Found by review: the order statistics refused a tuple of axes
+    (DapError) where NumPy merges them (its _ureduce), and the nan-forms of
+    an empty array gave q's dimensions where NumPy returns np.nanmean of it."""
+    import itertools
+    g = _Q_ARRAYS[name]()
+    nd = g.ndim
+    axes = [None, 0, -1]
+    for r in range(0, nd + 1):
+        axes += list(itertools.combinations(range(nd), r))
+    failures = []
+    args = () if q is None else (q,)
+    for dist in ("b", "c"):
+        x = dap.DistArray.from_global(g, comm=comm, dist=dist)
+        for axis in axes:
+            for kd in (False, True):
+                for kw in ({},) if q is None else ({"method": "linear"}, {"method": "lower"},
+                                                   {"method": "inverted_cdf"}):
+                    want = _outcome(fn, g, *args, axis=axis, keepdims=kd, **kw)
+                    got = _outcome(fn, x, *args, axis=axis, keepdims=kd, **kw)
+                    if got != want:
+                        failures.append(f"{dist} axis={axis} keepdims={kd} {kw}: "
+                                        f"{str(got)[:150]} != NumPy's {str(want)[:150]}")
+    collective_assert(not failures, "\n".join(failures[:6]) + f"\n({len(failures)} in all)")
+
+
+def test_a_0d_reduction_with_keepdims_is_a_scalar_as_numpys():
+    """Found by review: np.sum(x, keepdims=True) of a 0-d DistArray gave a
+    0-d array where NumPy gives a scalar (and np.median keepdims an array)."""
+    if N > 1:
+        pytest.skip("a 0-d DistArray lives on one process")
+    g = np.array(2.5)
+    x = dap.DistArray.from_global(g, comm=comm)
+    for fn in (np.sum, np.prod, np.max, np.count_nonzero, np.any, np.median):
+        kw = {"axis": None} if fn is np.count_nonzero else {}
+        want, got = fn(g, keepdims=True, **kw), fn(x, keepdims=True, **kw)
+        assert type(got) is type(want) and np.asarray(got).tobytes() == \
+            np.asarray(want).tobytes(), (fn, got, want)

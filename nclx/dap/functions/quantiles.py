@@ -20,7 +20,11 @@ size 1).  Along a distributed axis the array is first redistributed (one
 ``Alltoallw``) to that axis undistributed and the other axes block-
 distributed, then as above: NumPy's bits, the result distributed over the
 other axes that way; the one axis of a 1-D array is ``axis=None``'s
-selection.  ``weights=`` (method 'inverted_cdf', as NumPy): a DistArray
+selection.  A tuple of axes is NumPy's ``_ureduce``: the kept axes
+swapped to the front and the reduced ones merged into one last axis (the
+DistArray's swapaxes/reshape: redistributions), then as ``axis=k``
+(``keepdims``: 1s where the reduced axes were; every axis: as
+``axis=None``).  ``weights=`` (method 'inverted_cdf', as NumPy): a DistArray
 of ``a``'s shape (redistributed to ``a``'s distribution first where it
 differs), or along ``axis=k`` also a 1-D NumPy array of
 length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
@@ -34,6 +38,7 @@ import warnings
 
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
@@ -197,9 +202,11 @@ def _size(a):
 
 
 def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, check, flat, local):
-    """The common frame: checks, one agreement, then ``flat()`` (axis=None)
-    or ``local(axis)``; ``keepdims`` as NumPy's (its no-value default: False)."""
-    error = ax = None
+    """The common frame: checks, one agreement, then ``flat(a)`` (axis=None
+    or every axis) or ``local(a, axis, keepdims)`` (one axis; a tuple of
+    some: on the array with them merged into its last, as NumPy's
+    ``_ureduce``); ``keepdims`` as NumPy's (its no-value default: False)."""
+    error = ax = axes = None
     try:
         if out is not None or overwrite_input:
             raise DapError(f"np.{name}: out= and overwrite_input=True are not "
@@ -207,9 +214,14 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
         if isinstance(q, DistArray):
             raise TypeError(f"np.{name}: q must be a scalar or a NumPy array, not a DistArray")
         check()                               # NumPy's own argument errors (q, method, dtype)
-        if axis is not None:
-            if isinstance(axis, tuple):
-                raise DapError(f"np.{name}: a tuple of axes is not supported for a DistArray")
+        if isinstance(axis, tuple):
+            axes = normalize_axis_tuple(axis, a.distribution.ndim)
+            if len(axes) == 1:
+                ax, axes = axes[0], None
+            elif weights is not None:
+                raise DapError(f"np.{name}: weights= with a tuple of axes is not supported "
+                               f"for a DistArray")
+        elif axis is not None:
             ax = axis_of(a, axis, f"np.{name}")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
@@ -218,13 +230,32 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
                                               _weights_kind(weights)))
     if weights is not None:
         _check_sign(name, a, weights, q, method)
-    if axis is not None and a.distribution.ndim == 1:
-        axis = None                     # the one axis: the flattened array's statistics
+    if name.startswith("nan") and _size(a) == 0:
+        # NumPy's nan-forms return np.nanmean of an empty array (q's
+        # dimensions dropped)
+        return np.nanmean(a, axis, keepdims=keepdims)
+    nd = a.distribution.ndim
+    if axes is not None and len(axes) < nd:
+        # NumPy's _ureduce: the kept axes first (its swaps), the reduced
+        # ones merged into one last axis, then NumPy's 1s where they were
+        merged = a
+        for i, k in enumerate(sorted(set(range(nd)) - set(axes))):
+            merged = merged.swapaxes(i, k)
+        merged = merged.reshape(merged.shape[:nd - len(axes)] + (-1,))
+        result = local(merged, merged.ndim - 1, False)
+        if keepdims:
+            lead = result.ndim - (nd - len(axes))
+            shape = list(result.shape)
+            for k in sorted(axes):
+                shape.insert(lead + k, 1)
+            result = result.reshape(tuple(shape))
+        return result
+    if axes is not None or (axis is not None and nd == 1):
+        axis = None                     # every axis: the flattened array's statistics
     if axis is None:
-        result = flat()
-        return np.reshape(result, np.shape(result) + (1,) * a.distribution.ndim) \
-            if keepdims else result
-    return local(ax)
+        result = flat(a)
+        return np.asarray(result).reshape(np.shape(result) + (1,) * nd) if keepdims else result
+    return local(a, ax, keepdims)
 
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
@@ -236,7 +267,7 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
     numpy_fn = getattr(np, name)
     nan = name.startswith("nan")
 
-    def flat():
+    def flat(a):
         if weights is not None:
             w = weights if isinstance(weights, DistArray) else \
                 DistArray.from_global(np.asarray(weights), dist=a.distribution, comm=a.comm)
@@ -255,7 +286,7 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
                 weights, DistArray) else weights).dtype)
         numpy_fn(np.zeros(2, a.dtype), q, method=method, **kw)
 
-    def local(ax):
+    def local(a, ax, keepdims):
         if weights is None:
             return _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
                 o, q, axis=x, method=method), np.shape(qs))
@@ -304,9 +335,9 @@ def median(a, axis=None, out=None, overwrite_input=False, keepdims=False):
     keepdims = bool(keepdims)
     return _run("median", a, None, axis, out, overwrite_input, "linear", keepdims, None,
                 check=lambda: np.median(np.zeros(2, a.dtype)),
-                flat=lambda: _median_flat(_Values(a), lambda: np.median(np.empty(0, a.dtype))),
-                local=lambda ax: _whole_axis(a, ax, keepdims,
-                                             lambda o, x: np.median(o, axis=x), ()))
+                flat=lambda a: _median_flat(_Values(a), lambda: np.median(np.empty(0, a.dtype))),
+                local=lambda a, ax, kd: _whole_axis(a, ax, kd, lambda o, x: np.median(o, axis=x),
+                                                    ()))
 
 
 @implements(np.nanpercentile)
@@ -354,6 +385,6 @@ def nanmedian(a, axis=None, out=None, overwrite_input=False, keepdims=np._NoValu
     keepdims = False if keepdims is np._NoValue else bool(keepdims)
     return _run("nanmedian", a, None, axis, out, overwrite_input, "linear", keepdims, None,
                 check=lambda: np.nanmedian(np.zeros(2, a.dtype)),
-                flat=lambda: _nanmedian_flat(a),
-                local=lambda ax: _whole_axis(a, ax, keepdims,
-                                             lambda o, x: np.nanmedian(o, axis=x), ()))
+                flat=_nanmedian_flat,
+                local=lambda a, ax, kd: _whole_axis(a, ax, kd,
+                                                    lambda o, x: np.nanmedian(o, axis=x), ()))
