@@ -162,3 +162,28 @@ def test_a_0d_reduction_with_keepdims_is_a_scalar_as_numpys():
         want, got = fn(g, keepdims=True, **kw), fn(x, keepdims=True, **kw)
         assert type(got) is type(want) and np.asarray(got).tobytes() == \
             np.asarray(want).tobytes(), (fn, got, want)
+
+
+@pytest.mark.parametrize("fn", [np.quantile, np.nanquantile, np.percentile])
+def test_weighted_order_statistics_over_a_tuple_of_axes_are_numpys(fn):
+    """Weights move with the array through the merge of the reduced axes."""
+    import itertools
+    g = (np.arange(3 * N * 2 * 4, dtype=float).reshape(3 * N, 2, 4) * 5 % 13) - 2.5
+    g[1, 1, 1] = np.nan
+    wg = (np.arange(g.size).reshape(g.shape) % 4) + 0.5
+    q = [25, 50, 90] if fn is np.percentile else [0.25, 0.5, 0.9]
+    failures = []
+    for dist in ("b", "c"):
+        x = dap.DistArray.from_global(g, comm=comm, dist=dist)
+        w = dap.DistArray.from_global(wg, comm=comm, dist=dist)
+        for r in (2, 3):
+            for axis in itertools.combinations(range(3), r):
+                for kd in (False, True):
+                    want = _outcome(fn, g, q, axis=axis, keepdims=kd, method="inverted_cdf",
+                                    weights=wg)
+                    got = _outcome(fn, x, q, axis=axis, keepdims=kd, method="inverted_cdf",
+                                   weights=w)
+                    if got != want:
+                        failures.append(f"{dist} axis={axis} keepdims={kd}: {str(got)[:150]} "
+                                        f"!= NumPy's {str(want)[:150]}")
+    collective_assert(not failures, "\n".join(failures[:6]) + f"\n({len(failures)} in all)")

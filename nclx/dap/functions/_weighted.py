@@ -159,12 +159,12 @@ def weights_kind(weights):
 
 
 def check_weights(name, a, weights, axis):
-    """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``),
-    with a DistArray distributed like ``a`` or, along one axis, a 1-D
-    NumPy array."""
+    """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``:
+    None, one normalised axis or a tuple of several), with a DistArray
+    distributed like ``a`` or, along one axis, a 1-D NumPy array."""
     if isinstance(weights, DistArray):
         if weights.shape != a.shape:
-            if axis is None:
+            if axis is None or isinstance(axis, tuple):
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
             raise DapError(f"np.{name}: weights must be a DistArray of the array's shape "
                            f"{a.shape} (distributed alike) or a 1-D NumPy array along axis, "
@@ -172,9 +172,9 @@ def check_weights(name, a, weights, axis):
         a._check_same(weights)
         return
     w = np.asarray(weights)
-    if axis is None:
-        raise DapError(f"np.{name}: with axis=None the weights must be a DistArray distributed "
-                       f"like the array, not a {type(weights).__name__}")
+    if axis is None or isinstance(axis, tuple):
+        raise DapError(f"np.{name}: with axis={axis!r} the weights must be a DistArray "
+                       f"distributed like the array, not a {type(weights).__name__}")
     if w.shape != (a.shape[axis],):
         raise ValueError("Shape of weights must be consistent with "
                          "shape of a along specified axis.")

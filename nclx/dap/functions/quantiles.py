@@ -20,7 +20,7 @@ size 1).  Along a distributed axis the array is first redistributed (one
 ``Alltoallw``) to that axis undistributed and the other axes block-
 distributed, then as above: NumPy's bits, the result distributed over the
 other axes that way; the one axis of a 1-D array is ``axis=None``'s
-selection.  A tuple of axes is NumPy's ``_ureduce``: the kept axes
+selection.  A tuple of axes (weights too: a DistArray moved alike) is NumPy's ``_ureduce``: the kept axes
 swapped to the front and the reduced ones merged into one last axis (the
 DistArray's swapaxes/reshape: redistributions), then as ``axis=k``
 (``keepdims``: 1s where the reduced axes were; every axis: as
@@ -218,9 +218,6 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
             axes = normalize_axis_tuple(axis, a.distribution.ndim)
             if len(axes) == 1:
                 ax, axes = axes[0], None
-            elif weights is not None:
-                raise DapError(f"np.{name}: weights= with a tuple of axes is not supported "
-                               f"for a DistArray")
         elif axis is not None:
             ax = axis_of(a, axis, f"np.{name}")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
@@ -238,11 +235,13 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     if axes is not None and len(axes) < nd:
         # NumPy's _ureduce: the kept axes first (its swaps), the reduced
         # ones merged into one last axis, then NumPy's 1s where they were
-        merged = a
-        for i, k in enumerate(sorted(set(range(nd)) - set(axes))):
-            merged = merged.swapaxes(i, k)
-        merged = merged.reshape(merged.shape[:nd - len(axes)] + (-1,))
-        result = local(merged, merged.ndim - 1, False)
+        def merge(x):
+            for i, k in enumerate(sorted(set(range(nd)) - set(axes))):
+                x = x.swapaxes(i, k)
+            return x.reshape(x.shape[:nd - len(axes)] + (-1,))
+        merged = merge(a)
+        w = () if weights is None else (merge(weights),)      # a DistArray (checked)
+        result = local(merged, merged.ndim - 1, False, *w)
         if keepdims:
             lead = result.ndim - (nd - len(axes))
             shape = list(result.shape)
@@ -280,13 +279,14 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
     def check():
         kw = {}
         if weights is not None:
-            _check_weights(name, a, weights, None if axis is None else
-                           axis_of(a, axis, f"np.{name}"))
+            one = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
+            _check_weights(name, a, weights, one if one is None or isinstance(one, tuple) else
+                           axis_of(a, one, f"np.{name}"))
             kw["weights"] = np.ones(2, np.asarray(weights.owned if isinstance(
                 weights, DistArray) else weights).dtype)
         numpy_fn(np.zeros(2, a.dtype), q, method=method, **kw)
 
-    def local(a, ax, keepdims):
+    def local(a, ax, keepdims, weights=weights):
         if weights is None:
             return _whole_axis(a, ax, keepdims, lambda o, x: numpy_fn(
                 o, q, axis=x, method=method), np.shape(qs))
