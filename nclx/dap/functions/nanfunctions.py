@@ -15,7 +15,7 @@ import warnings
 
 import numpy as np
 
-from nclx.dap.functions._common import finish, is_da, reduce_parts, wrap
+from nclx.dap.functions._common import finish, is_da, reduce_parts
 from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, sqrt_keep, var, var_parts
 from nclx.dap.registry import implements
 
