@@ -19,12 +19,18 @@ def _check_bool(name, value):
         raise TypeError(f"nclx setting {name!r} takes True or False, not {value!r}")
 
 
+_SIZE_MAX = 2 ** (8 * np.dtype(np.uintp).itemsize) - 1
+
+
 def _check_bytes(name, value):
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise TypeError(f"nclx setting {name!r} takes a non-negative int (bytes), "
                         f"not {value!r}")
     if value < 0:
         raise ValueError(f"nclx setting {name!r} must be >= 0 (bytes), not {value!r}")
+    if value > _SIZE_MAX:
+        raise ValueError(f"nclx setting {name!r} must be at most {_SIZE_MAX} (bytes: a "
+                         f"size_t), not {value!r}")
 
 
 # name: (get, set, check)

@@ -11,15 +11,21 @@ writes.  Scalars become operand slots of the loop's input dtype.  The probe
 then calls the ufunc on one-element data (errors ignored) and hands on a
 new probe of the result's dtype.
 
-The function runs twice: on one-element probes holding each array's first
-element, then on probes of three elements (another size, values above and
-below) -- the two runs must record the same steps and constants, and leave
-the probes unchanged.  So a value read past the probes' checks (through
-``np.asarray(x)``, which no hook sees) and an in-place change run the
-function eagerly instead of being kept as constants of the plan.  The
-probes themselves (``nclx._probe``) refuse every attribute but their dtype
-and the two reductions, and refuse steps made under another np.errstate or
-warning filter than the call's.
+The function runs three times: on one-element probes holding each array's
+first element, on probes of three elements (another size, values above and
+below), and on three extreme values (the dtype's largest and most negative,
+halved, and zero) -- the runs must record the same steps and constants,
+and leave the probes unchanged.  So a value read past the probes' checks
+(through ``np.asarray(x)``, which no hook sees) that changes what the
+function does between these values, and an in-place change, run the
+function eagerly instead of being kept in the plan.  A read whose outcome
+is the same for all three value sets (a threshold between them) cannot be
+seen: such a function must not be fused (docs/fused.md).  The probes
+themselves (``nclx._probe``) refuse every attribute but their dtype and the
+two reductions, and refuse steps made under another np.errstate or warning
+filter than the trace's; a floating-point flag raised by a step on
+scalars alone refuses the trace too (eager NumPy reports it on every call),
+and so does a result that depends on 0-d arrays and scalars alone.
 
 Anything the executor cannot run as NumPy would raises Untraceable with
 the reason: keyword arguments, a non-ufunc call on a probe (indexing,
@@ -79,28 +85,59 @@ def _other_values(a, first):
     return np.array([mid] if a.ndim == 0 else [mid, hi, lo], dtype=a.dtype)
 
 
+def _extreme_values(a):
+    """The third trace's probe values: far from the first two (the largest
+    and most negative finite values NumPy's dtype holds, halved, and zero),
+    so that a threshold a value read past the probes' checks is compared
+    with (``np.asarray(x).max() > 100``, ``.min() >= 0``) most likely
+    differs between the traces."""
+    if a.dtype.kind == "b":
+        vals = [True, False, True]
+    elif a.dtype.kind in "iu":
+        info = np.iinfo(a.dtype)
+        vals = [info.max // 2, info.min // 2, 0]
+    else:
+        big = np.finfo(a.dtype).max / 2
+        vals = [big, -big, 0.0]
+    return np.array(vals[:1] if a.ndim == 0 else vals, dtype=a.dtype)
+
+
 def _trace_once(fn, args, positions, values):
     """One run of ``fn`` on probes holding ``values`` (one array per array
-    argument): its tape and what it returned."""
-    tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
-    call = list(args)
-    probes = []
-    for slot, (i, v) in enumerate(zip(positions, values)):
-        probes.append(v.view(_Probe)._nclx_init(tape, slot))
-        call[i] = probes[-1]
-    kept = [v.copy() for v in values]
-    try:
-        out = fn(*call)
-    except Untraceable:
-        if tape.state_changed:
-            raise _refusal(tape) from None
-        raise
-    except Exception as exc:
-        if tape.poisoned is not None:
-            raise _refusal(tape) from None
-        raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+    argument): its tape and what it returned.
+
+    It runs under an errstate of its own that calls a recorder for every
+    floating-point flag: the probes' steps compute with errors ignored, so
+    a flag comes from a step on scalars alone (``np.log(k)``, ``k`` a NumPy
+    scalar), which the plan would keep as a constant, reported at the trace
+    and never again where eager NumPy reports it on every call -- such a
+    function runs eagerly.  An np.errstate set inside the function differs
+    from the trace's own (the tape's baseline) and is refused: the executor
+    reports under the caller's."""
+    flagged = []
+    with np.errstate(all="call", call=lambda kind, flag: flagged.append(kind)):
+        tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
+        call = list(args)
+        probes = []
+        for slot, (i, v) in enumerate(zip(positions, values)):
+            probes.append(v.view(_Probe)._nclx_init(tape, slot))
+            call[i] = probes[-1]
+        kept = [v.copy() for v in values]
+        try:
+            out = fn(*call)
+        except Untraceable:
+            if tape.state_changed:
+                raise _refusal(tape) from None
+            raise
+        except Exception as exc:
+            if tape.poisoned is not None:
+                raise _refusal(tape) from None
+            raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
     if tape.poisoned is not None:             # refused, and the function caught it
         raise _refusal(tape)
+    if flagged:
+        raise Untraceable(f"a step on scalars alone flags '{flagged[0]}' (eager NumPy reports "
+                          f"it on every call; a plan would keep its value)")
     if any(v.tobytes() != k.tobytes() for v, k in zip(values, kept)):
         raise Untraceable("the function changed an argument in place")
     return tape, out
@@ -127,17 +164,31 @@ def _same_trace(t1, t2):
             == [(s, v.dtype, v.tobytes()) for s, v in t2.constants])
 
 
+def _check_depends_on_an_array(tape, result, ndims):
+    """Refuse a result (or the value a final reduction reads) computed from
+    0-d arrays and scalars alone: NumPy gives it their shape, the executor
+    would spread it over the n-d arguments' elements."""
+    wide = {slot for slot, nd in enumerate(ndims) if nd}
+    for st in tape.steps:
+        if any(i in wide for i in st.ins):
+            wide.add(st.out)
+    if result not in wide:
+        raise Untraceable("the result depends on 0-d arrays and scalars alone "
+                          "(NumPy gives it their shape)")
+
+
 def trace(fn, args):
     """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
     slots) and anything else (passed as it is, a constant of the trace).
     Returns (program, constants, array_positions): constants is a list of
     (slot, 0-d array) the caller passes after the arrays.
 
-    The function runs twice, on one-element probes and on probes of other
-    sizes and values (:func:`_other_values`); the two runs must record the
-    same steps and constants: a result that depends on the probes (taken
-    through ``np.asarray`` or another way past the probe's checks) runs the
-    function eagerly instead of being kept."""
+    The function runs three times, on one-element probes, on probes of
+    other sizes and values (:func:`_other_values`) and on extreme values
+    (:func:`_extreme_values`); the runs must record the same steps and
+    constants: a result that depends on the probes (taken through
+    ``np.asarray`` or another way past the probe's checks) in a way these
+    values reveal runs the function eagerly instead of being kept."""
     positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
     for i in positions:
         if args[i].dtype.char not in SUPPORTED:
@@ -148,12 +199,16 @@ def trace(fn, args):
         tape, out = _trace_once(fn, args, positions, first)
         again, out2 = _trace_once(fn, args, positions,
                                   [_other_values(args[i], f) for i, f in zip(positions, first)])
+        third, out3 = _trace_once(fn, args, positions,
+                                  [_extreme_values(args[i]) for i in positions])
     finally:
         _cledger.mute(-1)
-    if not _same_trace(tape, again) or _result_slot(tape, out) != _result_slot(again, out2):
+    result = _result_slot(tape, out)
+    if not (_same_trace(tape, again) and _same_trace(tape, third)) or \
+            result != _result_slot(again, out2) or result != _result_slot(third, out3):
         raise Untraceable("the function's steps depend on its arrays' values or sizes "
                           "(something read a probe past its checks)")
-    result = _result_slot(tape, out)
+    _check_depends_on_an_array(tape, result, [args[i].ndim for i in positions])
     if not tape.steps:
         raise Untraceable("no ufunc step")
     if tape.steps[-1].out != result:

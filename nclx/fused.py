@@ -24,6 +24,7 @@ import fractions
 import struct as _struct
 import sys
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 
@@ -146,13 +147,29 @@ def _why_not_args(args):
     return None
 
 
+def _state_key():
+    """The caller's floating-point error handling and warning filters: part
+    of a plan's key, since a trace refuses steps made under other ones than
+    the trace's (an np.errstate or catch_warnings inside the function) by
+    comparing them -- a plan traced where the function's own state happened
+    to be the caller's must not serve a caller under another."""
+    call = np.geterrcall()
+    filters = tuple(warnings.filters)
+    try:
+        hash(filters)
+    except TypeError:             # a filter entry someone made unhashable
+        filters = id(warnings.filters)
+    return (tuple(sorted(np.geterr().items())), id(call) if call is not None else None,
+            filters)
+
+
 def _run(fn, args, plans, out, frozen=()):
     """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate;
     ``frozen``: what else the trace depends on (part of the plan's key)."""
     why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
-        key = (tuple(_arg_key(a) for a in args), frozen)
+        key = (tuple(_arg_key(a) for a in args), frozen, _state_key())
         plan = plans.get(key)
         if plan is None:
             try:
@@ -294,6 +311,10 @@ def _value_key(v):
     if k is not None:
         return k
     t = type(v)
+    if t is complex:               # bits: -0.0 is not 0.0 (== would share the key)
+        return ("c", _struct.pack("<dd", v.real, v.imag))
+    if t is decimal.Decimal:       # its text keeps the sign of zero and the exponent
+        return ("d", str(v))
     if t in _BY_VALUE:
         return ("v", t, v)
     if t is tuple:

@@ -27,6 +27,7 @@ from nclx._ncl.copyrun cimport ncl_stream_at
 from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
                                  bx_direct, bx_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes, reduces_in_chunks
+from nclx._fpflags import fp_may_raise
 
 import numpy as np
 
@@ -144,10 +145,12 @@ cdef _check_array(a, str role, dt, bint one_d_only):
 
 
 cdef bint _raising_errstate():
-    for mode in np.geterr().values():
-        if mode in ("raise", "call", "log"):
-            return True
-    return False
+    """Whether reporting a step's flags can raise: errstate 'raise', 'call'
+    or 'log' (a callable and an object's write may raise), or 'warn' under
+    a warnings filter that makes RuntimeWarning an error."""
+    if fp_may_raise():
+        return True
+    return "log" in np.geterr().values()
 
 
 def execute(program, operands, out=None, threads=None, ledger=None):

@@ -125,6 +125,8 @@ def cap(n=None):
             raise TypeError(f"cap takes an int (bytes), not {type(n).__name__}")
         if n < 0:
             raise ValueError(f"cap must be >= 0, not {n}")
+        if n > <size_t>-1:
+            raise ValueError(f"cap must be at most {<size_t>-1} (a size_t), not {n}")
         c = n
         ncl_rc_lock(ncl_rc_lockp)
         ncl_rc.cap = c

@@ -45,7 +45,7 @@ import zlib
 import numpy as np
 
 from nclx.dap.collective import _ranges, describe_error, failure_type
-from nclx.dap.fpflags import fp_may_raise
+from nclx._fpflags import fp_may_raise
 from nclx.dap.validate import DapError
 
 __all__ = ["allreduce_agreed", "raise_verdict", "agree", "agreed_call", "guarded_call", "INLINE"]
@@ -307,7 +307,7 @@ def agreed_call(comm, fn, key, what, inner_agreed=False):
 
 def guarded_call(comm, fn, key, what):
     """``fn()``, agreed (:func:`agreed_call`) over ``comm`` where a
-    floating-point flag can raise (:func:`nclx.dap.fpflags.fp_may_raise`) only: a local step
+    floating-point flag can raise (:func:`nclx._fpflags.fp_may_raise`) only: a local step
     whose error would be raised on the ranks meeting it alone (the others
     going on to their next collective)."""
     if fp_may_raise():

@@ -14,7 +14,7 @@ import numpy as np
 from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.fold import agreed_call
-from nclx.dap.fpflags import fp_may_raise
+from nclx._fpflags import fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
@@ -150,7 +150,7 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
 
 def _may_fail_alone(ufunc, inputs, kwargs):
     """Whether an elementwise call can raise on some ranks only: where a
-    floating-point flag can raise (:func:`nclx.dap.fpflags.fp_may_raise`), on
+    floating-point flag can raise (:func:`nclx._fpflags.fp_may_raise`), on
     object operands (any Python error), and for ``np.power`` in an integer
     loop (NumPy's ValueError for a negative exponent, raised only where one
     is met; an empty block meets none).  A user hook is local to its rank

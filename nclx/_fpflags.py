@@ -1,10 +1,13 @@
-"""When a floating-point flag met on one rank's cells can raise there.
+"""When a floating-point flag can raise where it is reported.
 
 NumPy reports a flag as ``np.errstate`` says: ignore, warn, raise, call a
-function, print, log.  A DistArray step computed on each rank's own cells
-must then agree across the ranks (:func:`nclx.dap.fold.guarded_call`,
-DistArray's elementwise calls) wherever the report can be an exception on
-some ranks only; elsewhere the step costs no collective.
+function, print, log.  Where the report can be an exception, a step must not
+have written what the caller sees before it: the block executor then
+computes into a private buffer and copies into ``out=`` after the report
+(as ``np.copyto(out, expr)`` leaves ``out`` untouched when ``expr``
+raises), and a DistArray step computed on each rank's own cells agrees
+across the ranks (:func:`nclx.dap.fold.guarded_call`, DistArray's
+elementwise calls); elsewhere neither costs anything.
 """
 import warnings
 
@@ -14,7 +17,7 @@ __all__ = ["fp_may_raise"]
 
 
 def fp_may_raise():
-    """Whether a floating-point flag met on one rank's cells can raise there:
+    """Whether a floating-point flag can raise where it is reported:
     ``np.errstate(...='raise')``, ``'call'`` (the callback may raise), or
     ``'warn'`` where a warnings filter turns RuntimeWarning into an error
     (``warnings.simplefilter("error")``, ``pytest -W error``)."""
