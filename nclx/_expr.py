@@ -118,11 +118,17 @@ def compile_expression(text):
         raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is nested "
                           f"too deeply to check") from None
     names = tuple(check.names)
-    params = [ast.arg(arg=f"_v{i}") for i in range(len(names))]
-    body = _Rename({n: f"_v{i}" for i, n in enumerate(names)}).visit(tree.body)
+    rename = _Rename({n: f"_v{i}" for i, n in enumerate(names)})
+    body = rename.visit(tree.body)
+    # the functions are defaults, not globals: the function reads no global,
+    # so nclx._fusewarn can run it with the caller's module globals (its
+    # warnings then name the caller's line, as the expression written there)
+    used = sorted(rename.functions)
+    params = [ast.arg(arg=f"_v{i}") for i in range(len(names))] + \
+        [ast.arg(arg=f"_f_{k}") for k in used]
     lam = ast.Expression(ast.Lambda(
         args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[],
-                           defaults=[]),
+                           defaults=[ast.Name(id=f"_f_{k}", ctx=ast.Load()) for k in used]),
         body=body))
     ast.fix_missing_locations(lam)
     fn = eval(compile(lam, f"<nclx.evaluate {text!r}>", "eval"),
@@ -137,12 +143,14 @@ class _Rename(ast.NodeTransformer):
 
     def __init__(self, mapping):
         self.mapping = mapping
+        self.functions = set()
 
     def visit_Name(self, node):
         return ast.copy_location(ast.Name(id=self.mapping[node.id], ctx=ast.Load()), node)
 
     def visit_Call(self, node):
         node.args = [self.visit(a) for a in node.args]
+        self.functions.add(node.func.id)
         node.func = ast.copy_location(ast.Name(id=f"_f_{node.func.id}", ctx=ast.Load()),
                                       node.func)
         return node

@@ -9,9 +9,14 @@ on a value, and any attribute but those NumPy and the reductions need
 catches it is still run eagerly; a step made under another floating-point
 error handling or warning filter than the call's is refused too.
 """
+import functools
+import inspect
+import sys
 import warnings
 
 import numpy as np
+from numpy._core import _methods as _np_methods
+from numpy._core import fromnumeric as _np_fromnumeric
 
 from nclx._fused_program import Step
 from nclx.errors import NclxError
@@ -42,6 +47,8 @@ class _Tape:
         self.nslots = ninputs
         self.constants = []          # (slot, value converted to its loop dtype)
         self.reduced = None          # (kind, chars, slot) once a sum/prod ended it
+        self.wheres = []             # per step, where eager NumPy would report
+        self.reduce_where = None     # its flags (_where_of); the reduction's
         self.poisoned = None         # why, once a probe refused something (kept even
         #                              where the function catches the exception)
         # the floating-point error handling and warning filters of the call:
@@ -86,6 +93,35 @@ _PROBE_ATTRIBUTES = frozenset((
     "__array_priority__", "__array_wrap__"))
 
 
+def _where_of(frame):
+    """Where eager NumPy reports a step's floating-point warnings: the
+    innermost Python frame when the ufunc runs, the caller of the probe's
+    ``__array_ufunc__`` (its file, line, module globals and code name).
+    ``np.sum`` of a probe detours through the probe's ``sum`` method
+    (NumPy's ``_methods``), where an ndarray's goes straight to
+    ``ufunc.reduce`` in ``_wrapreduction``: that line then."""
+    back = frame.f_back
+    if back is not None and frame.f_code.co_filename == _np_methods.__file__ and \
+            back.f_code is _np_fromnumeric._wrapreduction.__code__:
+        return (back.f_code.co_filename, _wrapreduction_line() or back.f_lineno,
+                back.f_globals, back.f_code.co_name)
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_globals, frame.f_code.co_name)
+
+
+@functools.cache
+def _wrapreduction_line():
+    """The line of ``_wrapreduction`` that calls ``ufunc.reduce`` (None if
+    its source cannot be read)."""
+    try:
+        lines, first = inspect.getsourcelines(_np_fromnumeric._wrapreduction)
+    except (OSError, TypeError):
+        return None
+    for k, line in enumerate(lines):
+        if "ufunc.reduce(" in line:
+            return first + k
+    return None
+
+
 def _tape_of(probe):
     return object.__getattribute__(probe, "_nclx_tape")
 
@@ -110,7 +146,9 @@ class _Probe(np.ndarray):
         if tape.reduced is not None:
             raise tape.refuse(f"{ufunc.__name__} after the final reduction")
         if method == "reduce":
-            return _reduce(tape, ufunc, inputs, kwargs)
+            r = _reduce(tape, ufunc, inputs, kwargs)
+            tape.reduce_where = _where_of(sys._getframe(1))
+            return r
         if method != "__call__":
             raise tape.refuse(f"ufunc method {ufunc.__name__}.{method}")
         if kwargs:
@@ -120,7 +158,9 @@ class _Probe(np.ndarray):
         if ufunc.nout != 1 or ufunc.nin not in (1, 2):
             raise tape.refuse(f"{ufunc.__name__} has {ufunc.nin} inputs and {ufunc.nout} "
                               f"outputs")
-        return _record(tape, ufunc, inputs)
+        r = _record(tape, ufunc, inputs)
+        tape.wheres.append(_where_of(sys._getframe(1)))
+        return r
 
     def __bool__(self):
         raise _tape_of(self).refuse("Python control flow on an array's value")
@@ -129,7 +169,9 @@ class _Probe(np.ndarray):
         if func in (np.sum, np.prod):
             return super().__array_function__(func, types, args, kwargs)
         if func is np.where:
-            return _where(self._nclx_tape, args, kwargs)
+            r = _where(self._nclx_tape, args, kwargs)
+            self._nclx_tape.wheres.append(None)         # a copy: never flags
+            return r
         raise self._nclx_tape.refuse(f"a non-ufunc call ({getattr(func, '__name__', func)})")
 
     def __getitem__(self, key):

@@ -180,8 +180,10 @@ def _check_depends_on_an_array(tape, result, ndims):
 def trace(fn, args):
     """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
     slots) and anything else (passed as it is, a constant of the trace).
-    Returns (program, constants, array_positions): constants is a list of
-    (slot, 0-d array) the caller passes after the arrays.
+    Returns (program, constants, array_positions, wheres): constants is a
+    list of (slot, 0-d array) the caller passes after the arrays; wheres,
+    per step (the reduction last), where eager NumPy reports its flags
+    (file, line, module globals, code name; None: never flags).
 
     The function runs three times, on one-element probes, on probes of
     other sizes and values (:func:`_other_values`) and on extreme values
@@ -228,4 +230,5 @@ def trace(fn, args):
                           f"(the executor runs at most {MAX_STEPS} steps over {MAX_SLOTS})")
     kind, chars = (tape.reduced[0], tape.reduced[1]) if tape.reduced is not None else (None, None)
     program = Program(steps, nin + len(temps), nin, remap[result], kind, chars)
-    return program, [v for _, v in tape.constants], positions
+    wheres = tuple(tape.wheres) + ((tape.reduce_where,) if tape.reduced is not None else ())
+    return program, [v for _, v in tape.constants], positions, wheres

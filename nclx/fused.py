@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from nclx import _expr, _trace
+from nclx import _expr, _fusewarn, _trace
 from nclx._fusekey import _arg_key, _frozen, _state_key
 from nclx import ledger as _ledger
 from nclx._ncl import blockexec as _blockexec
@@ -129,9 +129,11 @@ def _why_not_args(args):
     return None
 
 
-def _run(fn, args, plans, out, frozen=()):
+def _run(fn, args, plans, out, frozen=(), where=None):
     """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate;
-    ``frozen``: what else the trace depends on (part of the plan's key)."""
+    ``frozen``: what else the trace depends on (part of the plan's key);
+    ``where``: the location every step's flags are reported at (else each
+    step's own, from the trace: nclx._fusewarn)."""
     why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
@@ -156,14 +158,15 @@ def _run(fn, args, plans, out, frozen=()):
             why, plan = plan, None
     if plan is None:
         return _eager(fn, args, out), why
-    program, constants, positions = plan
+    program, constants, positions, wheres = plan
+    report = _fusewarn.Reporter(wheres, where)
     shape = next(a.shape for a in args if type(a) is np.ndarray and a.ndim)
     operands = [args[i].reshape(-1) if args[i].ndim else args[i] for i in positions]
     operands += constants
     if program.reduce is not None:
         if out is not None:
             return _eager(fn, args, out), "out= with a reduction"
-        return _execute(program, operands, None, ledgers), None
+        return _execute(program, operands, None, ledgers, report), None
     flat = None
     if out is not None:
         want = np.dtype(program.steps[-1].chars[-1])
@@ -171,16 +174,16 @@ def _run(fn, args, plans, out, frozen=()):
                 and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
             return _eager(fn, args, out), "out= not a C-contiguous array of the result's shape and dtype"
         flat = out.reshape(-1)
-    result = _execute(program, operands, flat, ledgers)
+    result = _execute(program, operands, flat, ledgers, report)
     return (out if out is not None else result.reshape(shape)), None
 
 
-def _execute(program, operands, out, ledgers):
+def _execute(program, operands, out, ledgers, report):
     if not ledgers:
-        return _blockexec.execute(program, operands, out=out)
+        return _blockexec.execute(program, operands, out=out, report=report)
     rows = []
     try:
-        return _blockexec.execute(program, operands, out=out, ledger=rows)
+        return _blockexec.execute(program, operands, out=out, ledger=rows, report=report)
     finally:
         _ledger._add_fused(ledgers, rows)
 
@@ -210,8 +213,12 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     scalar of a final ``sum``/``prod``.
     """
     names, fn = _expr.compile_expression(ex)
+    frame = sys._getframe(1)
+    # warnings name the caller's line, fused or eager: the expression as if
+    # written there (nclx._fusewarn)
+    where = _fusewarn.caller(frame)
+    fn = _fusewarn.relocated(fn, where)
     if local_dict is None or global_dict is None:
-        frame = sys._getframe(1)
         if local_dict is None:
             local_dict = frame.f_locals
         if global_dict is None:
@@ -224,7 +231,7 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
             args.append(global_dict[name])
         else:
             raise NameError(f"nclx.evaluate: name {name!r} is not defined")
-    return _run(fn, args, _expr_plans.setdefault(ex, _Plans), out)[0]
+    return _run(fn, args, _expr_plans.setdefault(ex, _Plans), out, where=where)[0]
 
 
 class _Fused(_fusegate.FuseGate):

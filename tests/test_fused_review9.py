@@ -7,6 +7,7 @@ arrays alone spread over the n-d arguments; thresholds on values read past
 the probes frozen into the plan; signed zeros of complex and Decimal
 globals sharing a plan; recycle_cap past a size_t an OverflowError."""
 import decimal
+import sys
 import warnings
 
 import numpy as np
@@ -154,3 +155,57 @@ def test_recycle_cap_past_a_size_t_names_the_setting(value):
     assert nclx._ncl.recycle.cap() == before
     with pytest.raises(ValueError, match="size_t"):
         nclx._ncl.recycle.cap(value)
+
+
+def _located(fn):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn()
+    return [(x.filename, x.lineno, str(x.message)) for x in w]
+
+
+def _div(a, z):
+    return a / z + 1.0
+
+
+def _sum_overflow(a):
+    return np.sum(a * 1e308 * 10)
+
+
+@pytest.mark.parametrize("fn,args", [(_div, "az"), (_sum_overflow, "a")])
+def test_fused_warnings_name_the_line_eager_numpy_names(fn, args):
+    """Found by review: every fused warning named nclx's own frame
+    (fused.py), so the default action's once-per-location showed one per
+    message for the whole process and module= filters missed them."""
+    a, z = np.ones(N), np.zeros(N)
+    vals = [{"a": a, "z": z}[c] for c in args]
+    f = nclx.fuse(fn)
+    assert f.explain(*vals) == "fused"
+    want = _located(lambda: fn(*vals))
+    assert want and all(w[0] != __file__ or w[1] > 0 for w in want)
+    assert _located(lambda: f(*vals)) == want
+
+
+def test_evaluate_warnings_name_the_calling_line_fused_or_eager():
+    a, z = np.ones(N), np.zeros(N)
+    small, zs = np.ones(10), np.zeros(10)
+    line = sys._getframe().f_lineno + 1
+    got = _located(lambda: nclx.evaluate("a / z", {"a": a, "z": z}))
+    assert got == [(__file__, line, "divide by zero encountered in divide")]
+    line = sys._getframe().f_lineno + 1
+    got = _located(lambda: nclx.evaluate("small / zs", {"small": small, "zs": zs}))
+    assert got == [(__file__, line, "divide by zero encountered in divide")]
+
+
+def test_module_filters_see_fused_warnings():
+    a, z = np.ones(N), np.zeros(N)
+    f = nclx.fuse(_div)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f(a, z)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module=__name__)
+        f(a, z)
+        nclx.evaluate("a / z", {"a": a, "z": z})
+    assert w == []

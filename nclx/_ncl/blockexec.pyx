@@ -153,7 +153,14 @@ cdef bint _raising_errstate():
     return "log" in np.geterr().values()
 
 
-def execute(program, operands, out=None, threads=None, ledger=None):
+def give_fp_errors(bytes name, int flags):
+    """NumPy's report of ``flags`` raised by ufunc ``name`` (its errstate:
+    warn, raise, call, print, log).  A compiled function: called from a
+    Python frame, the warning is that frame's (see ``report`` below)."""
+    PyUFunc_GiveFloatingpointErrors(name, flags)
+
+
+def execute(program, operands, out=None, threads=None, ledger=None, report=None):
     """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
     return the result (``out`` when given), or, with a reduction, the NumPy
     scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns.
@@ -164,11 +171,18 @@ def execute(program, operands, out=None, threads=None, ledger=None):
     chain walk per block, and the list gets one (entry slot, reduce (0/1),
     elements, ns) per step that ran with an entry of nclx (and the
     reduction), ns being the run's wall time shared in proportion to the
-    time measured in each step's loop calls."""
-    return _execute(program, operands, out, threads, ledger, True)
+    time measured in each step's loop calls.
+
+    ``report``: None (each step's flags reported here: a warning names the
+    innermost Python frame, the caller's) or ``report(k, give_fp_errors,
+    name, flags)`` called for each step ``k`` (the reduction last) that
+    raised flags, in program order: the caller reports them where eager
+    NumPy would (nclx.fused: the line of the traced function that made
+    the step)."""
+    return _execute(program, operands, out, threads, ledger, True, report)
 
 
-cdef object _execute(program, operands, out, threads, ledger, bint stream):
+cdef object _execute(program, operands, out, threads, ledger, bint stream, report=None):
     """execute(); ``stream``: the result may be written with non-temporal
     stores (not for a result a reduction reads at once)."""
     global _streams
@@ -352,7 +366,10 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream):
         if recorded and rows[k] is not None:
             ledger.append(rows[k])
         if flags[k]:
-            PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
+            if report is not None:
+                report(k, give_fp_errors, plan.names[k], flags[k])
+            else:
+                PyUFunc_GiveFloatingpointErrors(plan.names[k], flags[k])
     if plan.reduce is not None:
         value = accarr[0]
         if r.red == RED_TREE and value != value:
