@@ -48,7 +48,7 @@ def _stub(where):
     filename, lineno, globs, name = where
 
     def make():
-        code = _STUB.replace(co_filename=filename, co_firstlineno=max(int(lineno), 1),
+        code = _STUB.replace(co_filename=filename, co_firstlineno=max(int(lineno or 1), 1),
                              co_name=name, co_qualname=name)
         return types.FunctionType(code, globs, name)
     return _cached(_stubs, (filename, lineno, id(globs), name), globs, make)
@@ -61,7 +61,7 @@ def relocated(fn, where):
     filename, lineno, globs, _ = where
 
     def make():
-        code = fn.__code__.replace(co_filename=filename, co_firstlineno=max(int(lineno), 1))
+        code = fn.__code__.replace(co_filename=filename, co_firstlineno=max(int(lineno or 1), 1))
         return types.FunctionType(code, globs, fn.__name__, fn.__defaults__)
     return _cached(_moved, (fn, filename, lineno, id(globs)), globs, make)
 
