@@ -148,14 +148,22 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     if nd == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     axis = normalize_axis_index(axis, nd)
-    for i, x in enumerate(arrays):
-        if x.ndim != nd or any(x.shape[d] != arrays[0].shape[d] for d in range(nd) if d != axis):
-            raise ValueError(f"{what}: operand {i} has shape {x.shape}, operand 0 "
-                             f"{arrays[0].shape}: all but axis {axis} must match")
+    for i, x in enumerate(arrays):              # NumPy's checks and texts
+        if x.ndim != nd:
+            raise ValueError(f"all the input arrays must have same number of dimensions, but "
+                             f"the array at index 0 has {nd} dimension(s) and the array at "
+                             f"index {i} has {x.ndim} dimension(s)")
+        for d in range(nd):
+            if d != axis and x.shape[d] != arrays[0].shape[d]:
+                raise ValueError(f"all the input array dimensions except for the "
+                                 f"concatenation axis must match exactly, but along dimension "
+                                 f"{d}, the array at index 0 has size {arrays[0].shape[d]} and "
+                                 f"the array at index {i} has size {x.shape[d]}")
     dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
     for x in arrays:
         if not np.can_cast(x.dtype, dt, casting=casting):
-            raise TypeError(f"{what}: cannot cast {x.dtype} to {dt} with casting={casting!r}")
+            raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dt!r} according "
+                            f"to the rule {casting!r}")
     total = sum(x.shape[axis] for x in arrays)
     shape = arrays[0].shape[:axis] + (total,) + arrays[0].shape[axis + 1:]
     target = target_distribution(shape, arrays[0].comm.Get_size())
@@ -176,13 +184,13 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     shape0 = arrays[0].shape
     for i, x in enumerate(arrays):
         if x.shape != shape0:
-            raise ValueError(f"{what}: all input arrays must have the same shape (operand {i} "
-                             f"has {x.shape}, operand 0 {shape0})")
+            raise ValueError("all input arrays must have the same shape")
     axis = normalize_axis_index(axis, len(shape0) + 1)
     dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
     for x in arrays:
         if not np.can_cast(x.dtype, dt, casting=casting):
-            raise TypeError(f"{what}: cannot cast {x.dtype} to {dt} with casting={casting!r}")
+            raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dt!r} according "
+                            f"to the rule {casting!r}")
     k = len(arrays)
     shape = shape0[:axis] + (k,) + shape0[axis:]
     target = target_distribution(shape, arrays[0].comm.Get_size())
