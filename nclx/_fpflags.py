@@ -27,18 +27,18 @@ def fp_may_raise():
     return "warn" in modes and _warnings_raise()
 
 
-_SEEN_FILTERS = [None, False]     # (the filters' key, whether one raises RuntimeWarning)
+_seen_filters = (None, False)     # (the filters' content, whether one raises RuntimeWarning)
 
 
 def _warnings_raise():
     """Whether a warnings filter turns a RuntimeWarning into an error; the
-    answer kept while the filter list is the same object of the same length
-    with the same first entry (simplefilter inserts there, catch_warnings
-    swaps the list)."""
-    f = warnings.filters
-    key = (id(f), len(f), f[0] if f else None)
-    seen = _SEEN_FILTERS
-    if seen[0] != key:
+    answer kept while the filter list holds the same entries (compared by
+    content: a list changed in place, or another list at a reused address,
+    is looked at again)."""
+    global _seen_filters
+    f = tuple(warnings.filters)
+    key, verdict = _seen_filters
+    if key != f:
         verdict = any(x[0] == "error" and issubclass(RuntimeWarning, x[2]) for x in f)
-        seen[:] = [key, verdict]
-    return seen[1]
+        _seen_filters = (f, verdict)
+    return verdict

@@ -18,14 +18,14 @@ that file and line, run with that module's globals.
   eager path runs the expression's function relocated there too, so both
   paths warn alike.
 """
+import sys
 import types
 
 __all__ = ["Reporter", "caller", "relocated"]
 
 _STUB = (lambda give, name, flags: give(name, flags)).__code__
 _MAX = 1024
-_stubs = {}          # (file, line, id(globals), name) -> (globals, stub)
-_moved = {}          # (function, file, line, id(globals)) -> (globals, function)
+_codes = {}          # (code, file, line, name) -> the code moved there (no globals kept)
 
 
 def caller(frame):
@@ -33,51 +33,50 @@ def caller(frame):
     return (frame.f_code.co_filename, frame.f_lineno, frame.f_globals, frame.f_code.co_name)
 
 
-def _cached(table, key, globs, make):
-    hit = table.get(key)
-    if hit is not None and hit[0] is globs:
-        return hit[1]
-    made = make()
-    if len(table) >= _MAX:
-        table.clear()
-    table[key] = (globs, made)
-    return made
+def _moved(code, filename, lineno, name=None):
+    key = (code, filename, lineno, name)
+    hit = _codes.get(key)
+    if hit is None:
+        kw = {"co_filename": filename, "co_firstlineno": max(int(lineno or 1), 1)}
+        if name is not None:
+            kw["co_name"] = name
+            if sys.version_info >= (3, 11):
+                kw["co_qualname"] = name
+        hit = code.replace(**kw)
+        if len(_codes) >= _MAX:
+            _codes.clear()
+        _codes[key] = hit
+    return hit
 
 
 def _stub(where):
     filename, lineno, globs, name = where
-
-    def make():
-        code = _STUB.replace(co_filename=filename, co_firstlineno=max(int(lineno or 1), 1),
-                             co_name=name, co_qualname=name)
-        return types.FunctionType(code, globs, name)
-    return _cached(_stubs, (filename, lineno, id(globs), name), globs, make)
+    return types.FunctionType(_moved(_STUB, filename, lineno, name), globs, name)
 
 
 def relocated(fn, where):
     """``fn`` (a function that reads no globals: nclx.evaluate's, whose
     functions are defaults) with its code at ``where``'s file and line and
-    run with its module's globals."""
+    run with its module's globals (made per call: no cache keeps them)."""
     filename, lineno, globs, _ = where
-
-    def make():
-        code = fn.__code__.replace(co_filename=filename, co_firstlineno=max(int(lineno or 1), 1))
-        return types.FunctionType(code, globs, fn.__name__, fn.__defaults__)
-    return _cached(_moved, (fn, filename, lineno, id(globs)), globs, make)
+    return types.FunctionType(_moved(fn.__code__, filename, lineno), globs, fn.__name__,
+                              fn.__defaults__)
 
 
 class Reporter:
     """The executor's ``report``: step ``k``'s flags reported from its
-    location (``wheres[k]``, or ``everywhere`` for every step; None: from
-    here)."""
-    __slots__ = ("wheres", "everywhere")
+    location -- ``everywhere`` for every step but a final reduction's
+    (NumPy's own frame, as the trace recorded it), else ``wheres[k]``;
+    None: from here."""
+    __slots__ = ("wheres", "everywhere", "nsteps")
 
-    def __init__(self, wheres=(), everywhere=None):
+    def __init__(self, wheres=(), everywhere=None, nsteps=0):
         self.wheres = wheres
         self.everywhere = everywhere
+        self.nsteps = nsteps
 
     def __call__(self, k, give, name, flags):
-        where = self.everywhere
+        where = self.everywhere if k < self.nsteps else None
         if where is None and k < len(self.wheres):
             where = self.wheres[k]
         if where is None:

@@ -113,9 +113,13 @@ def _trace_once(fn, args, positions, values):
     and never again where eager NumPy reports it on every call -- such a
     function runs eagerly.  An np.errstate set inside the function differs
     from the trace's own (the tape's baseline) and is refused: the executor
-    reports under the caller's."""
+    reports under the caller's; so is an np.seterr the function leaves
+    set (the trace's errstate would undo it)."""
     flagged = []
-    with np.errstate(all="call", call=lambda kind, flag: flagged.append(kind)):
+    # only what the caller does not ignore is reported eagerly (the plan's
+    # key holds the caller's errstate)
+    modes = {k: "ignore" if v == "ignore" else "call" for k, v in np.geterr().items()}
+    with np.errstate(call=lambda kind, flag: flagged.append(kind), **modes):
         tape = _Tape(len(positions), max((args[i].ndim for i in positions), default=1))
         call = list(args)
         probes = []
@@ -133,6 +137,10 @@ def _trace_once(fn, args, positions, values):
             if tape.poisoned is not None:
                 raise _refusal(tape) from None
             raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
+        if np.geterrcall() is not tape.errcall or np.geterr() != tape.err:
+            # np.seterr inside the function: this context's state is undone
+            # when the trace's errstate exits; eager runs keep it, as NumPy
+            raise Untraceable("the function sets np.seterr (eager NumPy keeps it)")
     if tape.poisoned is not None:             # refused, and the function caught it
         raise _refusal(tape)
     if flagged:

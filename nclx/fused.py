@@ -142,6 +142,12 @@ def _run(fn, args, plans, out, frozen=(), where=None):
         if plan is None:
             try:
                 plan = _trace.trace(fn, args)
+                if where is not None:
+                    # the steps report at the caller's location: their traced
+                    # frames' globals (the first caller's module) are not kept
+                    program, constants, positions, wheres = plan
+                    nsteps = len(program.steps)
+                    plan = (program, constants, positions, (None,) * nsteps + wheres[nsteps:])
                 plans.put(key, plan)
             except _trace.StateChanged as exc:
                 # kept only when it happens again: another thread's warning
@@ -159,7 +165,7 @@ def _run(fn, args, plans, out, frozen=(), where=None):
     if plan is None:
         return _eager(fn, args, out), why
     program, constants, positions, wheres = plan
-    report = _fusewarn.Reporter(wheres, where)
+    report = _fusewarn.Reporter(wheres, where, len(program.steps))
     shape = next(a.shape for a in args if type(a) is np.ndarray and a.ndim)
     operands = [args[i].reshape(-1) if args[i].ndim else args[i] for i in positions]
     operands += constants
@@ -213,12 +219,19 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     scalar of a final ``sum``/``prod``.
     """
     names, fn = _expr.compile_expression(ex)
-    frame = sys._getframe(1)
-    # warnings name the caller's line, fused or eager: the expression as if
-    # written there (nclx._fusewarn)
-    where = _fusewarn.caller(frame)
-    fn = _fusewarn.relocated(fn, where)
+    try:
+        frame = sys._getframe(1)
+    except ValueError:            # called from no Python frame (atexit, a C callback)
+        frame = where = None
+    else:
+        # warnings name the caller's line, fused or eager: the expression as
+        # if written there (nclx._fusewarn)
+        where = _fusewarn.caller(frame)
+        fn = _fusewarn.relocated(fn, where)
     if local_dict is None or global_dict is None:
+        if frame is None:
+            raise TypeError("nclx.evaluate: local_dict and global_dict are needed where "
+                            "there is no calling Python frame")
         if local_dict is None:
             local_dict = frame.f_locals
         if global_dict is None:

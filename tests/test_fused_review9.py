@@ -209,3 +209,100 @@ def test_module_filters_see_fused_warnings():
         f(a, z)
         nclx.evaluate("a / z", {"a": a, "z": z})
     assert w == []
+
+
+# ------------------------------------------------ found reviewing the fixes above
+def test_a_scalar_step_flagging_what_the_caller_ignores_still_fuses():
+    """The recording errstate reported every flag, ignored ones too: under
+    NumPy's default errstate (under='ignore') np.exp(-800.0) made the call
+    eager for good."""
+    a = np.ones(N)
+
+    @nclx.fuse
+    def boltzmann(a, e):
+        return a * np.exp(-e)
+    assert boltzmann.explain(a, 800.0) == "fused"
+    got, gw = _warned(lambda: boltzmann(a, 800.0))
+    want, ww = _warned(lambda: boltzmann.__wrapped__(a, 800.0))
+    assert _same(got, want) and gw == ww == []
+    with np.errstate(under="warn"):
+        got, gw = _warned(lambda: boltzmann(a, 800.0))
+        want, ww = _warned(lambda: boltzmann.__wrapped__(a, 800.0))
+        assert _same(got, want) and gw == ww != []
+    with np.errstate(all="ignore"):
+        assert nclx.fuse(lambda a: a * np.log(0.0)).explain(a) == "fused"
+
+
+def test_evaluate_reports_a_final_sum_where_numpy_does():
+    a = np.full(N, 1e308)
+    want = _located(lambda: np.sum(a * 1.0))
+    got = _located(lambda: nclx.evaluate("sum(a * 1.0)", {"a": a}))
+    assert want and got == want
+
+
+def test_out_is_untouched_when_filters_change_in_place():
+    """The verdict on the filters was kept while the list had the same
+    identity, length and first entry: changed in place, out= was written
+    before the warning turned error was raised."""
+    a, z = np.ones(N), np.zeros(N)
+    out = np.full(N, 7.0)
+    with warnings.catch_warnings():
+        warnings.resetwarnings()
+        warnings.filterwarnings("ignore", category=UserWarning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning, append=True)
+        with np.errstate(divide="ignore"):
+            nclx.evaluate("a / z", {"a": a, "z": z}, out=np.empty(N))
+        warnings.filters.pop()
+        warnings.filterwarnings("error", category=RuntimeWarning, append=True)
+        with pytest.raises(RuntimeWarning):
+            nclx.evaluate("a / z", {"a": a, "z": z}, out=out)
+    assert (out == 7.0).all()
+
+
+def test_evaluate_keeps_no_callers_globals():
+    """A cache of relocated functions held each calling module's globals."""
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+    for warn in (False, True):
+        ns = {"nclx": nclx, "np": np, "marker": Marker(),
+              "a": np.ones(N), "z": np.zeros(N) if warn else np.ones(N)}
+        ref = weakref.ref(ns["marker"])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exec("r = nclx.evaluate('a / z')", ns)
+        del ns
+        gc.collect()
+        assert ref() is None
+
+
+def test_evaluate_from_no_python_frame():
+    """evaluate read its caller's frame even with both dicts given: from a
+    thread started on it directly it raised ValueError (call stack is not
+    deep enough)."""
+    import _thread
+    import time
+    a = np.ones(N)
+    out = np.zeros(N)
+    done = []
+    _thread.start_new_thread(nclx.evaluate, ("a * 2.0", {"a": a}, {}, out))
+    for _ in range(500):
+        if (out == 2.0).all():
+            done.append(True)
+            break
+        time.sleep(0.01)
+    assert done
+
+
+def test_seterr_inside_a_fused_function_stays_set():
+    a = np.ones(N)
+
+    def f(a):
+        r = a * 2.0
+        np.seterr(divide="ignore")          # after the last step: no step sees it
+        return r
+    with np.errstate(divide="warn"):
+        nclx.fuse(f)(a)
+        assert np.geterr()["divide"] == "ignore"
