@@ -17,6 +17,9 @@ elements are then contiguous ranges of the flat index, and one more
 ``Alltoallw`` moves those ranges.  ``order='F'``: the transpose of the
 C-order reshape of the transpose (distributed by blocks of its last axis).
 """
+import math
+import operator
+
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
@@ -80,25 +83,35 @@ def moveaxis(a, source, destination):
 
 
 def _numpy_shape_text(shape):
-    """A shape as NumPy's reshape error prints it: ``(2,0,3,newaxis)``."""
-    parts = ["newaxis" if s < 0 else str(s) for s in shape]
-    return "(" + ",".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    """A shape as NumPy's reshape error prints it: leading unknown (negative)
+    dimensions left out, later ones ``newaxis``: ``(2,0,3,newaxis)``,
+    ``(4)`` for ``(-1, 4)``, ``(5,)``."""
+    i = 0
+    while i < len(shape) and shape[i] < 0:
+        i += 1
+    if i == len(shape):
+        return "()"
+    parts = [str(shape[i])] + ["newaxis" if s < 0 else str(s) for s in shape[i + 1:]]
+    return "(" + ",".join(parts) + (",)" if len(shape) == 1 else ")")
 
 
 def _resolve(shape, size):
     """``shape`` with its one unknown (negative, as NumPy's) dimension
     resolved for ``size`` cells; NumPy's errors and their text otherwise."""
-    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    try:
+        shape = (operator.index(shape),)
+    except TypeError:                       # a sequence (NumPy's TypeError for a float)
+        shape = tuple(operator.index(s) for s in shape)
     unknown = [i for i, s in enumerate(shape) if s < 0]
     if len(unknown) > 1:
         raise ValueError("can only specify one unknown dimension")
-    known = int(np.prod([s for s in shape if s >= 0], dtype=np.int64))
+    known = math.prod(s for s in shape if s >= 0)          # Python ints: no wrap-around
     if unknown:
         if known == 0 or size % known:
             raise ValueError(f"cannot reshape array of size {size} into shape "
                              f"{_numpy_shape_text(shape)}")
         shape = shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
-    if int(np.prod(shape, dtype=np.int64)) != size:
+    if math.prod(shape) != size:
         raise ValueError(f"cannot reshape array of size {size} into shape "
                          f"{_numpy_shape_text(shape)}")
     return shape

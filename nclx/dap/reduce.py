@@ -17,6 +17,8 @@ and writes ``out=``.
 """
 import math
 
+import operator
+
 import numpy as np
 
 from nclx._ncl.install import is_installed
@@ -37,12 +39,14 @@ def normalize_axes(axis, ndim, reduce_0d=False):
     array means no axis (NumPy's ``np.sum(np.array(3.5), axis=0)`` is 3.5)."""
     if axis is None:
         return tuple(range(ndim))
-    if reduce_0d and ndim == 0 and not isinstance(axis, tuple) and int(axis) in (0, -1):
+    if reduce_0d and ndim == 0 and not isinstance(axis, tuple) and operator.index(axis) in (0, -1):
         return ()
     seq = axis if isinstance(axis, tuple) else (axis,)
     out = []
     for a in seq:
-        a = int(a)
+        # NumPy's TypeError for a float axis, in its words for either form
+        a = int(np.lib.array_utils.normalize_axis_index(a, max(ndim, 1))) \
+            if isinstance(axis, tuple) and ndim else operator.index(a)
         if not -ndim <= a < ndim:
             raise np.exceptions.AxisError(a, ndim)
         out.append(a % ndim)

@@ -454,7 +454,7 @@ def test_no_rank_comes_near_the_global_size():
 @pytest.mark.parametrize("module, name, call", [
     ("histograms", "_extremes", lambda a: np.histogram(a)),
     ("scans", "axis_of", lambda a: np.cumsum(a, axis=0)),
-    ("quantiles", "axis_of", lambda a: np.median(a, axis=1)),
+    ("quantiles", "normalize_axis_tuple", lambda a: np.median(a, axis=1)),
 ], ids=["histogram", "cumsum", "median"])
 def test_a_rank_that_fails_makes_every_rank_raise(monkeypatch, module, name, call):
     import importlib

@@ -164,8 +164,12 @@ def check_weights(name, a, weights, axis):
     distributed like ``a`` or, along one axis, a 1-D NumPy array."""
     if isinstance(weights, DistArray):
         if weights.shape != a.shape:
-            if axis is None or isinstance(axis, tuple):
+            if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            if weights.shape != tuple(a.shape[d] for d in axes):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
             raise DapError(f"np.{name}: weights must be a DistArray of the array's shape "
                            f"{a.shape} (distributed alike) or a 1-D NumPy array along axis, "
                            f"not a DistArray of shape {weights.shape}")

@@ -11,10 +11,10 @@ exact.  Operands of the products share one distribution.
 import functools
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
 
 from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
-from nclx.dap.reduce import normalize_axes
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -178,7 +178,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
                 return np.dot(r, r) + np.dot(i, i)
             return np.dot(o.ravel(), o.ravel())
         ret = np.sqrt(_sum_of_partials(x, local, o.real.dtype, "np.linalg.norm"))
-        if keepdims:
+        if keepdims and nd:                 # a 0-d array's norm stays a scalar (NumPy's)
             return np.asarray(ret).reshape((1,) * nd)
         return ret
     if axis is None:
@@ -192,7 +192,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
     if len(axis) == 1:
         return _vector_norm(x, blk, ord, axis, keepdims)
     if len(axis) == 2:
-        row_axis, col_axis = (normalize_axes(a, nd)[0] for a in axis)
+        row_axis, col_axis = (int(normalize_axis_index(a, nd)) for a in axis)
         if row_axis == col_axis:
             raise ValueError("Duplicate axes given.")
         return _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims)

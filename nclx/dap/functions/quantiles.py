@@ -43,7 +43,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call, guarded_call
-from nclx.dap.functions._layout import agree_call, axis_of, flat_values
+from nclx.dap.functions._layout import agree_call, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.functions._weighted import (check_sign as _check_sign, check_weights as _check_weights,
                                           local_weights as _local_weights, pick, weighted_flat,
@@ -214,12 +214,10 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
         if isinstance(q, DistArray):
             raise TypeError(f"np.{name}: q must be a scalar or a NumPy array, not a DistArray")
         check()                               # NumPy's own argument errors (q, method, dtype)
-        if isinstance(axis, tuple):
+        if axis is not None:                 # NumPy's _ureduce: an int, a tuple, a list...
             axes = normalize_axis_tuple(axis, a.distribution.ndim)
             if len(axes) == 1:
                 ax, axes = axes[0], None
-        elif axis is not None:
-            ax = axis_of(a, axis, f"np.{name}")
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
@@ -279,9 +277,8 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
     def check():
         kw = {}
         if weights is not None:
-            one = axis[0] if isinstance(axis, tuple) and len(axis) == 1 else axis
-            _check_weights(name, a, weights, one if one is None or isinstance(one, tuple) else
-                           axis_of(a, one, f"np.{name}"))
+            axes = None if axis is None else normalize_axis_tuple(axis, a.distribution.ndim)
+            _check_weights(name, a, weights, axes if axes is None or len(axes) > 1 else axes[0])
             kw["weights"] = np.ones(2, np.asarray(weights.owned if isinstance(
                 weights, DistArray) else weights).dtype)
         numpy_fn(np.zeros(2, a.dtype), q, method=method, **kw)

@@ -47,8 +47,12 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
     """(sum of squared deviations from the mean, count) of ``a``'s cells
     where ``mask`` (a block, or None: every cell), as NumPy's ``_var``
     computes them: two reductions (three with a mask: the counts).
-    ``quiet``: the mean's division ignores floating-point errors (NumPy's
-    nanvar divides by its counts so; its var does not)."""
+    ``quiet``: NumPy's nanvar's steps: the mean's division ignores
+    floating-point errors, the deviations go into the array's own dtype
+    (an unsafe cast: rounded there, a ComplexWarning for a complex mean)
+    and are squared by multiply, both where counted only (its var divides
+    under the caller's errstate, subtracts into the mean's dtype and
+    squares by type everywhere)."""
     blk = a._block
     where = True if mask is None else mask
     mdt = _mean_dtype(a, dtype)
@@ -69,8 +73,15 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
         with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
             mean = np.true_divide(t, nb, out=np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
                                                       t.dtype), casting="unsafe")
-        dev = blk[own] - np.broadcast_to(mean, blk.shape)[own]
-        sq = _squares(dev)
+        m = np.broadcast_to(mean, blk.shape)[own]
+        if quiet:
+            w = np.broadcast_to(mask, blk.shape)[own]
+            dev = np.zeros(w.shape, blk.dtype)
+            np.subtract(blk[own], m, out=dev, casting="unsafe", where=w)
+            sq = np.multiply(dev, dev.conj(), out=dev, where=w).real \
+                if dev.dtype.kind == "c" else np.multiply(dev, dev, out=dev, where=w)
+        else:
+            sq = _squares(blk[own] - m)
         x = np.zeros(blk.shape, sq.dtype)
         x[own] = sq
         return x
