@@ -81,5 +81,16 @@ class Reporter:
             where = self.wheres[k]
         if where is None:
             give(name, flags)
-        else:
-            _stub(where)(give, name, flags)
+            return
+        stub = _stub(where)
+        try:
+            stub(give, name, flags)
+        except BaseException as exc:
+            # the report's own (compiled) entry after the stub's is cut: the
+            # traceback ends at the step's line, as eager NumPy's does
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_frame.f_code is not stub.__code__:
+                tb = tb.tb_next
+            if tb is not None:
+                tb.tb_next = None
+            raise

@@ -306,3 +306,19 @@ def test_seterr_inside_a_fused_function_stays_set():
     with np.errstate(divide="warn"):
         nclx.fuse(f)(a)
         assert np.geterr()["divide"] == "ignore"
+
+
+def test_a_raising_step_s_traceback_ends_at_its_line():
+    """Under 'raise' the last traceback entry was nclx's compiled reporter
+    (blockexec.pyx), after the step's line; eager NumPy's ends there."""
+    import traceback
+    a, z = np.ones(N), np.zeros(N)
+    f = nclx.fuse(_div)
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError) as want:
+            _div(a, z)
+        with pytest.raises(FloatingPointError) as got:
+            f(a, z)
+    last = traceback.extract_tb(got.value.__traceback__)[-1]
+    ref = traceback.extract_tb(want.value.__traceback__)[-1]
+    assert (last.filename, last.lineno, last.name) == (ref.filename, ref.lineno, ref.name)
