@@ -80,26 +80,23 @@ def _owned_map(x, blk, fn, what):
     return guarded_call(x.comm, run, repr((what, "norm step")), what)
 
 
-def _reduced(x, block, ufunc, axis, keepdims=False, **kw):
-    return reduce_parts(x, block, ufunc, axis, keepdims=keepdims, **kw)
-
-
 def _vector_norm(x, blk, ord, axis, keepdims):
     """NumPy's vector norms along one axis, step for step."""
     what = "np.linalg.norm"
     if ord == np.inf:
-        return _reduced(x, _owned_map(x, blk, np.abs, what), np.maximum, axis, keepdims,
-                        initial=0)
+        return reduce_parts(x, _owned_map(x, blk, np.abs, what), np.maximum, axis,
+                            keepdims=keepdims, initial=0)
     if ord == -np.inf:
-        return _reduced(x, _owned_map(x, blk, np.abs, what), np.minimum, axis, keepdims)
+        return reduce_parts(x, _owned_map(x, blk, np.abs, what), np.minimum, axis,
+                            keepdims=keepdims)
     if ord == 0:
-        return _reduced(x, _owned_map(x, blk, lambda o: (o != 0).astype(o.real.dtype), what),
-                        np.add, axis, keepdims)
+        return reduce_parts(x, _owned_map(x, blk, lambda o: (o != 0).astype(o.real.dtype), what),
+                            np.add, axis, keepdims=keepdims)
     if ord == 1:
-        return _reduced(x, _owned_map(x, blk, np.abs, what), np.add, axis, keepdims)
+        return reduce_parts(x, _owned_map(x, blk, np.abs, what), np.add, axis, keepdims=keepdims)
     if ord is None or ord == 2:
         s = _owned_map(x, blk, lambda o: (o.conj() * o).real, what)
-        return np.sqrt(_reduced(x, s, np.add, axis, keepdims))
+        return np.sqrt(reduce_parts(x, s, np.add, axis, keepdims=keepdims))
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
 
@@ -107,7 +104,7 @@ def _vector_norm(x, blk, ord, axis, keepdims):
         absx = np.abs(o)
         absx **= ord
         return absx
-    ret = _reduced(x, _owned_map(x, blk, powered, what), np.add, axis, keepdims)
+    ret = reduce_parts(x, _owned_map(x, blk, powered, what), np.add, axis, keepdims=keepdims)
     return ret ** np.reciprocal(ord, dtype=ret.dtype)
 
 
@@ -130,9 +127,9 @@ def _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims):
         # no singular values: NumPy's max (2), min (-2) or sum ('nuc') of none
         none = np.zeros(blk.shape, blk.real.dtype)
         if ord == 2:
-            ret = _reduced(x, none, np.maximum, (row_axis, col_axis), **_empty_initial(2))
+            ret = reduce_parts(x, none, np.maximum, (row_axis, col_axis), **_empty_initial(2))
         else:
-            ret = _reduced(x, none, np.minimum if ord == -2 else np.add, (row_axis, col_axis))
+            ret = reduce_parts(x, none, np.minimum if ord == -2 else np.add, (row_axis, col_axis))
     elif ord in (2, -2, "nuc"):
         raise DapError(f"np.linalg.norm of a DistArray: ord={ord!r} over two axes takes "
                        "singular values (not implemented; gather() the matrix)")
@@ -140,14 +137,14 @@ def _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims):
         inner, outer = (row_axis, col_axis) if ord in (1, -1) else (col_axis, row_axis)
         if outer > inner:
             outer -= 1
-        sums = _reduced(x, _owned_map(x, blk, np.abs, what), np.add, inner)
+        sums = reduce_parts(x, _owned_map(x, blk, np.abs, what), np.add, inner)
         if ord in (1, np.inf):
             ret = np.max(sums, axis=outer, **_empty_initial(ord))
         else:
             ret = np.min(sums, axis=outer)
     elif ord in (None, "fro", "f"):
         s = _owned_map(x, blk, lambda o: (o.conj() * o).real, what)
-        ret = np.sqrt(_reduced(x, s, np.add, (row_axis, col_axis)))
+        ret = np.sqrt(reduce_parts(x, s, np.add, (row_axis, col_axis)))
     else:
         raise ValueError("Invalid norm order for matrices.")
     if keepdims:
@@ -190,10 +187,10 @@ def norm(x, ord=None, axis=None, keepdims=False):
             raise TypeError("'axis' must be None, an integer or a tuple of integers") from exc
         axis = (axis,)
     if len(axis) == 1:
-        return _vector_norm(x, blk, ord, axis, keepdims)
+        return _vector_norm(x, blk, ord, axis, keepdims=keepdims)
     if len(axis) == 2:
         row_axis, col_axis = (int(normalize_axis_index(a, nd)) for a in axis)
         if row_axis == col_axis:
             raise ValueError("Duplicate axes given.")
-        return _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims)
+        return _matrix_norm(x, blk, ord, row_axis, col_axis, keepdims=keepdims)
     raise ValueError("Improper number of dimensions to norm.")
