@@ -72,7 +72,7 @@ class Reference:
 
     def types(self):
         """(send counts, displs, types), (recv ...): built now; free with :meth:`free`."""
-        MPI, D, P, n = self.MPI, self.MPI.DOUBLE, self.comm.size, self.n
+        D, P, n = self.MPI.DOUBLE, self.comm.size, self.n
         (r0, r1), (c0, c1) = self._mine()
         ncol = c1 - c0
         out = self.out_shape()

@@ -164,13 +164,13 @@ def sample_sort(comm, block, payload=None):
     counts = np.diff(bounds)
     ltype = np.int32 if L < 2 ** 31 else np.int64
 
-    def lines():          # built inside alltoallv's agreement, as large as the data
+    def line_ids():       # built inside alltoallv's agreement, as large as the data
         return None if L == 1 else np.repeat(np.arange(L, dtype=ltype), m)
     if payload is not None and L > 1:
         def records():
             rec = np.empty(n, np.dtype([("l", ltype), ("p", np.asarray(payload).dtype),
                                         ("v", block.dtype)]))
-            rec["l"], rec["p"], rec["v"] = lines(), np.asarray(payload).reshape(-1), flat
+            rec["l"], rec["p"], rec["v"] = line_ids(), np.asarray(payload).reshape(-1), flat
             return rec
         recv, _ = alltoallv(comm, records, counts)
         order = np.lexsort((recv["p"], recv["v"], recv["l"]))
@@ -179,8 +179,8 @@ def sample_sort(comm, block, payload=None):
         recv, _ = alltoallv(comm, lambda: _records(np.asarray(payload), flat), counts)
         order = np.argsort(recv["v"], kind=_kind(recv["v"]))
         return recv["l"][order], recv["v"][order]
-    recv, _ = alltoallv(comm, lambda: _records(lines(), flat), counts)
-    del local, flat, block
+    recv, _ = alltoallv(comm, lambda: _records(line_ids(), flat), counts)
+    local = flat = block = None         # the sent data goes (the closures hold their cells)
     if L == 1:
         recv.sort(kind=_kind(recv))          # sources in rank order: stable where it shows
         return None, recv
