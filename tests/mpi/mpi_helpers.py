@@ -36,6 +36,22 @@ def outcome(fn, *args, **kw):
     except Exception as exc:  # noqa: BLE001 - compared collectively
         return "exc", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
 
+def result_bits(fn, *args, **kw):
+    """What ``fn(*args, **kw)`` gives, warnings silenced, for comparing with
+    NumPy: ('ok', result type name, dtype str, shape, bytes) -- a DistArray
+    result gathered on every rank first -- or (exception type name, message)."""
+    import warnings
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            r = fn(*args, **kw)
+    except Exception as exc:  # noqa: BLE001 - compared with NumPy's
+        return type(exc).__name__, str(exc)
+    if isinstance(r, dap.DistArray):
+        r = r.gather(root=None)
+    a = np.asarray(r)
+    return "ok", type(r).__name__, a.dtype.str, a.shape, a.tobytes()
+
 def error_of(fn):
     """('ok', '') or (exception type name, whole message) of ``fn()``."""
     try:

@@ -5,7 +5,7 @@ import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, collective_assert, rank
+from mpi_helpers import N, collective_assert, rank, result_bits
 from mpi_helpers import error_of as _error_of
 
 comm = MPI.COMM_WORLD
@@ -48,19 +48,6 @@ def test_a_subclass_init_raising_on_one_rank_raises_everywhere(cls, how):
     collective_assert(x.gather(root=None).tobytes() == g.tobytes(), "after")
 
 
-def _outcome(fn, *args, **kw):
-    import warnings
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = fn(*args, **kw)
-    except Exception as exc:  # noqa: BLE001 - compared with NumPy's
-        return type(exc).__name__, str(exc)
-    if isinstance(r, dap.DistArray):
-        r = r.gather(root=None)
-    return "ok", type(r).__name__, np.asarray(r).dtype.str, np.shape(r), np.asarray(r).tobytes()
-
-
 @pytest.mark.parametrize("fn", [np.var, np.std, np.nanvar, np.nanstd])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.int64, np.bool_])
 @pytest.mark.parametrize("axis", [None, 0, 1])
@@ -73,8 +60,8 @@ def test_var_std_with_an_integer_dtype_are_numpys(fn, dtype, axis):
     g = (np.arange(6 * N * 4, dtype=np.int64).reshape(6 * N, 4) * 37) % 101
     x = dap.DistArray.from_global(g, comm=comm)
     for ddof in (0, 1):
-        want = _outcome(fn, g, axis=axis, dtype=dtype, ddof=ddof)
-        got = _outcome(fn, x, axis=axis, dtype=dtype, ddof=ddof)
+        want = result_bits(fn, g, axis=axis, dtype=dtype, ddof=ddof)
+        got = result_bits(fn, x, axis=axis, dtype=dtype, ddof=ddof)
         collective_assert(got == want, f"ddof={ddof}: {got[:4]} != NumPy's {want[:4]}")
 
 
@@ -246,7 +233,7 @@ def test_reductions_of_non_native_and_timedelta_dtypes_are_numpys(name, fn):
     order or a timedelta unit there only selects a DType (TypeError)."""
     g = _ODD_DTYPES[name]
     x = dap.DistArray.from_global(g, comm=comm, dist="c")
-    got, want = _outcome(fn, x), _outcome(fn, g)
+    got, want = result_bits(fn, x), result_bits(fn, g)
     if want[0] == "ok" and got[0] == "ok" and g.dtype.kind == "f":     # 1e-12 relative (docs)
         ok = got[2] == want[2] and np.allclose(np.frombuffer(got[4], got[2]),
                                                np.frombuffer(want[4], want[2]), rtol=1e-6)
@@ -270,12 +257,12 @@ def test_argmax_of_datetimes_and_strings_is_numpys(fn, kind):
         g = np.array([str(i) * (i % 3) for i in v], dtype=kind)
     for dist in ("b", "c"):
         x = dap.DistArray.from_global(g, comm=comm, dist=dist)
-        got, want = _outcome(fn, x), _outcome(fn, g)
+        got, want = result_bits(fn, x), result_bits(fn, g)
         collective_assert(got == want, f"{dist}: {got[:4]} != NumPy's {want[:4]}")
     g2 = g.reshape(5, N)
     x2 = dap.DistArray.from_global(g2, comm=comm, dist=("c", "n"))
     for axis in (0, 1):
-        got, want = _outcome(fn, x2, axis=axis), _outcome(fn, g2, axis=axis)
+        got, want = result_bits(fn, x2, axis=axis), result_bits(fn, g2, axis=axis)
         collective_assert(got == want, f"axis {axis}: {got} != NumPy's {want}")
 
 
@@ -298,7 +285,7 @@ def test_count_nonzero_of_strings_and_records_is_numpys():
 def test_partition_of_an_empty_array_takes_any_kth_as_numpy(shape, kth, axis):
     g = np.zeros(shape)
     x = dap.DistArray.from_global(g, comm=comm)
-    got, want = _outcome(np.partition, x, kth, axis=axis), _outcome(np.partition, g, kth, axis=axis)
+    got, want = result_bits(np.partition, x, kth, axis=axis), result_bits(np.partition, g, kth, axis=axis)
     collective_assert(got == want, f"{got} != NumPy's {want}")
 
 
@@ -378,7 +365,7 @@ def test_scans_take_numpys_dtype_arguments(fn, dtype):
     given (TypeError) where NumPy scans in the native dtype."""
     g = np.arange(1.0, 3 * N + 1) / 2
     x = dap.DistArray.from_global(g, comm=comm)
-    got, want = _outcome(fn, x, dtype=dtype), _outcome(fn, g, dtype=dtype)
+    got, want = result_bits(fn, x, dtype=dtype), result_bits(fn, g, dtype=dtype)
     ok = got[:4] == want[:4] and (got[0] != "ok" or np.allclose(
         np.frombuffer(got[4], got[2]), np.frombuffer(want[4], want[2]),
         rtol=1e-6 if np.dtype(got[2]).itemsize == 4 else 1e-12))     # float32: its precision

@@ -5,23 +5,9 @@ import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, collective_assert
+from mpi_helpers import N, collective_assert, result_bits
 
 comm = MPI.COMM_WORLD
-
-
-def _outcome(fn, *args, **kw):
-    import warnings
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            r = fn(*args, **kw)
-    except Exception as exc:  # noqa: BLE001 - compared with NumPy's
-        return type(exc).__name__, str(exc)
-    if isinstance(r, dap.DistArray):
-        r = r.gather(root=None)
-    r = np.asarray(r)
-    return "ok", r.dtype.str, r.shape, r.tobytes()
 
 
 _CASES = {
@@ -41,11 +27,11 @@ def test_var_squares_deviations_as_numpy(name, fn):
     g = _CASES[name]()
     for dist in ("b", "c"):
         x = dap.DistArray.from_global(g, comm=comm, dist=dist)
-        got, want = _outcome(fn, x), _outcome(fn, g)
-        if want[0] == "ok" and got[:3] == want[:3]:
+        got, want = result_bits(fn, x), result_bits(fn, g)
+        if want[0] == "ok" and got[:4] == want[:4]:
             # the sum across ranks is reassociated: 1e-12 relative (docs/dap.md)
-            ok = np.allclose(np.frombuffer(got[3], got[1]), np.frombuffer(want[3], want[1]),
-                             rtol=1e-12 if got[1][-1] == "8" else 1e-6)
+            ok = np.allclose(np.frombuffer(got[4], got[2]), np.frombuffer(want[4], want[2]),
+                             rtol=1e-12 if got[2][-1] == "8" else 1e-6)
         else:
             ok = got == want
         collective_assert(ok, f"{dist}: {got} != NumPy's {want}")
@@ -67,10 +53,10 @@ _NORM_ARRAYS = {
 def _close(got, want):
     """Equal outcomes; floats to 1e-12 relative (float32: 2e-6), the sums
     across ranks being reassociated (docs/dap.md)."""
-    if got[0] != "ok" or want[0] != "ok" or got[1:3] != want[1:3]:
+    if got[0] != "ok" or want[0] != "ok" or got[1:4] != want[1:4]:
         return got == want
-    g, w = np.frombuffer(got[3], got[1]), np.frombuffer(want[3], want[1])
-    single = np.dtype(got[1]).itemsize < (16 if got[1][1] == "c" else 8)
+    g, w = np.frombuffer(got[4], got[2]), np.frombuffer(want[4], want[2])
+    single = np.dtype(got[2]).itemsize < (16 if got[2][1] == "c" else 8)
     return np.allclose(g, w, rtol=2e-6 if single else 1e-12, atol=0, equal_nan=True)
 
 
@@ -96,8 +82,8 @@ def test_norm_along_axes_is_numpys(name):
         for axis in axes:
             for o in ords:
                 for kd in (False, True):
-                    want = _outcome(np.linalg.norm, g, ord=o, axis=axis, keepdims=kd)
-                    got = _outcome(np.linalg.norm, x, ord=o, axis=axis, keepdims=kd)
+                    want = result_bits(np.linalg.norm, g, ord=o, axis=axis, keepdims=kd)
+                    got = result_bits(np.linalg.norm, x, ord=o, axis=axis, keepdims=kd)
                     svd = o in (2, -2, "nuc") and want[0] == "ok" and g.size and \
                         (nd > 1 and (axis is None or (isinstance(axis, tuple) and len(axis) == 2)))
                     if svd:
@@ -142,8 +128,8 @@ def test_order_statistics_over_a_tuple_of_axes_are_numpys(name, fn, q):
             for kd in (False, True):
                 for kw in ({},) if q is None else ({"method": "linear"}, {"method": "lower"},
                                                    {"method": "inverted_cdf"}):
-                    want = _outcome(fn, g, *args, axis=axis, keepdims=kd, **kw)
-                    got = _outcome(fn, x, *args, axis=axis, keepdims=kd, **kw)
+                    want = result_bits(fn, g, *args, axis=axis, keepdims=kd, **kw)
+                    got = result_bits(fn, x, *args, axis=axis, keepdims=kd, **kw)
                     if got != want:
                         failures.append(f"{dist} axis={axis} keepdims={kd} {kw}: "
                                         f"{str(got)[:150]} != NumPy's {str(want)[:150]}")
@@ -179,9 +165,9 @@ def test_weighted_order_statistics_over_a_tuple_of_axes_are_numpys(fn):
         for r in (2, 3):
             for axis in itertools.combinations(range(3), r):
                 for kd in (False, True):
-                    want = _outcome(fn, g, q, axis=axis, keepdims=kd, method="inverted_cdf",
+                    want = result_bits(fn, g, q, axis=axis, keepdims=kd, method="inverted_cdf",
                                     weights=wg)
-                    got = _outcome(fn, x, q, axis=axis, keepdims=kd, method="inverted_cdf",
+                    got = result_bits(fn, x, q, axis=axis, keepdims=kd, method="inverted_cdf",
                                    weights=w)
                     if got != want:
                         failures.append(f"{dist} axis={axis} keepdims={kd}: {str(got)[:150]} "
@@ -218,7 +204,7 @@ def test_nanvar_squares_by_multiply_as_numpy():
     g[0] = np.nan
     x = dap.DistArray.from_global(g, comm=comm)
     with np.errstate(over="raise"):
-        kind, msg = _outcome(np.nanvar, x)[:2]
+        kind, msg = result_bits(np.nanvar, x)[:2]
     collective_assert("FloatingPointError" in kind and "overflow encountered in multiply" in msg,
                       f"{kind}: {msg}")
 
@@ -227,7 +213,7 @@ def test_weights_of_another_shape_over_a_tuple_of_axes_raise_numpys_error():
     g = np.arange(3.0 * N * 4 * 5).reshape(3 * N, 4, 5)
     x = dap.DistArray.from_global(g, comm=comm)
     w = dap.DistArray.from_global(np.ones((2, 2)), comm=comm)
-    kind, msg = _outcome(np.quantile, x, 0.5, axis=(0, 2), method="inverted_cdf", weights=w)[:2]
+    kind, msg = result_bits(np.quantile, x, 0.5, axis=(0, 2), method="inverted_cdf", weights=w)[:2]
     collective_assert(issubclass(getattr(dap, kind, None) or getattr(__import__("builtins"),
                                                                      kind, Exception),
                                  ValueError) and "Shape of weights must be consistent" in msg,
@@ -240,7 +226,7 @@ def test_reshape_errors_are_numpys(shape):
     float sizes (nclx printed 'newaxis' and took 3.0 as 3)."""
     g = np.arange(6.0 * N + 1)                  # no multiple of 6: every shape fails
     x = dap.DistArray.from_global(g, comm=comm)
-    want, got = _outcome(np.reshape, g, shape), _outcome(np.reshape, x, shape)
+    want, got = result_bits(np.reshape, g, shape), result_bits(np.reshape, x, shape)
     collective_assert(want[0] != "ok" and got[:2] == want[:2], f"{got[:2]} != NumPy's {want[:2]}")
 
 
@@ -250,7 +236,7 @@ def test_order_statistics_take_a_list_or_array_of_axes(fn):
     x = dap.DistArray.from_global(g, comm=comm)
     args = () if fn in (np.median, np.nanmedian) else (40 if fn is np.nanpercentile else 0.4,)
     for axis in ([0, 1], np.array([0, 2]), [2], [-1, 0]):
-        want, got = _outcome(fn, g, *args, axis=axis), _outcome(fn, x, *args, axis=axis)
+        want, got = result_bits(fn, g, *args, axis=axis), result_bits(fn, x, *args, axis=axis)
         collective_assert(got == want, f"axis={axis!r}: {got[:3]} != NumPy's {want[:3]}")
 
 
@@ -261,6 +247,6 @@ def test_order_statistics_take_a_list_or_array_of_axes(fn):
 def test_a_float_axis_is_numpys_type_error(call):
     g = np.arange(3.0 * N * 4).reshape(3 * N, 4)
     x = dap.DistArray.from_global(g, comm=comm)
-    want, got = _outcome(call, g), _outcome(call, x)
+    want, got = result_bits(call, g), result_bits(call, x)
     collective_assert(want[0] == "TypeError" and "TypeError" in got[0] and
                       got[1].endswith(want[1]), f"{got[:2]} != NumPy's {want[:2]}")
