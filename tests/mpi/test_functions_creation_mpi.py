@@ -1,13 +1,19 @@
 """zeros_like/ones_like/full_like/empty_like of a DistArray (same
 distribution and communicator) and NEP 35 creation with like=da
 (np.zeros/ones/full/empty/arange: a DistArray of the default distribution),
-NumPy's values and dtypes bit for bit, on 1..6 ranks."""
+NumPy's values and dtypes bit for bit, on 1..6 ranks; the ``_like``
+functions with another ``shape=`` (the default distribution over the
+operand's communicator)."""
 import numpy as np
 import pytest
+from mpi4py import MPI
 
 import nclx.dap as dap
 from fn_helpers import LAYOUTS2, compare, make
-from mpi_helpers import collective_assert, outcome
+from mpi_helpers import collective_assert, error_of, outcome, result_bits
+
+comm = MPI.COMM_WORLD
+P = comm.Get_size()
 
 G = np.arange(35, dtype=np.int32).reshape(5, 7)
 
@@ -35,9 +41,7 @@ def test_like_functions_keep_the_distribution(name, kw):
         err = compare(tag, got, want)
         if err:
             bad.append(err)
-    kind, got = outcome(np.zeros_like, a, shape=(3, 3))
-    if kind != "exc" or "DapError" not in got:
-        bad.append(f"zeros_like(shape=...): {kind} {got}")
+    # another shape= (was refused): test_like_with_another_shape_is_numpys
     collective_assert(not bad, "; ".join(bad))
 
 
@@ -70,3 +74,41 @@ def test_creation_with_like():
         if err:
             bad.append(err)
     collective_assert(not bad, "; ".join(bad))
+
+
+@pytest.mark.parametrize("shape", [(5, 3), 7, (2, 0), (3, 4), [4, np.int32(2)], ()])
+@pytest.mark.parametrize("fn,args", [(np.zeros_like, ()), (np.ones_like, ()),
+                                     (np.full_like, (2.5,)), (np.empty_like, ())],
+                         ids=["zeros_like", "ones_like", "full_like", "empty_like"])
+def test_like_with_another_shape_is_numpys(fn, args, shape):
+    """Was refused ("a DistArray keeps its shape"): NumPy makes the shape
+    asked; the result has the default distribution over the operand's
+    communicator."""
+    g = np.arange(12.0).reshape(3, 4)
+    x = dap.DistArray.from_global(g, comm=comm)
+    if shape == () and P > 1:
+        pytest.skip("a 0-d DistArray lives on one process")
+    for dtype in (None, "i4", "U3"):
+        want, got = result_bits(fn, g, *args, shape=shape, dtype=dtype), \
+            result_bits(fn, x, *args, shape=shape, dtype=dtype)
+        if fn is np.empty_like:        # the content is undefined: dtype and shape
+            want, got = want[:4], got[:4]
+        collective_assert(got == want, f"dtype={dtype}: {got!r:.200} != NumPy's {want!r:.200}")
+    r = fn(x, *args, shape=shape)
+    d = dap.Distribution.from_shape(np.empty(shape, "V0").shape, nprocs=P)
+    collective_assert(r.distribution == d and r.comm is x.comm, f"{r.distribution}")
+
+
+@pytest.mark.parametrize("shape", [(-1, 3), (2.0, 3), 2.5, "ab"])
+def test_shapes_numpy_refuses_are_refused_alike(shape):
+    """Found with the shape= work: ``np.zeros((2.0, 3), like=da)`` made a
+    (2, 3) DistArray where NumPy raises TypeError (int() read the floats)."""
+    x = dap.DistArray.from_global(np.arange(12.0).reshape(3, 4), comm=comm)
+    for fn in (lambda s, like: np.zeros(s, like=like), lambda s, like: np.ones(s, like=like),
+               lambda s, like: np.full(s, 1.0, like=like)):
+        got = error_of(lambda: fn(shape, x))
+        want = error_of(lambda: fn(shape, None))
+        collective_assert(got == want, f"{got} != NumPy's {want}")
+    got = error_of(lambda: np.zeros_like(x, shape=shape))
+    want = error_of(lambda: np.zeros_like(np.ones((3, 4)), shape=shape))
+    collective_assert(got == want, f"{got} != NumPy's {want}")

@@ -16,3 +16,4 @@ from nclx.dap.functions import statistics  # noqa: F401 - registers
 from nclx.dap.functions import argext  # noqa: F401 - registers
 from nclx.dap.functions import nanfunctions  # noqa: F401 - registers
 from nclx.dap.functions import linalg  # noqa: F401 - registers
+from nclx.dap.functions import nonzero  # noqa: F401 - registers

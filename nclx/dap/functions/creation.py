@@ -11,17 +11,17 @@ import math
 
 import numpy as np
 
-from nclx.dap.distarray import DistArray
+from nclx.dap.distarray import DistArray, _agreed
+from nclx.dap.distribution import Distribution
 from nclx.dap.functions._common import wrap
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
+_NO_BYTES = np.dtype("V0")
+
 
 def _like(name, maker):
     def impl(a, *args, dtype=None, order="K", subok=True, shape=None, device=None, **kw):
-        if shape is not None and tuple(np.atleast_1d(shape)) != a.shape:
-            raise DapError(f"np.{name}(DistArray, shape={shape!r}): a DistArray keeps its "
-                           f"shape {a.shape} (redistribute to change it)")
         fill = args[0] if args else kw.get("fill_value")
         if name == "full_like" and np.ndim(fill) != 0:
             # per block it would broadcast against the local shape: silently
@@ -29,9 +29,22 @@ def _like(name, maker):
             raise DapError(f"np.full_like(DistArray, fill_value of shape {np.shape(fill)}): "
                            f"only a scalar fill_value is supported for a DistArray "
                            f"(global shape {a.shape})")
+        if shape is not None and _shape(shape) != a.shape:
+            # another shape: the default distribution over a's communicator,
+            # each block NumPy's function of a's block with the block's shape
+            comm = a.comm
+
+            def make():
+                d = Distribution.from_shape(_shape(shape), nprocs=comm.Get_size())
+                block = maker(a._block, *args, dtype=dtype, shape=d.local_shape(comm.Get_rank()),
+                              **kw)
+                return DistArray._of(block, d, comm)
+            return DistArray._made(_agreed(comm, make, f"np.{name}"), comm)
         return wrap(maker(a._block, *args, dtype=dtype, **kw), a)
     impl.__name__ = name
-    impl.__doc__ = f"``np.{name}``: a DistArray of ``a``'s distribution and communicator."
+    impl.__doc__ = (f"``np.{name}``: a DistArray of ``a``'s distribution and communicator "
+                    f"(with another ``shape=``: the default distribution over ``a``'s "
+                    f"communicator).")
     return impl
 
 
@@ -42,7 +55,9 @@ implements(np.full_like)(_like("full_like", np.full_like))
 
 
 def _shape(shape):
-    return tuple(int(n) for n in np.atleast_1d(shape)) if np.ndim(shape) else (int(shape),)
+    """``shape`` as NumPy's creation functions read it (their errors: a float
+    or negative extent); no memory: the items have no bytes."""
+    return np.empty(shape, _NO_BYTES).shape
 
 
 def _filled(shape, fill, dtype):

@@ -6,17 +6,19 @@ Operands are DistArrays of one distribution and scalars."""
 import numpy as np
 
 from nclx.dap.functions._common import blocks, is_da, reduce_parts, wrap
+from nclx.dap.functions.nonzero import nonzero
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 
 @implements(np.where)
 def where(condition, *xy):
-    """``np.where(cond, x, y)``: NumPy's on each block.  The one-argument form
-    (indices of the nonzero cells) is refused: a distributed result."""
+    """``np.where(cond, x, y)``: NumPy's on each block; ``np.where(cond)``:
+    ``np.nonzero(cond)`` (:mod:`.nonzero`: DistArrays of global indices)."""
+    if not xy and is_da(condition):
+        return nonzero(condition)
     if len(xy) != 2:
-        raise TypeError("np.where of a DistArray needs three arguments (condition, x, y); "
-                        "the one-argument form (np.nonzero) is not implemented")
+        raise ValueError("either both or neither of x and y should be given")   # NumPy's
     da, (c, x, y) = blocks("np.where", condition, *xy)
     return wrap(np.where(c, x, y), da)
 
