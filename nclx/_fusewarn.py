@@ -13,11 +13,19 @@ stub function whose frame is the step's eager location: a code object with
 that file and line, run with that module's globals.
 
 - ``@nclx.fuse``: the trace records the frame that called each ufunc
-  (nclx._probe._where_of): the line of the traced function.
+  (nclx._probe._where_of): the line of the traced function, and the columns
+  of the call or operator there (a raising step's traceback marks them, as
+  eager NumPy's does).
 - ``nclx.evaluate``: the line that called it, with its module's globals; the
   eager path runs the expression's function relocated there too, so both
-  paths warn alike.
+  paths warn alike -- every line of a multi-line expression at the calling
+  line, no columns (they would be the string's, not the line's).
+
+A location is ``(file, line, module globals, code name, positions)``,
+``positions`` the ``(line, end line, column, end column)`` of the step's
+instruction or None.
 """
+import itertools
 import sys
 import types
 
@@ -28,13 +36,54 @@ _MAX = 1024
 _codes = {}          # (code, file, line, name) -> the code moved there (no globals kept)
 
 
-def caller(frame):
-    """The location a warning made in ``frame`` has."""
-    return (frame.f_code.co_filename, frame.f_lineno, frame.f_globals, frame.f_code.co_name)
+def caller(frame, columns=False):
+    """The location a warning made in ``frame`` has (with ``columns``, the
+    positions of the instruction it runs)."""
+    return (frame.f_code.co_filename, frame.f_lineno, frame.f_globals, frame.f_code.co_name,
+            _positions(frame) if columns else None)
 
 
-def _moved(code, filename, lineno, name=None):
-    key = (code, filename, lineno, name)
+def _positions(frame):
+    """``(line, end line, column, end column)`` of ``frame``'s instruction,
+    or None where any is unknown."""
+    if sys.version_info < (3, 11) or frame.f_lasti < 0:
+        return None
+    pos = next(itertools.islice(frame.f_code.co_positions(), frame.f_lasti // 2, None), None)
+    if pos is None or None in pos or pos[0] != frame.f_lineno:
+        return None
+    return pos
+
+
+def _varint(v):
+    out = bytearray()
+    while v >= 64:
+        out.append(0x40 | (v & 63))
+        v >>= 6
+    out.append(v)
+    return out
+
+
+def _linetable(code, positions):
+    """A location table (PEP 657: Objects/locations.md in CPython) putting
+    every instruction of ``code`` at its first line: with ``positions``'
+    columns (entries of the long form, code 14) or none (code 13)."""
+    table = bytearray()
+    units = len(code.co_code) // 2
+    while units > 0:
+        k = min(units, 8)
+        if positions is None:
+            table.append(0x80 | (13 << 3) | (k - 1))
+            table += _varint(0)                          # line delta 0
+        else:
+            line, end, col, end_col = positions
+            table.append(0x80 | (14 << 3) | (k - 1))
+            table += _varint(0) + _varint(end - line) + _varint(col + 1) + _varint(end_col + 1)
+        units -= k
+    return bytes(table)
+
+
+def _moved(code, filename, lineno, name=None, positions=None):
+    key = (code, filename, lineno, name, positions)
     hit = _codes.get(key)
     if hit is None:
         kw = {"co_filename": filename, "co_firstlineno": max(int(lineno or 1), 1)}
@@ -42,6 +91,8 @@ def _moved(code, filename, lineno, name=None):
             kw["co_name"] = name
             if sys.version_info >= (3, 11):
                 kw["co_qualname"] = name
+        if sys.version_info >= (3, 11):
+            kw["co_linetable"] = _linetable(code, positions)
         hit = code.replace(**kw)
         if len(_codes) >= _MAX:
             _codes.clear()
@@ -50,15 +101,15 @@ def _moved(code, filename, lineno, name=None):
 
 
 def _stub(where):
-    filename, lineno, globs, name = where
-    return types.FunctionType(_moved(_STUB, filename, lineno, name), globs, name)
+    filename, lineno, globs, name, positions = where
+    return types.FunctionType(_moved(_STUB, filename, lineno, name, positions), globs, name)
 
 
 def relocated(fn, where):
     """``fn`` (a function that reads no globals: nclx.evaluate's, whose
     functions are defaults) with its code at ``where``'s file and line and
     run with its module's globals (made per call: no cache keeps them)."""
-    filename, lineno, globs, _ = where
+    filename, lineno, globs, _, _ = where
     return types.FunctionType(_moved(fn.__code__, filename, lineno), globs, fn.__name__,
                               fn.__defaults__)
 

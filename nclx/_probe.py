@@ -18,6 +18,7 @@ import numpy as np
 from numpy._core import _methods as _np_methods
 from numpy._core import fromnumeric as _np_fromnumeric
 
+from nclx import _fusewarn
 from nclx._fused_program import Step
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
@@ -96,7 +97,8 @@ _PROBE_ATTRIBUTES = frozenset((
 def _where_of(frame):
     """Where eager NumPy reports a step's floating-point warnings: the
     innermost Python frame when the ufunc runs, the caller of the probe's
-    ``__array_ufunc__`` (its file, line, module globals and code name).
+    ``__array_ufunc__`` (its file, line, module globals, code name and the
+    columns of its call or operator: nclx._fusewarn).
     ``np.sum`` of a probe detours through the probe's ``sum`` method
     (NumPy's ``_methods``), where an ndarray's goes straight to
     ``ufunc.reduce`` in ``_wrapreduction``: that line then."""
@@ -104,8 +106,8 @@ def _where_of(frame):
     if back is not None and frame.f_code.co_filename == _np_methods.__file__ and \
             back.f_code is _np_fromnumeric._wrapreduction.__code__:
         return (back.f_code.co_filename, _wrapreduction_line() or back.f_lineno,
-                back.f_globals, back.f_code.co_name)
-    return (frame.f_code.co_filename, frame.f_lineno, frame.f_globals, frame.f_code.co_name)
+                back.f_globals, back.f_code.co_name, None)
+    return _fusewarn.caller(frame, columns=True)
 
 
 @functools.cache
