@@ -281,6 +281,13 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     if initial is not np._NoValue and (first or ufunc.__name__ in ("maximum", "minimum",
                                                                     "fmax", "fmin")):
         kw["initial"] = initial        # counted once (idempotent ops: everywhere)
+    elif not first and ufunc is np.add and np.dtype(spec[1]).kind in "fc":
+        # NumPy starts a sum from `initial` or +0.0, then adds every cell: the
+        # ranks after the first start from -0.0, the neutral value (a sum of
+        # -0.0 cells, or of none, stays -0.0 and leaves the first rank's
+        # start as it is; from +0.0, `initial=-0.0` came back +0.0)
+        kw["initial"] = np.dtype(spec[1]).type(-0.0 if np.dtype(spec[1]).kind == "f"
+                                               else complex(-0.0, -0.0))
     total = math.prod(dist.shape[d] for d in axes)
     if total == 0 and ufunc.identity is None and initial is np._NoValue:
         raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which has "
@@ -294,6 +301,17 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
             # fmax/fmin skip NaN: a NaN start leaves an all-NaN slice NaN, as
             # NumPy's nanmax gives (before, an empty rank's -inf won: -inf)
             start = np.dtype(rdtype).type(np.nan)
+        if np.dtype(rdtype).kind in "mM" and ufunc.__name__ in ("maximum", "minimum", "fmax",
+                                                                "fmin"):
+            # NaT is int64's lowest: the lowest/highest time that is not NaT
+            # (maximum/minimum propagate NaT); fmax/fmin skip NaT, so NaT
+            # leaves a slice of NaT alone NaT, as NumPy's
+            if ufunc.__name__ in ("fmax", "fmin"):
+                start = np.dtype(rdtype).type("NaT")
+            else:
+                low = ufunc.__name__ == "maximum"
+                start = np.array(np.iinfo(np.int64).min + 1 if low else np.iinfo(np.int64).max,
+                                 np.int64).view(rdtype)[()]
         if start is None and np.dtype(rdtype).kind == "c" and \
                 ufunc.__name__ in ("maximum", "minimum", "fmax", "fmin"):
             # NumPy orders complex numbers by (real, imag): +-inf in both is extreme

@@ -82,7 +82,8 @@ def dispatch(own, func, types, args, kwargs):
     if func not in _AGREED:
         comms, error = [], None
         try:
-            text = f"{_name(func)}{_describe(_bound(impl, args, kwargs), own, comms)}"
+            bound = _outs_by_layout(_bound(impl, args, kwargs))
+            text = f"{_name(func)}{_describe(bound, own, comms)}"
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
@@ -109,6 +110,31 @@ def _bound(impl, args, kwargs):
     return dict(bound.arguments)
 
 
+class _Out:
+    """An ``out=`` argument: ranks agree on its type, shape and dtype -- its
+    contents are not read (an ``np.empty`` buffer holds other bytes on each
+    rank)."""
+    __slots__ = ("text",)
+
+    def __init__(self, out):
+        """``text`` None: not an ndarray (or a tuple of them) -- described as
+        any other argument."""
+        self.text = None
+        if isinstance(out, tuple) and out and all(isinstance(o, np.ndarray) for o in out):
+            self.text = "(" + ", ".join(_Out(o).text for o in out) + ")"
+        elif isinstance(out, np.ndarray):
+            self.text = f"out {type(out).__name__}({out.shape}, {out.dtype.str})"
+
+
+def _outs_by_layout(bound):
+    """``bound`` with its ``out`` argument described by layout alone."""
+    if isinstance(bound, dict) and bound.get("out") is not None:
+        out = _Out(bound["out"])
+        if out.text is not None:
+            bound = dict(bound, out=out)
+    return bound
+
+
 def _describe(obj, own, comms, depth=0):
     """A text that is equal on two ranks when ``obj`` is the same argument
     there: DistArrays by shape, dtype and layout (their communicator goes to
@@ -116,6 +142,8 @@ def _describe(obj, own, comms, depth=0):
     objects without a portable text by type."""
     if depth > 8:
         return "..."
+    if isinstance(obj, _Out):
+        return obj.text
     if isinstance(obj, own):
         comms.append(obj.comm)
         return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"

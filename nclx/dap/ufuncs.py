@@ -9,6 +9,8 @@ to the first DistArray operand's distribution) or a reduction
 class registers itself with :func:`add_operators` (this module sits below
 it and never imports it).
 """
+import operator
+
 import numpy as np
 
 from nclx import aware
@@ -172,6 +174,28 @@ def _may_fail_alone(ufunc, inputs, kwargs):
     return False
 
 
+_COMPARE = {"eq": "equal", "ne": "not_equal"}
+
+
+def _records(*xs):
+    """Whether a structured dtype is among ``xs``: ndarray's ``==``/``!=``
+    compare those field by field, outside the ufuncs."""
+    return any(getattr(getattr(x, "dtype", None), "names", None) is not None for x in xs)
+
+
+def _records_compared(da, other, op):
+    """``da == other`` (``!=``) of structured dtypes: ndarray's operator on
+    the blocks (``other`` a DistArray -- redistributed to ``da``'s
+    distribution first, as a ufunc's operand -- or a scalar record)."""
+    DistArray = _distarray()
+    if isinstance(other, DistArray):
+        other = da._aligned(other)._block
+    elif np.ndim(other) != 0:
+        raise DapError(f"{op.__name__}: a DistArray of records compares with a DistArray or "
+                       f"one record, not {type(other).__name__} of shape {np.shape(other)}")
+    return da._wrap_block(op(da._block, other))
+
+
 def _refuses_ufuncs(other):
     """``__array_ufunc__ = None``: the type asks binary operators to return
     NotImplemented so its own reflected operator runs (NumPy's rule)."""
@@ -198,6 +222,11 @@ def add_operators(cls):
             NotImplemented if _refuses_ufuncs(other) else _u(self, other)))
         setattr(cls, f"__r{name}__", lambda self, other, _u=uf: (
             NotImplemented if _refuses_ufuncs(other) else _u(other, self)))
+    for name, op in (("eq", operator.eq), ("ne", operator.ne)):
+        # records (structured dtypes): ndarray's own comparison, not the ufunc's
+        setattr(cls, f"__{name}__", lambda self, other, _u=getattr(np, _COMPARE[name]), _op=op: (
+            NotImplemented if _refuses_ufuncs(other) else
+            _records_compared(self, other, _op) if _records(self, other) else _u(self, other)))
     for name, uf in _OPERATORS:
         if name in _INPLACE:        # NumPy's in-place operators: written into self
             setattr(cls, f"__i{name}__", lambda self, other, _u=uf: (
