@@ -1,5 +1,5 @@
 """Section 6b of ``python -m nclx demo``: plain NumPy code on a DistArray
-(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.linalg.norm``, a
+(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.nonzero``, ``np.linalg.norm``, a
 redistribution block -> cyclic, one of a 'u' (unstructured) array in
 windows of bounded memory, and ``save_npy``/``load_npy`` through
 MPI-IO.  :func:`run` starts ``mpiexec -n RANKS python -m nclx
@@ -81,6 +81,13 @@ def run_rank():
     say(f"np.where(A > 20, A, 0) -> {type(w).__name__}; gathered:\n{wg}")
     if comm.rank == 0:
         ok &= wg.tobytes() == np.where(g > 20, g, 0).tobytes()
+
+    rows, cols = np.nonzero(A % 7 == 0)     # global indices, block-distributed
+    rg, cg = rows.gather(root=0), cols.gather(root=0)
+    say(f"np.nonzero(A % 7 == 0) -> rows {rg}, columns {cg}")
+    if comm.rank == 0:
+        want = np.nonzero(g % 7 == 0)
+        ok &= rg.tobytes() == want[0].tobytes() and cg.tobytes() == want[1].tobytes()
 
     n = np.linalg.norm(A)
     say(f"np.linalg.norm(A) = {n!r} (NumPy on the global array: {np.linalg.norm(g)!r})")
