@@ -40,3 +40,16 @@ def test_foreign_types_defer():
         pass
     assert registry.dispatch(dap.DistArray, np.sum, (dap.DistArray, Other), (), {}) \
         is NotImplemented
+
+
+def test_the_docs_count_the_registry():
+    """docs/dap.md and the README say how many NumPy functions a DistArray
+    implements: the registry's count."""
+    import pathlib
+    import re
+    root = pathlib.Path(__file__).resolve().parents[2]
+    n = len(dap.implemented())
+    doc = re.search(r"(\d+) functions, in `nclx/dap/functions/`", (root / "docs/dap.md").read_text())
+    readme = re.search(r"where nclx implements the function \((\d+) of them",
+                       (root / "README.md").read_text())
+    assert doc and readme and int(doc.group(1)) == n and int(readme.group(1)) == n
