@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from nclx.dap import ufuncs as _ufuncs
-from nclx.dap.reduce import normalize_axes
+from nclx.dap.reduce import join_failed, normalize_axes
 from nclx.dap.validate import DapError
 
 __all__ = ["mean"]
@@ -25,6 +25,18 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
     if dtype is None:     # NumPy's _mean: float64 for integers, float32 for float16,
         # else none (the sum's own: native byte order, a timedelta's unit)
         dtype = np.float64 if self.dtype.kind in "biu" else (np.float32 if f16 else None)
+    if out is not None:
+        # each rank passes its own out=: one refused is refused on every rank,
+        # in the sum's collective (the others would return alone)
+        try:
+            _check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape), keepdims,
+                       base)
+        except Exception as exc:
+            plain = where is np._NoValue or where is True
+            join_failed(self._block, self.distribution, self.comm, np.add,
+                        {"axis": axis, "dtype": dtype, "keepdims": keepdims,
+                         "where": True if plain else where}, exc)
+            raise
     if where is np._NoValue or where is True:
         axes = normalize_axes(axis, len(self.shape))
         # NumPy's count is an np.intp: a float32 sum divides in float64 (a
@@ -60,14 +72,28 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         result = (np.float16 if f16 else total.dtype.type)(total / count)
     if out is not None:
         if isinstance(result, base):
-            if not isinstance(out, base) or out.distribution != result.distribution:
+            if out.distribution != result.distribution:     # the same on every rank
                 raise DapError(f"mean: out= must be a DistArray distributed like the result "
                                f"({result.distribution})")
             out._block[...] = result._block
             return out
-        if np.shape(out) != np.shape(result):    # NumPy refuses it
-            raise ValueError(f"mean: out= has shape {np.shape(out)}, the result "
-                             f"{np.shape(result)}")
         out[...] = result
         return out
     return result
+
+
+def _check_out(out, axes, ndim, keepdims, base):
+    """NumPy's refusal of ``out`` for a mean over ``axes`` (a DistArray
+    result needs a DistArray ``out``; a value, an array of its shape)."""
+    if len(axes) < ndim:
+        if not isinstance(out, base):
+            raise DapError(f"mean: out= must be a DistArray distributed like the result, not "
+                           f"{type(out).__name__}")
+        return
+    want = (1,) * ndim if keepdims else ()
+    if not isinstance(out, (np.ndarray, base)):
+        raise TypeError("return arrays must be of ArrayType")         # NumPy's
+    if isinstance(out, base) or np.shape(out) != want:       # NumPy refuses it
+        raise ValueError(f"mean: out= has shape {np.shape(out)}, the result {want}")
+    if not out.flags.writeable:
+        raise ValueError("output array is read-only")                 # NumPy's

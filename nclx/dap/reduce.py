@@ -141,7 +141,7 @@ def _result_dtype(ufunc, dt, ndim, axes, dtype):
 
 
 def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=False,
-                 where=True, initial=np._NoValue, kernels=None):
+                 where=True, initial=np._NoValue, kernels=None, check=None):
     """``ufunc.reduce`` over every rank's block (NumPy's defaults: ``axis=0``).
 
     ``block`` is this rank's local block (padding included) of
@@ -164,7 +164,10 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     ``keepdims``) with ``None, None``; an axis reduction gives this rank's
     block of the result (padding included), its Distribution over the
     remaining grid dimensions and the communicator of the ranks that hold
-    it.  The caller wraps the parts and writes ``out=``."""
+    it.  The caller wraps the parts and writes ``out=``; ``check(axes)``,
+    called on every rank before the collective, may refuse this rank's
+    ``out=`` for the reduced axes (its error raised on every rank, as a
+    kernel's: ranks passing different outputs are never left waiting)."""
     dist = distribution
     rank = comm.Get_rank()
     try:
@@ -179,6 +182,8 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     index = dist.owned_slices(rank)      # the cells counted in size (no communication padding)
     error = partial = None
     try:
+        if check is not None:
+            check(axes)
         partial = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
                                  initial, kernels, spec)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below

@@ -90,21 +90,38 @@ def reduce_call(ufunc, inputs, kwargs):
             raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
                              f"identity, so to use a where mask one has to specify 'initial'")
         where = bool(where)
+    ndim = da.distribution.ndim
+
+    def check(axes):
+        """This rank's out= for the reduced ``axes``, before the collective
+        (each rank passes its own: one refused is refused everywhere)."""
+        o = outs[0]
+        if len(axes) < ndim:
+            if not isinstance(o, DistArray):
+                raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray "
+                               f"distributed like the result, not {type(o).__name__}")
+            return
+        want = (1,) * ndim if kw.get("keepdims", False) else ()
+        if not isinstance(o, (np.ndarray, DistArray)):
+            raise TypeError("return arrays must be of ArrayType")      # NumPy's
+        if isinstance(o, DistArray) or np.shape(o) != want:    # NumPy refuses it
+            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape {np.shape(o)}, the "
+                             f"result {want}")
+        if isinstance(o, np.ndarray) and not o.flags.writeable:
+            raise ValueError("output array is read-only")             # NumPy's
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
-                                     where=where, kernels=aware.nclx_ufunc, **kw)
+                                     where=where, kernels=aware.nclx_ufunc,
+                                     check=check if outs else None, **kw)
     if dist is None:                 # every axis reduced: the value on every rank
         if not outs:
             return value
-        if np.shape(outs[0]) != np.shape(value):    # NumPy refuses it
-            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape "
-                             f"{np.shape(outs[0])}, the result {np.shape(value)}")
         outs[0][...] = value
         return outs[0]
     result = DistArray._of(value, dist, comm)
     if not outs:
         return result
     o = outs[0]
-    if not isinstance(o, DistArray) or o.distribution != result.distribution:
+    if o.distribution != result.distribution:      # every rank's the same: raised everywhere
         raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
                        f"the result ({result.distribution})")
     o._block[...] = result._block
@@ -178,19 +195,22 @@ _COMPARE = {"eq": "equal", "ne": "not_equal"}
 
 
 def _records(*xs):
-    """Whether a structured dtype is among ``xs``: ndarray's ``==``/``!=``
-    compare those field by field, outside the ufuncs."""
-    return any(getattr(getattr(x, "dtype", None), "names", None) is not None for x in xs)
+    """Whether a void dtype (records, or raw bytes 'V<n>') is among ``xs``:
+    ndarray's ``==``/``!=`` compare those itself, outside the ufuncs."""
+    return any(getattr(getattr(x, "dtype", None), "kind", None) == "V" for x in xs)
 
 
 def _records_compared(da, other, op):
-    """``da == other`` (``!=``) of structured dtypes: ndarray's operator on
-    the blocks (``other`` a DistArray -- redistributed to ``da``'s
-    distribution first, as a ufunc's operand -- or a scalar record)."""
+    """``da == other`` (``!=``) of void dtypes: ndarray's operator on the
+    blocks (``other`` a DistArray -- redistributed to ``da``'s distribution
+    first, as a ufunc's operand -- or one record)."""
     DistArray = _distarray()
     if isinstance(other, DistArray):
         other = da._aligned(other)._block
     elif np.ndim(other) != 0:
+        # NumPy's own error where it cannot compare them (a tuple of
+        # numbers: "Cannot compare structured or void to non-void arrays.")
+        op(np.empty((), da.dtype), np.asarray(other))
         raise DapError(f"{op.__name__}: a DistArray of records compares with a DistArray or "
                        f"one record, not {type(other).__name__} of shape {np.shape(other)}")
     return da._wrap_block(op(da._block, other))

@@ -145,3 +145,97 @@ def test_records_compare_field_by_field_as_numpy():
     r = x == x
     collective_assert(isinstance(r, dap.DistArray) and r.distribution == x.distribution,
                       f"{r!r}")
+
+
+# found by the review of the fixes above
+
+
+def test_raw_void_compares_as_numpy():
+    """'V2' (void without fields) went to np.equal: UFuncTypeError."""
+    g = np.array([b"ab", b"cd", b"ab", b"zz"] * P, "V2")
+    h = np.array([b"ab", b"cx", b"ab", b"zz"] * P, "V2")
+    x = dap.DistArray.from_global(g, comm=comm)
+    y = dap.DistArray.from_global(h, comm=comm)
+    for what, got, want in [("==", lambda: x == y, lambda: g == h),
+                            ("!=", lambda: x != y, lambda: g != h)]:
+        w, r = result_bits(want), result_bits(got)
+        collective_assert(r == w, f"{what}: {r} != NumPy's {w}")
+
+
+def test_records_against_a_tuple_raise_numpys_type_error():
+    """A DapError (a ValueError) where NumPy raises TypeError ("Cannot
+    compare structured or void to non-void arrays.")."""
+    g = np.zeros(2 * P, _REC)
+    x = dap.DistArray.from_global(g, comm=comm)
+    for op in (lambda v: v == (1, 2.0), lambda v: v != (1, 2.0)):
+        got, want = result_bits(op, x), result_bits(op, g)
+        collective_assert(got == want and want[0] == "TypeError", f"{got} != NumPy's {want}")
+
+
+@pytest.mark.skipif(P < 2, reason="needs a 'u' dimension held twice: 2 ranks or more")
+@pytest.mark.parametrize("fn", [np.nonzero, np.flatnonzero, np.argwhere, np.where],
+                         ids=["nonzero", "flatnonzero", "argwhere", "where"])
+def test_nonzero_of_a_u_layout_that_is_no_partition_is_refused(fn):
+    """The C-order flattening read cells no rank wrote (np.empty) where a
+    'u' dimension held an index twice and another never: nonzero found
+    "nonzero" garbage; gather and the reductions refuse such a layout."""
+    n = 4 * P
+    d = dap.Distribution.from_dim_data_per_rank(
+        [({"dist_type": "u", "size": n, "proc_grid_size": P, "proc_grid_rank": r,
+           "indices": np.arange(4)},) for r in range(P)])
+    x = dap.DistArray(np.zeros(4), d, comm)
+    try:
+        fn(x)
+        kind = "ok"
+    except dap.DapError as exc:
+        kind = "refused" if "owned by" in str(exc) or "no grid coordinate" in str(exc) \
+            else str(exc)
+    collective_assert(kind == "refused", kind)
+
+
+@pytest.mark.parametrize("shape", [(2 ** 61, 2), 2 ** 62])
+def test_too_big_shapes_get_numpys_error(shape):
+    """DapError ("rank 0 of 1 failed", or MemoryError on more ranks) where
+    NumPy raises ValueError("array is too big; ...")."""
+    x = dap.DistArray.from_global(np.arange(4.0 * P), comm=comm)
+    for got, want in [(lambda: np.zeros(shape, like=x), lambda: np.zeros(shape)),
+                      (lambda: np.full(shape, 1.0, like=x), lambda: np.full(shape, 1.0)),
+                      (lambda: np.zeros_like(x, shape=shape),
+                       lambda: np.zeros_like(np.arange(4.0), shape=shape))]:
+        g, w = result_bits(got), result_bits(want)
+        collective_assert(g == w and w[0] == "ValueError", f"{g} != NumPy's {w}")
+
+
+def test_like_functions_take_a_dtype_by_position():
+    g = np.arange(4.0 * P)
+    x = dap.DistArray.from_global(g, comm=comm)
+    for fn in (lambda v: np.zeros_like(v, np.int32), lambda v: np.full_like(v, 3, np.int8),
+               lambda v: np.ones_like(v, "f4", "C", True, (P, 2))):
+        got, want = result_bits(fn, x), result_bits(fn, g)
+        collective_assert(got == want, f"{got} != NumPy's {want}")
+
+
+@pytest.mark.skipif(P < 2, reason="ranks passing different out= need 2 ranks")
+@pytest.mark.parametrize("fn", [np.sum, np.max, np.mean, np.prod], ids=["sum", "max", "mean", "prod"])
+def test_outs_of_other_shapes_by_rank_raise_everywhere(fn):
+    """np.sum(da, out=o) with another shape on one rank raised there after
+    the collective and met the others in a second one: a hang (np.mean
+    raised on one rank alone)."""
+    x = dap.DistArray.from_global(np.arange(4.0 * P), comm=comm)
+    for out in (np.empty(() if rank == 0 else (1,)), np.empty(()) if rank == 0 else 5.5):
+        try:
+            fn(x, out=out)
+            kind = "ok"
+        except Exception as exc:  # noqa: BLE001 - every rank must raise
+            kind = type(exc).__name__
+        kinds = comm.allgather(kind)
+        collective_assert("ok" not in kinds, f"{kinds}")
+
+
+def test_a_non_array_out_is_numpys_type_error():
+    x = dap.DistArray.from_global(np.arange(4.0 * P), comm=comm)
+    for fn in (np.sum, np.mean):
+        got = result_bits(lambda: fn(x, out=5.5))
+        want = result_bits(lambda: fn(np.arange(4.0 * P), out=5.5))
+        collective_assert(got[0] == want[0] == "TypeError" and got[1].endswith(want[1]),
+                          f"{got} != NumPy's {want}")

@@ -19,6 +19,7 @@ import numpy as np
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._layout import block_bounds
 from nclx.dap.functions._samplesort import alltoallv, run_indices
+from nclx.dap.redistribute import check_partition
 
 __all__ = ["flat_block"]
 
@@ -108,10 +109,14 @@ def _c_order_runs(dist):
     return np.array(bounds, np.int64)
 
 
-def flat_block(a):
+def flat_block(a, what="the C-order flattening"):
     """This rank's part of the C-order flattened array and the 1-D block
-    Distribution it belongs to (see the module doc)."""
+    Distribution it belongs to (see the module doc); ``what`` names the call
+    in the DapError of a 'u' layout that is no partition."""
     comm, rank = a.comm, a.comm.Get_rank()
+    # a 'u' dimension that is no partition has no global array (cells held
+    # twice or by no rank: the records path would leave those unwritten)
+    check_partition(a.distribution, what)
     n = int(np.prod(a.shape, dtype=np.int64))
     target = Distribution.from_shape((n,), "b", nprocs=comm.Get_size())
     bounds = block_bounds(target, 0)

@@ -18,50 +18,73 @@ from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
 _NO_BYTES = np.dtype("V0")
+_MAX_BYTES = np.iinfo(np.intp).max
 
 
-def _like(name, maker):
-    def impl(a, *args, dtype=None, order="K", subok=True, shape=None, device=None, **kw):
-        fill = args[0] if args else kw.get("fill_value")
-        if name == "full_like" and np.ndim(fill) != 0:
-            # per block it would broadcast against the local shape: silently
-            # wrong on some ranks, an error on others
-            raise DapError(f"np.full_like(DistArray, fill_value of shape {np.shape(fill)}): "
-                           f"only a scalar fill_value is supported for a DistArray "
-                           f"(global shape {a.shape})")
-        if shape is not None and _shape(shape) != a.shape:
-            # another shape: the default distribution over a's communicator,
-            # each block NumPy's function of a's block with the block's shape
-            comm = a.comm
+def _made_like(name, maker, a, fill, dtype, shape):
+    """``np.<name>`` of a DistArray: NumPy's function on each block (``fill``:
+    full_like's value, a tuple of it)."""
+    if fill and np.ndim(fill[0]) != 0:
+        # per block it would broadcast against the local shape: silently
+        # wrong on some ranks, an error on others
+        raise DapError(f"np.full_like(DistArray, fill_value of shape {np.shape(fill[0])}): "
+                       f"only a scalar fill_value is supported for a DistArray "
+                       f"(global shape {a.shape})")
+    if shape is not None and _shape(shape) != a.shape:
+        # another shape: the default distribution over a's communicator,
+        # each block NumPy's function of a's block with the block's shape
+        comm = a.comm
+        size = _shape(shape, a.dtype if dtype is None else dtype)
 
-            def make():
-                d = Distribution.from_shape(_shape(shape), nprocs=comm.Get_size())
-                block = maker(a._block, *args, dtype=dtype, shape=d.local_shape(comm.Get_rank()),
-                              **kw)
-                return DistArray._of(block, d, comm)
-            return DistArray._made(_agreed(comm, make, f"np.{name}"), comm)
-        return wrap(maker(a._block, *args, dtype=dtype, **kw), a)
-    impl.__name__ = name
-    impl.__doc__ = (f"``np.{name}``: a DistArray of ``a``'s distribution and communicator "
-                    f"(with another ``shape=``: the default distribution over ``a``'s "
-                    f"communicator).")
-    return impl
+        def make():
+            d = Distribution.from_shape(size, nprocs=comm.Get_size())
+            block = maker(a._block, *fill, dtype=dtype, shape=d.local_shape(comm.Get_rank()))
+            return DistArray._of(block, d, comm)
+        return DistArray._made(_agreed(comm, make, f"np.{name}"), comm)
+    return wrap(maker(a._block, *fill, dtype=dtype), a)
 
 
-implements(np.zeros_like)(_like("zeros_like", np.zeros_like))
-implements(np.ones_like)(_like("ones_like", np.ones_like))
-implements(np.empty_like)(_like("empty_like", np.empty_like))
-implements(np.full_like)(_like("full_like", np.full_like))
+# NumPy's signatures (a dtype given by position too); order, subok and
+# device do not apply: the blocks are NumPy's own arrays of the new dtype
+@implements(np.zeros_like)
+def zeros_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``np.zeros_like``: a DistArray of ``a``'s distribution and communicator
+    (with another ``shape=``: the default distribution over ``a``'s
+    communicator)."""
+    return _made_like("zeros_like", np.zeros_like, a, (), dtype, shape)
 
 
-def _shape(shape):
+@implements(np.ones_like)
+def ones_like(a, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``np.ones_like``: as :func:`zeros_like`."""
+    return _made_like("ones_like", np.ones_like, a, (), dtype, shape)
+
+
+@implements(np.empty_like)
+def empty_like(prototype, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``np.empty_like``: as :func:`zeros_like`."""
+    return _made_like("empty_like", np.empty_like, prototype, (), dtype, shape)
+
+
+@implements(np.full_like)
+def full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, *, device=None):
+    """``np.full_like``: as :func:`zeros_like`; a scalar ``fill_value``."""
+    return _made_like("full_like", np.full_like, a, (fill_value,), dtype, shape)
+
+
+def _shape(shape, dtype=None):
     """``shape`` as NumPy's creation functions read it (their errors: a float
-    or negative extent); no memory: the items have no bytes."""
-    return np.empty(shape, _NO_BYTES).shape
+    or negative extent, and with ``dtype`` an array too big to address); no
+    memory: the items have no bytes."""
+    shape = np.empty(shape, _NO_BYTES).shape
+    if dtype is not None and math.prod(shape) * np.dtype(dtype).itemsize > _MAX_BYTES:
+        raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than "
+                         "the maximum possible size.")        # NumPy's
+    return shape
 
 
 def _filled(shape, fill, dtype):
-    return DistArray.from_shape(_shape(shape), dtype=dtype, fill=fill)
+    return DistArray.from_shape(_shape(shape, dtype), dtype=dtype, fill=fill)
 
 
 @implements(np.zeros)

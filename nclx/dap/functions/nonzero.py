@@ -27,7 +27,7 @@ def _found(a, what):
     the result's 1-D block Distribution."""
     comm = a.comm
     rank, P = comm.Get_rank(), comm.Get_size()
-    part, target = flat_block(a)
+    part, target = flat_block(a, what)
     error = local = None
     try:
         local = np.flatnonzero(part).astype(np.intp) + np.intp(block_bounds(target, 0)[rank])
