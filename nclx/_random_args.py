@@ -74,13 +74,38 @@ def non_negative(value, name):
         raise ValueError(f"{name} < 0")
 
 
+def _as_float64(v):
+    """``v`` as a float64 array as NumPy reads a parameter: an ndarray only
+    by a safe cast (its TypeError for complex, object, timedelta, strings,
+    longdouble), anything else converted as float() would."""
+    if isinstance(v, np.ndarray) and not np.can_cast(v.dtype, np.float64, "safe"):
+        what = "scalar" if v.ndim == 0 else "array data"
+        raise TypeError(f"Cannot cast {what} from {v.dtype!r} to dtype('float64') according "
+                        f"to the rule 'safe'")
+    return np.asarray(v, dtype=np.float64)
+
+
 def params(values):
     """The parameters of a continuous distribution as float64 arrays, and
     whether all are 0-d (then as Python floats, NumPy's scalar path)."""
-    arrays = [np.asarray(v, dtype=np.float64) for v in values]
+    arrays = [_as_float64(v) for v in values]
     if all(a.ndim == 0 for a in arrays):
         return True, [as_double(v) for v in values]
     return False, arrays
+
+
+def apart(arrays, arr):
+    """``arrays`` (parameters) none of which shares memory with ``arr``, the
+    array about to be filled: ``out=`` may be a parameter itself."""
+    return [a.copy() if np.may_share_memory(a, arr) else a for a in arrays]
+
+
+def out_size(size, out):
+    """The size a call fills: ``size``, or ``out``'s shape -- broadcast with
+    the parameters as a ``size`` would be (NumPy's errors, before any draw)."""
+    if size is None and isinstance(out, np.ndarray):
+        return out.shape
+    return size
 
 
 def broadcast_shape(size, arrays, first_out=True):
@@ -101,10 +126,10 @@ def broadcast_shape(size, arrays, first_out=True):
 def int_dtype(dtype):
     """(name, dtype) of an integers dtype, with NumPy's errors."""
     d = np.dtype(dtype)
+    if not d.isnative:               # NumPy 2.4 asks this first ('>f8': ValueError)
+        raise ValueError(_NON_NATIVE)
     if d.name not in INT_BOUNDS:
         raise TypeError(f"Unsupported dtype {d!r} for integers")
-    if not d.isnative:
-        raise ValueError(_NON_NATIVE)
     return d.name, np.dtype(d.name)      # NumPy's results: int64 as 'l', never 'q'
 
 
@@ -143,42 +168,62 @@ def int_array_bounds(low, high, name, closed):
     in NumPy's order."""
     lb, ub = INT_BOUNDS[name]
     low_arr, high_arr = np.asarray(low), np.asarray(high)
+    if name in ("int64", "uint64"):
+        return _int64_array_bounds(low_arr, high_arr, name, closed)
     if np.any(np.less(low_arr, lb)):
         raise ValueError(f"low is out of bounds for {name}")
-    if name in ("int64", "uint64") and np.any(np.greater(low_arr, ub - 1)):
-        raise ValueError(f"low is out of bounds for {name}")     # NumPy's conversion of low
-    if name not in ("int64", "uint64"):
-        if np.any((np.greater_equal if closed else np.greater)(high_arr, ub)):
-            raise ValueError(f"high is out of bounds for {name}")
-        if np.any((np.greater if closed else np.greater_equal)(low_arr, high_arr)):
-            raise ValueError(_order_error(closed, low_arr))
-        # the next wider type holds every valid bound
-        wide = {"bool": np.uint8, "int8": np.int16, "int16": np.int32, "int32": np.int64,
-                "uint8": np.uint16, "uint16": np.uint32, "uint32": np.uint64}[name]
-        lo = _bits(low, wide, force=True)
-        hi = _bits(high, wide, force=True) - np.uint64(0 if closed else 1)
-        return lo, hi - lo
-    signed = name == "int64"
-    if closed or np.issubdtype(high_arr.dtype, np.integer):
-        if np.any((np.less if closed else np.less_equal)(high_arr, lb)):
-            raise ValueError(_order_error(closed, low_arr))
-        high_m1 = high_arr if closed else high_arr - high_arr.dtype.type(1)
-        if np.any(np.greater(high_m1, ub - 1)):
-            raise ValueError(f"high is out of bounds for {name}")
-        high_m1 = np.array(high_m1, dtype=np.int64 if signed else np.uint64)
-    else:
-        flat = [int(v) - (0 if closed else 1) for v in high_arr.flat]
-        for v in flat:
-            if v > ub - 1:
-                raise ValueError(f"high is out of bounds for {name}")
-            if v < lb:
-                raise ValueError(_order_error(closed, low_arr))
-        high_m1 = np.array(flat, dtype=np.int64 if signed else np.uint64).reshape(high_arr.shape)
-    if np.any(np.greater(low_arr, high_m1)):
+    if np.any((np.greater_equal if closed else np.greater)(high_arr, ub)):
+        raise ValueError(f"high is out of bounds for {name}")
+    if np.any((np.greater if closed else np.greater_equal)(low_arr, high_arr)):
         raise ValueError(_order_error(closed, low_arr))
-    lo = _bits(low, np.int64 if signed else np.uint64)
-    hi = high_m1.astype(np.uint64)
+    # the next wider type holds every valid bound
+    wide = {"bool": np.uint8, "int8": np.int16, "int16": np.int32, "int32": np.int64,
+            "uint8": np.uint16, "uint16": np.uint32, "uint32": np.uint64}[name]
+    lo = _bits(low, wide, force=True)
+    hi = _bits(high, wide, force=True) - np.uint64(0 if closed else 1)
     return lo, hi - lo
+
+
+def _exact(arr, name, fits, closed_by=0):
+    """``arr`` as ``name`` (int64/uint64): a safe cast where NumPy's casting
+    allows one, else each element through Python's ``int()`` (its own
+    errors: NaN, infinity) minus ``closed_by``, checked by ``fits(v)`` (an
+    error message, or None) -- NumPy 2.4's reading of 64-bit bounds, exact
+    where a float comparison would round (2**64 - 1 is 2**64 in float64)."""
+    otype = np.dtype(name)
+    if np.can_cast(arr.dtype, otype):
+        return arr.astype(otype), False
+    out = np.empty(arr.shape, otype)
+    flat = out.reshape(-1)
+    for k, x in enumerate(arr.flat):
+        v = int(x) - closed_by
+        why = fits(v)
+        if why is not None:
+            raise ValueError(why)
+        flat[k] = v
+    return out, True
+
+
+def _int64_array_bounds(low_arr, high_arr, name, closed):
+    """int_array_bounds of int64/uint64: low, then high read exactly
+    (:func:`_exact`; a high read element by element is closed at once), the
+    order checked on the exact values, then (low bits, inclusive range)."""
+    lb, ub = INT_BOUNDS[name]
+    low_c, _ = _exact(low_arr, name, lambda v: f"low is out of bounds for {name}"
+                      if v < lb or v > ub - 1 else None)
+    is_open = 0 if closed else 1
+
+    def fits_high(v):
+        if v > ub - 1:
+            return f"high is out of bounds for {name}"
+        return _order_error(closed, low_c) if v < lb else None
+    high_c, read = _exact(high_arr, name, fits_high, is_open)
+    if read:
+        is_open = 0
+    if np.any((np.greater if is_open == 0 else np.greater_equal)(low_c, high_c)):
+        raise ValueError(_order_error(closed, low_c))
+    lo = low_c.astype(np.uint64)
+    return lo, high_c.astype(np.uint64) - np.uint64(is_open) - lo
 
 
 def int_array_fill(lo, rng, size, low_shape=None, high_shape=None):
@@ -194,6 +239,11 @@ def int_array_fill(lo, rng, size, low_shape=None, high_shape=None):
         it = np.broadcast(lo, rng, probe)
         shape = probe.shape
         n = probe.size
+        if it.size < n:
+            # NumPy's loop would read bounds from arrays with no element
+            # (undefined values): refused instead
+            raise ValueError(f"integers: the bounds broadcast to shape {it.shape}, with no "
+                             f"element to draw size {shape} from")
         lo_b = np.broadcast_to(lo, it.shape).ravel()[:n]
         rng_b = np.broadcast_to(rng, it.shape).ravel()[:n]
     else:

@@ -169,7 +169,8 @@ class Generator:
         if not np.all(np.isfinite(rng)):
             raise OverflowError("Range exceeds valid bounds")
         A.non_negative(rng, "high - low")
-        arr, result = A.output(size, d, out, A.broadcast_shape(size, (lo, rng)))
+        arr, result = A.output(size, d, out, A.broadcast_shape(A.out_size(size, out), (lo, rng)))
+        lo, rng = A.apart((lo, rng), arr)
         self._s.fill(K_RANDOM, arr)
         np.add(lo.astype(d), np.multiply(rng.astype(d), arr), out=arr)
         return result
@@ -199,7 +200,8 @@ class Generator:
         A.non_negative(sigma, "scale")
         if scalar:
             return self._fill(K_NORMAL, size, d, out, mu, sigma)
-        arr, result = A.output(size, d, out, A.broadcast_shape(size, (mu, sigma)))
+        arr, result = A.output(size, d, out, A.broadcast_shape(A.out_size(size, out), (mu, sigma)))
+        mu, sigma = A.apart((mu, sigma), arr)
         self._s.fill(K_STANDARD_NORMAL, arr)
         np.add(mu.astype(d), np.multiply(sigma.astype(d), arr), out=arr)
         return result
@@ -219,7 +221,8 @@ class Generator:
         A.non_negative(beta, "scale")
         if scalar:
             return self._fill(K_EXPONENTIAL, size, d, out, 0.0, beta)
-        arr, result = A.output(size, d, out, A.broadcast_shape(size, (beta,)))
+        arr, result = A.output(size, d, out, A.broadcast_shape(A.out_size(size, out), (beta,)))
+        beta, = A.apart((beta,), arr)
         self._s.fill(K_EXPONENTIAL, arr)
         np.multiply(beta.astype(d), arr, out=arr)
         return result
@@ -254,7 +257,8 @@ class Generator:
                 return int(v) if dtype is int else (bool(v) if dtype is bool else v)
             return result
         lo, rng = A.int_array_bounds(low, high, name, bool(endpoint))
-        shape, lo_b, rng_b = A.int_array_fill(lo, rng, size, np.shape(low), np.shape(high))
+        shape, lo_b, rng_b = A.int_array_fill(lo, rng, A.out_size(size, out), np.shape(low),
+                                              np.shape(high))
         arr, result = A.output(size, d, out, shape)
         self._s.fill(K_INTEGERS, arr.view(fill_dt), lo_arr=lo_b, rng_arr=rng_b)
         return result
