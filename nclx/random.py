@@ -244,6 +244,9 @@ class Generator:
             low, high = 0, low
         if out is None and A.size_is_empty(size):
             return np.empty(size, d)
+        if out is not None and A.size_is_empty(A.out_size(size, out)):
+            A.check_out(out, d, size)          # the same early exit as size=0's
+            return out
         fill_dt = np.dtype(A.INT_FILL[name])
         low_arr, high_arr = np.asarray(low), np.asarray(high)
         if low_arr.ndim == 0 and high_arr.ndim == 0:

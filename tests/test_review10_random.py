@@ -120,3 +120,14 @@ def test_parameter_arrays_numpy_cannot_cast_safely_are_refused(method, make, val
     got = _outcome(R.Generator(1), method, *make(value))
     want = _outcome(_numpy(), method, *make(value))
     assert got == want and want[0] == "TypeError"
+
+
+def test_a_zero_size_out_is_size_zero_s_early_exit():
+    """out= of no element raised the bounds' broadcast error where size=0
+    returns at once (docs: out's shape is the size)."""
+    g = R.Generator(1)
+    out = np.empty(0, np.int64)
+    assert g.integers(np.zeros(2, np.int64), 5, out=out) is out
+    assert g.integers(np.zeros(2, np.int64), 5, size=0).shape == (0,)
+    with pytest.raises(TypeError, match="wrong type"):
+        g.integers(np.zeros(2, np.int64), 5, out=np.empty(0, np.int32))

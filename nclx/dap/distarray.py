@@ -177,8 +177,11 @@ class DistArray:
 
         def make():
             d = Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
-            return DistArray._of(np.full(d.local_shape(comm.Get_rank()), fill, dtype=dtype), d,
-                                 comm)
+            local = d.local_shape(comm.Get_rank())
+            # items of no bytes: nothing to write (np.full would walk 2**60 of them)
+            block = np.zeros(local, dtype) if np.dtype(dtype).itemsize == 0 else \
+                np.full(local, fill, dtype=dtype)
+            return DistArray._of(block, d, comm)
 
         # the arguments may differ by rank: the same agreement as the constructor's
         return cls._made(_agreed(comm, make, "DistArray.from_shape"), comm)

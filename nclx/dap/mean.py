@@ -25,6 +25,15 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
     if dtype is None:     # NumPy's _mean: float64 for integers, float32 for float16,
         # else none (the sum's own: native byte order, a timedelta's unit)
         dtype = np.float64 if self.dtype.kind in "biu" else (np.float32 if f16 else None)
+    plain = where is np._NoValue or where is True
+    mask = None
+    if not plain:
+        # a mask in another distribution is redistributed to this one, as the
+        # sum's own where= is (before, the count was taken in the mask's
+        # layout and divided block by block: wrong values, or a broadcast
+        # error on some ranks); first: a collective every rank makes
+        mask = self._aligned(where) if isinstance(where, base) else \
+            cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
     if out is not None:
         # each rank passes its own out=: one refused is refused on every rank,
         # in the sum's collective (the others would return alone)
@@ -32,12 +41,11 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
             _check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape), keepdims,
                        base)
         except Exception as exc:
-            plain = where is np._NoValue or where is True
             join_failed(self._block, self.distribution, self.comm, np.add,
                         {"axis": axis, "dtype": dtype, "keepdims": keepdims,
-                         "where": True if plain else where}, exc)
+                         "where": True if plain else mask._block}, exc)
             raise
-    if where is np._NoValue or where is True:
+    if plain:
         axes = normalize_axes(axis, len(self.shape))
         # NumPy's count is an np.intp: a float32 sum divides in float64 (a
         # Python int: in float32, with "scalar divide" in NumPy's warnings)
@@ -45,12 +53,6 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
         empty = count == 0
     else:
-        # a mask in another distribution is redistributed to this one, as the
-        # sum's own where= is (before, the count was taken in the mask's
-        # layout and divided block by block: wrong values, or a broadcast
-        # error on some ranks)
-        mask = self._aligned(where) if isinstance(where, base) else \
-            cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
         count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
         empty = bool((count == 0).any()) if isinstance(count, base) else count == 0
@@ -93,7 +95,8 @@ def _check_out(out, axes, ndim, keepdims, base):
     want = (1,) * ndim if keepdims else ()
     if not isinstance(out, (np.ndarray, base)):
         raise TypeError("return arrays must be of ArrayType")         # NumPy's
-    if isinstance(out, base) or np.shape(out) != want:       # NumPy refuses it
-        raise ValueError(f"mean: out= has shape {np.shape(out)}, the result {want}")
+    shape = out.shape if isinstance(out, base) else np.shape(out)
+    if isinstance(out, base) or shape != want:       # NumPy refuses it
+        raise ValueError(f"mean: out= has shape {shape}, the result {want}")
     if not out.flags.writeable:
         raise ValueError("output array is read-only")                 # NumPy's

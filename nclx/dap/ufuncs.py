@@ -104,8 +104,9 @@ def reduce_call(ufunc, inputs, kwargs):
         want = (1,) * ndim if kw.get("keepdims", False) else ()
         if not isinstance(o, (np.ndarray, DistArray)):
             raise TypeError("return arrays must be of ArrayType")      # NumPy's
-        if isinstance(o, DistArray) or np.shape(o) != want:    # NumPy refuses it
-            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape {np.shape(o)}, the "
+        shape = o.shape if isinstance(o, DistArray) else np.shape(o)
+        if isinstance(o, DistArray) or shape != want:    # NumPy refuses it
+            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape {shape}, the "
                              f"result {want}")
         if isinstance(o, np.ndarray) and not o.flags.writeable:
             raise ValueError("output array is read-only")             # NumPy's

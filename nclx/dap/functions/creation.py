@@ -77,7 +77,11 @@ def _shape(shape, dtype=None):
     or negative extent, and with ``dtype`` an array too big to address); no
     memory: the items have no bytes."""
     shape = np.empty(shape, _NO_BYTES).shape
-    if dtype is not None and math.prod(shape) * np.dtype(dtype).itemsize > _MAX_BYTES:
+    d = None if dtype is None else np.dtype(dtype)
+    # NumPy's count: the item size (an unsized string's: one character)
+    # times every extent but the zero ones
+    size = 0 if d is None else (d.itemsize or ({"S": 1, "U": 4}.get(d.kind, 0)))
+    if size and math.prod(n for n in shape if n) * size > _MAX_BYTES:
         raise ValueError("array is too big; `arr.size * arr.dtype.itemsize` is larger than "
                          "the maximum possible size.")        # NumPy's
     return shape
