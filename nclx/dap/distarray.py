@@ -322,7 +322,7 @@ class DistArray:
     def __array_function__(self, func, types, args, kwargs):
         """NumPy functions by the registry (:mod:`nclx.dap.registry`):
         registered ones run collectively, the others raise TypeError."""
-        return registry.dispatch(DistArray, func, types, args, kwargs)
+        return registry.dispatch(DistArray, func, types, args, kwargs, receiver=self)
 
     def __array__(self, dtype=None, copy=None):
         """No implicit gather: ``np.asarray(da)`` raises TypeError (use

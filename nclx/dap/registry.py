@@ -16,6 +16,7 @@ computing silently different results.  An implementation that makes that
 agreement itself, in its one collective (the reductions), is registered
 with ``agreed=True``.
 """
+import contextvars
 import hashlib
 import inspect
 import pickle
@@ -27,6 +28,15 @@ from nclx.dap.redistribute import agree_quick, layout_key
 
 _HANDLED = {}
 _AGREED = set()         # implementations that agree on the call themselves
+#: the array whose __array_function__ runs the implementation (NEP 35's
+#: ``like=``: NumPy calls it but passes no ``like`` argument on)
+_RECEIVER = contextvars.ContextVar("nclx_dap_receiver", default=None)
+
+
+def receiver():
+    """The DistArray whose ``__array_function__`` runs the current
+    implementation (``np.zeros(n, like=da)``: ``da``), or None."""
+    return _RECEIVER.get()
 
 
 def _name(func):
@@ -70,7 +80,7 @@ def refusal(what):
         f"implementation with nclx.dap.implements({what})")
 
 
-def dispatch(own, func, types, args, kwargs):
+def dispatch(own, func, types, args, kwargs, receiver=None):
     """``__array_function__``'s body for the array class ``own``: the
     registered implementation, or a TypeError naming ``func``.  Foreign array
     types defer (NotImplemented)."""
@@ -89,7 +99,11 @@ def dispatch(own, func, types, args, kwargs):
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
         if comms:
             agree_quick(comms[0], text, error, _name(func), describe=lambda t: t)
-    return impl(*args, **kwargs)
+    token = _RECEIVER.set(receiver)
+    try:
+        return impl(*args, **kwargs)
+    finally:
+        _RECEIVER.reset(token)
 
 
 _SIGNATURES = {}

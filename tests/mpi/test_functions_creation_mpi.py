@@ -14,6 +14,7 @@ from mpi_helpers import collective_assert, error_of, outcome, result_bits
 
 comm = MPI.COMM_WORLD
 P = comm.Get_size()
+rank = comm.Get_rank()
 
 G = np.arange(35, dtype=np.int32).reshape(5, 7)
 
@@ -112,3 +113,23 @@ def test_shapes_numpy_refuses_are_refused_alike(shape):
     got = error_of(lambda: np.zeros_like(x, shape=shape))
     want = error_of(lambda: np.zeros_like(np.ones((3, 4)), shape=shape))
     collective_assert(got == want, f"{got} != NumPy's {want}")
+
+
+@pytest.mark.skipif(P < 2, reason="a sub-communicator of some ranks needs 2 ranks")
+def test_like_creation_uses_the_like_array_s_communicator():
+    """np.zeros(n, like=da) built on COMM_WORLD: with da on a sub-communicator
+    the ranks outside it never joined the constructor's agreement (a hang).
+    Now the DistArray whose __array_function__ NumPy calls gives its own."""
+    sub = comm.Split(rank % 2, rank)
+    try:
+        x = dap.DistArray.from_global(np.arange(4.0 * sub.Get_size()), comm=sub)
+        if rank % 2 == 0:               # only this half creates (the others go on)
+            for make, want in [(lambda: np.zeros(5, like=x), np.zeros(5)),
+                               (lambda: np.full((2, 3), 7, like=x), np.full((2, 3), 7)),
+                               (lambda: np.arange(2, 11, 3, like=x), np.arange(2, 11, 3))]:
+                r = make()
+                g = r.gather(root=None)
+                assert r.comm is sub and g.tobytes() == want.tobytes() and g.dtype == want.dtype
+        comm.Barrier()
+    finally:
+        sub.Free()

@@ -3,9 +3,10 @@
 communicator), and NumPy's creation functions called with ``like=da``
 (NEP 35: ``np.zeros/ones/full/empty/arange(..., like=da)``), which give a
 DistArray of the default distribution (:meth:`DistArray.from_shape`) over
-``COMM_WORLD`` -- NumPy does not pass ``like`` itself on, so its
-communicator is not known here.  No collective: every rank computes its
-own block (``arange``'s values as NumPy computes them: ``start + i *
+``like``'s communicator -- NumPy passes no ``like`` argument on, but calls
+``like``'s ``__array_function__``, which hands itself to the registry
+(:func:`nclx.dap.registry.receiver`).  No collective but the
+constructor's agreement: every rank computes its own block (``arange``'s values as NumPy computes them: ``start + i *
 delta`` in the result dtype with ``delta = (start + step) - start``)."""
 import math
 
@@ -14,7 +15,7 @@ import numpy as np
 from nclx.dap.distarray import DistArray, _agreed
 from nclx.dap.distribution import Distribution
 from nclx.dap.functions._common import wrap
-from nclx.dap.registry import implements
+from nclx.dap.registry import implements, receiver
 from nclx.dap.validate import DapError
 
 _NO_BYTES = np.dtype("V0")
@@ -87,8 +88,17 @@ def _shape(shape, dtype=None):
     return shape
 
 
+def _like_comm():
+    """The communicator of ``like=``'s DistArray (NumPy calls its
+    ``__array_function__``; before, COMM_WORLD: with ``like`` on a
+    sub-communicator the other ranks never joined, a hang)."""
+    like = receiver()
+    return like.comm if isinstance(like, DistArray) else None
+
+
 def _filled(shape, fill, dtype):
-    return DistArray.from_shape(_shape(shape, dtype), dtype=dtype, fill=fill)
+    return DistArray.from_shape(_shape(shape, dtype), dtype=dtype, fill=fill,
+                                comm=_like_comm())
 
 
 @implements(np.zeros)
@@ -128,7 +138,7 @@ def arange(*args, dtype=None, **kw):
     if rdtype.kind not in "biuf":
         raise DapError(f"np.arange(like=DistArray) of dtype {rdtype}: integer and float only")
     n = max(int(math.ceil((stop - start) / step)), 0)
-    a = DistArray.from_shape((n,), dtype=rdtype)
+    a = DistArray.from_shape((n,), dtype=rdtype, comm=_like_comm())
     m = a.distribution.maps(a.comm.Get_rank())[0]
     idx = m.global_from_local(np.arange(m.local_size)) if m.local_size else np.zeros(0, int)
     t = rdtype.type
