@@ -124,10 +124,10 @@ def test_like_creation_uses_the_like_array_s_communicator():
     try:
         x = dap.DistArray.from_global(np.arange(4.0 * sub.Get_size()), comm=sub)
         if rank % 2 == 0:               # only this half creates (the others go on)
-            for make, want in [(lambda: np.zeros(5, like=x), np.zeros(5)),
+            for build, want in [(lambda: np.zeros(5, like=x), np.zeros(5)),
                                (lambda: np.full((2, 3), 7, like=x), np.full((2, 3), 7)),
                                (lambda: np.arange(2, 11, 3, like=x), np.arange(2, 11, 3))]:
-                r = make()
+                r = build()
                 g = r.gather(root=None)
                 assert r.comm is sub and g.tobytes() == want.tobytes() and g.dtype == want.dtype
         comm.Barrier()
