@@ -69,6 +69,11 @@ def test_an_out_buffer_s_old_bytes_may_differ_by_rank(name, call, spec):
     want_out = np.empty(shape, dtype)
     got = result_bits(call, x, got_out)
     want = result_bits(call, g, want_out)
+    if name in ("var", "std") and got[:4] == want[:4] == ("ok", "ndarray", "<f8", ()):
+        # partial sums combined across ranks: 1e-12 relative (docs/dap.md)
+        close = np.allclose(got_out, want_out, rtol=1e-12, atol=0)
+        collective_assert(close, f"{got_out!r} != NumPy's {want_out!r}")
+        return
     collective_assert(got == want and got_out.tobytes() == want_out.tobytes(),
                       f"{got} != NumPy's {want}")
 
