@@ -38,8 +38,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         # each rank passes its own out=: one refused is refused on every rank,
         # in the sum's collective (the others would return alone)
         try:
-            _check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape), keepdims,
-                       base)
+            _ufuncs.check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape),
+                              keepdims, "mean")
         except Exception as exc:
             join_failed(self._block, self.distribution, self.comm, np.add,
                         {"axis": axis, "dtype": dtype, "keepdims": keepdims,
@@ -82,21 +82,3 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         out[...] = result
         return out
     return result
-
-
-def _check_out(out, axes, ndim, keepdims, base):
-    """NumPy's refusal of ``out`` for a mean over ``axes`` (a DistArray
-    result needs a DistArray ``out``; a value, an array of its shape)."""
-    if len(axes) < ndim:
-        if not isinstance(out, base):
-            raise DapError(f"mean: out= must be a DistArray distributed like the result, not "
-                           f"{type(out).__name__}")
-        return
-    want = (1,) * ndim if keepdims else ()
-    if not isinstance(out, (np.ndarray, base)):
-        raise TypeError("return arrays must be of ArrayType")         # NumPy's
-    shape = out.shape if isinstance(out, base) else np.shape(out)
-    if isinstance(out, base) or shape != want:       # NumPy refuses it
-        raise ValueError(f"mean: out= has shape {shape}, the result {want}")
-    if not out.flags.writeable:
-        raise ValueError("output array is read-only")                 # NumPy's

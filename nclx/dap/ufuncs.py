@@ -90,26 +90,11 @@ def reduce_call(ufunc, inputs, kwargs):
             raise ValueError(f"reduction operation '{ufunc.__name__}' does not have an "
                              f"identity, so to use a where mask one has to specify 'initial'")
         where = bool(where)
-    ndim = da.distribution.ndim
-
     def check(axes):
         """This rank's out= for the reduced ``axes``, before the collective
         (each rank passes its own: one refused is refused everywhere)."""
-        o = outs[0]
-        if len(axes) < ndim:
-            if not isinstance(o, DistArray):
-                raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray "
-                               f"distributed like the result, not {type(o).__name__}")
-            return
-        want = (1,) * ndim if kw.get("keepdims", False) else ()
-        if not isinstance(o, (np.ndarray, DistArray)):
-            raise TypeError("return arrays must be of ArrayType")      # NumPy's
-        shape = o.shape if isinstance(o, DistArray) else np.shape(o)
-        if isinstance(o, DistArray) or shape != want:    # NumPy refuses it
-            raise ValueError(f"{ufunc.__name__}.reduce: out= has shape {shape}, the "
-                             f"result {want}")
-        if isinstance(o, np.ndarray) and not o.flags.writeable:
-            raise ValueError("output array is read-only")             # NumPy's
+        check_out(outs[0], axes, da.distribution.ndim, kw.get("keepdims", False),
+                  f"{ufunc.__name__}.reduce")
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
                                      where=where, kernels=aware.nclx_ufunc,
                                      check=check if outs else None, **kw)
@@ -127,6 +112,26 @@ def reduce_call(ufunc, inputs, kwargs):
                        f"the result ({result.distribution})")
     o._block[...] = result._block
     return o
+
+
+def check_out(out, axes, ndim, keepdims, what):
+    """NumPy's refusal of ``out`` for a reduction over ``axes`` (of ``ndim``):
+    a DistArray result needs a DistArray ``out``; a value, a writeable
+    array of its shape (NumPy's TypeError and ValueErrors)."""
+    DistArray = _distarray()
+    if len(axes) < ndim:
+        if not isinstance(out, DistArray):
+            raise DapError(f"{what}: out= must be a DistArray distributed like the result, "
+                           f"not {type(out).__name__}")
+        return
+    want = (1,) * ndim if keepdims else ()
+    if not isinstance(out, (np.ndarray, DistArray)):
+        raise TypeError("return arrays must be of ArrayType")          # NumPy's
+    shape = out.shape if isinstance(out, DistArray) else np.shape(out)
+    if isinstance(out, DistArray) or shape != want:       # NumPy refuses it
+        raise ValueError(f"{what}: out= has shape {shape}, the result {want}")
+    if not out.flags.writeable:
+        raise ValueError("output array is read-only")                 # NumPy's
 
 
 def _as_is(result):
