@@ -10,7 +10,7 @@ a division, sqrt or exp rerun with plain stores."""
 import numpy as np
 import pytest
 
-from nclx._ncl import blockexec as bx, copying
+from nclx._ncl import blockexec as bx, copying, streamprobe
 
 from test_blockexec import (  # noqa: F401  (tests and fixtures run again, streamed)
     _settings, blocks, test_elementwise_equals_eager, test_large_and_default_threads,
@@ -23,10 +23,12 @@ from test_blockexec import (  # noqa: F401  (tests and fixtures run again, strea
 @pytest.fixture(autouse=True)
 def streamed():
     old = copying.tune(stream_bytes=0)
+    adapting = streamprobe.adapt(False)         # every eligible result streamed
     try:
         yield
     finally:
         copying.tune(*old)
+        streamprobe.adapt(adapting)
 
 
 def test_results_are_streamed_from_the_threshold_on():
@@ -79,3 +81,51 @@ def test_reductions_are_not_streamed():
     got = bx.execute(sum_ab("f8"), [a, a], threads=2)
     assert bx.stream_runs() == before
     assert np.asarray(got).tobytes() == np.add.reduce(a * a).tobytes()
+
+
+@pytest.fixture
+def probing():
+    streamprobe.adapt(True)
+    streamprobe.reset()
+    yield
+    streamprobe.reset()
+
+
+def test_probes_go_each_way_in_turn_then_keep_one(probing, monkeypatch):
+    """With the probes on, the first 2 * PROBES results of a size class are
+    written each way in turn (the same bytes either way), then the way
+    measured faster is kept for that class; results the executor allocates
+    and results given as out= are probed apart."""
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 20_000)
+    want = _quiet(eager, *ops)
+    k = 2 * streamprobe.PROBES
+    before = bx.stream_runs()
+    for _ in range(k):
+        _same(_quiet(bx.execute, program, ops, threads=2), want)
+    assert bx.stream_runs() - before == k // 2
+    (found,) = streamprobe.probes()
+    assert found["result"] == "allocated" and found["threads"] == "team"
+    assert found["bytes"] == (0, 1 << 22) and found["decided"] is None
+    assert all(t > 0 for t in found["ns_per_mib"])
+    before = bx.stream_runs()
+    for _ in range(3):
+        _same(_quiet(bx.execute, program, ops, threads=2), want)
+    (found,) = streamprobe.probes()
+    plain, streamed = found["ns_per_mib"]
+    assert found["decided"] == ("streamed" if streamed < plain else "plain")
+    assert bx.stream_runs() - before == (3 if found["decided"] == "streamed" else 0)
+    out = np.empty_like(want)
+    _quiet(bx.execute, program, ops, out=out, threads=1)
+    _same(out, want)
+    kinds = {(p["result"], p["threads"]): p["decided"] for p in streamprobe.probes()}
+    assert kinds[("out=", "one")] is None and len(kinds) == 2
+
+
+def test_sizes_fall_in_their_classes(probing):
+    program, eager, _ = two_a_plus_bb("f8")
+    for n, lo in ((1 << 19, 1 << 22), ((1 << 20) + 8, 1 << 23)):      # 4 MiB, 8 MiB + 64 B
+        ops = _operands(eager, "f8", n)
+        _same(_quiet(bx.execute, program, ops, threads=1), _quiet(eager, *ops))
+    assert sorted(p["bytes"] for p in streamprobe.probes()) == [(1 << 22, 1 << 23),
+                                                                 (1 << 23, 1 << 24)]

@@ -24,6 +24,7 @@ from posix.stdlib cimport posix_memalign
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.team cimport ncl_threads_now, MAX_THREADS
 from nclx._ncl.copyrun cimport ncl_stream_at
+from nclx._ncl.streamprobe cimport sp_way, sp_record, sp_now
 from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
                                  bx_direct, bx_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes, reduces_in_chunks
@@ -196,6 +197,8 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     cdef cnp.ndarray arr, target, accarr, seedarr
     cdef _Scratch scr
     cdef bint private = False
+    cdef int way = -1, kind = 0           # the result's stores (streamprobe)
+    cdef int64_t t0 = 0
     operands = list(operands) if not isinstance(operands, list) else list(operands)
     if len(operands) != plan.ninputs:
         raise ValueError(f"nclx.blockexec: the program takes {plan.ninputs} operands, "
@@ -277,12 +280,16 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     # a result of STREAM_BYTES and more, contiguous and written by the last
     # step of a program of cheap steps (blockplan.STREAM_OPS), is staged a
     # block at a time and written with non-temporal stores
+    # (or the plain way, where nclx._ncl.streamprobe measured it faster here)
     r.stream_off = -1
     if stream and ns > 0 and plan.stream and plan.reduce is None and target is not None \
             and plan.steps[ns - 1][4] == plan.result \
             and n > 0 and n * r.isz[plan.result] >= ncl_stream_at():
-        r.stream_off = nbytes
-        nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
+        kind = (2 if out is None or private else 0) + (1 if want > 1 else 0)
+        way = sp_way(n * r.isz[plan.result], kind)
+        if way & 1:
+            r.stream_off = nbytes
+            nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
         r.steps[k].fn = bx_direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)
@@ -346,7 +353,12 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
         r.flags = scr.flags
         r.ns = scr.ns if recorded else NULL
         with nogil:
+            t0 = sp_now() if way >= 2 else 0
             wall = bx_run(&r, want)
+            if way >= 2:
+                t0 = sp_now() - t0
+        if way >= 2:
+            sp_record(n * r.isz[plan.result], kind, way, t0)
         if r.stream_off >= 0:
             _streams += 1
         flags = [0] * r.nflags
