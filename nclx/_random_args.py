@@ -163,6 +163,10 @@ def _bits(a, dtype, force=False):
     return np.array(a, dtype=dtype).astype(np.uint64)
 
 
+_WIDE_UB = {"bool": np.uint8, "int8": np.uint16, "uint8": np.uint16, "int16": np.uint32,
+            "uint16": np.uint32, "int32": np.uint64, "uint32": np.uint64}
+
+
 def int_array_bounds(low, high, name, closed):
     """(low bits, inclusive range) arrays (uint64) of array bounds, checked
     in NumPy's order."""
@@ -170,9 +174,12 @@ def int_array_bounds(low, high, name, closed):
     low_arr, high_arr = np.asarray(low), np.asarray(high)
     if name in ("int64", "uint64"):
         return _int64_array_bounds(low_arr, high_arr, name, closed)
-    if np.any(np.less(low_arr, lb)):
+    # NumPy's bounds as it types them: low against the dtype's own scalar,
+    # high against the next wider unsigned one (which decides, with
+    # datetime64/timedelta64 bounds, whether the comparison has a loop)
+    if np.any(np.less(low_arr, np.dtype(name).type(lb))):
         raise ValueError(f"low is out of bounds for {name}")
-    if np.any((np.greater_equal if closed else np.greater)(high_arr, ub)):
+    if np.any((np.greater_equal if closed else np.greater)(high_arr, _WIDE_UB[name](ub))):
         raise ValueError(f"high is out of bounds for {name}")
     if np.any((np.greater if closed else np.greater_equal)(low_arr, high_arr)):
         raise ValueError(_order_error(closed, low_arr))

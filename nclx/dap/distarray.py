@@ -290,6 +290,11 @@ class DistArray:
         kw = {k: v for k, v in extra.items() if v is not np._NoValue}
         if dtype is not None:
             kw["dtype"] = dtype
+        if isinstance(out, (tuple, list)):
+            # NumPy's methods take one array (ufunc.reduce a tuple of one):
+            # passed on as one out= that is no array, refused as NumPy does
+            # by every rank's check before the reduction's collective
+            out = (out,)
         return ufunc.reduce(self, axis=axis, out=out, keepdims=keepdims, **kw)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
