@@ -91,11 +91,11 @@ def probing():
     streamprobe.reset()
 
 
-def test_probes_go_each_way_in_turn_then_keep_one(probing, monkeypatch):
-    """With the probes on, the first 2 * PROBES results of a size class are
-    written each way in turn (the same bytes either way), then the way
-    measured faster is kept for that class; results the executor allocates
-    and results given as out= are probed apart."""
+def test_probes_go_each_way_in_turn_then_keep_one(probing):
+    """With the probes on, the first 2 * PROBES results of a program's size
+    class are written each way in turn (the same bytes either way), then
+    the way measured faster is kept for that class; results the executor
+    allocates and results given as out= are probed apart."""
     program, eager, _ = two_a_plus_bb("f8")
     ops = _operands(eager, "f8", 20_000)
     want = _quiet(eager, *ops)
@@ -104,22 +104,55 @@ def test_probes_go_each_way_in_turn_then_keep_one(probing, monkeypatch):
     for _ in range(k):
         _same(_quiet(bx.execute, program, ops, threads=2), want)
     assert bx.stream_runs() - before == k // 2
-    (found,) = streamprobe.probes()
+    (found,) = bx.stream_probes(program)
     assert found["result"] == "allocated" and found["threads"] == "team"
     assert found["bytes"] == (0, 1 << 22) and found["decided"] is None
     assert all(t > 0 for t in found["ns_per_mib"])
     before = bx.stream_runs()
     for _ in range(3):
         _same(_quiet(bx.execute, program, ops, threads=2), want)
-    (found,) = streamprobe.probes()
+    (found,) = bx.stream_probes(program)
     plain, streamed = found["ns_per_mib"]
     assert found["decided"] == ("streamed" if streamed < plain else "plain")
     assert bx.stream_runs() - before == (3 if found["decided"] == "streamed" else 0)
     out = np.empty_like(want)
     _quiet(bx.execute, program, ops, out=out, threads=1)
     _same(out, want)
-    kinds = {(p["result"], p["threads"]): p["decided"] for p in streamprobe.probes()}
+    kinds = {(p["result"], p["threads"]): p["decided"] for p in bx.stream_probes(program)}
     assert kinds[("out=", "one")] is None and len(kinds) == 2
+
+
+def test_each_program_probes_for_itself(probing):
+    """Two programs called in turn are each timed both ways (found by
+    review: one shared count per size class gave one program every plain
+    call and the other every streamed one, so the faster program's way won)."""
+    cases = [two_a_plus_bb("f8"), two_a_plus_bb("f4")]
+    ops = [_operands(eager, dt, 20_000) for (_, eager, _), dt in zip(cases, ("f8", "f4"))]
+    for _ in range(2 * streamprobe.PROBES):
+        for (program, eager, _), o in zip(cases, ops):
+            _same(_quiet(bx.execute, program, o, threads=1), _quiet(eager, *o))
+    for program, _, _ in cases:
+        (found,) = bx.stream_probes(program)
+        assert all(t > 0 for t in found["ns_per_mib"]), found
+
+
+def test_probes_per_way_are_read_at_each_decision(probing, monkeypatch):
+    monkeypatch.setattr(streamprobe, "PROBES", 1)
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 20_000)
+    for _ in range(3):
+        _same(_quiet(bx.execute, program, ops, threads=1), _quiet(eager, *ops))
+    (found,) = bx.stream_probes(program)
+    assert found["decided"] in ("plain", "streamed")
+
+
+def test_reset_forgets_every_programs_probes(probing):
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 20_000)
+    _same(_quiet(bx.execute, program, ops, threads=1), _quiet(eager, *ops))
+    assert len(bx.stream_probes(program)) == 1
+    streamprobe.reset()
+    assert bx.stream_probes(program) == []
 
 
 def test_sizes_fall_in_their_classes(probing):
@@ -127,5 +160,27 @@ def test_sizes_fall_in_their_classes(probing):
     for n, lo in ((1 << 19, 1 << 22), ((1 << 20) + 8, 1 << 23)):      # 4 MiB, 8 MiB + 64 B
         ops = _operands(eager, "f8", n)
         _same(_quiet(bx.execute, program, ops, threads=1), _quiet(eager, *ops))
-    assert sorted(p["bytes"] for p in streamprobe.probes()) == [(1 << 22, 1 << 23),
-                                                                 (1 << 23, 1 << 24)]
+    assert sorted(p["bytes"] for p in bx.stream_probes(program)) == [(1 << 22, 1 << 23),
+                                                                      (1 << 23, 1 << 24)]
+
+
+def test_a_forked_child_of_a_threaded_parent_probes_as_one_thread(probing):
+    """In a forked child of a threaded parent every call runs on one thread:
+    its probes are filed under one thread, not the parent's team (found by
+    review)."""
+    import os
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 1 << 17)
+    _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+    assert {p["threads"] for p in bx.stream_probes(program)} == {"team"}
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            streamprobe.reset()
+            _same(_quiet(bx.execute, program, ops, threads=2), _quiet(eager, *ops))
+            code = 0 if [p["threads"] for p in bx.stream_probes(program)] == ["one"] else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status

@@ -74,8 +74,6 @@ def stream(a, b, out, rounds):
     for k, ts in times.items():
         m = statistics.median(ts)
         print(f"  {k:24s} {m * 1e3:8.2f} ms  stock / this {st / m:6.2f}")
-    print("  probes: " + "; ".join(f"{p['result']} {p['threads']} {p['bytes']}: {p['decided']}"
-                                   for p in streamprobe.probes()))
 
 
 def floor(a, b, out):

@@ -22,9 +22,9 @@ from libc.stdint cimport int64_t
 from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
-from nclx._ncl.team cimport ncl_threads_now, MAX_THREADS
+from nclx._ncl.team cimport ncl_threads_now, ncl_team_gone, MAX_THREADS
 from nclx._ncl.copyrun cimport ncl_stream_at
-from nclx._ncl.streamprobe cimport sp_way, sp_record, sp_now
+from nclx._ncl.streamprobe cimport StreamProbes, sp_way, sp_record, sp_now
 from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
                                  bx_direct, bx_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes, reduces_in_chunks
@@ -109,6 +109,13 @@ def stream_runs():
     ``copying.tune(stream_bytes=...)``, written by the last step of a
     program of the steps in nclx._ncl.blockplan.STREAM_OPS)."""
     return _streams
+
+
+def stream_probes(program):
+    """What the probes of ``program`` found about streaming its results
+    (nclx._ncl.streamprobe.StreamProbes.decisions(); [] before any)."""
+    probes = make_plan(program).stream_probes
+    return [] if probes is None else probes.decisions()
 
 
 def release():
@@ -198,6 +205,7 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     cdef _Scratch scr
     cdef bint private = False
     cdef int way = -1, kind = 0           # the result's stores (streamprobe)
+    cdef StreamProbes probes = None
     cdef int64_t t0 = 0
     operands = list(operands) if not isinstance(operands, list) else list(operands)
     if len(operands) != plan.ninputs:
@@ -285,8 +293,11 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     if stream and ns > 0 and plan.stream and plan.reduce is None and target is not None \
             and plan.steps[ns - 1][4] == plan.result \
             and n > 0 and n * r.isz[plan.result] >= ncl_stream_at():
-        kind = (2 if out is None or private else 0) + (1 if want > 1 else 0)
-        way = sp_way(n * r.isz[plan.result], kind)
+        kind = (2 if out is None or private else 0) + (1 if want > 1 and not ncl_team_gone() else 0)
+        probes = plan.stream_probes
+        if probes is None:
+            probes = plan.stream_probes = StreamProbes()
+        way = sp_way(probes, n * r.isz[plan.result], kind)
         if way & 1:
             r.stream_off = nbytes
             nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
@@ -358,7 +369,7 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
             if way >= 2:
                 t0 = sp_now() - t0
         if way >= 2:
-            sp_record(n * r.isz[plan.result], kind, way, t0)
+            sp_record(probes, n * r.isz[plan.result], kind, way, t0)
         if r.stream_off >= 0:
             _streams += 1
         flags = [0] * r.nflags

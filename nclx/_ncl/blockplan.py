@@ -41,7 +41,10 @@ class Plan:
 
     __slots__ = ("program", "nsteps", "nslots", "ninputs", "result", "dtypes", "itemsizes",
                  "steps", "names", "reduce", "reduce_seq", "reduce_loop", "reduce_start",
-                 "reduce_seed", "bytes_per_element", "stream")
+                 "reduce_seed", "bytes_per_element", "stream", "stream_probes")
+
+    def __init__(self):
+        self.stream_probes = None     # blockexec's streamprobe.StreamProbes, made at first need
 
 
 def l2_bytes():

@@ -5,4 +5,5 @@ cdef enum:
 ctypedef void (*ncl_team_fn)(void *ctx, int tid, int nthreads) noexcept nogil
 
 cdef int ncl_threads_now() noexcept nogil
+cdef bint ncl_team_gone() noexcept nogil
 cdef void ncl_team_run(int want, ncl_team_fn fn, void *ctx) noexcept nogil

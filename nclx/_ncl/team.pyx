@@ -111,6 +111,7 @@ cdef extern from *:
     int ncl_threader_init() nogil
     void ncl_run_team(int want, ncl_team_fn fn, void *ctx) nogil
     int ncl_threads_now_c() nogil
+    int ncl_team_lost
 
 if ncl_threader_init() != 0:
     raise RuntimeError("pthread_atfork failed: nclx cannot protect forked children")
@@ -120,6 +121,11 @@ cdef int ncl_threads_now() noexcept nogil:
     """Threads a split call uses now: nclx's setting, capped by a lower
     OpenMP limit (threadpoolctl), 1 in a forked child of a threaded parent."""
     return ncl_threads_now_c()
+
+
+cdef bint ncl_team_gone() noexcept nogil:
+    """True in a forked child of a threaded parent: every call runs on one thread."""
+    return ncl_team_lost != 0
 
 
 cdef void ncl_team_run(int want, ncl_team_fn fn, void *ctx) noexcept nogil:
