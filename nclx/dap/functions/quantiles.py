@@ -29,8 +29,11 @@ of ``a``'s shape (redistributed to ``a``'s distribution first where it
 differs), or along ``axis=k`` also a 1-D NumPy array of
 length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
 ``axis=k`` redistributes the weights with the array and NumPy computes the
-lines.  Refused (DapError): ``out=`` and ``overwrite_input=True``.  One ``allgather`` first: a rank
-that failed, or ranks that passed different arguments, raise on every rank.
+lines.  ``out=``: :func:`._outs.put_out` (NumPy's casting: unsafe for the
+medians, same_kind for the quantiles); ``overwrite_input`` is accepted and
+the input left as it was (NumPy leaves its contents undefined).  One
+agreement first: a rank that failed, or ranks that passed different
+arguments, raise on every rank.
 """
 import inspect
 
@@ -41,6 +44,7 @@ from numpy.lib import _function_base_impl as _fb
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from nclx.dap.distarray import DistArray
+from nclx.dap.functions._outs import put_out
 from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call, guarded_call
 from nclx.dap.functions._layout import agree_call, flat_values
@@ -208,9 +212,6 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     ``_ureduce``); ``keepdims`` as NumPy's (its no-value default: False)."""
     error = ax = axes = None
     try:
-        if out is not None or overwrite_input:
-            raise DapError(f"np.{name}: out= and overwrite_input=True are not "
-                           f"supported for a DistArray")
         if isinstance(q, DistArray):
             raise TypeError(f"np.{name}: q must be a scalar or a NumPy array, not a DistArray")
         check()                               # NumPy's own argument errors (q, method, dtype)
@@ -221,14 +222,14 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(a.comm, error, f"np.{name}", (None if isinstance(q, DistArray) else q, axis,
-                                              overwrite_input, method, keepdims,
-                                              _weights_kind(weights)))
+                                              bool(overwrite_input), method, keepdims,
+                                              _weights_kind(weights), out is None))
     if weights is not None:
         _check_sign(name, a, weights, q, method)
     if name.startswith("nan") and _size(a) == 0:
         # NumPy's nan-forms return np.nanmean of an empty array (q's
         # dimensions dropped)
-        return np.nanmean(a, axis, keepdims=keepdims)
+        return put_out(name, out, np.nanmean(a, axis, keepdims=keepdims), a.comm)
     nd = a.distribution.ndim
     if axes is not None and len(axes) < nd:
         # NumPy's _ureduce: the kept axes first (its swaps), the reduced
@@ -246,13 +247,15 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
             for k in sorted(axes):
                 shape.insert(lead + k, 1)
             result = result.reshape(tuple(shape))
-        return result
+        return put_out(name, out, result, a.comm)
     if axes is not None or (axis is not None and nd == 1):
         axis = None                     # every axis: the flattened array's statistics
     if axis is None:
         result = flat(a)
-        return np.asarray(result).reshape(np.shape(result) + (1,) * nd) if keepdims else result
-    return local(a, ax, keepdims)
+        if keepdims:
+            result = np.asarray(result).reshape(np.shape(result) + (1,) * nd)
+        return put_out(name, out, result, a.comm)
+    return put_out(name, out, local(a, ax, keepdims), a.comm)
 
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
