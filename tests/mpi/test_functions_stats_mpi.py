@@ -130,7 +130,7 @@ def test_quantiles_along_a_whole_axis_give_a_distarray():
 @pytest.mark.parametrize("call, expect", [
     (lambda a: np.percentile(a, 101), "Percentiles must be in the range"),
     (lambda a: np.quantile(a, 0.5, method="bogus"), "is not a valid method"),
-    (lambda a: np.percentile(a, 50, out=np.zeros(())), "out="),
+    (lambda a: np.percentile(a, 50, out=np.zeros(3)), "out="),      # not the result's shape
     (lambda a: np.quantile(a, 0.5, axis=(0, 1), method="inverted_cdf",
                            weights=np.ones(a.shape)), "the weights must be a DistArray"),
 ], ids=["q", "method", "out", "tuple"])
