@@ -1,6 +1,8 @@
 """out= and overwrite_input= of the order statistics of a DistArray
 (np.median, np.quantile, np.percentile and the NaN-ignoring forms; they
-were refused with DapError): NumPy's bits written into out, out returned;
+were refused with DapError): NumPy's bits written into an out of the
+result's dtype, out returned; another dtype or a tuple is refused (NumPy
+computes its last steps in out's dtype, path by path: found by review);
 a wrong out on any rank raises on every rank and no rank writes."""
 import numpy as np
 import pytest
@@ -45,15 +47,44 @@ def test_a_value_goes_into_out_as_numpys(name, nan, keepdims):
     collective_assert(ok, f"{name}: {out!r} != NumPy's {want_out!r}")
 
 
-@pytest.mark.parametrize("name", ["median", "nanmedian"])
-def test_the_medians_cast_into_an_integer_out_as_numpy(name):
-    """NumPy's medians write through np.mean's out (unsafe casting)."""
-    g, a = _data(False)
-    want = np.zeros((), np.int32)
-    _CALLS[name](g, out=want)
-    out = np.zeros((), np.int32)
-    _CALLS[name](a, out=out)
-    collective_assert(out.tobytes() == want.tobytes(), f"{out!r} != {want!r}")
+@pytest.mark.parametrize("name", sorted(_CALLS))
+@pytest.mark.parametrize("data", ["float32", "int64", "uint8"])
+def test_outs_of_the_results_dtype_for_other_inputs(name, data):
+    """float32 data (a float32 result), integers (float64, or the data's
+    dtype for method 'lower'): NumPy's bits."""
+    g = np.arange(24, dtype=data).reshape(4, 6)[::-1]
+    a = dap.DistArray.from_global(np.ascontiguousarray(g), comm=comm)
+    for fn in (_CALLS[name], lambda x, **k: np.percentile(x, 30, method="lower", **k)):
+        want = np.asarray(fn(g))
+        out = np.full(want.shape, 99, want.dtype)
+        got = fn(a, out=out)
+        collective_assert(got is out and out.tobytes() == want.tobytes(),
+                          f"{name} of {data}: {out!r} != NumPy's {want!r}")
+
+
+@pytest.mark.parametrize("case", ["median into int64", "float32 data into float64",
+                                  "nanmedian into complex", "a 1-tuple"])
+def test_an_out_of_another_dtype_or_a_tuple_is_refused_everywhere(case):
+    """NumPy computes in out's dtype (its bits differ from the result's) or
+    refuses, path by path; nclx refuses such an out with TypeError on every
+    rank and writes nothing (found by review: int out of a median was
+    cast, float32 quantiles into float64 gave other bits)."""
+    g = np.arange(1.0, 25.0).reshape(4, 6)
+    call = np.median
+    if case == "median into int64":
+        out = np.full((), 5, np.int64)
+    elif case == "float32 data into float64":
+        g, call, out = g.astype(np.float32), lambda x, out: np.quantile(x, 0.3, out=out), \
+            np.full((), 5.0)
+    elif case == "nanmedian into complex":
+        call, out = np.nanmedian, np.full((), 5 + 0j)
+    else:
+        out = (np.full((), 5.0),)
+    a = dap.DistArray.from_global(g, comm=comm)
+    before = np.array(out[0] if isinstance(out, tuple) else out).tobytes()
+    exc = _raised(lambda: call(a, out=out))
+    after = np.array(out[0] if isinstance(out, tuple) else out).tobytes()
+    collective_assert(isinstance(exc, TypeError) and before == after, f"{case}: {exc!r}")
 
 
 def _raised(fn):

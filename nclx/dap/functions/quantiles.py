@@ -29,8 +29,8 @@ of ``a``'s shape (redistributed to ``a``'s distribution first where it
 differs), or along ``axis=k`` also a 1-D NumPy array of
 length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
 ``axis=k`` redistributes the weights with the array and NumPy computes the
-lines.  ``out=``: :func:`._outs.put_out` (NumPy's casting: unsafe for the
-medians, same_kind for the quantiles); ``overwrite_input`` is accepted and
+lines.  ``out=``: :func:`._outs.put_out` (of the result's dtype: NumPy's
+last steps run in out's); ``overwrite_input`` is accepted and
 the input left as it was (NumPy leaves its contents undefined).  One
 agreement first: a rank that failed, or ranks that passed different
 arguments, raise on every rank.
