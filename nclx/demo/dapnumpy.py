@@ -1,5 +1,5 @@
 """Section 6b of ``python -m nclx demo``: plain NumPy code on a DistArray
-(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.nonzero``, ``np.linalg.norm``, a
+(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.nonzero``, ``np.median(out=)``, ``np.linalg.norm``, a
 redistribution block -> cyclic, one of a 'u' (unstructured) array in
 windows of bounded memory, and ``save_npy``/``load_npy`` through
 MPI-IO.  :func:`run` starts ``mpiexec -n RANKS python -m nclx
@@ -106,6 +106,12 @@ def run_rank():
         f"method='inverted_cdf', weights=A) = {q}")
     ok &= u.tobytes() == np.unique(g // 12, axis=0).tobytes()
     ok &= q.tobytes() == np.quantile(g, [0.25, 0.5], method="inverted_cdf", weights=g).tobytes()
+
+    med = np.empty(())
+    got = np.median(A, out=med)             # out= of the result's dtype, written on every rank
+    say(f"np.median(A, out=med) -> med is the result: {got is med}, {float(med)!r} "
+        f"(NumPy: {float(np.median(g))!r})")
+    ok &= got is med and med.tobytes() == np.asarray(np.median(g)).tobytes()
 
     if comm.size > 1:
         try:
