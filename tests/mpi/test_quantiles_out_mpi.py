@@ -161,3 +161,25 @@ def test_out_on_some_ranks_only_raises_on_every_rank():
     g, a = _data(False)
     exc = _raised(lambda: np.median(a, out=None if rank == 0 else np.zeros(())))
     collective_assert(exc is not None or comm.Get_size() == 1, repr(exc))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+@pytest.mark.parametrize("name", ["nanmedian", "nanquantile", "nanpercentile"])
+@pytest.mark.parametrize("axis,keepdims", [(0, False), (1, False), (0, True)])
+def test_nan_forms_of_an_empty_array_along_an_axis_into_a_distarray(dtype, name, axis, keepdims):
+    """NumPy writes its NaNs (np.nanmean of the empty slices); the NaN result
+    lived on another communicator and out= was refused with DapError on
+    every rank (found by review)."""
+    fn = _CALLS[name]
+    g = np.zeros((0, 3), dtype)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = np.asarray(fn(g, axis=axis, keepdims=keepdims))
+        a = dap.DistArray.from_global(g, comm=comm)
+        out = dap.DistArray.from_global(np.full(want.shape, 5, want.dtype), comm=comm,
+                                        dist="c" if want.ndim == 1 else None)
+        exc = _raised(lambda: fn(a, axis=axis, keepdims=keepdims, out=out))
+    back = out.gather(root=None)
+    collective_assert(exc is None and back.tobytes() == want.tobytes(),
+                      f"{exc!r}: {back!r} != NumPy's {want!r}")

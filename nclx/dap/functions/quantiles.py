@@ -229,7 +229,17 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
     if name.startswith("nan") and _size(a) == 0:
         # NumPy's nan-forms return np.nanmean of an empty array (q's
         # dimensions dropped)
-        return put_out(name, out, np.nanmean(a, axis, keepdims=keepdims), a.comm)
+        result = np.nanmean(a, axis, keepdims=keepdims)
+        if isinstance(result, DistArray) and isinstance(out, DistArray) \
+                and result.comm != a.comm:
+            # every cell NumPy's NaN of an empty mean; remade on the array's
+            # communicator, so that out= in any distribution can take it
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                nan = np.nanmean(np.empty(0, a.dtype))
+            result = DistArray.from_shape(result.shape, dtype=result.dtype, comm=a.comm,
+                                          fill=nan)
+        return put_out(name, out, result, a.comm)
     nd = a.distribution.ndim
     if axes is not None and len(axes) < nd:
         # NumPy's _ureduce: the kept axes first (its swaps), the reduced
