@@ -17,16 +17,15 @@ This module is the Python-facing setup (checks, scratch, settings, the
 report); the run loop itself, without the GIL, is nclx._ncl.blockrun.
 """
 cimport numpy as cnp
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport free
 from libc.stdint cimport int64_t
-from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.team cimport ncl_threads_now, ncl_team_gone, MAX_THREADS
 from nclx._ncl.copyrun cimport ncl_stream_at
 from nclx._ncl.streamprobe cimport StreamProbes, sp_way, sp_record, sp_now
-from nclx._ncl.blockrun cimport (xrun, MAXSTEPS, RED_NONE, RED_TREE, RED_SEQ, bx_run,
-                                 bx_direct, bx_leaves)
+from nclx._ncl.blockrun cimport (xrun, Scratch, RED_NONE, RED_TREE, RED_SEQ, bx_run,
+                                 bx_direct, bx_plan_leaves)
 from nclx._ncl.blockplan import make_plan, l2_bytes, reduces_in_chunks
 from nclx._fpflags import fp_may_raise
 
@@ -39,41 +38,7 @@ cdef extern from "numpy/ufuncobject.h":
     int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
 
 
-cdef class _Scratch:
-    """Per-thread scratch of one running call, kept in a pool between calls."""
-    cdef char *buf[MAX_THREADS]
-    cdef npy_intp size[MAX_THREADS]
-    cdef int flags[MAX_THREADS * (MAXSTEPS + 1)]
-    cdef int64_t ns[MAX_THREADS * (MAXSTEPS + 1)]
-
-    def __cinit__(self):
-        cdef int t
-        for t in range(MAX_THREADS):
-            self.buf[t] = NULL
-            self.size[t] = 0
-
-    cdef int ensure(self, int nthreads, npy_intp nbytes) except -1:
-        cdef int t
-        cdef void *p
-        nbytes = max(nbytes, 64)
-        for t in range(nthreads):
-            if self.size[t] < nbytes:
-                free(self.buf[t])
-                self.buf[t] = NULL
-                self.size[t] = 0
-                if posix_memalign(&p, 64, nbytes) != 0:
-                    raise MemoryError("nclx.blockexec: no memory for block scratch")
-                self.buf[t] = <char *>p
-                self.size[t] = nbytes
-        return 0
-
-    def __dealloc__(self):
-        cdef int t
-        for t in range(MAX_THREADS):
-            free(self.buf[t])
-
-
-cdef list _pool = []                 # idle _Scratch sets (one per call running at once)
+cdef list _pool = []                 # idle Scratch sets (one per call running at once)
 cdef npy_intp _threshold = 1 << 16
 cdef Py_ssize_t _streams = 0          # runs whose result went out by non-temporal stores
 cdef npy_intp _block_bytes = 0
@@ -200,9 +165,9 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     cdef int64_t wall = 0
     rows = None
     cdef int k, j, s, want, ns = plan.nsteps
-    cdef npy_intp n = -1, nbytes, lo, m
+    cdef npy_intp n = -1, nbytes
     cdef cnp.ndarray arr, target, accarr, seedarr
-    cdef _Scratch scr
+    cdef Scratch scr
     cdef bint private = False
     cdef int way = -1, kind = 0           # the result's stores (streamprobe)
     cdef StreamProbes probes = None
@@ -323,37 +288,13 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
         seedarr = np.array([plan.reduce_seed], rdt)
         r.acc = <char *>cnp.PyArray_DATA(accarr)
         r.seed = <const char *>cnp.PyArray_DATA(seedarr)
-        r.leaf = <npy_intp *>malloc((2 * (n // r.B) + 2 * (n // max(np.getbufsize(), 1)) + 4)
-                                    * sizeof(npy_intp))
-        if r.leaf == NULL:
-            raise MemoryError()
-        r.leaf[0] = 0
-        r.nleaves = 0
-        r.chunk = 0
-        if n > 0:
-            if r.red == RED_TREE:
-                if rdt.kind == "f" and reduces_in_chunks():
-                    r.chunk = np.getbufsize()
-                    lo = 0
-                    while lo < n:
-                        m = min(r.chunk, n - lo)
-                        r.nleaves = bx_leaves(lo, m, r.B, r.leaf + 1, r.nleaves)
-                        lo += m
-                else:
-                    r.nleaves = bx_leaves(0, n, r.B, r.leaf + 1, 0)
-            else:
-                while r.leaf[r.nleaves] < n:
-                    r.leaf[r.nleaves + 1] = min(r.leaf[r.nleaves] + r.B, n)
-                    r.nleaves += 1
-        r.partials = <char *>malloc(max(r.nleaves, 1) * r.risz)
-        if r.partials == NULL:
-            free(r.leaf)
+        if bx_plan_leaves(&r, np.getbufsize(), rdt.kind == "f" and reduces_in_chunks()) < 0:
             raise MemoryError()
         if r.nleaves < want:
             want = max(<int>r.nleaves, 1)
     r.npieces = want
 
-    scr = _pool.pop() if _pool else _Scratch()
+    scr = _pool.pop() if _pool else Scratch()
     try:
         scr.ensure(want, nbytes)
         for k in range(want):

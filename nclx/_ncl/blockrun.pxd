@@ -51,6 +51,16 @@ cdef struct xrun:
                                 # elements (acc += pairwise(chunk)), 0: one pass
 
 
+cdef class Scratch:
+    """Per-thread scratch of one running call (blockexec keeps a pool)."""
+    cdef char *buf[MAX_THREADS]
+    cdef npy_intp size[MAX_THREADS]
+    cdef int flags[MAX_THREADS * (MAXSTEPS + 1)]
+    cdef int64_t ns[MAX_THREADS * (MAXSTEPS + 1)]
+    cdef int ensure(self, int nthreads, npy_intp nbytes) except -1
+
+
 cdef int64_t bx_run(xrun *r, int want) noexcept nogil
+cdef int bx_plan_leaves(xrun *r, npy_intp bufsize, bint chunked) noexcept nogil
 cdef ncl_loop_fn bx_direct(int k, int reduce, ncl_loop_fn entry, bint recorded) noexcept nogil
 cdef npy_intp bx_leaves(npy_intp lo, npy_intp m, npy_intp B, npy_intp *out, npy_intp k) noexcept nogil

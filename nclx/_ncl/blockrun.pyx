@@ -2,10 +2,13 @@
 """The block executor's run loop: every step of a program on a block of its
 slots, blocks spread over nclx's thread team, a final sum along NumPy's
 pairwise tree or a product in order; floating-point flags (and, for the
-ledger, loop time) kept per (thread, step).  No GIL, no Python objects:
-nclx._ncl.blockexec checks the program and operands and fills the xrun."""
+ledger, loop time) kept per (thread, step).  No GIL, no Python objects
+(but Scratch, the per-thread memory a run is given): nclx._ncl.blockexec
+checks the program and operands and fills the xrun."""
 from libc.string cimport memcpy
 from libc.stdint cimport int64_t
+from libc.stdlib cimport malloc, free
+from posix.stdlib cimport posix_memalign
 
 from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.team cimport ncl_team_run
@@ -27,6 +30,36 @@ cdef extern from *:
     void ncl_stream_copy(char *d, const char *s, size_t n) nogil
     int64_t ncl_bx_now_ns() nogil
     int ncl_bx_fpe() nogil
+
+
+cdef class Scratch:
+    """Per-thread scratch of one running call, kept in a pool between calls."""
+
+    def __cinit__(self):
+        cdef int t
+        for t in range(MAX_THREADS):
+            self.buf[t] = NULL
+            self.size[t] = 0
+
+    cdef int ensure(self, int nthreads, npy_intp nbytes) except -1:
+        cdef int t
+        cdef void *p
+        nbytes = max(nbytes, 64)
+        for t in range(nthreads):
+            if self.size[t] < nbytes:
+                free(self.buf[t])
+                self.buf[t] = NULL
+                self.size[t] = 0
+                if posix_memalign(&p, 64, nbytes) != 0:
+                    raise MemoryError("nclx.blockexec: no memory for block scratch")
+                self.buf[t] = <char *>p
+                self.size[t] = nbytes
+        return 0
+
+    def __dealloc__(self):
+        cdef int t
+        for t in range(MAX_THREADS):
+            free(self.buf[t])
 
 
 cdef inline char *_at(xrun *r, char *scr, int s, npy_intp lo) noexcept nogil:
@@ -143,6 +176,43 @@ cdef npy_intp bx_leaves(npy_intp lo, npy_intp m, npy_intp B, npy_intp *out, npy_
     n2 -= n2 % 8
     k = bx_leaves(lo, n2, B, out, k)
     return bx_leaves(lo + n2, m - n2, B, out, k)
+
+
+cdef int bx_plan_leaves(xrun *r, npy_intp bufsize, bint chunked) noexcept nogil:
+    """The final reduction's leaves (r.leaf, r.nleaves; r.chunk) and room for
+    their partials (r.partials), for r.n elements in blocks of r.B: a sum's
+    leaves are nodes of NumPy's pairwise tree (``chunked``: of each chunk
+    of ``bufsize`` elements, as NumPy's float sums run), a product's blocks
+    in order.  -1 (both pointers NULL) when memory runs out."""
+    cdef npy_intp lo, m, n = r.n
+    r.partials = NULL
+    r.leaf = <npy_intp *>malloc((2 * (n // r.B) + 2 * (n // max(bufsize, 1)) + 4) * sizeof(npy_intp))
+    if r.leaf == NULL:
+        return -1
+    r.leaf[0] = 0
+    r.nleaves = 0
+    r.chunk = 0
+    if n > 0:
+        if r.red == RED_TREE:
+            if chunked:
+                r.chunk = bufsize
+                lo = 0
+                while lo < n:
+                    m = min(r.chunk, n - lo)
+                    r.nleaves = bx_leaves(lo, m, r.B, r.leaf + 1, r.nleaves)
+                    lo += m
+            else:
+                r.nleaves = bx_leaves(0, n, r.B, r.leaf + 1, 0)
+        else:
+            while r.leaf[r.nleaves] < n:
+                r.leaf[r.nleaves + 1] = min(r.leaf[r.nleaves] + r.B, n)
+                r.nleaves += 1
+    r.partials = <char *>malloc(max(r.nleaves, 1) * r.risz)
+    if r.partials == NULL:
+        free(r.leaf)
+        r.leaf = NULL
+        return -1
+    return 0
 
 
 cdef void _combine(xrun *r, npy_intp m, npy_intp *idx, char *out) noexcept nogil:
