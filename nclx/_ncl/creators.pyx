@@ -15,13 +15,14 @@ ndarray with ndarray's ``__array_function__``.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject, PyTypeObject, Py_INCREF
-from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport npy_intp, ncl_chain, NCL_SUB_CREATE
 from nclx._ncl.registry cimport ncl_python_chain
 from nclx._ncl.walk cimport ncl_chain_is_default
 from nclx._ncl.creating cimport ncl_create_slot, ncl_create_run, ncl_create_fill as _fill
+from nclx._ncl.createargs cimport MAXDIMS, ncl_nbytes, ncl_dims as _dims, ncl_order as _order, \
+    ncl_fits_int64 as _fits_int64
 from nclx._ncl.allocating cimport ncl_alloc_align as _align, ncl_alloc as _alloc, \
     ncl_alloc_realign as _realign
 import numpy as np
@@ -29,18 +30,6 @@ import numpy as np
 from nclx._ncl.pychain import run_python_chain
 
 cnp.import_array()
-
-cdef extern from *:
-    """
-    static int ncl_nbytes(int nd, const npy_intp *dims, npy_intp size, npy_intp *out) {
-        npy_intp n = size;
-        for (int i = 0; i < nd; i++)
-            if (__builtin_mul_overflow(n, dims[i], &n)) return 0;
-        *out = n;
-        return 1;
-    }
-    """
-    bint ncl_nbytes(int nd, const npy_intp *dims, npy_intp size, npy_intp *out) noexcept
 
 cdef extern from "numpy/arrayobject.h":
     object _np_new "PyArray_NewFromDescr"(PyTypeObject *subtype, void *descr, int nd,
@@ -54,7 +43,6 @@ cdef enum:
     EMPTY = 0
     ZEROS = 1
     FULL = 2
-    MAXDIMS = 64
 
 cdef cnp.dtype _F64 = np.dtype(np.float64)
 cdef cnp.dtype _I64 = np.dtype(np.int64)
@@ -94,53 +82,6 @@ cdef inline object _descr(object dtype):
             _DESCRS[dtype] = d
         return d
     return None
-
-
-cdef inline int _dims(object shape, npy_intp *dims) except -2:
-    """Dimensions of an int or a tuple/list of ints >= 0, or -1."""
-    cdef int overflow = 0, i, nd
-    cdef long long v
-    if type(shape) is int:
-        v = PyLong_AsLongLongAndOverflow(shape, &overflow)
-        if overflow or v < 0:
-            return -1
-        dims[0] = <npy_intp>v
-        return 1
-    if type(shape) is not tuple and type(shape) is not list:
-        return -1
-    nd = len(shape)
-    if nd > MAXDIMS:
-        return -1
-    for i in range(nd):
-        item = shape[i]
-        if type(item) is not int:
-            return -1
-        v = PyLong_AsLongLongAndOverflow(item, &overflow)
-        if overflow or v < 0:
-            return -1
-        dims[i] = <npy_intp>v
-    return nd
-
-
-cdef inline int _order(object order, bint like) noexcept:
-    """0 'C', 1 'F', 2 'A', 3 'K' ('A'/'K' for the _like functions), or -1."""
-    if order is None or type(order) is not str:
-        return -1
-    if order == "C":
-        return 0
-    if order == "F":
-        return 1
-    if like and order == "K":
-        return 3
-    if like and order == "A":
-        return 2
-    return -1
-
-
-cdef bint _fits_int64(object v) noexcept:
-    cdef int overflow = 0
-    PyLong_AsLongLongAndOverflow(v, &overflow)
-    return not overflow
 
 
 cdef bint _plain(object a) noexcept:
