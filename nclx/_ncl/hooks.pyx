@@ -4,7 +4,8 @@ sees, Kernel and Handle.
 
 The C side is nclx._ncl.registry (chains, nodes) and nclx._ncl.walk
 (walking without the GIL); python-level chains are walked by
-nclx._ncl.pychain.
+nclx._ncl.pychain; what hooks raise inside loops is kept by
+nclx._ncl.hookerrors.
 
 Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
 private mirrors of the loop's operands (nclx._ncl.calls).
@@ -13,8 +14,6 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 from cpython.exc cimport PyErr_SetObject
 
 cimport numpy as cnp
-import sys
-import threading
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
                            NCL_NODE_LINKED)
@@ -22,67 +21,15 @@ from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
 from nclx._ncl.calls cimport Call
+from nclx._ncl.hookerrors cimport ncl_hook_report, ncl_hook_record
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 from nclx._ncl.targets import kernel_chain_name
 
 cnp.import_array()
 
-cdef extern from "Python.h":
-    void PyErr_SetInterrupt()
-
 cdef extern from "ncl_atomic.h":
     void *ncl_load_ptr(void **p) nogil
-
-
-# ------------------------------------------------------------ error records
-
-cdef dict _errors = {}             # node address -> (count, last exception)
-
-
-def _forget_node(size_t address):
-    _errors.pop(address, None)
-
-_registry.set_free_observer(_forget_node)
-
-
-cdef void _report(ncl_node *node, object hook, str what) noexcept:
-    """Keep and report an exception raised by a hook inside a loop.
-
-    NumPy does not check for Python errors after numeric loops, so the
-    exception cannot travel through it: it goes to sys.unraisablehook and is
-    kept for the hook's handle (``handle.last_error``, ``handle.errors``)."""
-    exc = sys.exc_info()[1]
-    try:
-        key = <size_t>node
-        count, _ = _errors.get(key, (0, None))
-        _errors[key] = (count + 1, exc)
-        if isinstance(exc, KeyboardInterrupt):
-            _interrupt_later()
-            return
-        sys.unraisablehook(_Unraisable(exc, f"Exception ignored in nclx {what}", hook))
-    except BaseException as e:
-        # (an unraisablehook that raises, no memory): nothing may leave a loop
-        if isinstance(e, KeyboardInterrupt):
-            _interrupt_later()
-
-
-cdef void _interrupt_later() noexcept:
-    """A KeyboardInterrupt raised in a hook (Ctrl-C while it ran) cannot
-    leave NumPy's loop: the call completes and the interrupt is delivered
-    again as SIGINT once Python runs (on the main thread, where Python
-    handles signals; elsewhere it is only recorded)."""
-    if threading.current_thread() is threading.main_thread():
-        PyErr_SetInterrupt()
-
-
-class _Unraisable:
-    def __init__(self, exc, msg, obj):
-        self.exc_type = type(exc)
-        self.exc_value = exc
-        self.exc_traceback = exc.__traceback__
-        self.err_msg = msg
-        self.object = obj
 
 
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
@@ -100,7 +47,7 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         except BaseException as exc:
             if exc is not c.loop_error:
                 failed = True
-                _report(node, hook, f"hook {node.name.decode()!r}")
+                ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
         # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
         # output itself: the call is done, even if the hook then failed
         punted = c.punted or c.ran
@@ -119,7 +66,7 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
             else:
                 c._end()
         except BaseException:
-            _report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
+            ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
     finally:
         ncl_hook_depth_add(-1)
     if loop_error is not None:
@@ -194,13 +141,13 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
             rc = 1 if result is NotImplemented else 0
         except BaseException:
             rc = 1   # the next node computes the result
-            _report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
+            ncl_hook_report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
         if rc == 0:
             try:
                 c._end()
             except BaseException:
                 rc = 1
-                _report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
+                ncl_hook_report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
     finally:
         c._close()
         c.call = NULL
@@ -247,7 +194,7 @@ cdef class Handle:
         if node == NULL:
             return
         self.node = NULL
-        self._final = _errors.get(self.address, (0, None))
+        self._final = ncl_hook_record(self.address) or (0, None)
         if _registry.node_serial(self.address) != self.serial:
             return          # hooks.reset() already removed it and the node was freed
         ncl_unlink(node)
@@ -257,7 +204,7 @@ cdef class Handle:
         if self.node != NULL and (_registry.node_serial(self.address) != self.serial
                                   or not (self.node.flags & NCL_NODE_LINKED)):
             # reset() took it (freed, or unlinked while a loop still ran it)
-            self._final = _errors.get(self.address, (0, None))
+            self._final = ncl_hook_record(self.address) or (0, None)
             self.node = NULL
         return self.node == NULL
 
@@ -270,9 +217,9 @@ cdef class Handle:
     cdef tuple _record(self):
         if self.node == NULL and self._final is not None:
             count, exc = self._final
-            later = _errors.get(self.address)   # raised while a loop was still on it
+            later = ncl_hook_record(self.address)   # raised while a loop was still on it
             return later if later is not None else self._final
-        return _errors.get(self.address, (0, None))
+        return ncl_hook_record(self.address) or (0, None)
 
     @property
     def errors(self):

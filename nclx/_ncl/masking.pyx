@@ -25,6 +25,7 @@ import sys
 import numpy as np
 
 from nclx._ncl.dtypes import fixed_width
+from nclx._ncl.hookerrors import Unraisable
 
 cnp.import_array()
 
@@ -267,16 +268,8 @@ cdef void _numpy_call(int op, char **args, const npy_intp *dims, int typenum) no
             else:
                 (<npy_intp *>args[1])[0] = _np_count(_view(args[0], dims[1], cnp.NPY_BOOL, False))
         except BaseException:
-            sys.unraisablehook(_Unraisable(sys.exc_info()[1]))
-
-
-class _Unraisable:
-    def __init__(self, exc):
-        self.exc_type = type(exc)
-        self.exc_value = exc
-        self.exc_traceback = exc.__traceback__
-        self.err_msg = "Exception ignored in nclx.mask's NumPy node"
-        self.object = None
+            sys.unraisablehook(Unraisable(sys.exc_info()[1],
+                                          "Exception ignored in nclx.mask's NumPy node", None))
 
 
 cdef void _extract_numpy(char **args, const npy_intp *dims, const npy_intp *steps,

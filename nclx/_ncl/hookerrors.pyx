@@ -1,0 +1,67 @@
+# cython: wraparound=True, boundscheck=True
+"""Exceptions raised by hooks inside NumPy's loops.
+
+NumPy does not check for Python errors after numeric loops, so such an
+exception cannot travel through it: it goes to ``sys.unraisablehook`` and
+is kept, per node, for the hook's handle (``handle.last_error``,
+``handle.errors`` in nclx._ncl.hooks).  A KeyboardInterrupt is delivered
+again once Python runs.
+"""
+from cpython.exc cimport PyErr_SetInterrupt
+import sys
+import threading
+
+from nclx._ncl.ncl cimport ncl_node
+from nclx._ncl import registry as _registry
+
+__all__ = ["Unraisable"]
+
+cdef dict _errors = {}             # node address -> (count, last exception)
+
+
+def _forget_node(size_t address):
+    _errors.pop(address, None)
+
+_registry.set_free_observer(_forget_node)
+
+
+cdef tuple ncl_hook_record(size_t address):
+    """(count, last exception) of the node at ``address``, or None."""
+    return _errors.get(address)
+
+
+cdef void ncl_hook_report(ncl_node *node, object hook, str what) noexcept:
+    """Keep and report the exception being handled, raised by ``hook``
+    (described as ``what``) inside a loop: counted for ``node``."""
+    exc = sys.exc_info()[1]
+    try:
+        key = <size_t>node
+        count, _ = _errors.get(key, (0, None))
+        _errors[key] = (count + 1, exc)
+        if isinstance(exc, KeyboardInterrupt):
+            _interrupt_later()
+            return
+        sys.unraisablehook(Unraisable(exc, f"Exception ignored in nclx {what}", hook))
+    except BaseException as e:
+        # (an unraisablehook that raises, no memory): nothing may leave a loop
+        if isinstance(e, KeyboardInterrupt):
+            _interrupt_later()
+
+
+cdef void _interrupt_later() noexcept:
+    """A KeyboardInterrupt raised in a hook (Ctrl-C while it ran) cannot
+    leave NumPy's loop: the call completes and the interrupt is delivered
+    again as SIGINT once Python runs (on the main thread, where Python
+    handles signals; elsewhere it is only recorded)."""
+    if threading.current_thread() is threading.main_thread():
+        PyErr_SetInterrupt()
+
+
+class Unraisable:
+    """The argument ``sys.unraisablehook`` takes."""
+    def __init__(self, exc, msg, obj):
+        self.exc_type = type(exc)
+        self.exc_value = exc
+        self.exc_traceback = exc.__traceback__
+        self.err_msg = msg
+        self.object = obj
