@@ -19,14 +19,14 @@ array([1, 2, 3])
 np.float64(10.0)
 """
 from nclx._ncl import casts as _casts
-from nclx._ncl import entries as _entries
+from nclx._ncl import entryloops as _entryloops
 from nclx._ncl import spec as _spec
 from nclx._ncl.ufuncs import loop_signatures, make_ufunc, selected_isa, ufuncs_for
 
 #: Names of the ufuncs, NumPy's names (and nclx's own: fma, where, cast).
 NAMES = tuple(_spec.OPS)
 
-_ufuncs = {op: _casts.CAST if op == "cast" else make_ufunc(op, _entries.twin_loops(op))
+_ufuncs = {op: _casts.CAST if op == "cast" else make_ufunc(op, _entryloops.twin_loops(op))
            for op in NAMES}
 globals().update(_ufuncs)
 

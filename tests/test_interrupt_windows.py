@@ -52,7 +52,7 @@ def test_an_interrupted_first_plan_leaves_nothing_half_built(monkeypatch):
     want = (a * 2.0 + a).tobytes()
     assert nclx.evaluate("a*2.0+a").tobytes() == want
     monkeypatch.setattr(blockplan, "_ufunc_op", None)
-    real = blockplan.entries.entry_loops
+    real = blockplan.entryloops.entry_loops
     calls = []
 
     def interrupted(op):
@@ -61,10 +61,10 @@ def test_an_interrupted_first_plan_leaves_nothing_half_built(monkeypatch):
             raise KeyboardInterrupt
         return real(op)
 
-    monkeypatch.setattr(blockplan.entries, "entry_loops", interrupted)
+    monkeypatch.setattr(blockplan.entryloops, "entry_loops", interrupted)
     with pytest.raises(KeyboardInterrupt):
         blockplan._loop(np.multiply, "ddd", "test")
-    monkeypatch.setattr(blockplan.entries, "entry_loops", real)
+    monkeypatch.setattr(blockplan.entryloops, "entry_loops", real)
     assert blockplan._ufunc_op is None
     assert blockplan._loop(np.multiply, "ddd", "test")[0] != 0
     for ex in ("a*3.0-a", "where(a>5.0, a, 0.0)*2.0"):

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from nclx._ncl import entries, spec
+from nclx._ncl import entries, entryloops, spec
 from nclx._ncl.looptable import find_loop
 
 MAX_SLOTS = 64          # blockexec's C arrays
@@ -85,7 +85,7 @@ def _loop(ufunc, chars, where):
         entry_slot = {}
         for op in spec.OPS:
             if op != "cast" and spec.numpy_ufunc(op) is None:
-                for c, fn, _ in entries.entry_loops(op):
+                for c, fn, _ in entryloops.entry_loops(op):
                     entry_slot[fn] = slots.get((op, c), -1)
         _slots, _entry_slot = slots, entry_slot
         _ufunc_op = ufunc_op
@@ -93,11 +93,11 @@ def _loop(ufunc, chars, where):
     want = [np.dtype(c) for c in chars]
     if op is not None:
         if op not in _twins:
-            _twins[op] = entries.twin_loops(op)
+            _twins[op] = entryloops.twin_loops(op)
         for c, fn, data in _twins[op]:
             if len(c) == len(chars) and [np.dtype(x) for x in c] == want:
                 k = _slots.get((op, c), -1)
-                served = k >= 0 and any(e[1] == fn for e in entries.entry_loops(op) if e[0] == c)
+                served = k >= 0 and any(e[1] == fn for e in entryloops.entry_loops(op) if e[0] == c)
                 return fn, data, k if served else -1
     else:
         found = find_loop(ufunc, chars)

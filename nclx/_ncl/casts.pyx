@@ -12,7 +12,7 @@ from nclx._ncl.ncl cimport npy_intp, ncl_loop_fn
 from nclx._ncl.entries cimport ncl_entries_quiet
 import numpy as np
 
-from nclx._ncl import entries
+from nclx._ncl.entryloops import entry_loops
 from nclx._ncl.dtypes import fixed_width
 from nclx._ncl.ufuncs import make_ufunc
 
@@ -71,7 +71,7 @@ def _fill():
     for i in range(NTYPES):
         for j in range(NTYPES):
             _entry[i][j] = NULL
-    for chars, addr, _data in entries.entry_loops("cast"):
+    for chars, addr, _data in entry_loops("cast"):
         i = np.dtype(chars[0]).num
         j = np.dtype(chars[1]).num
         if i < NTYPES and j < NTYPES:
@@ -86,7 +86,7 @@ cdef extern from "numpy/arrayobject.h":
 
 
 #: nclx.ufuncs.cast: the ufunc over the cast entries (the general path)
-CAST = make_ufunc("cast", entries.entry_loops("cast"))
+CAST = make_ufunc("cast", entry_loops("cast"))
 
 _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
