@@ -146,6 +146,45 @@ def test_probes_per_way_are_read_at_each_decision(probing, monkeypatch):
     assert found["decided"] in ("plain", "streamed")
 
 
+def test_a_decision_is_probed_again_after_reprobe_calls(probing, monkeypatch):
+    """A class's decision is not for ever (noticed in review: a decision
+    taken in a noisy moment was kept for the program's life): after
+    REPROBE calls made its way the class probes again, both ways in turn,
+    and the next interval is twice as long."""
+    monkeypatch.setattr(streamprobe, "PROBES", 1)
+    monkeypatch.setattr(streamprobe, "REPROBE", 3)
+    program, eager, _ = two_a_plus_bb("f8")
+    ops = _operands(eager, "f8", 20_000)
+    want = _quiet(eager, *ops)
+
+    def state():
+        (found,) = bx.stream_probes(program)
+        return found["decided"], found["rounds"]
+
+    def call():
+        before = bx.stream_runs()
+        _same(_quiet(bx.execute, program, ops, threads=1), want)
+        return bx.stream_runs() - before
+
+    assert [call() for _ in range(2)] == [0, 1]          # a probe each way
+    call()                                                # decides
+    first = state()
+    assert first[0] in ("plain", "streamed") and first[1] == 0
+    kept = 1 if first[0] == "streamed" else 0
+    assert [call() for _ in range(2)] == [kept, kept]     # the decided way, REPROBE - 1 more
+    assert state() == first
+    assert [call() for _ in range(2)] == [0, 1]           # probing again, both ways
+    assert state() == (None, 1)
+    call()
+    second = state()
+    assert second[0] in ("plain", "streamed") and second[1] == 1
+    kept = 1 if second[0] == "streamed" else 0
+    assert [call() for _ in range(5)] == [kept] * 5       # 2 * REPROBE now
+    assert state() == second
+    call()
+    assert state() == (None, 2)
+
+
 def test_reset_forgets_every_programs_probes(probing):
     program, eager, _ = two_a_plus_bb("f8")
     ops = _operands(eager, "f8", 20_000)

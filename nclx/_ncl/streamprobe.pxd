@@ -11,6 +11,8 @@ cdef class StreamProbes:
     cdef int64_t calls[SP_KINDS][SP_CLASSES]
     cdef int64_t best[SP_KINDS][SP_CLASSES][2]     # fewest ns per MiB: plain (0), streamed (1)
     cdef int decided[SP_KINDS][SP_CLASSES]         # 0 probing, 1 plain, 2 streamed
+    cdef int64_t since[SP_KINDS][SP_CLASSES]       # calls made the decided way since
+    cdef int rounds[SP_KINDS][SP_CLASSES]          # decisions made before the current one
     cdef int64_t generation
     cdef void _fresh(self) noexcept
 

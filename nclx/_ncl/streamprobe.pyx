@@ -14,9 +14,14 @@ team) and each result size class (below 4 MiB where the threshold is
 lowered, 4-8 MiB, 8-16, ... 256 MiB and up) the first ``2 * PROBES``
 eligible calls go each way in turn -- the work is done either way, the
 bytes are the same -- and the way whose fastest call took fewer ns per
-MiB is kept.  The choice changes speed only, never a result.
-``adapt(False)`` streams every eligible result (the fixed threshold alone);
-``reset()`` makes every program probe again.
+MiB is kept.  A decision is not for ever: after ``REPROBE`` calls made
+its way (then twice, four, ... up to 16 times as many after each new
+decision) the class probes again, so that a decision taken in a noisy
+moment, or before the machine's load changed, is measured once more; at
+most ``PROBES`` of every ``2 * PROBES + REPROBE`` calls go the other way.
+The choice changes speed only, never a result.  ``adapt(False)`` streams
+every eligible result (the fixed threshold alone); ``reset()`` makes every
+program probe again.
 
 The state is the process's own (a forked child keeps its parent's
 decisions); the executor calls these with the GIL held.
@@ -25,6 +30,9 @@ from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 
 #: Calls each way before a class decides (read at each decision).
 PROBES = 3
+#: Calls made the decided way before a class probes again (the first time;
+#: doubled after each decision, up to 16 times; read at each decided call).
+REPROBE = 64
 
 cdef bint _adapt = True
 cdef int64_t _generation = 0
@@ -44,6 +52,8 @@ cdef class StreamProbes:
                 self.best[k][c][0] = 0
                 self.best[k][c][1] = 0
                 self.decided[k][c] = 0
+                self.since[k][c] = 0
+                self.rounds[k][c] = 0
         self.generation = _generation
 
     def decisions(self):
@@ -51,7 +61,8 @@ cdef class StreamProbes:
         'out='), ``threads`` ('one' or 'team'), ``bytes`` (the class's [low,
         high), high None for the last), ``decided`` (None while probing,
         'plain' or 'streamed'), ``ns_per_mib`` (the fastest plain and
-        streamed call seen, 0 for none)."""
+        streamed call seen in this round of probes, 0 for none),
+        ``rounds`` (decisions made before this round)."""
         if self.generation != _generation:
             return []
         out = []
@@ -66,7 +77,8 @@ cdef class StreamProbes:
                             "threads": "team" if k & 1 else "one",
                             "bytes": (lo, hi),
                             "decided": (None, "plain", "streamed")[self.decided[k][c]],
-                            "ns_per_mib": (self.best[k][c][0], self.best[k][c][1])})
+                            "ns_per_mib": (self.best[k][c][0], self.best[k][c][1]),
+                            "rounds": self.rounds[k][c]})
         return out
 
 
@@ -94,8 +106,22 @@ cdef int sp_way(StreamProbes p, npy_intp nbytes, int kind) noexcept:
         p._fresh()
     cdef int c = _class(nbytes)
     cdef int d = p.decided[kind][c]
+    cdef int64_t every
     if d:
-        return d - 1
+        try:
+            every = max(<int64_t>int(REPROBE), 1)
+        except Exception:
+            every = 64
+        if p.since[kind][c] + 1 < every << min(p.rounds[kind][c], 4):
+            p.since[kind][c] += 1
+            return d - 1
+        # probe this class again: its measures start over
+        p.rounds[kind][c] = min(p.rounds[kind][c] + 1, 1 << 20)
+        p.since[kind][c] = 0
+        p.decided[kind][c] = 0
+        p.calls[kind][c] = 0
+        p.best[kind][c][0] = 0
+        p.best[kind][c][1] = 0
     cdef int64_t n = p.calls[kind][c]
     p.calls[kind][c] = n + 1
     cdef int64_t b0 = p.best[kind][c][0], b1 = p.best[kind][c][1]
