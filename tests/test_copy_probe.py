@@ -54,6 +54,37 @@ def test_probed_calls_alternate_then_the_faster_way_is_kept():
     assert out.tobytes() == b.tobytes()
 
 
+def test_a_kept_way_is_probed_again_after_reprobe_calls():
+    """A decision is not for ever (the probes' decision used to last the
+    process's life): after copying.reprobe() calls made the kept way the
+    class probes again, each way in turn, and the next interval doubles."""
+    a = np.random.default_rng(4).standard_normal(N)
+    out = np.ones_like(a)
+    old = copying.reprobe(3)
+    try:
+        nclx.install()
+        k = 2 * copying.PROBES
+        for _ in range(k + 1):                       # probes, then the deciding call
+            np.copyto(out, a)
+        way = copying.probes()[0][1]
+        assert way in ("whole", "split") and copying.rounds()[0] == 0
+        kept = 1 if way == "split" else 0
+        assert [_splits(lambda: np.copyto(out, a)) for _ in range(2)] == [kept, kept]
+        assert [_splits(lambda: np.copyto(out, a)) for _ in range(k)] == [0, 1] * copying.PROBES
+        assert copying.probes()[0][1] is None and copying.rounds()[0] == 1
+        np.copyto(out, a)                            # decides again
+        way = copying.probes()[0][1]
+        kept = 1 if way == "split" else 0
+        assert [_splits(lambda: np.copyto(out, a)) for _ in range(5)] == [kept] * 5
+        assert _splits(lambda: np.copyto(out, a)) == 0          # probing again: whole first
+        assert copying.probes()[0][1] is None and copying.rounds()[0] == 2
+        assert out.tobytes() == a.tobytes()
+        with pytest.raises(ValueError, match="every must be"):
+            copying.reprobe(0)
+    finally:
+        copying.reprobe(old)
+
+
 def test_the_other_size_classes_are_probed_apart():
     a = np.ones(N)
     out = np.ones_like(a)

@@ -19,8 +19,9 @@ from nclx._ncl.copyloop cimport get_loop_fn, ncl_copy_setup, ncl_copy_get_loop
 import numpy as np
 
 from nclx._ncl import spec
-from nclx._ncl.copyrun import (COLD_BYTES, PIECE_BYTES, PROBE_BYTES, PROBES, STREAM_BYTES, WARM_NS,
-                               adapt, probes, reset_probes, split_calls, stream_calls, tune)
+from nclx._ncl.copyrun import (COLD_BYTES, PIECE_BYTES, PROBE_BYTES, PROBES, REPROBE, STREAM_BYTES,
+                               WARM_NS, adapt, probes, reprobe, reset_probes, rounds, split_calls,
+                               stream_calls, tune)
 from nclx.errors import NclxInstallError
 
 cnp.import_array()
@@ -77,7 +78,7 @@ _why = None                                # '' once layout() held, else why not
 
 __all__ = ["layout", "swap_in", "swap_out", "is_swapped", "getters", "split_calls", "stream_calls", "tune",
            "adapt", "probes", "reset_probes", "PIECE_BYTES", "COLD_BYTES", "WARM_NS", "PROBE_BYTES", "STREAM_BYTES",
-           "PROBES"]
+           "PROBES", "REPROBE", "reprobe", "rounds"]
 
 
 def layout():

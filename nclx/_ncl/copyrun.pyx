@@ -82,9 +82,12 @@ COLD_BYTES = 4 << 20
 #: EPYC VM a 76 MiB np.copyto took 7.0 ms on one thread, 8.6 ms on two),
 #: or not (other machines copied 1.9 times as fast on two).  The first
 #: PROBES calls of each size class are made each way in turn (the work is
-#: done either way), then the faster way is kept; see probes().
+#: done either way), then the faster way is kept; see probes().  After
+#: REPROBE calls made the kept way (then 2, 4, ... up to 16 times as many
+#: after each new decision) the class probes again.
 PROBE_BYTES = 32 << 20
 PROBES = 3
+REPROBE = 64
 #: a contiguous copy of at least this many bytes whose source and
 #: destination do not overlap writes with non-temporal stores
 #: (ncl_stream.h): its source and destination together outgrow the
@@ -111,11 +114,14 @@ cdef struct copy_probe:
     int64_t calls             # probed calls begun
     int64_t best[2]           # fewest ns per MiB seen whole (0) and split (1); 0: none yet
     int64_t decided           # 0: probing, 1: whole, 2: split
+    int64_t since             # calls made the decided way since the decision
+    int64_t rounds            # decisions made before the current one
 
 cdef copy_probe _probes[NCLASSES]
 cdef bint _adapt = True
 cdef npy_intp _probe_bytes = PROBE_BYTES
 cdef int64_t _nprobes = PROBES
+cdef int64_t _nreprobe = REPROBE
 
 
 cdef struct copy_job:
@@ -225,11 +231,25 @@ cdef copy_probe *_probe_for(npy_intp nbytes, int *way) noexcept nogil:
     ``way`` 0 whole, 1 split.  While its size class is probed, the calls go
     each way in turn and the probe is returned (the caller times the call
     into it); after 2 * PROBES of them the faster way (split only when at
-    least 5% faster) is kept; NULL then."""
+    least 5% faster) is kept; NULL then.  The call that finds REPROBE <<
+    min(rounds, 4) calls made the kept way since the decision (one thread:
+    the count is atomic) starts the class's probes again."""
     cdef int c = 0 if nbytes < (128 << 20) else 1 if nbytes < (512 << 20) else 2
     cdef copy_probe *p = &_probes[c]
     cdef int64_t d = ncl_copy_load(&p.decided)
-    cdef int64_t n, b0, b1
+    cdef int64_t n, b0, b1, r
+    if d != 0:
+        r = ncl_copy_load(&p.rounds)
+        if ncl_copy_next(&p.since) + 1 == _nreprobe << min(r, <int64_t>4):
+            # measured again from nothing; the decision stays in force for
+            # other threads until the counts are clear
+            ncl_copy_store(&p.best[0], 0)
+            ncl_copy_store(&p.best[1], 0)
+            ncl_copy_store(&p.calls, 0)
+            ncl_copy_store(&p.rounds, min(r + 1, <int64_t>(1 << 20)))
+            ncl_copy_store(&p.since, 0)
+            ncl_copy_store(&p.decided, 0)
+            d = 0
     if d == 0:
         n = ncl_copy_next(&p.calls)
         if n < 2 * _nprobes:
@@ -308,7 +328,8 @@ def stream_calls():
 def probes():
     """The probed size classes of contiguous copies into mapped memory: a
     (smallest bytes, way, fewest ns per MiB whole, fewest split) each; way
-    is None while probing, else "whole" or "split"."""
+    is None while probing, else "whole" or "split" (rounds(): how many
+    decisions each class made before)."""
     out = []
     for c, lo in enumerate((PROBE_BYTES, 128 << 20, 512 << 20)):
         d = ncl_copy_load(&_probes[c].decided)
@@ -317,10 +338,29 @@ def probes():
     return out
 
 
+def rounds():
+    """Decisions each probed size class made before its current one."""
+    return [ncl_copy_load(&_probes[c].rounds) for c in range(NCLASSES)]
+
+
+def reprobe(every=None):
+    """Calls made the kept way before a class first probes again (REPROBE);
+    with ``every``, set it.  Returns the old value."""
+    global _nreprobe
+    old = _nreprobe
+    if every is not None:
+        if not 1 <= every <= (1 << 40):
+            raise ValueError(f"every must be in [1, {1 << 40}], not {every}")
+        _nreprobe = every
+    return old
+
+
 def reset_probes():
     """Forget what the probes measured: the next large copies probe again."""
     cdef int c
     for c in range(NCLASSES):
+        ncl_copy_store(&_probes[c].since, 0)
+        ncl_copy_store(&_probes[c].rounds, 0)
         ncl_copy_store(&_probes[c].decided, 0)
         ncl_copy_store(&_probes[c].best[0], 0)
         ncl_copy_store(&_probes[c].best[1], 0)
