@@ -137,6 +137,8 @@ class _Probe(np.ndarray):
         return self
 
     def __getattribute__(self, name):
+        if name == "__class__":
+            return np.ndarray        # as for the array it stands for (x.__class__ is np.ndarray)
         if name in _PROBE_ATTRIBUTES:
             return object.__getattribute__(self, name)
         tape = object.__getattribute__(self, "__dict__").get("_nclx_tape")
@@ -313,7 +315,8 @@ def _reduce(tape, ufunc, inputs, kwargs):
     (x,) = inputs
     if not isinstance(x, _Probe):
         raise Untraceable("a reduction of a non-probe")
-    axis = kwargs.get("axis", None)
+    # ufunc.reduce's own default is axis 0 (np.sum and .sum() pass None)
+    axis = kwargs.get("axis", 0)
     if axis is not None and (tape.ndim != 1 or axis not in (0, -1, (0,), (-1,))):
         raise Untraceable(f"{ufunc.__name__}.reduce over axis {axis!r} of {tape.ndim}-d arrays")
     if kwargs.get("dtype") is not None \

@@ -47,6 +47,8 @@ where NumPy reports it).
 """
 import numpy as np
 
+from nclx import _fusecode
+
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
 from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
@@ -102,7 +104,7 @@ def _extreme_values(a):
     return np.array(vals[:1] if a.ndim == 0 else vals, dtype=a.dtype)
 
 
-def _trace_once(fn, args, positions, values):
+def _trace_once(fn, args, positions, values, same=()):
     """One run of ``fn`` on probes holding ``values`` (one array per array
     argument): its tape and what it returned.
 
@@ -126,6 +128,8 @@ def _trace_once(fn, args, positions, values):
         for slot, (i, v) in enumerate(zip(positions, values)):
             probes.append(v.view(_Probe)._nclx_init(tape, slot))
             call[i] = probes[-1]
+        for j, i in same:               # one array passed twice: one probe (x is y)
+            call[j] = call[i]
         kept = [v.copy() for v in values]
         try:
             out = fn(*call)
@@ -187,7 +191,10 @@ def _check_depends_on_an_array(tape, result, ndims):
 
 def trace(fn, args):
     """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
-    slots) and anything else (passed as it is, a constant of the trace).
+    slots; one array passed more than once is one probe and one slot, as
+    ``x is y`` holds eagerly) and anything else (passed as it is, a
+    constant of the trace).  A function whose code calls ``type()``
+    (nclx._fusecode) is not traced.
     Returns (program, constants, array_positions, wheres): constants is a
     list of (slot, 0-d array) the caller passes after the arrays; wheres,
     per step (the reduction last), where eager NumPy reports its flags
@@ -199,18 +206,30 @@ def trace(fn, args):
     constants: a result that depends on the probes (taken through
     ``np.asarray`` or another way past the probe's checks) in a way these
     values reveal runs the function eagerly instead of being kept."""
-    positions = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)]
+    who = _fusecode.calls_type(fn)
+    if who is not None:
+        raise Untraceable(f"{who} calls type(): the trace's probes are no numpy.ndarray "
+                          f"(isinstance() and .__class__ answer as for one)")
+    positions, same = [], []
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray):
+            first = next((j for j in positions if args[j] is a), None)
+            if first is None:
+                positions.append(i)
+            else:
+                same.append((i, first))
     for i in positions:
         if args[i].dtype.char not in SUPPORTED:
             raise Untraceable(f"an operand of dtype {args[i].dtype}")
     _cledger.mute(1)            # the probes' small calls are no calls of the user's
     try:
         first = [_first_values(args[i]) for i in positions]
-        tape, out = _trace_once(fn, args, positions, first)
+        tape, out = _trace_once(fn, args, positions, first, same)
         again, out2 = _trace_once(fn, args, positions,
-                                  [_other_values(args[i], f) for i, f in zip(positions, first)])
+                                  [_other_values(args[i], f) for i, f in zip(positions, first)],
+                                  same)
         third, out3 = _trace_once(fn, args, positions,
-                                  [_extreme_values(args[i]) for i in positions])
+                                  [_extreme_values(args[i]) for i in positions], same)
     finally:
         _cledger.mute(-1)
     result = _result_slot(tape, out)

@@ -25,7 +25,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from nclx import _expr, _fusewarn, _trace
+from nclx import _expr, _fusecode, _fusewarn, _trace
+from nclx._fpflags import fp_may_raise
 from nclx._fusekey import _arg_key, _frozen, _state_key
 from nclx import ledger as _ledger
 from nclx._ncl import blockexec as _blockexec
@@ -137,7 +138,10 @@ def _run(fn, args, plans, out, frozen=(), where=None):
     why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
-        key = (tuple(_arg_key(a) for a in args), frozen, _state_key())
+        # which arguments are one object (a trace sees ``x is y``)
+        ids = [id(a) for a in args]
+        same = () if len(set(ids)) == len(ids) else tuple(ids.index(i) for i in ids)
+        key = (tuple(_arg_key(a) for a in args), same, frozen, _state_key())
         plan = plans.get(key)
         if plan is None:
             try:
@@ -247,6 +251,20 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     return _run(fn, args, _expr_plans.setdefault(ex, _Plans), out, where=where)[0]
 
 
+def _handled_eagerly(fn):
+    """Why a call of ``fn`` now runs eagerly because of its exception
+    handlers, or None: under an errstate whose report may raise, a step's
+    error reaches a handler only eagerly (a trace computes with errors
+    ignored, so it keeps the branch without the error; nclx._fusecode)."""
+    if not (fp_may_raise() or "log" in np.geterr().values()):
+        return None
+    who = _fusecode.has_handlers(fn)
+    if who is None:
+        return None
+    return (f"{who} handles exceptions (try or with) and the errstate may raise: "
+            f"a step's error reaches its handler only eagerly")
+
+
 class _Fused(_fusegate.FuseGate):
     """A function run fused per call signature (see :func:`fuse`); calls
     below the fuse threshold are the plain function at once (the gate)."""
@@ -260,7 +278,7 @@ class _Fused(_fusegate.FuseGate):
 
     def _fused_call(self, args):
         frozen = _frozen(self.fn)
-        if frozen is None:
+        if frozen is None or _handled_eagerly(self.fn) is not None:
             return self.fn(*args)
         return _run(self.fn, args, self.plans, None, frozen)[0]
 
@@ -270,6 +288,8 @@ class _Fused(_fusegate.FuseGate):
         why = _why_not_now(args)[0]
         if why is None and _frozen(self.fn) is None:
             why = "a global, closure cell or default of the function is an array"
+        if why is None:
+            why = _handled_eagerly(self.fn)
         if why is None:
             try:
                 _trace.trace(self.fn, args)

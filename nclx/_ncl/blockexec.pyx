@@ -96,7 +96,7 @@ def block_elements(program):
 cdef npy_intp _block_len(plan):
     cdef npy_intp bb = _block_bytes or l2_bytes() // 2
     cdef npy_intp B = bb // max(<npy_intp>plan.bytes_per_element, 1)
-    B -= B % 8
+    B -= B % 64         # NumPy's loops pick a NaN by position in the call (see blockrun)
     return min(max(B, 128), 1 << 20)
 
 

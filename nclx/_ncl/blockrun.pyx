@@ -151,8 +151,13 @@ cdef void _body(void *ctx, int tid, int nth) noexcept nogil:
                 _leaf_reduce(r, scr, fl, i)
             piece += nth
         return
+    # thread ranges and blocks (B) start on multiples of 64 elements: which
+    # NaN NumPy's float32 loops keep from two NaN operands depends on an
+    # element's place in the loop call (its unrolled body or its tail), so
+    # calls cut elsewhere than one whole call's unrolled steps differ there
+    # (found by review: float32 x + y of two NaNs near block boundaries)
     per = (r.n + r.npieces - 1) // r.npieces
-    per = (per + 7) // 8 * 8
+    per = (per + 63) // 64 * 64
     piece = tid
     while piece < r.npieces:
         lo = min(piece * per, r.n)
