@@ -263,6 +263,12 @@ class Generator:
         shape, lo_b, rng_b = A.int_array_fill(lo, rng, A.out_size(size, out), np.shape(low),
                                               np.shape(high))
         arr, result = A.output(size, d, out, shape)
+        if arr.ndim > 1 and not arr.flags.c_contiguous:
+            # the fill writes out= in its memory order: each element's bounds
+            # in that order too (found by review: an F-ordered out= gave row
+            # 0 draws from row 1's bounds)
+            lo_b = lo_b.reshape(arr.shape).ravel(order="F")
+            rng_b = rng_b.reshape(arr.shape).ravel(order="F")
         self._s.fill(K_INTEGERS, arr.view(fill_dt), lo_arr=lo_b, rng_arr=rng_b)
         return result
 
