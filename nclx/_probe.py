@@ -18,7 +18,7 @@ import numpy as np
 from numpy._core import _methods as _np_methods
 from numpy._core import fromnumeric as _np_fromnumeric
 
-from nclx import _fusewarn
+from nclx import _elide, _fusewarn
 from nclx._fused_program import Step
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
@@ -50,6 +50,8 @@ class _Tape:
         self.reduced = None          # (kind, chars, slot) once a sum/prod ended it
         self.wheres = []             # per step, where eager NumPy would report
         self.reduce_where = None     # its flags (_where_of); the reduction's
+        self.elisions = []           # (step, itemsize): eager NumPy swaps its operands
+        #                              where the temporary reaches 256 KiB (nclx._elide)
         self.poisoned = None         # why, once a probe refused something (kept even
         #                              where the function catches the exception)
         # the floating-point error handling and warning filters of the call:
@@ -151,7 +153,7 @@ class _Probe(np.ndarray):
             raise tape.refuse(f"{ufunc.__name__} after the final reduction")
         if method == "reduce":
             r = _reduce(tape, ufunc, inputs, kwargs)
-            tape.reduce_where = _where_of(sys._getframe(1))
+            tape.reduce_where = _where_of(_elide.caller(sys._getframe(1)))
             return r
         if method != "__call__":
             raise tape.refuse(f"ufunc method {ufunc.__name__}.{method}")
@@ -163,7 +165,7 @@ class _Probe(np.ndarray):
             raise tape.refuse(f"{ufunc.__name__} has {ufunc.nin} inputs and {ufunc.nout} "
                               f"outputs")
         r = _record(tape, ufunc, inputs)
-        tape.wheres.append(_where_of(sys._getframe(1)))
+        tape.wheres.append(_where_of(_elide.caller(sys._getframe(1))))
         return r
 
     def __bool__(self):
@@ -348,6 +350,9 @@ class _Reduced:
 def _after_reduction(self, *args):
     raise Untraceable("an operation after the final reduction")
 
+
+for _name, _fn in _elide.operators(_Probe).items():     # + and *: NumPy's temporary elision
+    setattr(_Probe, _name, _fn)
 
 for _name in ("add radd sub rsub mul rmul truediv rtruediv floordiv rfloordiv mod rmod pow "
               "rpow and rand or ror xor rxor lt le gt ge eq ne neg pos abs invert bool "

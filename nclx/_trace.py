@@ -47,7 +47,7 @@ where NumPy reports it).
 """
 import numpy as np
 
-from nclx import _fusecode
+from nclx import _elide, _fusecode
 
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
@@ -171,7 +171,7 @@ def _result_slot(tape, out):
 
 
 def _same_trace(t1, t2):
-    return (t1.steps == t2.steps and t1.reduced == t2.reduced
+    return (t1.steps == t2.steps and t1.reduced == t2.reduced and t1.elisions == t2.elisions
             and [(s, v.dtype, v.tobytes()) for s, v in t1.constants]
             == [(s, v.dtype, v.tobytes()) for s, v in t2.constants])
 
@@ -195,10 +195,13 @@ def trace(fn, args):
     ``x is y`` holds eagerly) and anything else (passed as it is, a
     constant of the trace).  A function whose code calls ``type()``
     (nclx._fusecode) is not traced.
-    Returns (program, constants, array_positions, wheres): constants is a
-    list of (slot, 0-d array) the caller passes after the arrays; wheres,
-    per step (the reduction last), where eager NumPy reports its flags
-    (file, line, module globals, code name; None: never flags).
+    Returns (program, constants, array_positions, wheres, variants):
+    constants is a list of (slot, 0-d array) the caller passes after the
+    arrays; wheres, per step (the reduction last), where eager NumPy
+    reports its flags (file, line, module globals, code name; None: never
+    flags); variants, ((fewest elements, program), ...): the program for
+    calls of at least that many elements, whose temporaries eager NumPy
+    reuses with swapped operands (nclx._elide; ``program`` below them).
 
     The function runs three times, on one-element probes, on probes of
     other sizes and values (:func:`_other_values`) and on extreme values
@@ -258,4 +261,9 @@ def trace(fn, args):
     kind, chars = (tape.reduced[0], tape.reduced[1]) if tape.reduced is not None else (None, None)
     program = Program(steps, nin + len(temps), nin, remap[result], kind, chars)
     wheres = tuple(tape.wheres) + ((tape.reduce_where,) if tape.reduced is not None else ())
-    return program, [v for _, v in tape.constants], positions, wheres
+    wide = {k for k, i in enumerate(positions) if args[i].ndim}
+    for st in steps:
+        if any(i in wide for i in st.ins):
+            wide.add(st.out)
+    return (program, [v for _, v in tape.constants], positions, wheres,
+            _elide.variants(program, tape.elisions, wide))

@@ -149,9 +149,10 @@ def _run(fn, args, plans, out, frozen=(), where=None):
                 if where is not None:
                     # the steps report at the caller's location: their traced
                     # frames' globals (the first caller's module) are not kept
-                    program, constants, positions, wheres = plan
+                    program, constants, positions, wheres, variants = plan
                     nsteps = len(program.steps)
-                    plan = (program, constants, positions, (None,) * nsteps + wheres[nsteps:])
+                    plan = (program, constants, positions, (None,) * nsteps + wheres[nsteps:],
+                            variants)
                 plans.put(key, plan)
             except _trace.StateChanged as exc:
                 # kept only when it happens again: another thread's warning
@@ -168,9 +169,15 @@ def _run(fn, args, plans, out, frozen=(), where=None):
             why, plan = plan, None
     if plan is None:
         return _eager(fn, args, out), why
-    program, constants, positions, wheres = plan
+    program, constants, positions, wheres, variants = plan
     report = _fusewarn.Reporter(wheres, where, len(program.steps))
     shape = next(a.shape for a in args if type(a) is np.ndarray and a.ndim)
+    if variants:
+        # the operand order of eager NumPy's reused temporaries at this length
+        n = 1
+        for d in shape:
+            n *= d
+        program = next((p for least, p in variants if n >= least), program)
     operands = [args[i].reshape(-1) if args[i].ndim else args[i] for i in positions]
     operands += constants
     if program.reduce is not None:
