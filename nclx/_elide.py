@@ -38,8 +38,10 @@ _lock = threading.Lock()
 
 
 def _measure_active():
-    """Whether eager NumPy here evaluates ``x + (y * 1.0)`` as
-    ``np.add(y * 1.0, x)``: x and y hold NaNs of other payloads."""
+    """Whether eager NumPy here evaluates ``x + (y * 1.0)`` otherwise than
+    ``np.add(x, y * 1.0)`` (a ufunc call, never elided): x and y hold NaNs
+    of other payloads, so the operand order shows in the bits (whichever
+    of the two NumPy's loop keeps)."""
     n = MIN_BYTES // 8
     x = np.full(n, np.nan)
     y = np.full(n, np.nan)
@@ -50,7 +52,8 @@ def _measure_active():
         return x + (y * 1.0)
     with np.errstate(all="ignore"):
         r = expression(x, y)
-    return int(r.view(np.uint64)[0]) == 0x7FF8000000000222
+        plain = np.add(x, y * 1.0)
+    return r.tobytes() != plain.tobytes()
 
 
 def active():

@@ -262,7 +262,8 @@ def test_preferences_and_calibrate():
     from nclx._ncl import policy
     prefs = policy.preferences()
     assert prefs[("maximum", "ddd")][1] == (True, True)      # NumPy's SIMD max-reduce
-    assert prefs[("add", "ddd")] == ((True, False), (True, False))   # NumPy whole, nclx chunks
+    assert prefs[("add", "ddd")] == ((True, True), (True, False))    # NumPy whole and chunks (NaN bits)
+    assert prefs[("add", "lll")] == ((True, False), (True, False))   # NumPy whole, nclx chunks
     assert prefs[("sqrt", "dd")][0] == (False, False)         # nclx's sqrt is faster
     try:
         ratios = nclx.calibrate(small=512, chunk=4096, reps=2)

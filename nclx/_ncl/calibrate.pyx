@@ -121,7 +121,8 @@ def calibrate(small=4096, chunk=131072, int reps=7):
                     tc = _time_loop(proto.nclx_loop, NULL, args, n, steps, reps)
                     # keep nclx's kernel unless NumPy's is clearly (> 5%) faster
                     pol.prefer[red][ci] = tc > tn * 1.05 or (
-                        not red and op in spec.NUMPY_LOOP_ONLY)
+                        not red and spec.numpy_loop_only(
+                            op, spec.key_dtype(kernel_key(op, chars)[1])))
                     pair.append(tc / tn if tn > 0 else 1.0)
                 ratios.append(tuple(pair))
             out[(op, chars)] = tuple(ratios)

@@ -184,15 +184,30 @@ PREFER_NUMPY_REDUCE = ("maximum", "minimum")
 #: another NaN than NumPy's, whose follows its C library's fmod (found by
 #: review: threaded chunks gave the first operand's NaN, NumPy the second's).
 NUMPY_LOOP_ONLY = ("remainder",)
+#: The same for these ops' float loops: which of two NaN operands NumPy's
+#: add and multiply keep differs between its versions and between the
+#: vectorised body and the tail of one loop call (NumPy 2.0: the second's
+#: in the body; 2.4-2.5: the first's, the second's in the tail), so nclx's
+#: kernel, which keeps the first's, gave other bits in threaded chunks
+#: (found by review); NumPy's loop on chunks cut on 64 elements keeps
+#: NumPy's pattern.
+NUMPY_FLOAT_LOOP_ONLY = ("add", "multiply")
 
 
-def default_preference(op):
-    """((elementwise whole, chunk), (reduce whole, chunk)): True = NumPy's loop."""
+def numpy_loop_only(op, dtype):
+    """Whether elementwise calls and chunks of ``op`` on ``dtype`` (its key
+    dtype's name) always run NumPy's loop."""
+    return op in NUMPY_LOOP_ONLY or (op in NUMPY_FLOAT_LOOP_ONLY and dtype in FLOATS)
+
+
+def default_preference(op, dtype=None):
+    """((elementwise whole, chunk), (reduce whole, chunk)): True = NumPy's loop
+    (``dtype``: the loop's key dtype, see numpy_loop_only)."""
     if op in NCLX_ONLY:
         return ((False, False), (False, False))     # there is no NumPy loop
     whole = op not in NCLX_WHOLE_CALLS
     red = op in PREFER_NUMPY_REDUCE
-    return ((whole, op in NUMPY_LOOP_ONLY), (whole or red, red))
+    return ((whole, numpy_loop_only(op, dtype)), (whole or red, red))
 
 #: Calls of at least this many elements are split across threads, unless
 #: SPLIT_THRESHOLDS names the op (and kind) -- nclx.calibrate(thresholds=True)
