@@ -142,21 +142,21 @@ def layout_differences(views):
     return lines
 
 
-def agree_layout(comm, dist, dtype, error, what):
+def agree_layout(comm, dist, dtype, error, what, writeable=True):
     """Every rank of ``comm`` holds the same Distribution ``dist`` (its
-    :func:`layout_key`) and ``dtype`` and none failed (``error``): one
-    ``Allreduce`` when so.  Otherwise every rank raises the same DapError:
-    the failing ranks' errors, or per dimension the groups of ranks that
-    disagree and the layout each group sees (one allgather of every rank's
-    view, only on that path)."""
-    value = None if error is not None else (layout_key(dist), dtype_key(dtype))
+    :func:`layout_key`), ``dtype`` and ``writeable`` (whether its block is)
+    and none failed (``error``): one ``Allreduce`` when so.  Otherwise every
+    rank raises the same DapError: the failing ranks' errors, or per
+    dimension the groups of ranks that disagree and the layout each group
+    sees (one allgather of every rank's view, only on that path)."""
+    value = None if error is not None else (layout_key(dist), dtype_key(dtype), bool(writeable))
     digest = hashlib.sha1(repr(value).encode()).hexdigest()
     if agree(comm, digest, error, what):     # raises where another operation met it
         return
     # the payload names its operation: a rank in another agreement (whose
     # allgather this one meets) is reported as such, not read as a layout
     views = allgather_checked(comm, None if error is not None else
-                              (_LAYOUT, what, [list(col) for col in dist._dims], value[1]),
+                              (_LAYOUT, what, [list(col) for col in dist._dims], value[1:]),
                               error, what)
     others = [(r, operation_of(v)) for r, v in enumerate(views)
               if not (isinstance(v, tuple) and len(v) == 4 and v[:2] == (_LAYOUT, what))]
@@ -165,9 +165,15 @@ def agree_layout(comm, dist, dtype, error, what):
                        f"some ranks: " + ", ".join(f"rank {r}: {op}" for r, op in others[:8])
                        + "): every rank must make the same call")
     lines = layout_differences([v[2] for v in views])
-    if len({v[3] for v in views}) > 1:
+    if len({v[3][0] for v in views}) > 1:
         lines.append("the ranks disagree on the dtype: " + ", ".join(
-            f"rank {r}: {v[3][1]}" for r, v in enumerate(views)))
+            f"rank {r}: {v[3][0][1]}" for r, v in enumerate(views)))
+    if len({v[3][1] for v in views}) > 1:
+        # one rank's read-only block would make it alone raise in a later
+        # elementwise call with out= (found by review: the others then
+        # waited in their next collective)
+        lines.append("the ranks disagree on whether the local block is writeable: " + ", ".join(
+            f"rank {r}: {'writeable' if v[3][1] else 'read-only'}" for r, v in enumerate(views)))
     raise DapError(f"{what}: every rank must hold the same Distribution and dtype\n"
                    + "\n".join(lines or ["the ranks' layout fingerprints differ"]))
 

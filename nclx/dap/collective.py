@@ -31,7 +31,7 @@ import numpy as np
 from nclx import errors
 from nclx.dap.validate import DapError, DapTypeError
 
-__all__ = ["agree", "agree_same", "allgather_checked", "describe_error", "agreed_error_type"]
+__all__ = ["agree", "agree_same", "allgather_checked", "describe_error", "agreed_error_type", "failure_type"]
 
 _MAX_LISTED = 16        # failing or disagreeing groups listed in a message
 

@@ -62,7 +62,8 @@ def _agreed(comm, make, what):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
         error = exc
     agree_layout(comm, None if made is None else made.distribution,
-                 None if made is None else made.dtype, error, what)
+                 None if made is None else made.dtype, error, what,
+                 made is None or made._block.flags.writeable)
     return made
 
 
@@ -348,6 +349,17 @@ class DistArray:
 
     def _wrap_block(self, r):
         return r if isinstance(r, DistArray) else DistArray._of(r, self.distribution, self.comm)
+
+    def __bool__(self):
+        """NumPy's truth value: an error for more than one element (and for
+        none, as this NumPy has it: ``bool`` of an empty ndarray), else the
+        one element's, on every rank (collective: one Allgatherv).  Before,
+        every DistArray was true (found by review: ``if da > 1:`` was taken
+        with every element 0)."""
+        n = int(np.prod(self.shape, dtype=np.int64))
+        if n != 1:
+            return bool(np.zeros(min(n, 2), self.dtype))    # NumPy's error (or answer)
+        return bool(self.gather(root=None))
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "

@@ -59,6 +59,16 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         count = count._block if isinstance(count, base) else count
     if empty:
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+    if out is not None and not isinstance(total, base):
+        # NumPy's _mean: the sum written into out= (as a reduction writes
+        # it), divided there (casting='unsafe'): its values for an out= of
+        # any dtype (before: the mean assigned -- "cannot convert float NaN
+        # to integer" where NumPy writes; found by review)
+        _ufuncs.cast_into(out, total)
+        c = np.asarray(count)
+        np.true_divide(out, np.reshape(c, np.shape(out)) if c.ndim else c, out=out,
+                       casting="unsafe")
+        return out
     if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())

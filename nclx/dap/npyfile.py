@@ -25,7 +25,7 @@ import struct
 import numpy as np
 
 from nclx.dap import npymap
-from nclx.dap.collective import describe_error
+from nclx.dap.collective import describe_error, failure_type
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
 from nclx.dap.maps import check_global_range
 from nclx.dap.redistribute import agree_quick, layout_key
@@ -176,10 +176,30 @@ def _gather(comm, error, value=None):
     if not failed:
         return None, values
     if len(failed) == len(parts) and len({m for _, m in failed}) == 1:
-        return failed[0][1], values
+        return _Failure(failed[0][1], failed[0][1]), values
     head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
-    return f"{head} of {len(parts)} failed:" + "".join(
-        f"\n  rank {r}: {m}" for r, m in failed[:16]), values
+    return _Failure(f"{head} of {len(parts)} failed:" + "".join(
+        f"\n  rank {r}: {m}" for r, m in failed[:16]), failed[0][1]), values
+
+
+class _Failure(str):
+    """A failure report; ``first``: the lowest failing rank's message
+    ('TypeName: message'), whose type the agreement raises as."""
+
+    def __new__(cls, text, first):
+        self = super().__new__(cls, text)
+        self.first = first
+        return self
+
+
+def _failed(what, text, error):
+    """The exception every rank raises for the report ``text``: a DapError
+    that is also the lowest failing rank's exception type (an OSError for a
+    path no rank could write, as MPI-IO's error; before: a plain DapError,
+    found by review)."""
+    err = failure_type(text.first)(f"{what}: {text}")
+    err.__cause__ = error
+    return err
 
 
 def _agree(comm, error, what, value=None):
@@ -187,7 +207,7 @@ def _agree(comm, error, what, value=None):
     passed an ``error`` (:func:`_gather`)."""
     text, values = _gather(comm, error, value)
     if text is not None:
-        raise DapError(f"{what}: {text}") from error
+        raise _failed(what, text, error)
     return values
 
 
@@ -218,6 +238,8 @@ def _open(comm, path, write, hints, error, what, same=None):
     if text is not None:
         if all(o for o, _ in opened):
             fh.Close()
+        if isinstance(text, _Failure):
+            raise _failed(what, text, error)
         raise DapError(f"{what}: {text}") from error
     return fh
 

@@ -137,7 +137,10 @@ class _Out:
         if isinstance(out, tuple) and out and all(isinstance(o, np.ndarray) for o in out):
             self.text = "(" + ", ".join(_Out(o).text for o in out) + ")"
         elif isinstance(out, np.ndarray):
-            self.text = f"out {type(out).__name__}({out.shape}, {out.dtype.str})"
+            # writeable too: a read-only out= on one rank made it alone raise
+            # after the collective (found by review: the others then hung)
+            self.text = (f"out {type(out).__name__}({out.shape}, {out.dtype.str}"
+                         f"{'' if out.flags.writeable else ', read-only'})")
 
 
 def _outs_by_layout(bound):

@@ -9,18 +9,20 @@ to the first DistArray operand's distribution) or a reduction
 class registers itself with :func:`add_operators` (this module sits below
 it and never imports it).
 """
+import functools
 import operator
 
 import numpy as np
 
 from nclx import aware
+from nclx._ncl.blockexec import give_fp_errors
 from nclx._ncl.install import is_installed
 from nclx.dap.fold import agreed_call
 from nclx._fpflags import fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
-__all__ = ["array_ufunc", "add_operators"]
+__all__ = ["array_ufunc", "add_operators", "cast_into", "check_out"]
 
 _cls = []        # [DistArray], set by add_operators
 
@@ -101,8 +103,19 @@ def reduce_call(ufunc, inputs, kwargs):
     if dist is None:                 # every axis reduced: the value on every rank
         if not outs:
             return value
-        outs[0][...] = value
-        return outs[0]
+        o = outs[0]
+        if isinstance(o, np.ndarray) and o.dtype != np.asarray(value).dtype:
+            # as NumPy writes a reduction into an out= of another dtype: its
+            # errors, its cast (before: "cannot convert float NaN to
+            # integer" where NumPy writes; found by review)
+            probe = np.ones((1,) * da.distribution.ndim, da.dtype)
+            with np.errstate(all="ignore"):
+                ufunc.reduce(probe, out=np.empty(o.shape, o.dtype),
+                             **{k: v for k, v in kw.items() if k in ("axis", "dtype", "keepdims")})
+            cast_into(o, value)
+            return o
+        o[...] = value
+        return o
     result = DistArray._of(value, dist, comm)
     if not outs:
         return result
@@ -112,6 +125,20 @@ def reduce_call(ufunc, inputs, kwargs):
                        f"the result ({result.distribution})")
     o._block[...] = result._block
     return o
+
+
+def cast_into(out, value):
+    """``value`` (a reduction's result, of another dtype than ``out``)
+    written into ``out`` as NumPy's reductions write theirs: the unsafe cast
+    of ``ufunc.reduce(..., out=)``, its "invalid value encountered in
+    reduce" for a NaN made an integer, its ComplexWarning."""
+    flags = []
+    with np.errstate(all="call", call=lambda kind, flag: flags.append(flag)):
+        np.copyto(out, value, casting="unsafe")
+    if flags:
+        # reported as NumPy's reduction reports them: "... encountered in
+        # reduce", under the caller's errstate (a copy says "in cast")
+        give_fp_errors(b"reduce", functools.reduce(operator.or_, flags))
 
 
 def check_out(out, axes, ndim, keepdims, what):

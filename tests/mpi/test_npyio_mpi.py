@@ -300,9 +300,10 @@ def test_a_path_that_differs_on_one_rank(tmp):
 
 def test_an_unwritable_path_raises_everywhere(tmp):
     a = dap.DistArray.from_global(np.arange(4.0 * N), comm=comm)
-    _raises_everywhere("DapError", "save_npy", a.save_npy,
+    # a DapError that is also the failing rank's OSError (review 12)
+    _raises_everywhere("DapError[FileNotFoundError]", "save_npy", a.save_npy,
                        os.path.join(tmp, "no-such-dir", "x.npy"))
-    _raises_everywhere("DapError", "save_npy", a.save_npy, tmp)     # a directory
+    _raises_everywhere("DapError[IsADirectoryError]", "save_npy", a.save_npy, tmp)  # a directory
     _raises_everywhere("DapError", "needs a DistArray", dap.save_npy, "x.npy", np.zeros(3))
 
 
@@ -421,7 +422,8 @@ def test_a_full_disk_on_rank_0_raises_everywhere(tmp, monkeypatch):
             raise OSError(errno.ENOSPC, "No space left on device")
         monkeypatch.setattr(npymap.os, "posix_fallocate", full)
     a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
-    _raises_everywhere("DapError", "No space left", a.save_npy, os.path.join(tmp, "full.npy"))
+    _raises_everywhere("DapError[OSError]", "No space left", a.save_npy,
+                       os.path.join(tmp, "full.npy"))
     collective_assert(not calls, f"stored {calls} after the failed reservation")
 
 
@@ -443,7 +445,7 @@ def test_a_store_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
             raise MemoryError("cannot map the file here")
         monkeypatch.setattr(npymap, "write_box", broken)
     a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
-    _raises_everywhere("DapError", "cannot map the file here", a.save_npy,
+    _raises_everywhere("DapError[MemoryError]", "cannot map the file here", a.save_npy,
                        os.path.join(tmp, "broken.npy"))
     ok = comm.allreduce(1) == N          # and the ranks go on together
     collective_assert(ok, "the ranks fell out of step")

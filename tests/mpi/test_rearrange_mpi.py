@@ -104,7 +104,7 @@ def test_join_errors_raise_on_every_rank():
     assert "operand 1 is a ndarray, not a DistArray" in msg
     msg = raised_everywhere(np.concatenate, [a, a], out=a)
     assert "out= is not supported" in msg
-    with pytest.raises(ValueError, match="2 shifts for 3 axes"):
+    with pytest.raises(ValueError, match="shape mismatch"):      # NumPy's broadcast error
         np.roll(a, (1, 2), (0, 1, 0))
     # a generator of DistArrays: NumPy's TypeError (was: a ValueError, "need at
     # least one array", as NumPy's dispatcher had consumed the generator)

@@ -2,10 +2,13 @@
 blocks, reductions that return a value or a DistArray, and the counted
 cells of a block (owned and boundary padding, never communication padding).
 """
+import warnings
+
 import numpy as np
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import normalize_axes, reduce_block
+from nclx.dap.ufuncs import cast_into
 from nclx.dap.validate import DapError
 
 
@@ -74,9 +77,51 @@ def count(da, axis):
     return int(np.prod([da.shape[d] for d in axes], dtype=np.int64))
 
 
-def finish(result, out, what):
+def numpy_refusal(func, probe_dtype, ndim, out, /, **kwargs):
+    """Raise NumPy's own error where ``func`` refuses ``out`` (its dtype:
+    ``np.std``'s sqrt cannot write an integer out=, ``np.argmax`` a float
+    one, the nan-functions want an inexact one): ``func`` run on one element
+    of ``dtype`` per dimension (its warnings not shown) with an out= of
+    ``out``'s shape and dtype.  The same on every rank."""
+    probe = np.ones((1,) * ndim, probe_dtype)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        func(probe, out=np.empty(np.shape(out), np.asarray(out).dtype), **kwargs)
+
+
+def value_out(out, result):
+    """Whether ``out`` is an array for a reduction's value (not a DistArray
+    result): such an out= is written by NumPy's own steps (:func:`divided_into`)."""
+    return out is not None and not is_da(result) and isinstance(out, np.ndarray)
+
+
+def divided_into(out, total, count, what, sqrt=False):
+    """NumPy's ``_mean``/``_var``/``_std`` (and the nan-functions') steps
+    into ``out``: the reduction's ``total`` cast into it as a reduction
+    writes, divided there by ``count`` (casting='unsafe'), with ``sqrt`` a
+    square root in place -- NumPy's values, warnings and errors for an out=
+    of any dtype (an integer one: the truncated total divided, its own cast
+    errors; ``np.std``'s sqrt refusing to write it).  Before, the value was
+    computed in the reduction's dtype and assigned (found by review)."""
+    if np.shape(out) != np.shape(total):
+        raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
+                         f"{np.shape(total)}")
+    cast_into(out, total)
+    c = np.asarray(count)
+    np.true_divide(out, np.reshape(c, np.shape(out)) if c.ndim else c, out=out,
+                   casting="unsafe")
+    if sqrt:
+        np.sqrt(out, out=out)
+    return out
+
+
+def finish(result, out, what, refusal=None):
     """Write ``result`` to ``out`` (a DistArray of its distribution, or an
-    array for a value) and return what NumPy would."""
+    array for a value) and return what NumPy would.  An out= of another
+    dtype than the value's: ``refusal(out)`` first (NumPy's error where
+    NumPy refuses it, :func:`numpy_refusal`), then :func:`cast_into` (found
+    by review: a plain assignment wrote where NumPy raises, and raised
+    "cannot convert float NaN to integer" where NumPy writes)."""
     if out is None:
         return result
     if isinstance(out, tuple):
@@ -90,5 +135,10 @@ def finish(result, out, what):
     if np.shape(out) != np.shape(result):     # NumPy refuses it; [...] = would broadcast
         raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
                          f"{np.shape(result)}")
+    if isinstance(out, np.ndarray) and out.dtype != np.asarray(result).dtype:
+        if refusal is not None:
+            refusal(out)
+        cast_into(out, result)
+        return out
     out[...] = result
     return out

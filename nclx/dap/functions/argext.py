@@ -9,7 +9,7 @@ index on ties, so the order in which ranks combine does not matter.
 """
 import numpy as np
 
-from nclx.dap.functions._common import counted, finish, is_da, reduce_parts
+from nclx.dap.functions._common import counted, finish, is_da, numpy_refusal, reduce_parts
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import _finish, normalize_axes
 from nclx.dap.registry import implements
@@ -129,7 +129,8 @@ def _arg(name, a, axis, out, keepdims, largest, skip_nan):
     if missing:
         raise ValueError("All-NaN slice encountered")
     if out is not None:
-        return finish(result, out, f"np.{name}")
+        return finish(result, out, f"np.{name}", lambda o: numpy_refusal(
+            getattr(np, name), a.dtype, len(a.shape), o, axis=axis, keepdims=keepdims))
     return result
 
 

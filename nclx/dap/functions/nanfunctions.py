@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from nclx.dap.functions._common import finish, is_da, reduce_parts
+from nclx.dap.functions._common import (divided_into, finish, is_da, numpy_refusal, reduce_parts,
+                                        value_out)
 from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, sqrt_keep, var, var_parts
 from nclx.dap.registry import implements
 
@@ -67,7 +68,8 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoVal
     """``sum`` with NaNs as 0 (one collective)."""
     r = reduce_parts(a, _replaced(a, 0), np.add, axis, dtype, keepdims,
                      _user_where(a, where, "np.nansum"), initial)
-    return finish(r, out, "np.nansum")
+    return finish(r, out, "np.nansum", lambda o: numpy_refusal(
+        np.nansum, a.dtype, len(a.shape), o, axis=axis, dtype=dtype, keepdims=keepdims))
 
 
 @implements(np.nanprod)
@@ -76,7 +78,8 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoVa
     """``prod`` with NaNs as 1 (one collective)."""
     r = reduce_parts(a, _replaced(a, 1), np.multiply, axis, dtype, keepdims,
                      _user_where(a, where, "np.nanprod"), initial)
-    return finish(r, out, "np.nanprod")
+    return finish(r, out, "np.nanprod", lambda o: numpy_refusal(
+        np.nanprod, a.dtype, len(a.shape), o, axis=axis, dtype=dtype, keepdims=keepdims))
 
 
 def _nanext(name, ufunc, a, axis, out, keepdims, initial, where):
@@ -85,7 +88,8 @@ def _nanext(name, ufunc, a, axis, out, keepdims, initial, where):
                      initial)
     if a.dtype.kind in "fc" and _any(r, np.isnan):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
-    return finish(r, out, f"np.{name}")
+    return finish(r, out, f"np.{name}", lambda o: numpy_refusal(
+        getattr(np, name), a.dtype, len(a.shape), o, axis=axis, keepdims=keepdims))
 
 
 @implements(np.nanmin)
@@ -106,11 +110,20 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     NaN and NumPy's "Mean of empty slice" warning where none is left."""
     if a.dtype.kind not in "fc":           # NumPy's np.mean, where= included
         return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims, where=where), out,
-                      "np.nanmean")
+                      "np.nanmean", lambda o: numpy_refusal(
+                          np.nanmean, a.dtype, len(a.shape), o, axis=axis, dtype=dtype,
+                          keepdims=keepdims))
     _check_inexact(dtype, out)
     m = _mask(a, where, "np.nanmean")
     cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
     tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
+    if value_out(out, tot):
+        # NumPy's nanmean: the sum into out=, divided there by the count
+        with np.errstate(divide="ignore", invalid="ignore"):
+            divided_into(out, tot, cnt, "np.nanmean")
+        if _any(cnt, lambda c: c == 0):
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+        return out
     if _any(cnt, lambda c: c == 0):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
     r = divide_keep(tot, cnt._block if is_da(cnt) else cnt, quiet=True)
@@ -130,14 +143,44 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if mean is not np._NoValue:
         raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
     ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"), quiet=True)
+    if value_out(out, ss):
+        return _nanvar_into(out, ss, n, ddof, "np.nanvar", False)
     return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
                              nan_where_bad=True), out, "np.nanvar")
+
+
+def _nanvar_into(out, ss, n, ddof, what, sqrt):
+    """NumPy's nanvar (nanstd) into a value's out=: the sum of squares there,
+    divided by ``n - ddof`` (errors ignored), its warning and NaN where
+    that is <= 0, then (nanstd) the square root there."""
+    dof = np.asarray(n) - ddof
+    with np.errstate(divide="ignore", invalid="ignore"):
+        divided_into(out, ss, dof, what)
+    bad = dof <= 0
+    if np.any(bad):
+        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=4)
+        np.copyto(out, np.nan, where=np.reshape(bad, np.shape(out)) if bad.ndim else bad,
+                  casting="unsafe")
+    if sqrt:
+        np.sqrt(out, out=out)
+    return out
 
 
 @implements(np.nanstd)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
            mean=np._NoValue, correction=np._NoValue):
     """The square root of :func:`nanvar` (1e-12 relative)."""
+    if isinstance(out, np.ndarray) and a.dtype.kind in "fc":
+        # NumPy's nanstd: nanvar into out=, then its square root there
+        _check_inexact(dtype, out)
+        if correction is not np._NoValue:
+            ddof = correction
+        if mean is not np._NoValue:
+            raise TypeError("np.nanstd(DistArray, mean=...) is not implemented")
+        ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanstd"), quiet=True)
+        if value_out(out, ss):
+            return _nanvar_into(out, ss, n, ddof, "np.nanstd", True)
     v = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                correction=correction)
-    return finish(sqrt_keep(v), out, "np.nanstd")
+    return finish(sqrt_keep(v), out, "np.nanstd", lambda o: numpy_refusal(
+        np.nanstd, a.dtype, len(a.shape), o, axis=axis, dtype=dtype, keepdims=keepdims))

@@ -64,7 +64,7 @@ class _Values:
     def __init__(self, a, drop_nan=False):
         self.comm, self.dtype = a.comm, a.dtype
         self.local = flat_values(a)
-        if drop_nan and a.dtype.kind in "fc":
+        if drop_nan and a.dtype.kind in "fcmM":        # NaT too, as NumPy's nan-functions
             self.local = self.local[~np.isnan(self.local)]
             self.n = int(a.comm.allreduce(self.local.shape[0]))
         else:

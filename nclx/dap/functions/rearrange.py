@@ -94,12 +94,15 @@ def roll(a, shift, axis=None):
         flat = roll(ravel(a), shift, 0)
         return reshape(flat, a.shape).redistribute(a.distribution)
     axes = normalize_axis_tuple(axis, a.ndim, allow_duplicate=True)
-    shifts = np.broadcast_to(np.asarray(shift), (len(axes),)) if np.ndim(shift) == 0 else shift
-    if len(shifts) != len(axes):
-        raise ValueError(f"roll: {len(shifts)} shifts for {len(axes)} axes")
+    # shifts and axes broadcast against each other, as NumPy's roll has it
+    # (a tuple of shifts along one axis adds up; before: refused, found by
+    # review), with NumPy's errors
+    pairs = np.broadcast(shift, axes)
+    if pairs.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
     total = {}
-    for d, s in zip(axes, shifts):
-        total[d] = total.get(d, 0) + int(s)
+    for s, d in pairs:
+        total[int(d)] = total.get(int(d), 0) + int(s)
     tr = {}
     for d, s in total.items():
         n = a.shape[d]

@@ -15,8 +15,8 @@ import warnings
 
 import numpy as np
 
-from nclx.dap.functions._common import (blocks, count, counted, expand, finish, is_da,
-                                        reduce_parts, wrap)
+from nclx.dap.functions._common import (blocks, count, counted, divided_into, expand, finish,
+                                        is_da, reduce_parts, value_out, wrap)
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -150,13 +150,33 @@ def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=Tru
     if mean is not np._NoValue:
         raise DapError("np.var(DistArray, mean=...) is not implemented")
     ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, "np.var"))
+    if value_out(out, ss):
+        return _var_into(out, ss, n, ddof, "np.var", False)
     return finish(divide_dof(ss, n, ddof), out, "np.var")
+
+
+def _var_into(out, ss, n, ddof, what, sqrt):
+    """NumPy's ``_var`` (``_std``) into a value's out=: its warning for
+    ``n - ddof <= 0``, then its steps (:func:`divided_into`)."""
+    nn = np.asarray(n)
+    if np.any(nn - ddof <= 0):
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
+    return divided_into(out, ss, np.maximum(nn - ddof, 0), what, sqrt)
 
 
 @implements(np.std)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=np._NoValue, correction=np._NoValue):
     """``np.std``: the square root of :func:`var` (1e-12 relative)."""
+    if isinstance(out, np.ndarray):
+        # NumPy's _std: _var into out=, then its square root there
+        if correction is not np._NoValue:
+            ddof = correction
+        if mean is not np._NoValue:
+            raise DapError("np.std(DistArray, mean=...) is not implemented")
+        ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, "np.std"))
+        if value_out(out, ss):
+            return _var_into(out, ss, n, ddof, "np.std", True)
     v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
     return finish(sqrt_keep(v), out, "np.std")
 
