@@ -121,8 +121,11 @@ def read_header(path, max_header_size=10000):
     """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
     1.0, 2.0 or 3.0); DapError for a bad header (or one over
     ``max_header_size`` bytes, as np.load), an object dtype or a file
-    shorter than its data, OSError when it cannot be opened."""
+    shorter than its data, OSError when it cannot be opened, np.load's
+    EOFError for an empty file."""
     with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise EOFError("No data left in file")        # np.load's, for an empty file
         try:
             version = _FMT.read_magic(f)
             if version == (1, 0):
@@ -289,7 +292,9 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
     if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
         raise OSError(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
-        raise DapError(f"{what}: {head[1]}")
+        # a DapError of rank 0's type where that is not one (np.load's
+        # EOFError of an empty file: DapError[EOFError])
+        raise failure_type(head[1])(f"{what}: {head[1]}")
     dtype, shape, fortran, offset = head[1]
     plan = block = dist = error = hints = None
     try:

@@ -169,3 +169,17 @@ def test_save_errors_keep_their_type(tmp):
         err = exc
     collective_assert(isinstance(err, OSError) and isinstance(err, dap.DapError),
                       f"{type(err).__name__}: {err}")
+
+
+def test_an_empty_file_is_numpys_eoferror(tmp):
+    path = os.path.join(tmp, "empty.npy")
+    if rank == 0:
+        open(path, "wb").close()
+    comm.Barrier()
+    err = None
+    try:
+        dap.load_npy(path, comm=comm)
+    except Exception as exc:  # noqa: BLE001 - checked collectively
+        err = exc
+    collective_assert(isinstance(err, EOFError) and "No data left in file" in str(err),
+                      f"{type(err).__name__}: {err}")
