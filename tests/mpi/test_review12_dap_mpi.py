@@ -183,3 +183,29 @@ def test_an_empty_file_is_numpys_eoferror(tmp):
         err = exc
     collective_assert(isinstance(err, EOFError) and "No data left in file" in str(err),
                       f"{type(err).__name__}: {err}")
+
+
+@pytest.mark.parametrize("weights,axis", [
+    ("row", 1), ("col", 0), ("full", None), ("full", 1), ("row", -1), ("row", None),
+    ("col", 1), ("bad2d", (0, 1)), ("col", (0,))])
+@pytest.mark.parametrize("returned", [False, True])
+def test_average_with_numpy_weights_as_numpy(weights, axis, returned):
+    """Weights as a NumPy array of the operand's shape, or 1-D along the
+    axis, as NumPy takes them (before: refused; found by review)."""
+    g = np.arange(1.0, 25.0).reshape(6, 4) ** 1.5
+    w = {"row": np.array([1.0, 2.0, 0.5, 3.0]), "col": np.arange(1.0, 7.0),
+         "full": np.linspace(0.5, 3.0, 24).reshape(6, 4), "bad2d": np.ones((3, 4))}[weights]
+    d = dap.DistArray.from_global(g, comm=comm)
+
+    def call(x):
+        r = np.average(x, axis=axis, weights=w, returned=returned)
+        parts = r if returned else (r,)
+        return tuple(p.gather(root=None) if isinstance(p, dap.DistArray) else np.asarray(p)
+                     for p in parts)
+    want, got = error_of(lambda: call(g)), error_of(lambda: call(d))
+    if want[0] != "ok":
+        collective_assert(got[0] == want[0] and got[1] == want[1], f"{got} != NumPy's {want}")
+        return
+    for r, gr in zip(call(d), call(g)):
+        collective_assert(r.shape == gr.shape and r.dtype == gr.dtype
+                          and np.allclose(r, gr, rtol=1e-12, atol=0), f"{r} != NumPy's {gr}")

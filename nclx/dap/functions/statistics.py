@@ -14,9 +14,11 @@ extreme value, NaN first as NumPy's.
 import warnings
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from nclx.dap.functions._common import (blocks, count, counted, divided_into, expand, finish,
                                         is_da, reduce_parts, value_out, wrap)
+from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -227,9 +229,12 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
                 scl = np.broadcast_to(scl, np.shape(avg)).copy()
         return (avg, scl) if returned else avg
-    if not is_da(weights) or weights.shape != a.shape:
-        raise DapError("np.average(DistArray, weights=...): the weights must be a DistArray "
-                       "of the operand's shape (redistributed to its distribution)")
+    if not is_da(weights):
+        weights = _ndarray_weights(a, weights, axis)
+    elif weights.shape != a.shape:
+        raise DapError("np.average(DistArray, weights=...): DistArray weights must have the "
+                       "operand's shape (redistributed to its distribution); weights along "
+                       "an axis as a NumPy array")
     da, (x, w) = blocks("np.average", a, weights)
     rdt = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else \
         np.result_type(x.dtype, w.dtype)
@@ -244,6 +249,26 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     if returned:
         return avg, scl
     return avg
+
+
+def _ndarray_weights(a, weights, axis):
+    """NumPy array ``weights`` of ``a``'s shape, or along ``axis`` (NumPy's
+    rules and errors: its shape against the axes), as a DistArray
+    distributed like ``a`` (each rank keeps its block of the broadcast
+    weights: every rank holds the same array, the registry agreed on it).
+    Before, refused (found by review)."""
+    wgt = np.asanyarray(weights)
+    if wgt.shape != tuple(a.shape):
+        if axis is None:
+            raise TypeError("Axis must be specified when shapes of a and weights differ.")
+        axes = normalize_axis_tuple(axis, len(a.shape))
+        if wgt.shape != tuple(a.shape[ax] for ax in axes):
+            raise ValueError("Shape of weights must be consistent with shape of a along "
+                             "specified axis.")
+        wgt = wgt.transpose(np.argsort(axes)).reshape(
+            tuple(s if ax in axes else 1 for ax, s in enumerate(a.shape)))
+        wgt = np.broadcast_to(wgt, a.shape)
+    return DistArray.from_global(wgt, dist=a.distribution, comm=a.comm)
 
 
 @implements(np.count_nonzero)
