@@ -109,6 +109,8 @@ def _reusable(t, other, tape, refs, unnamed):
     d = object.__getattribute__(t, "__dict__")
     if d.get("_nclx_tape") is not tape or all(st.out != d.get("_nclx_slot") for st in tape.steps):
         return False              # an argument or a constant: named, never reused
+    if d.get("_nclx_slot") not in tape.wide:
+        return False              # of 0-d operands alone: eagerly a NumPy scalar
     if t.dtype.kind not in "biufc":
         return False
     od = _operand_dtype(other)
@@ -137,7 +139,8 @@ def _operator(method, ufunc, m1, m2, refs1, refs2, reflected):
     else:
         swap = not _reusable(m1, m2, tape, refs1, u1) and _reusable(m2, m1, tape, refs2, u2)
     if swap:
-        tape.elisions.append((before, m2.dtype.itemsize))
+        tape.elisions.append((before, object.__getattribute__(m2, "__dict__")["_nclx_slot"],
+                              m2.dtype.itemsize))
     return result
 
 
@@ -179,9 +182,10 @@ _CODES = {_operator.__code__}
 def variants(program, elisions, wide):
     """((fewest elements, program), ...), most elements first: the program
     with the steps eager NumPy swaps at that length and more (``elisions``:
-    (step, temporary's itemsize); only temporaries over the arrays'
-    elements, ``wide`` slots, reach 256 KiB); below the last, ``program``."""
-    kept = [(k, isz) for k, isz in elisions if program.steps[k].out in wide]
+    (step, the temporary's slot, its itemsize); only temporaries over the
+    arrays' elements, ``wide`` slots, reach 256 KiB); below the last,
+    ``program``."""
+    kept = [(k, isz) for k, s, isz in elisions if s in wide]
     if not kept:
         return ()
     out = []

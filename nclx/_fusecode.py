@@ -30,15 +30,15 @@ _LOADS = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
 
 
 def _codes(fn):
-    """The code objects of ``fn``: its own, the code nested in it, and those
-    of the Python functions it reads as globals (to DEPTH levels)."""
+    """(code, its globals) of ``fn``: its own, the code nested in it, and
+    those of the Python functions it reads as globals (to DEPTH levels)."""
     seen, out = set(), []
 
     def visit_code(code, glob, depth):
         if id(code) in seen:
             return
         seen.add(id(code))
-        out.append(code)
+        out.append((code, glob))
         for c in code.co_consts:
             if isinstance(c, types.CodeType):
                 visit_code(c, glob, depth)
@@ -56,11 +56,20 @@ def _codes(fn):
 
 
 def calls_type(fn):
-    """The name of a function whose code loads the global ``type`` (and so
-    may branch on an argument's exact type), or None."""
-    for code in _codes(fn):
+    """The name of a function whose code may call ``type()`` (and so branch
+    on an argument's exact type), or None: it loads the global ``type``, a
+    global bound to ``type`` (``exact = type``), or ``type`` from the
+    ``builtins`` module (found by review: the aliases were traced)."""
+    for code, glob in _codes(fn):
+        glob = glob or {}
+        if any(glob.get(name) is type for name in code.co_names):
+            return code.co_name
         if "type" not in code.co_names:
             continue                 # (a name loaded is among co_names)
+        if "builtins" in code.co_names or any(
+                isinstance(glob.get(name), types.ModuleType)
+                and glob[name].__name__ == "builtins" for name in code.co_names):
+            return code.co_name      # builtins.type, the module imported or a global
         for ins in dis.get_instructions(code):
             if ins.opname in _LOADS and ins.argval == "type":
                 return code.co_name
@@ -70,7 +79,7 @@ def calls_type(fn):
 def has_handlers(fn):
     """The name of a function whose code holds an exception handler (try,
     with, and on Python 3.12+ an inlined comprehension's cleanup), or None."""
-    for code in _codes(fn):
+    for code, _ in _codes(fn):
         table = getattr(code, "co_exceptiontable", None)
         if table:
             return code.co_name

@@ -50,8 +50,10 @@ class _Tape:
         self.reduced = None          # (kind, chars, slot) once a sum/prod ended it
         self.wheres = []             # per step, where eager NumPy would report
         self.reduce_where = None     # its flags (_where_of); the reduction's
-        self.elisions = []           # (step, itemsize): eager NumPy swaps its operands
-        #                              where the temporary reaches 256 KiB (nclx._elide)
+        self.elisions = []           # (step, temporary's slot, itemsize): eager NumPy
+        #                              swaps its operands where the temporary reaches
+        #                              256 KiB (nclx._elide)
+        self.wide = set()            # slots over the arrays' elements (not 0-d alone)
         self.poisoned = None         # why, once a probe refused something (kept even
         #                              where the function catches the exception)
         # the floating-point error handling and warning filters of the call:
@@ -261,6 +263,8 @@ def _record(tape, ufunc, inputs):
         raise Untraceable(f"{ufunc.__name__} gave {result.dtype}, resolved {resolved[-1]}")
     out = tape.new_slot()
     tape.steps.append(Step(ufunc, chars, tuple(ins), out))
+    if any(i in tape.wide for i in ins):
+        tape.wide.add(out)
     return np.asarray(result).reshape(-1).view(_Probe)._nclx_init(tape, out)
 
 
@@ -307,6 +311,8 @@ def _where(tape, args, kwargs):
         ins.append(slot)
     out = tape.new_slot()
     tape.steps.append(Step(_nclx_where, "?" + dt.char * 3, tuple(ins), out))
+    if any(i in tape.wide for i in ins):
+        tape.wide.add(out)
     return np.asarray(result).reshape(-1).view(_Probe)._nclx_init(tape, out)
 
 

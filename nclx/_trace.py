@@ -128,6 +128,8 @@ def _trace_once(fn, args, positions, values, same=()):
         for slot, (i, v) in enumerate(zip(positions, values)):
             probes.append(v.view(_Probe)._nclx_init(tape, slot))
             call[i] = probes[-1]
+            if args[i].ndim:
+                tape.wide.add(slot)
         for j, i in same:               # one array passed twice: one probe (x is y)
             call[j] = call[i]
         kept = [v.copy() for v in values]
@@ -265,5 +267,6 @@ def trace(fn, args):
     for st in steps:
         if any(i in wide for i in st.ins):
             wide.add(st.out)
+    elisions = [(k, remap[s], isz) for k, s, isz in tape.elisions]
     return (program, [v for _, v in tape.constants], positions, wheres,
-            _elide.variants(program, tape.elisions, wide))
+            _elide.variants(program, elisions, wide))

@@ -96,3 +96,31 @@ def test_variants_follow_the_length():
         x, y, z = (_nans(n, "f4", p) for p in (0x111, 0x222, 0x333))
         with np.errstate(all="ignore"):
             assert _same(f(x, y, z), _unnamed(x, y, z)), n
+
+
+@pytest.mark.parametrize("ex", ["y + -s", "y + s*t", "(s*t) + (y*z)", "y*z + s*t", "s*t + y",
+                                "y * (s+t)", "(s+t) * y", "-s + y", "y + (s*t)*2.0"])
+@pytest.mark.parametrize("dtype,n", [("f8", 40_000), ("f8", 100_003), ("f4", 70_000)])
+def test_temporaries_of_0d_operands_as_eager(ex, dtype, n):
+    """A step of 0-d operands alone is eagerly a NumPy scalar: one value,
+    read with stride 0 by the next loop (whose NaN choice differs for a
+    stride-0 operand), never reused (found by review: computed as a full
+    block, and swapped as a 256 KiB temporary)."""
+    env = {"y": _nans(n, dtype, 0x222), "z": _nans(n, dtype, 0x333),
+           "s": _nans(1, dtype, 0x444).reshape(()), "t": _nans(1, dtype, 0x555).reshape(())}
+    with np.errstate(all="ignore"):
+        want = eval(ex, {}, dict(env))
+        got = nclx.evaluate(ex, dict(env), {})
+    assert _same(got, want), ex
+
+
+def test_explicit_calls_on_0d_temporaries_as_eager():
+    n = 100_003
+    y = _nans(n, "f8", 0x222)
+    s, t = _nans(1, "f8", 0x444).reshape(()), _nans(1, "f8", 0x555).reshape(())
+    for fn in (lambda y, s, t: np.add(y, s * t), lambda y, s, t: np.multiply(y, s + t),
+               lambda y, s, t: np.add(-s, y)):
+        with np.errstate(all="ignore"):
+            want = fn(y, s, t)
+            got = nclx.fuse(fn)(y, s, t)
+        assert _same(got, want)

@@ -150,3 +150,24 @@ def test_a_handler_of_a_steps_error_runs_eagerly_when_errors_raise(fn):
     with np.errstate(all="call"):
         np.seterrcall(lambda *args: None)
         assert "handles exceptions" in f.explain(a)
+
+
+exact = type
+
+
+def _aliased(x):
+    return x * (2.0 if exact(x) is np.ndarray else 3.0)
+
+
+def _from_builtins(x):
+    import builtins
+    return x * (2.0 if builtins.type(x) is np.ndarray else 3.0)
+
+
+def test_type_under_another_name_runs_eagerly():
+    """``exact = type`` and ``builtins.type`` are type() too (found by
+    review: traced, the probe's branch kept)."""
+    a = np.arange(float(N))
+    for fn in (_aliased, _from_builtins):
+        f = nclx.fuse(fn)
+        assert _same(f(a), fn(a)), fn.__name__

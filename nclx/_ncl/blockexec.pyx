@@ -240,10 +240,12 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
         r.isz[s] = plan.itemsizes[s]
         r.stride[s] = 0
         r.soff[s] = 0
+        r.narrow[s] = 0
         if s < plan.ninputs:
             arr = operands[s]
             r.base[s] = <char *>cnp.PyArray_DATA(arr)
             r.stride[s] = arr.itemsize if arr.ndim == 1 else 0
+            r.narrow[s] = arr.ndim == 0
         elif s == plan.result and target is not None:
             r.base[s] = <char *>cnp.PyArray_DATA(target)
             r.stride[s] = target.itemsize
@@ -268,6 +270,9 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
             nbytes += (r.B * r.isz[plan.result] + 63) // 64 * 64
     for k in range(ns):
         fn, data, slot, ins, o = plan.steps[k]
+        # a temporary of 0-d operands alone is one value (not the result,
+        # which out= or the operands' length shape)
+        r.narrow[o] = o != plan.result and all(r.narrow[i] for i in ins)
         r.steps[k].fn = bx_direct(slot, 0, <ncl_loop_fn><size_t>fn, recorded)
         r.steps[k].data = <void *><size_t>data
         r.steps[k].nin = len(ins)

@@ -27,6 +27,9 @@ cdef struct xrun:
     npy_intp stride[MAXSLOTS]   # byte stride of base (0: a 0-d operand)
     npy_intp soff[MAXSLOTS]     # scratch slot: byte offset in a thread's scratch
     npy_intp isz[MAXSLOTS]
+    char narrow[MAXSLOTS]       # one value for every element: a 0-d operand, or a
+                                # temporary of 0-d operands alone (computed once a
+                                # block, read with stride 0, as eager NumPy's scalar)
     int result
     npy_intp stream_off         # >= 0: the last step writes the result's block here
                                 # (scratch), then ncl_stream_copy puts it in place

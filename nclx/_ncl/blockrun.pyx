@@ -82,13 +82,16 @@ cdef void _block(xrun *r, char *scr, int *fl, npy_intp lo, npy_intp m) noexcept 
     if r.ns != NULL:
         ns = r.ns + (fl - r.flags)
         t0 = ncl_bx_now_ns()
-    dims[0] = m
     for k in range(r.nsteps):
         st = &r.steps[k]
+        # a step of 0-d operands alone makes one value, which the steps
+        # after it read with stride 0: eager NumPy's scalar (NumPy's loops
+        # keep another NaN of two for a stride-0 operand; found by review)
+        dims[0] = 1 if r.narrow[st.slot[st.nin]] else m
         for j in range(st.nin + 1):
             s = st.slot[j]
             args[j] = _at(r, scr, s, lo)
-            steps[j] = r.stride[s] if r.base[s] != NULL else r.isz[s]
+            steps[j] = 0 if r.narrow[s] else (r.stride[s] if r.base[s] != NULL else r.isz[s])
         staged = k == r.nsteps - 1 and r.stream_off >= 0     # s: the output slot
         if staged:
             # the result's block staged in scratch, then written past the

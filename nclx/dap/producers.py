@@ -36,15 +36,21 @@ def from_distarray(obj, comm=None):
         buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
             np.asarray(memoryview(export["buffer"]))
     everyone = allgather_checked(comm, None if error is not None else
-                                 (export["dim_data"], dtype_key(buf.dtype), buf.shape), error,
-                                 "from_distarray")
-    dist = Distribution.from_dim_data_per_rank([dd for dd, _, _ in everyone])
+                                 (export["dim_data"], dtype_key(buf.dtype), buf.shape,
+                                  bool(buf.flags.writeable)), error, "from_distarray")
+    dist = Distribution.from_dim_data_per_rank([dd for dd, _, _, _ in everyone])
     # every rank sees every rank's dtype and shape: the same verdict everywhere
-    dtypes = {dt for _, dt, _ in everyone}
+    dtypes = {dt for _, dt, _, _ in everyone}
     if len(dtypes) > 1:
         raise DapError("from_distarray: ranks export different dtypes: " + ", ".join(
-            f"rank {r}: {dt[1]}" for r, (_, dt, _) in enumerate(everyone)))
-    for r, (_, _, shape) in enumerate(everyone):
+            f"rank {r}: {dt[1]}" for r, (_, dt, _, _) in enumerate(everyone)))
+    if len({w for _, _, _, w in everyone}) > 1:
+        # as the constructor: a buffer read-only on some ranks only would
+        # make a later out= raise there alone (found by review)
+        raise DapError("from_distarray: the ranks disagree on whether the buffer is writeable: "
+                       + ", ".join(f"rank {r}: {'writeable' if w else 'read-only'}"
+                                   for r, (_, _, _, w) in enumerate(everyone)))
+    for r, (_, _, shape, _) in enumerate(everyone):
         if tuple(shape) != dist.local_shape(r):
             raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
                            f"dim_data gives {dist.local_shape(r)}")

@@ -8,8 +8,11 @@ from dap_helpers import assert_raised_everywhere, run_ranks
 
 def test_read_only_export_on_one_rank(tmp_path):
     """Defect: DAP allows a read-only buffer; a rank whose imported block is
-    read-only raises BufferError when its persistent receive is created
-    (after the plan was agreed), the others wait for its messages for ever."""
+    read-only raised BufferError when its persistent receive was created
+    (after the plan was agreed), the others waited for its messages for
+    ever.  Now from_distarray itself refuses buffers writeable on some
+    ranks only, on every rank (found by review: an elementwise out= into
+    it raised on the read-only ranks alone)."""
     steps, ended, report = run_ranks(tmp_path, 2, """
         base = dap.DistArray.from_shape((4 * N,), comm=comm, padding=[1], periodic=[True])
         buf = base._block.copy()
@@ -17,10 +20,25 @@ def test_read_only_export_on_one_rank(tmp_path):
             buf.flags.writeable = False
         export = {"__version__": "0.10.0", "buffer": buf,
                   "dim_data": base.__distarray__()["dim_data"]}
-        a = dap.from_distarray(export, comm=comm)
-        step(lambda: (a.exchange_halos(), "ok")[1])
+        step(lambda: (dap.from_distarray(export, comm=comm), "ok")[1])
     """)
     assert_raised_everywhere(steps, ended, report, types=("DapError",))
+    assert all("writeable" in s[0] for s in steps), report
+
+
+def test_read_only_export_on_every_rank_is_taken_and_written_nowhere(tmp_path):
+    steps, ended, report = run_ranks(tmp_path, 2, """
+        base = dap.DistArray.from_shape((4 * N,), comm=comm)
+        buf = base._block.copy()
+        buf.flags.writeable = False
+        export = {"__version__": "0.10.0", "buffer": buf,
+                  "dim_data": base.__distarray__()["dim_data"]}
+        a = dap.from_distarray(export, comm=comm)
+        step(lambda: (np.add(base, 1.0, out=a), "ok")[1])
+        step(lambda: (a.gather(root=None), "ok")[1])
+    """)
+    assert all(ended), report
+    assert all(s[0].startswith("EXC ValueError") and s[1] == "OK 'ok'" for s in steps), report
 
 
 def test_method_datatype_with_one_fortran_ordered_block(tmp_path):
