@@ -137,16 +137,23 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if a.dtype.kind not in "fc":           # NumPy's np.var (no NaN to drop)
         return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
+    return _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, "np.nanvar",
+                   False)
+
+
+def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqrt):
+    """np.nanvar of float data, or with ``sqrt`` np.nanstd."""
     _check_inexact(dtype, out)
     if correction is not np._NoValue:
         ddof = correction
     if mean is not np._NoValue:
-        raise TypeError("np.nanvar(DistArray, mean=...) is not implemented")
-    ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanvar"), quiet=True)
+        raise TypeError(f"{what}(DistArray, mean=...) is not implemented")
+    ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, what), quiet=True)
     if value_out(out, ss):
-        return _nanvar_into(out, ss, n, ddof, "np.nanvar", False)
-    return finish(divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
-                             nan_where_bad=True), out, "np.nanvar")
+        return _nanvar_into(out, ss, n, ddof, what, sqrt)
+    v = divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
+                   nan_where_bad=True)
+    return finish(sqrt_keep(v) if sqrt else v, out, what)
 
 
 def _nanvar_into(out, ss, n, ddof, what, sqrt):
@@ -170,16 +177,9 @@ def _nanvar_into(out, ss, n, ddof, what, sqrt):
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
            mean=np._NoValue, correction=np._NoValue):
     """The square root of :func:`nanvar` (1e-12 relative)."""
-    if isinstance(out, np.ndarray) and a.dtype.kind in "fc":
-        # NumPy's nanstd: nanvar into out=, then its square root there
-        _check_inexact(dtype, out)
-        if correction is not np._NoValue:
-            ddof = correction
-        if mean is not np._NoValue:
-            raise TypeError("np.nanstd(DistArray, mean=...) is not implemented")
-        ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, "np.nanstd"), quiet=True)
-        if value_out(out, ss):
-            return _nanvar_into(out, ss, n, ddof, "np.nanstd", True)
+    if a.dtype.kind in "fc":
+        return _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction,
+                       "np.nanstd", True)
     v = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
                correction=correction)
     return finish(sqrt_keep(v), out, "np.nanstd", lambda o: numpy_refusal(

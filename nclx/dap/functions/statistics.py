@@ -147,14 +147,21 @@ class _nothing:
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=np._NoValue, correction=np._NoValue):
     """``np.var``: two reductions (see the module doc: 1e-12 relative)."""
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, "np.var", False)
+
+
+def _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqrt):
+    """np.var, or with ``sqrt`` np.std (the square root as NumPy's ``_std``
+    takes it)."""
     if correction is not np._NoValue:
         ddof = correction
     if mean is not np._NoValue:
-        raise DapError("np.var(DistArray, mean=...) is not implemented")
-    ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, "np.var"))
+        raise DapError(f"{what}(DistArray, mean=...) is not implemented")
+    ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, what))
     if value_out(out, ss):
-        return _var_into(out, ss, n, ddof, "np.var", False)
-    return finish(divide_dof(ss, n, ddof), out, "np.var")
+        return _var_into(out, ss, n, ddof, what, sqrt)
+    v = divide_dof(ss, n, ddof)
+    return finish(sqrt_keep(v) if sqrt else v, out, what)
 
 
 def _var_into(out, ss, n, ddof, what, sqrt):
@@ -170,17 +177,7 @@ def _var_into(out, ss, n, ddof, what, sqrt):
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=np._NoValue, correction=np._NoValue):
     """``np.std``: the square root of :func:`var` (1e-12 relative)."""
-    if isinstance(out, np.ndarray):
-        # NumPy's _std: _var into out=, then its square root there
-        if correction is not np._NoValue:
-            ddof = correction
-        if mean is not np._NoValue:
-            raise DapError("np.std(DistArray, mean=...) is not implemented")
-        ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, "np.std"))
-        if value_out(out, ss):
-            return _var_into(out, ss, n, ddof, "np.std", True)
-    v = var(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean, correction=correction)
-    return finish(sqrt_keep(v), out, "np.std")
+    return _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, "np.std", True)
 
 
 def sqrt_keep(v):
