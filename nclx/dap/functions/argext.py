@@ -103,7 +103,7 @@ def _arg(name, a, axis, out, keepdims, largest, skip_nan):
         axis = None             # NumPy: axis 0 or -1 of a 0-d array is the whole array
     if axis is not None:
         axis = normalize_axes(axis, len(a.shape))[0] if not isinstance(axis, tuple) else \
-            _bad_axis(name)
+            _bad_axis(name, a, axis)
     n = a.shape[axis] if axis is not None else int(np.prod(a.shape, dtype=np.int64))
     if n == 0:
         raise ValueError(f"attempt to get {name.replace('nan', '')} of an empty sequence")
@@ -134,7 +134,14 @@ def _arg(name, a, axis, out, keepdims, largest, skip_nan):
     return result
 
 
-def _bad_axis(name):
+def _bad_axis(name, a, axis):
+    """NumPy's error for a tuple axis (its TypeError; the nan-functions'
+    ValueError for a repeated axis, raised by their mask's np.all first):
+    NumPy's function on one element of ``a``'s dtype per dimension, the
+    same on every rank (found by review: always TypeError)."""
+    probe = np.zeros((1,) * len(a.shape), a.dtype)
+    with np.errstate(all="ignore"):
+        getattr(np, name)(probe, axis=axis)
     raise TypeError(f"np.{name}: axis must be an integer or None")
 
 

@@ -229,6 +229,7 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     if not is_da(weights):
         weights = _ndarray_weights(a, weights, axis)
     elif weights.shape != a.shape:
+        _weights_shape(a, weights.shape, axis)        # NumPy's errors first
         raise DapError("np.average(DistArray, weights=...): DistArray weights must have the "
                        "operand's shape (redistributed to its distribution); weights along "
                        "an axis as a NumPy array")
@@ -248,6 +249,18 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     return avg
 
 
+def _weights_shape(a, shape, axis):
+    """NumPy's checks of weights of ``shape`` other than ``a``'s: the
+    normalised axes they lie along, or its TypeError / ValueError."""
+    if axis is None:
+        raise TypeError("Axis must be specified when shapes of a and weights differ.")
+    axes = normalize_axis_tuple(axis, len(a.shape))
+    if tuple(shape) != tuple(a.shape[ax] for ax in axes):
+        raise ValueError("Shape of weights must be consistent with shape of a along "
+                         "specified axis.")
+    return axes
+
+
 def _ndarray_weights(a, weights, axis):
     """NumPy array ``weights`` of ``a``'s shape, or along ``axis`` (NumPy's
     rules and errors: its shape against the axes), as a DistArray
@@ -256,12 +269,7 @@ def _ndarray_weights(a, weights, axis):
     Before, refused (found by review)."""
     wgt = np.asanyarray(weights)
     if wgt.shape != tuple(a.shape):
-        if axis is None:
-            raise TypeError("Axis must be specified when shapes of a and weights differ.")
-        axes = normalize_axis_tuple(axis, len(a.shape))
-        if wgt.shape != tuple(a.shape[ax] for ax in axes):
-            raise ValueError("Shape of weights must be consistent with shape of a along "
-                             "specified axis.")
+        axes = _weights_shape(a, wgt.shape, axis)
         wgt = wgt.transpose(np.argsort(axes)).reshape(
             tuple(s if ax in axes else 1 for ax, s in enumerate(a.shape)))
         wgt = np.broadcast_to(wgt, a.shape)
