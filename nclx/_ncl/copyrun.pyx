@@ -82,9 +82,8 @@ COLD_BYTES = 4 << 20
 #: EPYC VM a 76 MiB np.copyto took 7.0 ms on one thread, 8.6 ms on two),
 #: or not (other machines copied 1.9 times as fast on two).  The first
 #: PROBES calls of each size class are made each way in turn (the work is
-#: done either way), then the faster way is kept; see probes().  After
-#: REPROBE calls made the kept way (then 2, 4, ... up to 16 times as many
-#: after each new decision) the class probes again.
+#: done either way), then the faster way is kept; see probes(), and
+#: probed again after REPROBE calls (then 2, 4, ... 16 times as many).
 PROBE_BYTES = 32 << 20
 PROBES = 3
 REPROBE = 64
@@ -226,14 +225,23 @@ cdef void _kernel(char **args, const npy_intp *dims, const npy_intp *steps,
         ncl_copy_min(&p.best[way], max(<int64_t>1, (ncl_copy_now_ns() - t0) * (1 << 20) // nbytes))
 
 
+cdef void _restart(copy_probe *p, int64_t rounds) noexcept nogil:
+    """Probe ``p``'s class again from nothing (decided last: others keep the way till then)."""
+    ncl_copy_store(&p.best[0], 0)
+    ncl_copy_store(&p.best[1], 0)
+    ncl_copy_store(&p.calls, 0)
+    ncl_copy_store(&p.rounds, rounds)
+    ncl_copy_store(&p.since, 0)
+    ncl_copy_store(&p.decided, 0)
+
+
 cdef copy_probe *_probe_for(npy_intp nbytes, int *way) noexcept nogil:
     """How to make a contiguous copy of ``nbytes`` into mapped memory:
     ``way`` 0 whole, 1 split.  While its size class is probed, the calls go
     each way in turn and the probe is returned (the caller times the call
     into it); after 2 * PROBES of them the faster way (split only when at
-    least 5% faster) is kept; NULL then.  The call that finds REPROBE <<
-    min(rounds, 4) calls made the kept way since the decision (one thread:
-    the count is atomic) starts the class's probes again."""
+    least 5% faster) is kept; NULL then, until the call that finds
+    REPROBE << min(rounds, 4) calls since the decision (_restart)."""
     cdef int c = 0 if nbytes < (128 << 20) else 1 if nbytes < (512 << 20) else 2
     cdef copy_probe *p = &_probes[c]
     cdef int64_t d = ncl_copy_load(&p.decided)
@@ -241,14 +249,7 @@ cdef copy_probe *_probe_for(npy_intp nbytes, int *way) noexcept nogil:
     if d != 0:
         r = ncl_copy_load(&p.rounds)
         if ncl_copy_next(&p.since) + 1 == _nreprobe << min(r, <int64_t>4):
-            # measured again from nothing; the decision stays in force for
-            # other threads until the counts are clear
-            ncl_copy_store(&p.best[0], 0)
-            ncl_copy_store(&p.best[1], 0)
-            ncl_copy_store(&p.calls, 0)
-            ncl_copy_store(&p.rounds, min(r + 1, <int64_t>(1 << 20)))
-            ncl_copy_store(&p.since, 0)
-            ncl_copy_store(&p.decided, 0)
+            _restart(p, min(r + 1, <int64_t>(1 << 20)))
             d = 0
     if d == 0:
         n = ncl_copy_next(&p.calls)
@@ -344,8 +345,7 @@ def rounds():
 
 
 def reprobe(every=None):
-    """Calls made the kept way before a class first probes again (REPROBE);
-    with ``every``, set it.  Returns the old value."""
+    """Calls before a kept way is first probed again (REPROBE); ``every`` sets it; the old one."""
     global _nreprobe
     old = _nreprobe
     if every is not None:
@@ -359,12 +359,7 @@ def reset_probes():
     """Forget what the probes measured: the next large copies probe again."""
     cdef int c
     for c in range(NCLASSES):
-        ncl_copy_store(&_probes[c].since, 0)
-        ncl_copy_store(&_probes[c].rounds, 0)
-        ncl_copy_store(&_probes[c].decided, 0)
-        ncl_copy_store(&_probes[c].best[0], 0)
-        ncl_copy_store(&_probes[c].best[1], 0)
-        ncl_copy_store(&_probes[c].calls, 0)
+        _restart(&_probes[c], 0)
 
 
 def adapt(on=None):
