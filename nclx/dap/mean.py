@@ -64,11 +64,7 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         # it), divided there (casting='unsafe'): its values for an out= of
         # any dtype (before: the mean assigned -- "cannot convert float NaN
         # to integer" where NumPy writes; found by review)
-        _ufuncs.cast_into(out, total)
-        c = np.asarray(count)
-        np.true_divide(out, np.reshape(c, np.shape(out)) if c.ndim else c, out=out,
-                       casting="unsafe")
-        return out
+        return _ufuncs.divided_into(out, total, count, "mean")
     if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())

@@ -22,7 +22,7 @@ from nclx._fpflags import fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
-__all__ = ["array_ufunc", "add_operators", "cast_into", "check_out"]
+__all__ = ["array_ufunc", "add_operators", "cast_into", "divided_into", "check_out"]
 
 _cls = []        # [DistArray], set by add_operators
 
@@ -139,6 +139,26 @@ def cast_into(out, value):
         # reported as NumPy's reduction reports them: "... encountered in
         # reduce", under the caller's errstate (a copy says "in cast")
         give_fp_errors(b"reduce", functools.reduce(operator.or_, flags))
+
+
+def divided_into(out, total, count, what, sqrt=False):
+    """NumPy's ``_mean``/``_var``/``_std`` (and the nan-functions') steps
+    into ``out``: the reduction's ``total`` cast into it as a reduction
+    writes, divided there by ``count`` (casting='unsafe'), with ``sqrt`` a
+    square root in place -- NumPy's values, warnings and errors for an out=
+    of any dtype (an integer one: the truncated total divided, its own cast
+    errors; ``np.std``'s sqrt refusing to write it).  Before, the value was
+    computed in the reduction's dtype and assigned (found by review)."""
+    if np.shape(out) != np.shape(total):
+        raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
+                         f"{np.shape(total)}")
+    cast_into(out, total)
+    c = np.asarray(count)
+    np.true_divide(out, np.reshape(c, np.shape(out)) if c.ndim else c, out=out,
+                   casting="unsafe")
+    if sqrt:
+        np.sqrt(out, out=out)
+    return out
 
 
 def check_out(out, axes, ndim, keepdims, what):

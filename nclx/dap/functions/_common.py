@@ -95,26 +95,6 @@ def value_out(out, result):
     return out is not None and not is_da(result) and isinstance(out, np.ndarray)
 
 
-def divided_into(out, total, count, what, sqrt=False):
-    """NumPy's ``_mean``/``_var``/``_std`` (and the nan-functions') steps
-    into ``out``: the reduction's ``total`` cast into it as a reduction
-    writes, divided there by ``count`` (casting='unsafe'), with ``sqrt`` a
-    square root in place -- NumPy's values, warnings and errors for an out=
-    of any dtype (an integer one: the truncated total divided, its own cast
-    errors; ``np.std``'s sqrt refusing to write it).  Before, the value was
-    computed in the reduction's dtype and assigned (found by review)."""
-    if np.shape(out) != np.shape(total):
-        raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
-                         f"{np.shape(total)}")
-    cast_into(out, total)
-    c = np.asarray(count)
-    np.true_divide(out, np.reshape(c, np.shape(out)) if c.ndim else c, out=out,
-                   casting="unsafe")
-    if sqrt:
-        np.sqrt(out, out=out)
-    return out
-
-
 def finish(result, out, what, refusal=None):
     """Write ``result`` to ``out`` (a DistArray of its distribution, or an
     array for a value) and return what NumPy would.  An out= of another

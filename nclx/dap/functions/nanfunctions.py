@@ -15,10 +15,10 @@ import warnings
 
 import numpy as np
 
-from nclx.dap.functions._common import (divided_into, finish, is_da, numpy_refusal, reduce_parts,
-                                        value_out)
+from nclx.dap.functions._common import finish, is_da, numpy_refusal, reduce_parts, value_out
 from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, sqrt_keep, var, var_parts
 from nclx.dap.registry import implements
+from nclx.dap.ufuncs import divided_into
 
 
 def _notnan(a):

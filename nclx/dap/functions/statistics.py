@@ -16,11 +16,12 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from nclx.dap.functions._common import (blocks, count, counted, divided_into, expand, finish,
-                                        is_da, reduce_parts, value_out, wrap)
+from nclx.dap.functions._common import (blocks, count, counted, expand, finish, is_da,
+                                        reduce_parts, value_out, wrap)
 from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
+from nclx.dap.ufuncs import divided_into
 from nclx.dap.validate import DapError
 
 
