@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from nclx._ncl import copying
+from nclx._ncl import sortcopy
 
 MODULES = ["numpy._core.tests.test_umath", "numpy._core.tests.test_ufunc",
            "numpy._core.tests.test_numeric"]
@@ -64,6 +65,9 @@ def test_numpy_sort_tests_pass_with_nclx_installed(tmp_path):
     assert "every NumPy loop restored" in out1, out1[-2000:]
     assert passed1 + len(failed1) == passed0 + len(failed0) and passed1 > 100, \
         (passed0, sorted(failed0), passed1, sorted(failed1))
+    if sortcopy.layout() == "":
+        one_pass = re.search(r"copied in one pass \(in order\): \((\d+), (\d+)\)", out1)
+        assert one_pass and int(one_pass.group(1)) > 20 and int(one_pass.group(2)) > 5, out1[-2000:]
     new = failed1 - failed0
     assert not new, f"fail only with nclx installed: {sorted(new)[:20]}"
 

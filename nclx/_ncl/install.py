@@ -20,6 +20,7 @@ from nclx._ncl import looptable as _looptable
 from nclx._ncl import pychain as _pychain
 from nclx._ncl import pyfunnel as _pyfunnel
 from nclx._ncl import recycle as _recycle
+from nclx._ncl import sortcopy as _sortcopy
 from nclx._ncl import sorting as _sorting
 from nclx.errors import NclxInstallError
 
@@ -68,6 +69,12 @@ def _apply():
             _copying.swap_out()
         else:
             swapped += _copying.swap_in(require=s["copies"] is True)
+        # np.sort's copy and in-order check in one pass: only while nclx
+        # has both NumPy's sorts and its copies
+        if _sorting.is_swapped() and _copying.is_swapped():
+            _sortcopy.swap_in()
+        else:
+            _sortcopy.swap_out()
     else:
         _restore()
     if s["funnel_explicit"] or s["funnel_holds"] > 0:
@@ -81,8 +88,9 @@ def _restore():
     restored, foreign = _entries.swap_out()
     sorts, sorts_foreign = _sorting.swap_out()
     copies, copies_foreign = _copying.swap_out()
-    restored += sorts + copies
-    foreign += sorts_foreign + copies_foreign
+    sort_impl, sort_impl_foreign = _sortcopy.swap_out()
+    restored += sorts + copies + sort_impl
+    foreign += sorts_foreign + copies_foreign + sort_impl_foreign
     _pyfunnel.swap_out()
     _hooks.collect()
     if foreign:

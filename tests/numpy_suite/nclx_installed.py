@@ -7,6 +7,7 @@ from nclx._ncl import copying
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
 from nclx._ncl import policy
+from nclx._ncl import sortcopy
 from nclx._ncl import sorting
 from nclx._ncl import spec
 
@@ -14,6 +15,7 @@ _before = {}
 _sort_slots = {}
 _copy_getters = {}
 _copy_tuning = []
+_sort_impl = []
 
 
 def pytest_configure(config):
@@ -39,6 +41,8 @@ def pytest_configure(config):
     # stores (nclx._ncl.copying)
     _copy_getters.update(copying.getters())
     _copy_tuning[:] = copying.tune(64, 0, 0)
+    # and np.sort of any eligible array copied and checked in one pass
+    _sort_impl[:] = [np.sort._implementation, sortcopy.min_bytes(0)]
     swapped = nclx.install()
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
@@ -53,6 +57,10 @@ def pytest_unconfigure(config):
     sorting.min_run(1 << 13)
     sorting.in_order_team(1 << 18)
     copying.tune(*_copy_tuning)
+    sortcopy.min_bytes(_sort_impl[1])
+    print(f"[nclx] np.sort calls copied in one pass (in order): {sortcopy.stats()}")
+    if np.sort._implementation is not _sort_impl[0]:
+        raise RuntimeError("uninstall() left np.sort's implementation changed")
     print(f"[nclx] copies split across the team: {copying.split_calls()}")
     print(f"[nclx] copies written with non-temporal stores: {copying.stream_calls()}")
     if copying.getters() != _copy_getters:
