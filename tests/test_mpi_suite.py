@@ -29,11 +29,11 @@ def test_multi_rank_suite_passes_under_mpiexec(nranks):
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=HERE,
         stdin=subprocess.DEVNULL, start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=300)
+        out, _ = proc.communicate(timeout=480)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, 9)
         out, _ = proc.communicate()
-        pytest.fail(f"mpiexec -n {nranks} did not finish in 300 s:\n{out[-4000:]}")
+        pytest.fail(f"mpiexec -n {nranks} did not finish in 480 s:\n{out[-4000:]}")
     assert proc.returncode == 0, out[-4000:]
     passed = [int(n) for n in re.findall(r"(\d+) passed", out)]
     assert len(passed) == nranks and min(passed) >= 50, out[-2000:]

@@ -367,3 +367,60 @@ def test_refcounts_steady():
         with one_pass():
             pass
     assert sys.getrefcount(impl) == r
+
+
+def test_a_source_written_meanwhile_still_sorts():
+    """Review: the check read the source a second time after copying it, so
+    a thread writing the source between the two reads got an unsorted copy
+    back as "in order".  Now each block is read once (into a buffer in the
+    cache), checked and written from there: every result is sorted."""
+    n, k = 300_000, 150_001
+    x = np.arange(n, dtype=np.int64)
+    stop = threading.Event()
+
+    def writer():
+        while not stop.is_set():
+            x[k] = -1
+            x[k] = k
+
+    unsorted = 0
+    with one_pass(min_bytes=0, threads=2):
+        t = threading.Thread(target=writer)
+        t.start()
+        try:
+            for _ in range(1500):
+                r = np.sort(x)
+                unsorted += not bool((r[1:] >= r[:-1]).all())
+        finally:
+            stop.set()
+            t.join()
+    assert unsorted == 0
+
+
+def test_an_argument_given_twice_is_numpys_error():
+    """Review: nclx's implementation, called directly (as
+    ``ndarray.__array_function__`` and overriders do), took a keyword that
+    repeated a positional argument."""
+    a = np.arange(20_000, dtype=np.int64)
+    impl = np.sort._implementation
+    cases = [((a, -1), {"axis": 0}), ((a, -1, None), {"kind": "stable"}),
+             ((a, -1, None, None), {"order": None})]
+    errors = []
+    for args, kw in cases:
+        with pytest.raises(TypeError) as info:
+            impl(*args, **kw)
+        errors.append(str(info.value))
+    with one_pass():
+        ours = np.sort._implementation
+        assert ours is not impl
+        for (args, kw), msg in zip(cases, errors):
+            with pytest.raises(TypeError) as info:
+                ours(*args, **kw)
+            assert str(info.value) == msg
+
+
+def test_signature_of_the_implementation():
+    import inspect
+    want = inspect.signature(np.sort._implementation)
+    with one_pass():
+        assert inspect.signature(np.sort._implementation) == want

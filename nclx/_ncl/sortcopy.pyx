@@ -26,7 +26,7 @@ NumPy's function does.  ``uninstall()`` puts NumPy's implementation back.
 """
 cimport numpy as cnp
 from cpython.ref cimport PyObject
-from libc.stdint cimport int64_t
+from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
 
 from nclx._ncl.ncl cimport npy_intp
@@ -100,9 +100,10 @@ cdef extern from *:
         if (nargs > 3) order = args[3];
         for (i = 0; i < nk; i++) {
             PyObject *k = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
-            if (ncl_sc_name(k, "axis")) axis = v;
-            else if (ncl_sc_name(k, "kind")) kind = v;
-            else if (ncl_sc_name(k, "order")) order = v;
+            /* a name also given by position: NumPy's function raises */
+            if (ncl_sc_name(k, "axis") && nargs < 2) axis = v;
+            else if (ncl_sc_name(k, "kind") && nargs < 3) kind = v;
+            else if (ncl_sc_name(k, "order") && nargs < 4) order = v;
             else if (ncl_sc_name(k, "stable")) stable = v;
             else goto numpy;
         }
@@ -142,6 +143,7 @@ cdef extern from *:
     }
     static PyMethodDef ncl_sc_def = {
         "sort", (PyCFunction)(void (*)(void))ncl_sc_call, METH_FASTCALL | METH_KEYWORDS,
+        "sort(a, axis=-1, kind=None, order=None, *, stable=None)\\n--\\n\\n"
         "nclx's implementation of np.sort under install(): the copy and the in-order "
         "check in one pass (nclx._ncl.sortcopy); NumPy's otherwise"};
     static PyObject *ncl_sc_new_function(void) { return PyCFunction_New(&ncl_sc_def, NULL); }
@@ -195,35 +197,54 @@ cdef struct copy_job:
     int ordered[MAX_THREADS]
 
 
+cdef inline void _put(copy_job *j, char *d, const char *s, npy_intp bytes) noexcept nogil:
+    if j.stream:
+        ncl_stream_copy(d, s, <size_t>bytes)
+    else:
+        memcpy(d, s, <size_t>bytes)
+
+
 cdef void _t_copy(void *ctx, int tid, int nth) noexcept nogil:
-    """Copy this thread's part in blocks; check each block (with the element
-    before it) for order until one has a descent."""
+    """Copy this thread's part in blocks, each read once into a buffer in
+    the cache, checked there (with the element before it) and written from
+    it: the bytes checked are the bytes written, whatever another thread
+    writes to the source meanwhile.  After a block with a descent (here or
+    in another thread) the rest is copied straight."""
     cdef copy_job *j = <copy_job *>ctx
     cdef npy_intp s = ncl_part(j.n, tid, nth), e = ncl_part(j.n, tid + 1, nth)
-    cdef npy_intp b, m, lo
-    cdef int check = 1
+    cdef npy_intp m, bytes, isz = j.isz
+    cdef int check = 1, first = 1
+    # the element before the block at data - isz, the block at data (8-aligned)
+    cdef uint64_t buf[BLOCK + 1]
+    cdef char *data = <char *>&buf[1]
     while s < e:
         m = e - s if e - s < BLOCK else BLOCK
-        b = s * j.isz
-        if j.stream:
-            ncl_stream_copy(j.dst + b, j.src + b, <size_t>(m * j.isz))
+        bytes = m * isz
+        if check and ncl_sc_load(&j.descent):
+            check = 0
+        if not check:
+            _put(j, j.dst + s * isz, j.src + s * isz, bytes)
+            s += m
+            continue
+        memcpy(data, j.src + s * isz, <size_t>bytes)
+        if first:
+            check = ncl_is_sorted(j.dt, data, m)
+            first = 0
         else:
-            memcpy(j.dst + b, j.src + b, <size_t>(m * j.isz))
-        if check:
-            if ncl_sc_load(&j.descent):
-                check = 0
-            else:
-                lo = s - 1 if s > 0 else 0
-                if not ncl_is_sorted(j.dt, j.src + lo * j.isz, s + m - lo):
-                    check = 0
-                    ncl_sc_store(&j.descent, 1)
+            check = ncl_is_sorted(j.dt, data - isz, m + 1)
+        if not check:
+            ncl_sc_store(&j.descent, 1)
+        _put(j, j.dst + s * isz, data, bytes)
+        memcpy(data - isz, data + (m - 1) * isz, <size_t>isz)
         s += m
     j.ordered[tid] = check
 
 
 cdef int _copy_check(copy_job *j) noexcept nogil:
-    """Copy j.src to j.dst on the team; 1 when the data is in NumPy's order."""
+    """Copy j.src to j.dst on the team; 1 when the copy is in NumPy's order
+    (each part checked by its thread, the pairs across parts in j.dst)."""
     cdef int nth = ncl_threads_now(), t
+    cdef npy_intp b
     if nth > MAX_THREADS:
         nth = MAX_THREADS
     if nth > j.n // BLOCK:
@@ -239,6 +260,10 @@ cdef int _copy_check(copy_job *j) noexcept nogil:
         return 0
     for t in range(nth):
         if not j.ordered[t]:
+            return 0
+    for t in range(1, nth):
+        b = ncl_part(j.n, t, nth)
+        if b > 0 and not ncl_is_sorted(j.dt, j.dst + (b - 1) * j.isz, 2):
             return 0
     return 1
 
