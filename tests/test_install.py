@@ -6,6 +6,7 @@ import pytest
 
 import nclx
 from nclx._ncl import copying
+from nclx._ncl import sortcopy
 from nclx._ncl import sorting
 from nclx._ncl import entries as funnel
 from nclx._ncl import looptable
@@ -48,7 +49,9 @@ def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
     sorts = sum(1 for stock, now in sorting.slots().values() if stock and stock != now)
     methods = 26 if sorting.way_in() == "methods" else 0        # 13 DTypes x {sort, argsort}
     copies = len(spec.ALL) if copying.layout() == "" else 0      # one copy method per DType
-    assert n == len(before) + sorts + methods + copies
+    np_sort = 1 if sortcopy.layout() == "" and copies and sorts else 0   # np.sort's vectorcall
+    assert n == len(before) + sorts + methods + copies + np_sort
+    assert sortcopy.is_swapped() == bool(np_sort)
     assert sorts == (78 if sorting.reachable() == "" else 0)   # 13 types x 3 kinds x 2
     during = _snapshot()
     for k, (key, addr) in enumerate(before.items()):
@@ -60,6 +63,7 @@ def test_install_swaps_every_loop_and_uninstall_restores_the_exact_pointers():
     assert nclx.uninstall() == n
     assert _snapshot() == before
     assert copying.getters() == copy_getters
+    assert not sortcopy.is_swapped()
     assert not nclx.is_installed()
 
 

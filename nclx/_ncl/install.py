@@ -72,7 +72,7 @@ def _apply():
         # np.sort's copy and in-order check in one pass: only while nclx
         # has both NumPy's sorts and its copies
         if _sorting.is_swapped() and _copying.is_swapped():
-            _sortcopy.swap_in()
+            swapped += _sortcopy.swap_in()
         else:
             _sortcopy.swap_out()
     else:

@@ -132,7 +132,7 @@ cdef extern from *:
     {   /* nclx's vectorcall in np.sort's dispatcher (NumPy's kept the first time) */
         vectorcallfunc *f = ncl_sc_field(d);
         if (*f == ncl_sc_vcall)
-            return 1;
+            return 2;                   /* there already */
         if (ncl_sc_numpy == NULL || *f != ncl_sc_numpy)
             return 0;                   /* not known, or someone else's: left as it is */
         *f = ncl_sc_vcall;
@@ -319,12 +319,12 @@ def layout():
 
 
 def swap_in():
-    """Put nclx's vectorcall in np.sort's dispatcher; True when it is there
-    now (False where layout() failed or the dispatcher's vectorcall is
-    somebody else's: np.sort stays as it is)."""
+    """Put nclx's vectorcall in np.sort's dispatcher; 1 when swapped now, 0
+    when it was there already, where layout() failed or the dispatcher's
+    vectorcall is somebody else's (then np.sort stays as it is)."""
     if layout():
-        return False
-    return bool(ncl_sc_in(<PyObject *>np.sort))
+        return 0
+    return int(ncl_sc_in(<PyObject *>np.sort) == 1)
 
 
 def swap_out():
