@@ -3,7 +3,7 @@ NumPy's values and stable indices."""
 import numpy as np
 
 import nclx
-from nclx._ncl import sortcount, sorting
+from nclx._ncl import sortcopy, sortcount, sorting
 from nclx.demo._common import median_time, section
 
 
@@ -13,6 +13,7 @@ def run():
     a = rng.standard_normal(2_000_000)
     m = rng.integers(0, 1 << 40, (500, 4000))
     few = rng.standard_normal(100)[rng.integers(0, 100, 2_000_000)]     # 100 distinct values
+    ordered = np.sort(rng.integers(0, 1 << 40, 2_000_000))               # already in order
     with nclx.installed():
         routed = sorting.reachable() == ""       # install() probed this NumPy's sorts
     if routed:
@@ -20,7 +21,8 @@ def run():
                  ("np.sort(a, kind='stable')", lambda: np.sort(a, kind="stable")),
                  ("np.argsort(a, kind='stable')", lambda: np.argsort(a, kind="stable")),
                  ("np.sort(m, axis=1)", lambda: np.sort(m, axis=1)),
-                 ("np.sort(few)  (100 values)", lambda: np.sort(few))]
+                 ("np.sort(few)  (100 values)", lambda: np.sort(few)),
+                 ("np.sort(ordered, kind='stable')", lambda: np.sort(ordered, kind="stable"))]
         stock = {label: fn for label, fn in cases}
         fast = stock
         head = "installed ms"
@@ -43,6 +45,9 @@ def run():
             ti = median_time(fast[label], repeat=5)
         print(f"{label:<32}{ts * 1e3:>10.1f}{ti * 1e3:>14.1f}{ts / ti:>8.2f}  "
               f"{want.tobytes() == got.tobytes()}")
+    taken, in_order = sortcopy.stats()
+    print(f"(np.sort's copy checked for order as it was written: {taken} call(s), "
+          f"{in_order} already in order and returned without a sort)")
     counted = sortcount.few_sorts()
     print(f"(on {nclx.get_num_threads()} thread(s): split by value or runs sorted by NumPy's own "
           f"function and merged by the merge path; few distinct values counted: "
