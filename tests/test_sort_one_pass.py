@@ -449,3 +449,72 @@ def test_signature_unchanged():
     want = inspect.signature(np.sort)
     with one_pass():
         assert inspect.signature(np.sort) == want
+
+
+def _child(code, env=None):
+    """Run ``code`` in a fresh interpreter (a crash must not take pytest down)."""
+    import subprocess
+    e = dict(os.environ)
+    e.update(env or {})
+    # run from this directory: the repository's source tree must not shadow nclx
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300, env=e, cwd=os.path.dirname(os.path.abspath(__file__)))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_a_team_smaller_than_asked_for():
+    """Review: with OMP_THREAD_LIMIT=2 and 4 threads asked for, the copy was
+    split by the team's size but its parts' edges were checked by the
+    count asked for (and flags of parts nobody ran were never cleared): an
+    unsorted copy came back as in order."""
+    out = _child("""
+import numpy as np, nclx
+from nclx._ncl import sortcopy
+nclx.install(); nclx.set_num_threads(4)
+q = 1_000_000; n = 4 * q + 2
+a = np.concatenate([np.arange(2 * q + 1, dtype=np.int64) + 10**9,
+                    np.arange(2 * q + 1, n, dtype=np.int64)])
+r = np.sort(a)
+taken = sortcopy.stats()[0]
+nclx.uninstall()
+print(taken, r.tobytes() == np.sort(a).tobytes())
+""", {"OMP_THREAD_LIMIT": "2"})
+    assert out.split() == ["1", "True"]
+
+
+def test_np_sort_rebound_by_the_user():
+    """Review: swap_out()/swap_in() wrote into whatever object np.sort named
+    then (a Python function: a crash at uninstall(); a mock: NumPy's
+    dispatcher left swapped; a user's own dispatcher: hijacked).  nclx
+    swaps only the dispatcher it checked at import."""
+    out = _child("""
+import numpy as np, nclx
+from unittest import mock
+from numpy._core.overrides import array_function_dispatch
+from nclx._ncl import sortcopy
+orig = np.sort
+a = np.arange(1_000_000, dtype=np.int64)
+np.sort = lambda *args, **kw: "mine"
+nclx.uninstall()                           # never installed: nothing to touch
+np.sort = orig
+nclx.install()
+with mock.patch("numpy.sort", side_effect=lambda *k, **kw: "patched"):
+    with nclx.installed():
+        pass
+    nclx.uninstall()
+print(sortcopy.is_swapped(), type(np.sort(a)).__name__)
+def _disp(a, axis=None, kind=None, order=None, *, stable=None):
+    return (a,)
+@array_function_dispatch(_disp)
+def sort(a, axis=-1, kind=None, order=None, *, stable=None):
+    return "user's sort"
+nclx.install()
+np.sort = sort
+nclx.install()
+print(np.sort(a))
+nclx.uninstall()
+np.sort = orig
+print(sortcopy.is_swapped())
+""")
+    assert out.splitlines() == ["False ndarray", "user's sort", "False"]

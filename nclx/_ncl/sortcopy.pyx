@@ -186,6 +186,7 @@ cdef int64_t _taken = 0       # calls this module copied (stats())
 cdef int64_t _in_order = 0    # ... of which the copy was returned as it was
 
 _why = None                   # '' once layout() held, else why not
+_dispatcher = None            # np.sort's dispatcher as layout() found it (the one swapped)
 
 
 cdef struct copy_job:
@@ -194,35 +195,45 @@ cdef struct copy_job:
     npy_intp n
     int kind                  # NCL_CC_I64, NCL_CC_U64, NCL_CC_F64
     int stream
+    int parts                 # the parts copied (by however many threads the team gives)
     int ordered[MAX_THREADS]
 
 
 cdef void _t_copy(void *ctx, int tid, int nth) noexcept nogil:
-    """Copy this thread's part, checking the order of what it writes."""
+    """Copy parts tid, tid + nth, ... of j.parts, checking the order of
+    what is written (the team may give fewer threads than asked for)."""
     cdef copy_job *j = <copy_job *>ctx
-    cdef npy_intp s = ncl_part(j.n, tid, nth), e = ncl_part(j.n, tid + 1, nth)
-    j.ordered[tid] = ncl_copy_check(j.kind, j.dst + s * 8, j.src + s * 8, e - s, j.stream)
+    cdef npy_intp s, e
+    cdef int r = tid
+    while r < j.parts:
+        s = ncl_part(j.n, r, j.parts)
+        e = ncl_part(j.n, r + 1, j.parts)
+        j.ordered[r] = ncl_copy_check(j.kind, j.dst + s * 8, j.src + s * 8, e - s, j.stream)
+        r += nth
 
 
 cdef int _copy_check(copy_job *j) noexcept nogil:
     """Copy j.src to j.dst on the team; 1 when the copy is in NumPy's order
-    (each part checked by its thread, the pairs across parts in j.dst)."""
-    cdef int nth = ncl_threads_now(), t
+    (each part checked as it is copied, the pairs across parts in j.dst)."""
+    cdef int parts = ncl_threads_now(), r
     cdef npy_intp b
     cdef uint64_t before, first
-    if nth > MAX_THREADS:
-        nth = MAX_THREADS
-    if nth > j.n // PART:
-        nth = <int>(j.n // PART) if j.n >= PART else 1
-    if nth < 2:
+    if parts > MAX_THREADS:
+        parts = MAX_THREADS
+    if parts > j.n // PART:
+        parts = <int>(j.n // PART) if j.n >= PART else 1
+    j.parts = parts
+    for r in range(MAX_THREADS):
+        j.ordered[r] = 0
+    if parts < 2:
         _t_copy(j, 0, 1)
-        return j.ordered[0]
-    ncl_team_run(nth, _t_copy, j)
-    for t in range(nth):
-        if not j.ordered[t]:
+    else:
+        ncl_team_run(parts, _t_copy, j)
+    for r in range(parts):
+        if not j.ordered[r]:
             return 0
-    for t in range(1, nth):
-        b = ncl_part(j.n, t, nth)
+    for r in range(1, parts):
+        b = ncl_part(j.n, r, parts)
         memcpy(&before, j.dst + (b - 1) * 8, 8)
         memcpy(&first, j.dst + b * 8, 8)
         if ncl_cc_desc(j.kind, first, before):
@@ -291,7 +302,7 @@ def layout():
     nclx can swap (its head read where nclx expects it: the vectorcall at
     the type's offset, the instance dict and ``_implementation`` found at
     their places), else why not.  Reads only."""
-    global _why
+    global _why, _dispatcher
     if _why is not None:
         return _why
     d = np.sort
@@ -314,6 +325,7 @@ def layout():
             "a", "axis", "kind", "order", "stable"):
         _why = "np.sort's implementation is not NumPy's sort(a, axis, kind, order, *, stable)"
         return _why
+    _dispatcher = d
     _why = ""
     return _why
 
@@ -324,7 +336,7 @@ def swap_in():
     vectorcall is somebody else's (then np.sort stays as it is)."""
     if layout():
         return 0
-    return int(ncl_sc_in(<PyObject *>np.sort) == 1)
+    return int(ncl_sc_in(<PyObject *>_dispatcher) == 1)
 
 
 def swap_out():
@@ -333,13 +345,13 @@ def swap_out():
     same)."""
     if layout():
         return 0, 0
-    r = ncl_sc_out(<PyObject *>np.sort)
+    r = ncl_sc_out(<PyObject *>_dispatcher)
     return int(r > 0), int(r == 2)
 
 
 def is_swapped():
     """True while nclx's vectorcall is np.sort's."""
-    return not layout() and bool(ncl_sc_is_ours(<PyObject *>np.sort))
+    return not layout() and bool(ncl_sc_is_ours(<PyObject *>_dispatcher))
 
 
 def min_bytes(n=None):
@@ -385,6 +397,6 @@ def _init():
             _sort_slot[t] = ncl_callop_slot("sort", name)
     ncl_sc_try = _try
     if not layout():
-        ncl_sc_remember(<PyObject *>np.sort)
+        ncl_sc_remember(<PyObject *>_dispatcher)
 
 _init()
