@@ -518,3 +518,33 @@ np.sort = orig
 print(sortcopy.is_swapped())
 """)
     assert out.splitlines() == ["False ndarray", "user's sort", "False"]
+
+
+def test_small_calls_skip_the_dispatchers_python_call():
+    """An exact ndarray cannot override np.sort, so nclx's entry calls
+    NumPy's implementation at once (NumPy's dispatcher first calls its
+    Python relevant-argument function); a subclass, or arguments outside
+    the signature, still go through the dispatcher."""
+    calls = []
+
+    def prof(frame, event, arg):
+        if event == "call":
+            calls.append(frame.f_code.co_name)
+
+    class Sub(np.ndarray):
+        pass
+
+    a = np.arange(10, dtype=np.float64)[::-1].copy()
+    with one_pass(min_bytes=4 << 20):
+        sys.setprofile(prof)
+        try:
+            r = np.sort(a, kind="stable")
+            plain = list(calls)
+            calls.clear()
+            np.sort(a.view(Sub))
+            sub = list(calls)
+        finally:
+            sys.setprofile(None)
+    assert "_sort_dispatcher" not in plain and "sort" in plain
+    assert "_sort_dispatcher" in sub
+    assert r.tobytes() == np.arange(10, dtype=np.float64).tobytes()

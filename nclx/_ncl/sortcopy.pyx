@@ -14,8 +14,10 @@ an exact ``numpy.ndarray``, aligned, C-contiguous, native byte order, of
 int64, uint64 or float64 (``ncl_copycheck.h``'s keys), at least
 ``min_bytes()`` (4 MiB) of it, 1-d (or ``axis=None``), ``order=None``, a
 kind nclx knows, nobody watching the sort or copy ops (no hook, no ledger,
-no ``checked()`` mode) -- and hands every other call to NumPy's dispatcher
-unchanged.
+no ``checked()`` mode).  Another call of an exact ndarray whose arguments
+fit np.sort's signature goes straight to NumPy's implementation (what the
+dispatcher would call, without its Python relevant-argument call); any
+other call is NumPy's dispatcher's, unchanged.
 
 It copies ``a`` on the team (non-temporal stores from copyrun's streaming
 size on), each thread comparing every element it writes with the one
@@ -85,18 +87,22 @@ cdef extern from *:
     }
 
     /* np.sort(a, axis=-1, kind=None, order=None, *, stable=None), called
-     * before NumPy's dispatcher: an exact ndarray has no __array_function__
-     * override, so the dispatcher would call NumPy's implementation; any
-     * call not taken here (other arguments, other names, a name given
-     * twice: the dispatcher raises) is the dispatcher's, as it came */
+     * in front of NumPy's dispatcher.  An exact ndarray has no
+     * __array_function__ override, so for a call whose arguments fit the
+     * dispatcher's signature (checked here as its relevant-argument
+     * function would: at most 4 positional, names among axis, kind, order,
+     * stable, none given twice) the dispatcher would call NumPy's
+     * implementation with the same arguments: that call is made here at
+     * once (one Python call fewer), or the one-pass copy takes it.  Any
+     * other call is the dispatcher's, as it came. */
     static PyObject *ncl_sc_vcall(PyObject *self, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
     {
         Py_ssize_t i, nargs = PyVectorcall_NARGS(nargsf), nk;
         PyObject *a, *axis = NULL, *kind = Py_None, *order = Py_None, *stable = Py_None, *r;
-        if (nargs < 1 || nargs > 4 || !PyArray_CheckExact(args[0])
-                || (npy_intp)PyArray_NBYTES((PyArrayObject *)args[0]) < ncl_sc_min
-                || ncl_sc_try == NULL)
+        PyObject *impl = ((ncl_dispatcher_head *)self)->default_impl;
+        if (nargs < 1 || nargs > 4 || !PyArray_CheckExact(args[0]) || ncl_sc_try == NULL
+                || impl == NULL)
             return ncl_sc_numpy(self, args, nargsf, kwnames);
         a = args[0];
         if (nargs > 1) axis = args[1];
@@ -111,13 +117,13 @@ cdef extern from *:
             else if (ncl_sc_name(k, "stable")) stable = v;
             else return ncl_sc_numpy(self, args, nargsf, kwnames);
         }
-        if (order != Py_None)
-            return ncl_sc_numpy(self, args, nargsf, kwnames);
-        r = ncl_sc_try(a, axis, kind, stable);
-        if (r != Py_None)
-            return r;                   /* the sorted copy, or NULL with an error */
-        Py_DECREF(r);
-        return ncl_sc_numpy(self, args, nargsf, kwnames);
+        if (order == Py_None && (npy_intp)PyArray_NBYTES((PyArrayObject *)a) >= ncl_sc_min) {
+            r = ncl_sc_try(a, axis, kind, stable);
+            if (r != Py_None)
+                return r;               /* the sorted copy, or NULL with an error */
+            Py_DECREF(r);
+        }
+        return PyObject_Vectorcall(impl, args, nargsf, kwnames);
     }
 
     static vectorcallfunc *ncl_sc_field(PyObject *d) { return &((ncl_dispatcher_head *)d)->vectorcall; }
