@@ -38,7 +38,7 @@ static inline int ncl_cc_desc(int kind, uint64_t cur, uint64_t prev)
         double c, p;
         memcpy(&c, &cur, 8);
         memcpy(&p, &prev, 8);
-        return (c < p) | ((p != p) & (c == c));
+        return NCL_BLT_FLT(c, p);       /* ncl_order.h's NaN-aware compare */
     }
     if (kind == NCL_CC_U64)
         return cur < prev;
