@@ -88,9 +88,9 @@ def _restore():
     restored, foreign = _entries.swap_out()
     sorts, sorts_foreign = _sorting.swap_out()
     copies, copies_foreign = _copying.swap_out()
-    sort_impl, sort_impl_foreign = _sortcopy.swap_out()
-    restored += sorts + copies + sort_impl
-    foreign += sorts_foreign + copies_foreign + sort_impl_foreign
+    sort_entry, sort_entry_foreign = _sortcopy.swap_out()
+    restored += sorts + copies + sort_entry
+    foreign += sorts_foreign + copies_foreign + sort_entry_foreign
     _pyfunnel.swap_out()
     _hooks.collect()
     if foreign:

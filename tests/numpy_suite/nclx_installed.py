@@ -59,8 +59,8 @@ def pytest_unconfigure(config):
     copying.tune(*_copy_tuning)
     sortcopy.min_bytes(_sort_impl[1])
     print(f"[nclx] np.sort calls copied in one pass (in order): {sortcopy.stats()}")
-    if np.sort._implementation is not _sort_impl[0]:
-        raise RuntimeError("uninstall() left np.sort's implementation changed")
+    if np.sort._implementation is not _sort_impl[0] or sortcopy.is_swapped():
+        raise RuntimeError("uninstall() left np.sort's dispatcher changed")
     print(f"[nclx] copies split across the team: {copying.split_calls()}")
     print(f"[nclx] copies written with non-temporal stores: {copying.stream_calls()}")
     if copying.getters() != _copy_getters:
