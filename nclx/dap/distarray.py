@@ -228,6 +228,11 @@ class DistArray:
     def ndim(self):
         return len(self.distribution.shape)
 
+    @property
+    def size(self):
+        """The number of cells of the global array (NumPy's ``size``)."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
     # ------------------------------------------- layout (nclx.dap.layout)
     def transpose(self, *axes):
         """``np.transpose``: a view with permuted dimension dictionaries when

@@ -350,7 +350,8 @@ def test_histogram_errors_and_empty():
         warnings.simplefilter("ignore", RuntimeWarning)
         assert_bits(np.histogram(a, bins=3, range=(0, 11))[0],
                     np.histogram(g, bins=3, range=(0, 11))[0], "NaN outside the bins")
-    for call, expect in [(lambda: np.histogram(a, bins="auto"), "estimator"),
+    for call, expect in [(lambda: np.histogram(a, bins="auto"), "autodetected range of [nan, nan]"),
+                         (lambda: np.histogram(a, bins="bogus"), "not a valid estimator"),
                          (lambda: np.histogram(a, bins=[3, 1]), "monotonically"),
                          (lambda: np.histogram(a, weights=np.ones(12)), "weights must be"),
                          (lambda: np.histogram(a, range=(5, 1)), "max must be larger")]:

@@ -2,7 +2,9 @@
 ``clip``, ``copy``, ``isclose`` (local, a DistArray of the same
 distribution: NumPy's function on each block, so NumPy's values bit for
 bit), and ``allclose``, ``array_equal`` (one reduction across ranks).
-Operands are DistArrays of one distribution and scalars."""
+Operands are DistArrays of one distribution and scalars.  ``result_type``
+(the dtype an elementwise call gives) takes a DistArray by its dtype, as
+NumPy takes an array's (NEP 50: strong, whatever its values)."""
 import numpy as np
 
 from nclx.dap.functions._common import blocks, is_da, reduce_parts, wrap
@@ -83,3 +85,9 @@ def array_equal(a1, a2, equal_nan=False):
 def _isnan(x):
     x = np.asarray(x)
     return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
+
+
+@implements(np.result_type)
+def result_type(*arrays_and_dtypes):
+    """NumPy's ``result_type`` with each DistArray standing as its dtype."""
+    return np.result_type(*[x.dtype if is_da(x) else x for x in arrays_and_dtypes])
