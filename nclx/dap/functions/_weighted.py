@@ -24,6 +24,7 @@ or sums that are exact, always agree).
 import contextlib
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_tuple
 
 from nclx.dap.functions._flatten import flat_block
 from nclx.dap.functions._layout import block_bounds
@@ -32,7 +33,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.validate import DapError
 
 __all__ = ["pick", "sorted_weighted", "weighted_positions", "weighted_flat", "weights_kind",
-           "check_weights", "local_weights", "check_sign"]
+           "check_weights", "local_weights", "check_sign", "gathered_along_axes"]
 
 
 def pick(comm, bucket, positions, dtype):
@@ -161,7 +162,8 @@ def weights_kind(weights):
 def check_weights(name, a, weights, axis):
     """NumPy's rules for ``weights`` (its shape against ``a`` and ``axis``:
     None, one normalised axis or a tuple of several), with a DistArray
-    distributed like ``a`` or, along one axis, a 1-D NumPy array."""
+    distributed like ``a`` or, along one axis, a 1-D NumPy array (a
+    DistArray along it is gathered first: :func:`gathered_along_axes`)."""
     if isinstance(weights, DistArray):
         if weights.shape != a.shape:
             if axis is None:
@@ -182,6 +184,25 @@ def check_weights(name, a, weights, axis):
     if w.shape != (a.shape[axis],):
         raise ValueError("Shape of weights must be consistent with "
                          "shape of a along specified axis.")
+
+
+def gathered_along_axes(a, weights, axis):
+    """``weights`` as NumPy takes them along ``axis``: a DistArray of the
+    shape of ``a`` along those axes (not ``a``'s own) gathered on every
+    rank (one ``Allgatherv``; its size is the product of those axes'
+    lengths), then taken as a NumPy array of that shape is.  Anything else
+    as given (NumPy's shape errors are raised later, as for arrays).  Every
+    rank takes the same branch: the registry agreed on the shapes.
+    Before, refused with a DapError where NumPy answers (found by review)."""
+    if not isinstance(weights, DistArray) or weights.shape == a.shape or axis is None:
+        return weights
+    try:
+        axes = normalize_axis_tuple(axis, len(a.shape))
+    except Exception:  # noqa: BLE001 - NumPy's AxisError, raised later on every rank
+        return weights
+    if tuple(weights.shape) != tuple(a.shape[d] for d in axes):
+        return weights
+    return weights.gather(root=None)
 
 
 def local_weights(weights):

@@ -49,6 +49,7 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call, guarded_call
 from nclx.dap.functions._layout import agree_call, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
+from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.functions._weighted import (check_sign as _check_sign, check_weights as _check_weights,
                                           local_weights as _local_weights, pick, weighted_flat,
                                           weights_kind as _weights_kind)
@@ -270,6 +271,7 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
     keepdims = False if keepdims is np._NoValue else bool(keepdims)
+    weights = _gathered_along_axes(a, weights, axis)
     if isinstance(weights, DistArray) and weights.shape == a.shape and weights.comm is a.comm:
         weights = a._aligned(weights)      # another distribution: moved to a's (one Alltoallw)
     weak_q = type(q) in (int, float)

@@ -209,7 +209,9 @@ def _where(a, where, what):
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """``np.average``: the mean, or with weights (a DistArray of ``a``'s
-    shape, moved to ``a``'s distribution where it differs) ``sum(a * w) /
+    shape, moved to ``a``'s distribution where it differs; a NumPy array or
+    a DistArray of the shape of ``a`` along ``axis``, the latter gathered on
+    every rank first) ``sum(a * w) /
     sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero."""
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
@@ -227,13 +229,13 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
                 scl = np.broadcast_to(scl, np.shape(avg)).copy()
         return (avg, scl) if returned else avg
+    if is_da(weights) and weights.shape != a.shape:
+        _weights_shape(a, weights.shape, axis)        # NumPy's errors first
+        # along the axes: gathered on every rank (one Allgatherv of their size),
+        # then as a NumPy array of that shape (before, refused: found by review)
+        weights = weights.gather(root=None)
     if not is_da(weights):
         weights = _ndarray_weights(a, weights, axis)
-    elif weights.shape != a.shape:
-        _weights_shape(a, weights.shape, axis)        # NumPy's errors first
-        raise DapError("np.average(DistArray, weights=...): DistArray weights must have the "
-                       "operand's shape (redistributed to its distribution); weights along "
-                       "an axis as a NumPy array")
     da, (x, w) = blocks("np.average", a, weights)
     rdt = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else \
         np.result_type(x.dtype, w.dtype)
