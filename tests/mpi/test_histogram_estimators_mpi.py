@@ -214,3 +214,93 @@ def test_booleans_are_counted_as_uint8_with_one_warning(bins):
         want, got, wn, wd = numpy_and_dap(fn, g, a)
         collective_assert(want[0] == got[0] == "ok" and wn == wd, f"{got} {wd} / {want} {wn}")
         collective_assert(all(bits(x) == bits(y) for x, y in zip(got[1], want[1])), f"{got} != {want}")
+
+
+# ------------------------------------------------- found by review of the above
+@pytest.mark.parametrize("bins", ["fd", "auto", "stone", "sqrt"])
+def test_estimators_never_run_on_a_stand_in_value(bins):
+    """The argument check ran the estimator on a one-element stand-in: for
+    complex data that NumPy never estimates over (empty, or all outside
+    range) it raised where NumPy answers."""
+    for g, rng in ((np.zeros(0, complex), None), (np.array([5 + 1j, 7 + 2j, 9 + 0j]), (-1, 1))):
+        a = dap.DistArray.from_global(g, comm=comm)
+        want, got, wn, wd = numpy_and_dap(lambda x: np.histogram(x, bins=bins, range=rng), g, a)
+        collective_assert(want[0] == got[0] == "ok" and all(
+            bits(x) == bits(y) for x, y in zip(got[1], want[1])), f"{got} != {want}")
+
+
+def test_histogram_bin_edges_only_checks_the_weights_shape():
+    g = np.arange(12.0).reshape(3, 4)
+    a = dap.DistArray.from_global(g, comm=comm)
+    want = np.histogram_bin_edges(g, bins=3)
+    for w in (dap.DistArray.from_global(np.ones((3, 4), "m8[s]"), comm=comm), np.ones((3, 4)),
+              dap.DistArray.from_global(np.full((3, 4), "x"), comm=comm)):
+        got = np.histogram_bin_edges(a, bins=3, weights=w)
+        collective_assert(bits(got) == bits(want), f"{got} != {want}")
+    for call, w in ((np.histogram_bin_edges, np.ones(12)),
+                    (np.histogram_bin_edges, dap.DistArray.from_global(np.ones((4, 3)), comm=comm)),
+                    (np.histogram, dap.DistArray.from_global(np.ones(12), comm=comm)),
+                    (np.histogram, dap.DistArray.from_global(np.ones((4, 3)), comm=comm))):
+        try:
+            call(a, bins=3, weights=w)
+            result = "no error"
+        except Exception as exc:  # noqa: BLE001 - compared collectively
+            result = exc
+        collective_assert(isinstance(result, ValueError) and "same shape" in str(result), repr(result))
+
+
+@pytest.mark.parametrize("kind", ["bool", "complex", "stone"])
+def test_a_warning_one_rank_raises_leaves_no_rank_waiting(kind):
+    """The warnings nclx adds (booleans, complex data) and NumPy's own
+    estimator warnings were raised between collectives: a rank whose filter
+    made them errors raised alone and the others waited (a hang)."""
+    g = {"bool": np.array([True, False, True, True] * N),
+         "complex": np.array([1 + 1j, 2, 3, 4] * N),
+         "stone": np.arange(40 * N, dtype=np.int64) % 7}[kind]
+    a = dap.DistArray.from_global(g, comm=comm)
+    bins = "stone" if kind == "stone" else 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if comm.rank == 0 else "ignore")
+        got = outcome(np.histogram, a, bins=bins)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_last = outcome(np.histogram, g, bins=bins) if comm.rank else None
+    if comm.rank == 0:
+        collective_assert(got[0] == "exc" and "Warning" in got[1], f"{got}")
+    else:
+        collective_assert(got[0] == "ok" and all(bits(x) == bits(y) for x, y in zip(got[1], want_last[1])),
+                          f"{got}")
+
+
+def test_complex_counts_fail_where_numpys_do():
+    """NumPy counts complex data with equal-width bins by complex arithmetic
+    (here its bincount meets a negative index and raises); nclx counted
+    against the edges and answered."""
+    g = np.array([1 + 2j, 3 - 1j, 0.5 + 0j] * N)
+    a = dap.DistArray.from_global(g, comm=comm)
+    rng = (g.min(), g.max())
+    for bins in (3, 10):
+        results = []
+        for x in (g, a):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    results.append(np.histogram(x, bins=bins, range=rng))
+            except Exception as exc:  # noqa: BLE001 - compared collectively
+                results.append(exc)
+        want, got = results
+        if isinstance(want, Exception):
+            same = isinstance(got, type(want)) and str(want) in str(got)
+        else:
+            same = not isinstance(got, Exception) and all(bits(x) == bits(y) for x, y in zip(got, want))
+        collective_assert(same, f"{got!r} / {want!r}")
+
+
+@pytest.mark.parametrize("bins", ["sqrt", "auto", 3])
+def test_numpys_warnings_are_shown_when_the_edges_raise(bins):
+    """NumPy's own warnings of the bin-edge code were dropped when that code
+    raised (overflowing data: NumPy warns, then raises ValueError)."""
+    g = np.array([1.7e308, -1.7e308, 0.0, 1.0] * N)
+    a = dap.DistArray.from_global(g, comm=comm)
+    want, got, wn, wd = numpy_and_dap(lambda x: np.histogram(x, bins=bins), g, a)
+    collective_assert(want[0] == got[0] == "exc" and wn == wd, f"{got} {wd} / {want} {wn}")

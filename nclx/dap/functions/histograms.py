@@ -1,32 +1,38 @@
-"""``np.histogram`` of a DistArray.
+"""``np.histogram`` and ``np.histogram_bin_edges`` of a DistArray.
 
-The bin edges are NumPy's: with ``bins`` an integer and no ``range``, the
-global minimum and maximum (one ``allgather`` of each rank's, which also
-carries any rank's error and every rank's arguments: a rank that failed,
-or ranks that passed different arguments, raise on every rank) stand in
-for ``range`` exactly as NumPy takes them from the data, so
-``np.histogram_bin_edges`` gives the same edges.
-String ``bins`` (NumPy's estimators: 'auto', 'fd', 'doane', 'scott',
-'stone', 'rice', 'sturges', 'sqrt') run NumPy's own bin-edge code
-(``numpy.lib._histograms_impl._get_bin_edges``, so each NumPy version's
-formulas) on a 1-D DistArray of the values (those inside ``range`` when it
-is given: NumPy's truncation): its min/max, size, exact percentiles and
-histograms are the global ones, so 'auto', 'fd', 'stone', 'rice',
-'sturges' and 'sqrt' give NumPy's edges bit for bit; 'scott' and 'doane'
-take ``np.std``/``np.mean`` of the DistArray (per-rank partials combined,
-1e-12 relative), which moves the number of bins only where the width
-divides the range to an integer within that rounding.
-Every rank then counts its owned cells with NumPy against those edges, and
-one reduction adds the counts: counts equal NumPy's bit for bit (NumPy's
-equal-width fast path and its edge search count the same).  With
-``weights=`` (a DistArray of ``a``'s shape, first redistributed to
-``a``'s distribution where it differs) the per-bin sums of
-float weights are added across ranks in another order than NumPy's
-sequential ``bincount``: equal to 1e-12 relative, the same bits on every
-rank (complex weights: their real and imaginary parts summed apart, as
-NumPy does); ``density=True`` divides as NumPy does.  The result is
-``(hist, bin_edges)``, NumPy arrays on every rank; ``np.histogram_bin_edges``
-gives the same edges.
+The bin edges are NumPy's, from NumPy's own bin-edge code
+(``numpy.lib._histograms_impl._get_bin_edges``): with ``bins`` an integer
+and no ``range``, the global minimum and maximum (one ``allgather`` of
+each rank's, which also carries any rank's error: a rank that failed
+raises on every rank) stand in for ``range`` exactly as NumPy takes them
+from the data.  String ``bins`` (NumPy's estimators: 'auto', 'fd',
+'doane', 'scott', 'stone', 'rice', 'sturges', 'sqrt') run that code on a
+1-D DistArray of the values (those inside ``range`` when it is given:
+NumPy's truncation), so each NumPy version's formulas: its min/max, size,
+exact percentiles and histograms are the global ones, so 'auto', 'fd',
+'stone', 'rice', 'sturges' and 'sqrt' give NumPy's edges bit for bit;
+'scott' and 'doane' take ``np.std``/``np.mean`` of the DistArray
+(per-rank partials combined: 1e-12 relative for float64 data, about 1e-7
+for float32), which moves the number of
+bins only where the width divides the range to an integer within that
+rounding.  Warnings of that code (stone's "suboptimal") are shown after
+the last collective, so that a rank whose warning filter raises does not
+leave the others waiting.
+
+Every rank then counts its owned cells with ``np.histogram`` in the form
+NumPy's global call takes (equal-width bins as ``bins=n, range=(first,
+last)``: the same edges, each value's bin found by the same arithmetic;
+explicit edges as edges), and one reduction adds the counts (also carrying
+a rank's error): counts equal NumPy's bit for bit.  With ``weights=`` (a
+DistArray of ``a``'s shape, first redistributed to ``a``'s distribution
+where it differs) the per-bin sums of float or complex weights are added
+across ranks in another order than NumPy's: equal to 1e-12 relative, the
+same bits on every rank; ``density=True`` divides as NumPy does.  Boolean
+data is counted as uint8 with NumPy's one warning; complex data with
+equal-width bins gets NumPy's ComplexWarning once a block of 65,536
+values of the global array.  The result is ``(hist, bin_edges)``, NumPy
+arrays on every rank; ``np.histogram_bin_edges`` gives the same edges
+(its weights, a DistArray or NumPy array of ``a``'s shape, only checked).
 """
 import warnings
 
@@ -36,7 +42,6 @@ from numpy.exceptions import ComplexWarning
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
-from nclx.dap.functions._layout import check_same_args
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -47,10 +52,8 @@ _NUMPY_BLOCK = 65536
 try:        # NumPy's bin-edge code (its estimators' formulas differ between versions)
     from numpy.lib._histograms_impl import _get_bin_edges as _numpy_bin_edges
     from numpy.lib._histograms_impl import _get_outer_edges as _numpy_outer_edges
-    from numpy.lib._histograms_impl import _hist_bin_selectors as _ESTIMATORS
 except ImportError:                                     # pragma: no cover - a NumPy without them
     _numpy_bin_edges = _numpy_outer_edges = None
-    _ESTIMATORS = {}
 
 
 def _extremes(values):
@@ -60,23 +63,6 @@ def _extremes(values):
     if values.dtype.kind in "fc" and np.isnan(values).any():
         return None, None, True
     return values.min(), values.max(), False
-
-
-def _weighted(values, weights, edges):
-    """Per-bin sums of ``weights`` (NumPy's bins: half open, the last closed),
-    each bin summed in element order as NumPy's ``bincount`` does."""
-    keep = (values >= edges[0]) & (values <= edges[-1])
-    v, w = values[keep], weights[keep]
-    idx = np.searchsorted(edges, v, side="right") - 1
-    idx[idx == edges.shape[0] - 1] -= 1                  # the last edge is in the last bin
-    nbins = edges.shape[0] - 1
-    if w.dtype.kind == "c":                 # NumPy sums the two parts apart
-        n = np.zeros(nbins, w.dtype)
-        n.real = np.bincount(idx, weights=w.real, minlength=nbins)
-        n.imag = np.bincount(idx, weights=w.imag, minlength=nbins)
-        return n
-    n = np.bincount(idx, weights=w, minlength=nbins)
-    return n.astype(weights.dtype)
 
 
 def _counted_dtype(a):
@@ -112,57 +98,79 @@ def _values_1d(a, bounds, what):
     return DistArray._of(np.ascontiguousarray(values), dist, comm)
 
 
-def _estimated_edges(a, bins, range, what):
-    """NumPy's edges for an estimator name ``bins`` (collective)."""
+def _estimated_edges(a, bins, range, what, shown):
+    """NumPy's ``(edges, (first, last, n))`` for an estimator name ``bins``
+    (collective); its warnings appended to ``shown``."""
     if _numpy_bin_edges is None:
         raise DapError(f"{what}: bins={bins!r} needs NumPy's bin-edge code, which this NumPy "
                        f"does not have; give a number of bins or the edges")
-    return _numpy_bin_edges(_values_1d(a, range, what), bins, range, None)[0]
+    values = _values_1d(a, range, what)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            edges, uniform = _numpy_bin_edges(values, bins, range, None)
+        finally:
+            shown.extend(caught)        # shown also when it raises (on every rank alike)
+    return edges, uniform
 
 
-def _edges(a, bins, range, weights, what):
-    """``(edges, local weights or None)`` of ``np.histogram(a, ...)``
-    (collective; any rank's error, or ranks passing different arguments,
-    raise on every rank)."""
+def _stand_in(a, bins, range, weights):
+    """NumPy's argument errors (bins, an estimator's name, range, weights'
+    dtype, weights with an estimator), in NumPy's order: NumPy's call on a
+    stand-in of ``a``'s dtype (empty for an estimator, which NumPy then
+    does not run), its own warnings not shown (complex edges cast)."""
+    n = 0 if isinstance(bins, str) else 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        np.histogram(np.zeros(n, _counted_dtype(a)), bins=bins, range=range,
+                     weights=None if weights is None else np.ones(n, weights.dtype))
+
+
+def _edges(a, bins, range, weights, what, shown, counting=True):
+    """``(edges, uniform, local weights or None)`` of ``np.histogram(a,
+    ...)``: ``uniform`` NumPy's ``(first, last, n)`` of equal-width bins, or
+    None for explicit edges (collective; any rank's error raises on every
+    rank).  ``counting``: False for ``np.histogram_bin_edges``, which only
+    checks the weights' shape.  Warnings to show are appended to ``shown``."""
     if not isinstance(a, DistArray):
         raise TypeError(f"{what}: a must be a DistArray when weights is one, not "
                         f"{type(a).__name__}")
-    if a.dtype == np.bool_:      # NumPy's warning (once: the steps below count in uint8)
-        warnings.warn(f"Converting input from {a.dtype} to {np.uint8} for compatibility.",
-                      RuntimeWarning, stacklevel=4)
     comm = a.comm
     error = local_w = None
     ext = None
     try:
+        if a.dtype == np.bool_:      # NumPy's warning (once: the steps below count in uint8)
+            shown.append(warnings.WarningMessage(
+                f"Converting input from {a.dtype} to {np.uint8} for compatibility.",
+                RuntimeWarning, "", 0))
         if isinstance(bins, DistArray) or isinstance(range, DistArray):
             raise TypeError(f"{what}: bins and range must be NumPy values, not DistArrays")
         if weights is not None:
-            if not isinstance(weights, DistArray):
+            if isinstance(weights, DistArray):
+                if tuple(weights.shape) != tuple(a.shape):       # NumPy's check, its error
+                    raise ValueError("weights should have the same shape as a.")
+                if counting:
+                    weights = a._aligned(weights)
+            elif counting:
                 raise TypeError(f"{what}: weights must be a DistArray of a's shape, "
                                 f"not {type(weights).__name__}")
-            weights = a._aligned(weights)
-            if weights.dtype.kind not in "biufc":
-                raise DapError(f"{what}: weights of dtype {weights.dtype} are not "
-                               f"supported for a DistArray (numbers are)")
-            local_w = weights.owned
-        # NumPy's argument errors (bins, an estimator's name, range, weights'
-        # dtype, weights with an estimator), in NumPy's order, on a stand-in
-        # (whose own warnings, complex edges cast to real, are not the call's)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            np.histogram(np.zeros(1, _counted_dtype(a)), bins=bins, range=range,
-                         weights=None if weights is None else np.ones(1, weights.dtype))
+            elif np.shape(weights) != tuple(a.shape):
+                raise ValueError("weights should have the same shape as a.")
+            if counting:
+                if weights.dtype.kind not in "biufc":
+                    raise DapError(f"{what}: weights of dtype {weights.dtype} are not "
+                                   f"supported for a DistArray (numbers are)")
+                local_w = weights.owned.reshape(-1)
+        _stand_in(a, bins, range, None if weights is None else
+                  (weights if counting else np.ones(0)))
         if not isinstance(bins, str):
             ext = _extremes(_owned(a))
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    args = (None if isinstance(bins, DistArray) else bins,
-            None if isinstance(range, DistArray) else range, weights is None)
-    parts = allgather_checked(comm, (ext, args), error, what)
-    check_same_args([p[1] for p in parts], what)
+    everyone = allgather_checked(comm, ext, error, what)
     if isinstance(bins, str):
-        return _estimated_edges(a, bins, range, what), local_w
-    everyone = [p[0] for p in parts]
+        edges, uniform = _estimated_edges(a, bins, range, what, shown)
+        return edges, uniform, local_w
     if np.ndim(bins) == 0 and range is None:
         held = [e for e in everyone if e is not None]
         if not held:
@@ -173,41 +181,69 @@ def _edges(a, bins, range, weights, what):
             range = (min(e[0] for e in held), max(e[1] for e in held))
             if not (np.isfinite(range[0]) and np.isfinite(range[1])):
                 raise ValueError(f"autodetected range of [{range[0]}, {range[1]}] is not finite")
-    sample = np.zeros(0, _counted_dtype(a))
-    return np.histogram_bin_edges(sample, bins=bins, range=range), local_w
+    edges, uniform = _numpy_bin_edges(np.zeros(0, _counted_dtype(a)), bins, range, None)
+    return edges, uniform, local_w
+
+
+def _show(shown):
+    """Show the warnings of a call, after its last collective."""
+    for w in shown:
+        warnings.warn(w.message, w.category, stacklevel=4)
 
 
 @implements(np.histogram_bin_edges)
 def histogram_bin_edges(a, bins=10, range=None, weights=None):
     """``np.histogram_bin_edges`` of a DistArray (see the module doc)."""
-    return _edges(a, bins, range, weights, "np.histogram_bin_edges")[0]
+    shown = []
+    try:
+        edges = _edges(a, bins, range, weights, "np.histogram_bin_edges", shown, counting=False)[0]
+    finally:
+        _show(shown)
+    return edges
+
+
+def _local_counts(values, edges, uniform, local_w):
+    """This rank's counts, as NumPy's global call counts (its form of the
+    bins), and this rank's error or None."""
+    dtype = np.dtype(np.intp) if local_w is None else local_w.dtype
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # NumPy's, per block of the global call: below
+            if uniform is None:
+                counts = np.histogram(values, bins=edges, weights=local_w)[0]
+            else:
+                counts = np.histogram(values, bins=uniform[2], range=uniform[:2],
+                                      weights=local_w)[0]
+        return np.ascontiguousarray(counts, dtype), None
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by the reduction
+        return np.zeros(edges.shape[0] - 1, dtype), exc
 
 
 @implements(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
     """``np.histogram`` of a DistArray (see the module doc)."""
-    edges, local_w = _edges(a, bins, range, weights, "np.histogram")
+    shown = []
+    try:
+        edges, uniform, local_w = _edges(a, bins, range, weights, "np.histogram", shown)
+    except BaseException:
+        _show(shown)        # every rank raises here: no collective is left to wait in
+        raise
     comm = a.comm
-    if a.dtype.kind == "c" and np.ndim(bins) == 0:
-        # NumPy's equal-width path casts each block of 65,536 complex values'
-        # bin positions to integers, a ComplexWarning each; the counting
-        # here (against the edges) casts nothing
-        blocks = -(-a.size // _NUMPY_BLOCK)           # (``range`` is an argument here)
-        while blocks > 0:
-            warnings.warn("Casting complex values to real discards the imaginary part",
-                          ComplexWarning, stacklevel=3)
-            blocks -= 1
-    values = _owned(a)
-    if local_w is None:
-        counts, _ = np.histogram(values.reshape(-1), bins=edges)
-    else:
-        counts = _weighted(values.reshape(-1), local_w.reshape(-1), edges)
-    # one Allreduce adds the counts in rank order: the same bits on every rank
-    counts = np.ascontiguousarray(counts)
-    verdict, total = allreduce_agreed(comm, np.add, counts, (counts.shape, counts.dtype), None,
+    counts, error = _local_counts(_owned(a).reshape(-1), edges, uniform, local_w)
+    # one Allreduce adds the counts in rank order (the same bits on every
+    # rank) and carries any rank's error
+    verdict, total = allreduce_agreed(comm, np.add, counts, (counts.shape, counts.dtype), error,
                                       key=f"histogram {counts.shape} {counts.dtype.str}")
     if verdict is not None:
         raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), "np.histogram", None)
+    if a.dtype.kind == "c" and uniform is not None:
+        # NumPy's equal-width path casts each block of 65,536 complex values'
+        # bin positions to integers, a ComplexWarning each
+        blocks = -(-a.size // _NUMPY_BLOCK)
+        shown.extend([warnings.WarningMessage(
+            "Casting complex values to real discards the imaginary part", ComplexWarning,
+            "", 0)] * blocks)
+    _show(shown)
     if density:
         db = np.array(np.diff(edges), float)
         return total / db / total.sum(), edges
