@@ -93,3 +93,55 @@ def test_quantiles_with_distarray_weights_along_an_axis(name):
     for x, w in ((a, bad), (g, np.ones(5))):
         got = caught(lambda: fn(x, q, axis=1, weights=w, method="inverted_cdf"))
         collective_assert(isinstance(got, ValueError), repr(got))
+
+
+# ------------------------------------------------------- found by review of the above
+def test_weights_on_another_communicator_are_refused_not_mixed():
+    """Weights along an axis on COMM_SELF (other values on each rank) were
+    gathered on their own communicator and used: each row took the weights
+    of the rank owning it (no NumPy answer at all)."""
+    if N == 1:
+        pytest.skip("needs two communicators that differ (2 ranks or more)")
+    g = np.arange(12.0).reshape(3, 4)
+    a = dap.DistArray.from_global(g, comm=comm)
+    w = np.ones(4)
+    w[comm.rank % 4] = 10
+    wd = dap.DistArray.from_global(w, comm=MPI.COMM_SELF)
+    for call in (lambda: np.average(a, axis=1, weights=wd),
+                 lambda: np.quantile(a, 0.5, axis=1, weights=wd, method="inverted_cdf")):
+        got = caught(call)
+        collective_assert(isinstance(got, Exception) and "communicator" in str(got)
+                          or "distributed" in str(got), repr(got))
+
+
+def test_ranks_passing_other_axes_never_wait_in_a_gather():
+    """``a`` on COMM_SELF, weights on COMM_WORLD, rank 0 passing an axis the
+    weights fit and the others not: rank 0 waited in the weights' gather
+    (a hang)."""
+    if N == 1:
+        pytest.skip("needs 2 ranks or more")
+    a = dap.DistArray.from_global(np.arange(12.0).reshape(3, 4), comm=MPI.COMM_SELF)
+    wd = dap.DistArray.from_global(np.ones(4), comm=comm)
+    axis = 1 if comm.rank == 0 else 0
+    for call in (lambda: np.average(a, axis=axis, weights=wd),
+                 lambda: np.quantile(a, 0.5, axis=axis, weights=wd, method="inverted_cdf")):
+        got = caught(call)
+        collective_assert(isinstance(got, Exception), repr(got))
+
+
+def test_average_of_an_ndarray_with_distarray_weights_is_a_clear_refusal():
+    g = np.arange(12.0).reshape(3, 4)
+    wd = dap.DistArray.from_global(np.ones(4), comm=comm)
+    for call in (lambda: np.average(g, axis=1, weights=wd),
+                 lambda: np.quantile(g, 0.5, axis=1, weights=wd, method="inverted_cdf")):
+        got = caught(call)       # were AttributeErrors ('ndarray' has no 'distribution' / 'comm')
+        collective_assert(isinstance(got, dap.DapError) and "must be a DistArray" in str(got), repr(got))
+
+
+def test_quantile_weights_along_a_tuple_of_axes_are_refused_as_distarrays():
+    """They were gathered, then refused as 'not a ndarray' (the user passed a DistArray)."""
+    g = np.arange(24.0).reshape(4, 3, 2)
+    a = dap.DistArray.from_global(g, comm=comm)
+    wd = dap.DistArray.from_global(np.ones((4, 2)), comm=comm)
+    got = caught(lambda: np.quantile(a, 0.5, axis=(0, 2), weights=wd, method="inverted_cdf"))
+    collective_assert(isinstance(got, Exception) and "ndarray" not in str(got), repr(got))

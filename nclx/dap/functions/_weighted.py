@@ -186,23 +186,34 @@ def check_weights(name, a, weights, axis):
                          "shape of a along specified axis.")
 
 
-def gathered_along_axes(a, weights, axis):
+def gathered_along_axes(a, weights, axis, one_axis=False):
     """``weights`` as NumPy takes them along ``axis``: a DistArray of the
-    shape of ``a`` along those axes (not ``a``'s own) gathered on every
+    shape of ``a`` along those axes (not ``a``'s own; with ``one_axis``
+    only along a single axis) on ``a``'s communicator, gathered on every
     rank (one ``Allgatherv``; its size is the product of those axes'
     lengths), then taken as a NumPy array of that shape is.  Anything else
-    as given (NumPy's shape errors are raised later, as for arrays).  Every
-    rank takes the same branch: the registry agreed on the shapes.
-    Before, refused with a DapError where NumPy answers (found by review)."""
-    if not isinstance(weights, DistArray) or weights.shape == a.shape or axis is None:
+    as given (NumPy's shape errors are raised later, as for arrays; weights
+    on another communicator are refused there).  Every rank takes the same
+    branch: the registry agreed on the shapes, and the communicators are
+    compared locally.  Before, refused with a DapError where NumPy answers
+    (found by review)."""
+    if not isinstance(a, DistArray) or not isinstance(weights, DistArray) \
+            or weights.shape == a.shape or axis is None or not _same_comm(a.comm, weights.comm):
         return weights
     try:
         axes = normalize_axis_tuple(axis, len(a.shape))
     except Exception:  # noqa: BLE001 - NumPy's AxisError, raised later on every rank
         return weights
-    if tuple(weights.shape) != tuple(a.shape[d] for d in axes):
+    if (one_axis and len(axes) != 1) or tuple(weights.shape) != tuple(a.shape[d] for d in axes):
         return weights
     return weights.gather(root=None)
+
+
+def _same_comm(c1, c2):
+    """Whether two communicators are the same one (a local call)."""
+    if c1 is c2:
+        return True
+    return mpi().Comm.Compare(c1, c2) == mpi().IDENT
 
 
 def local_weights(weights):

@@ -271,7 +271,10 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
     keepdims = False if keepdims is np._NoValue else bool(keepdims)
-    weights = _gathered_along_axes(a, weights, axis)
+    if not isinstance(a, DistArray):        # the weights (or out=) are the DistArray
+        raise DapError(f"np.{name}(a, ...): a must be a DistArray when another argument is "
+                       f"one (gather it: x.gather(root=None))")
+    weights = _gathered_along_axes(a, weights, axis, one_axis=True)
     if isinstance(weights, DistArray) and weights.shape == a.shape and weights.comm is a.comm:
         weights = a._aligned(weights)      # another distribution: moved to a's (one Alltoallw)
     weak_q = type(q) in (int, float)

@@ -22,6 +22,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
 from nclx.dap.ufuncs import divided_into
+from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.validate import DapError
 
 
@@ -229,11 +230,17 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
             elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
                 scl = np.broadcast_to(scl, np.shape(avg)).copy()
         return (avg, scl) if returned else avg
+    if not is_da(a):
+        raise DapError("np.average(a, weights=DistArray): a must be a DistArray (or gather "
+                       "the weights: weights.gather(root=None))")
     if is_da(weights) and weights.shape != a.shape:
         _weights_shape(a, weights.shape, axis)        # NumPy's errors first
         # along the axes: gathered on every rank (one Allgatherv of their size),
         # then as a NumPy array of that shape (before, refused: found by review)
-        weights = weights.gather(root=None)
+        weights = _gathered_along_axes(a, weights, axis)
+        if is_da(weights):
+            raise DapError("np.average(DistArray, weights=DistArray): the weights must be on "
+                           "the array's communicator")
     if not is_da(weights):
         weights = _ndarray_weights(a, weights, axis)
     da, (x, w) = blocks("np.average", a, weights)
