@@ -8,7 +8,11 @@ routes ordinary NumPy code through nclx's hook chains (:mod:`nclx.hooks`);
 reaches nclx through the C API (``nclx/include/nclx.h``, the capsule
 ``nclx._C_API``).
 """
-from nclx._build_info import VERSION as __version__
+from nclx import _ompenv
+
+_ompenv.before_load()        # before the first module linked to libgomp loads
+
+from nclx._build_info import VERSION as __version__  # noqa: E402
 from nclx._config import config, get_include, show_config
 from nclx import errors, ufuncs
 from nclx._ncl.install import (NclxInstallError, install, installed, is_installed,
@@ -25,6 +29,8 @@ from nclx._threading import (calibrate, get_num_threads, get_threshold, reset_th
 # the capsule (NCLX_CAPSULE_NAME); _C_API is version 1's attribute: modules
 # built against version 1 fail at import_nclx's exact version check
 from nclx._ncl.capi import C_API as _C_API_2, C_API as _C_API  # noqa: F401
+
+_ompenv.after_load()         # libgomp has read it: children get the caller's environment
 
 __all__ = ["__version__", "config", "show_config", "ufuncs", "install", "uninstall",
            "is_installed", "installed", "hooks", "ledger", "checked", "convert", "aware", "get_include",
