@@ -145,3 +145,18 @@ def test_quantile_weights_along_a_tuple_of_axes_are_refused_as_distarrays():
     wd = dap.DistArray.from_global(np.ones((4, 2)), comm=comm)
     got = caught(lambda: np.quantile(a, 0.5, axis=(0, 2), weights=wd, method="inverted_cdf"))
     collective_assert(isinstance(got, Exception) and "ndarray" not in str(got), repr(got))
+
+
+def test_average_takes_a_list_of_axes_as_numpy():
+    """np.average(da, axis=[1]) raised TypeError ('list' object cannot be
+    interpreted as an integer); NumPy's average normalises axis first."""
+    g = np.arange(24.0).reshape(2, 3, 4)
+    a = dap.DistArray.from_global(g, comm=comm)
+    for axis, w in (([1], None), ([2], np.arange(1.0, 5.0)), ([0, 2], None), ((-1,), np.ones(4))):
+        wd = None if w is None else dap.DistArray.from_global(w, comm=comm)
+        got = as_global(np.average(a, axis=axis, weights=wd))
+        want = np.average(g, axis=axis, weights=w)
+        collective_assert(got.shape == want.shape and np.allclose(got, want, rtol=1e-12, atol=0),
+                          f"{axis}: {got} != {want}")
+    got = caught(lambda: np.average(a, axis=[3]))
+    collective_assert(isinstance(got, np.exceptions.AxisError), repr(got))

@@ -213,7 +213,10 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     shape, moved to ``a``'s distribution where it differs; a NumPy array or
     a DistArray of the shape of ``a`` along ``axis``, the latter gathered on
     every rank first) ``sum(a * w) /
-    sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero."""
+    sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero.
+    ``axis`` is normalised as NumPy's average does (a list of axes too)."""
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, len(a.shape), argname="axis")
     if weights is None:
         avg = a.mean(axis=axis, keepdims=keepdims)
         avg_size = int(np.prod(np.shape(avg) if not is_da(avg) else avg.shape))
