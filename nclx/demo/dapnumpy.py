@@ -1,5 +1,6 @@
 """Section 6b of ``python -m nclx demo``: plain NumPy code on a DistArray
-(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.nonzero``, ``np.median(out=)``, ``np.linalg.norm``, a
+(nclx.dap) on RANKS MPI ranks: ``np.where``, ``np.nonzero``, ``np.histogram(bins='auto')``,
+``np.median(out=)``, ``np.linalg.norm``, a
 redistribution block -> cyclic, one of a 'u' (unstructured) array in
 windows of bounded memory, and ``save_npy``/``load_npy`` through
 MPI-IO.  :func:`run` starts ``mpiexec -n RANKS python -m nclx
@@ -88,6 +89,11 @@ def run_rank():
     if comm.rank == 0:
         want = np.nonzero(g % 7 == 0)
         ok &= rg.tobytes() == want[0].tobytes() and cg.tobytes() == want[1].tobytes()
+
+    h, edges = np.histogram(A, bins="auto")  # NumPy's estimator over the global values
+    wh, we = np.histogram(g, bins="auto")
+    say(f"np.histogram(A, bins='auto') -> {h.size} bins, counts {h.tolist()}")
+    ok &= h.tobytes() == wh.tobytes() and edges.tobytes() == we.tobytes()
 
     n = np.linalg.norm(A)
     say(f"np.linalg.norm(A) = {n!r} (NumPy on the global array: {np.linalg.norm(g)!r})")
