@@ -33,7 +33,8 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.validate import DapError
 
 __all__ = ["pick", "sorted_weighted", "weighted_positions", "weighted_flat", "weights_kind",
-           "check_weights", "local_weights", "check_sign", "gathered_along_axes"]
+           "check_weights", "local_weights", "check_sign", "gathered_along_axes",
+           "distarray_operand"]
 
 
 def pick(comm, bucket, positions, dtype):
@@ -207,6 +208,14 @@ def gathered_along_axes(a, weights, axis, one_axis=False):
     if (one_axis and len(axes) != 1) or tuple(weights.shape) != tuple(a.shape[d] for d in axes):
         return weights
     return weights.gather(root=None)
+
+
+def distarray_operand(name, a):
+    """A clear DapError where ``a`` is an ndarray and another argument (the
+    weights, out=) the DistArray (it was an AttributeError)."""
+    if not isinstance(a, DistArray):
+        raise DapError(f"np.{name}(a, ...): a must be a DistArray when another argument is "
+                       f"one (gather it: x.gather(root=None))")
 
 
 def _same_comm(c1, c2):

@@ -20,20 +20,19 @@ size 1).  Along a distributed axis the array is first redistributed (one
 ``Alltoallw``) to that axis undistributed and the other axes block-
 distributed, then as above: NumPy's bits, the result distributed over the
 other axes that way; the one axis of a 1-D array is ``axis=None``'s
-selection.  A tuple of axes (weights too: a DistArray moved alike) is NumPy's ``_ureduce``: the kept axes
-swapped to the front and the reduced ones merged into one last axis (the
-DistArray's swapaxes/reshape: redistributions), then as ``axis=k``
-(``keepdims``: 1s where the reduced axes were; every axis: as
-``axis=None``).  ``weights=`` (method 'inverted_cdf', as NumPy): a DistArray
-of ``a``'s shape (redistributed to ``a``'s distribution first where it
-differs), or along ``axis=k`` also a 1-D NumPy array of
-length ``a.shape[k]``; ``axis=None`` runs :mod:`._weighted` (no gather),
-``axis=k`` redistributes the weights with the array and NumPy computes the
-lines.  ``out=``: :func:`._outs.put_out` (of the result's dtype: NumPy's
-last steps run in out's); ``overwrite_input`` is accepted and
-the input left as it was (NumPy leaves its contents undefined).  One
-agreement first: a rank that failed, or ranks that passed different
-arguments, raise on every rank.
+selection.  A tuple of axes (weights too: a DistArray moved alike) is
+NumPy's ``_ureduce``: the kept axes swapped to the front and the reduced
+ones merged into one last axis (the DistArray's swapaxes/reshape:
+redistributions), then as ``axis=k`` (``keepdims``: 1s where the reduced
+axes were; every axis: as ``axis=None``).  ``weights=`` (method
+'inverted_cdf', as NumPy): a DistArray of ``a``'s shape (moved to ``a``'s
+distribution where it differs), or along ``axis=k`` a 1-D NumPy array or
+DistArray (gathered) of length ``a.shape[k]``; ``axis=None`` runs
+:mod:`._weighted` (no gather), ``axis=k`` moves the weights with the array
+and NumPy computes the lines.  ``out=``: :func:`._outs.put_out` (of the
+result's dtype: NumPy's last steps run in out's); ``overwrite_input`` is
+accepted, the input left as it was.  One agreement first: a rank that
+failed, or ranks that passed different arguments, raise on every rank.
 """
 import inspect
 
@@ -49,10 +48,10 @@ from nclx.dap.distribution import Distribution
 from nclx.dap.fold import agreed_call, guarded_call
 from nclx.dap.functions._layout import agree_call, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
-from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
-from nclx.dap.functions._weighted import (check_sign as _check_sign, check_weights as _check_weights,
-                                          local_weights as _local_weights, pick, weighted_flat,
-                                          weights_kind as _weights_kind)
+from nclx.dap.functions._weighted import (
+    check_sign as _check_sign, check_weights as _check_weights, distarray_operand as _distarray_operand,
+    gathered_along_axes as _gathered_along_axes, local_weights as _local_weights, pick, weighted_flat,
+    weights_kind as _weights_kind)
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -271,9 +270,7 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
 
 def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, weights):
     keepdims = False if keepdims is np._NoValue else bool(keepdims)
-    if not isinstance(a, DistArray):        # the weights (or out=) are the DistArray
-        raise DapError(f"np.{name}(a, ...): a must be a DistArray when another argument is "
-                       f"one (gather it: x.gather(root=None))")
+    _distarray_operand(name, a)             # not an ndarray with DistArray weights or out=
     weights = _gathered_along_axes(a, weights, axis, one_axis=True)
     if isinstance(weights, DistArray) and weights.shape == a.shape and weights.comm is a.comm:
         weights = a._aligned(weights)      # another distribution: moved to a's (one Alltoallw)
