@@ -85,8 +85,16 @@ def test_quantiles_with_distarray_weights_along_an_axis(name):
         wd = dap.DistArray.from_global(w, comm=comm)
         got = caught(lambda: as_global(fn(a, q, axis=axis, weights=wd, method="inverted_cdf")))
         want = caught(lambda: fn(g, q, axis=axis, weights=w, method="inverted_cdf"))
-        if isinstance(want, Exception):     # NumPy 2.x's nan-quantiles index 1-D weights wrongly
-            collective_assert(isinstance(got, type(want)), f"{name} axis={axis}: {got!r} / {want!r}")
+        if isinstance(want, Exception):
+            # NumPy 2.x's nan-quantiles index 1-D weights along an axis wrongly
+            # (IndexError); nclx's follow them on layouts that run NumPy's
+            # call whole, and on others answer: then NumPy's answer line by line
+            ax = axis % 2
+            lines = [fn(np.take(g, j, axis=1 - ax), q, weights=w, method="inverted_cdf")
+                     for j in range(g.shape[1 - ax])]
+            by_line = np.stack(lines, axis=-1)
+            collective_assert(isinstance(got, type(want)) or bits(got) == bits(by_line),
+                              f"{name} axis={axis}: {got!r} / {want!r} / {by_line!r}")
         else:
             collective_assert(bits(got) == bits(want), f"{name} axis={axis}: {got} != {want}")
     bad = dap.DistArray.from_global(np.ones(5), comm=comm)
