@@ -31,8 +31,7 @@ DistArray (gathered) of length ``a.shape[k]``; ``axis=None`` runs
 :mod:`._weighted` (no gather), ``axis=k`` moves the weights with the array
 and NumPy computes the lines.  ``out=``: :func:`._outs.put_out` (of the
 result's dtype: NumPy's last steps run in out's); ``overwrite_input`` is
-accepted, the input left as it was.  One agreement first: any rank's error,
-or different arguments, raise on every rank."""
+accepted, the input left as it was.  Any rank's error raises on every rank."""
 import inspect
 
 import warnings
