@@ -16,6 +16,7 @@ Distribution and communicator and returns those parts; DistArray wraps them
 and writes ``out=``.
 """
 import math
+import warnings
 
 import operator
 
@@ -134,7 +135,11 @@ def _result_dtype(ufunc, dt, ndim, axes, dtype):
     if key is not None and key in _DTYPES:
         return _DTYPES[key]
     kw = {} if dtype is None else {"dtype": dtype}
-    r = np.asarray(ufunc.reduce(np.zeros((1,) * ndim, dt), axis=axes, **kw)).dtype
+    with warnings.catch_warnings():
+        # the probe's own warnings (a ComplexWarning for dtype=<real>) are
+        # not the user's: the reduction itself warns (once, as NumPy's)
+        warnings.simplefilter("ignore")
+        r = np.asarray(ufunc.reduce(np.zeros((1,) * ndim, dt), axis=axes, **kw)).dtype
     if key is not None and len(_DTYPES) < 4096:
         _DTYPES[key] = r
     return r

@@ -1,0 +1,47 @@
+"""Defects found in the thirteenth look at nclx.dap (each test failed on the
+code before its fix): a reduction of complex values with a real ``dtype=``
+warned "Casting complex values to real" twice on its first call (the
+result-dtype probe warned too), once on later calls."""
+import warnings
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx.dap as dap
+import nclx.dap.reduce as dap_reduce
+from mpi_helpers import collective_assert
+
+comm = MPI.COMM_WORLD
+
+
+def _warned(fn, *args, **kw):
+    """(result or the exception's type, the warnings) of ``fn(*args, **kw)``."""
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        try:
+            r = fn(*args, **kw)
+        except Exception as exc:  # noqa: BLE001 - compared with NumPy's
+            r = type(exc)
+    return r, [(w.category, str(w.message)) for w in got]
+
+
+@pytest.mark.parametrize("fn", [np.sum, np.mean, np.std, np.var, np.prod],
+                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_complex_to_real_dtype_warns_as_numpy_first_call_and_later(fn, axis):
+    g = (np.arange(12.0) + 1j).reshape(3, 4)
+    d = dap.DistArray.from_global(g, comm=comm)
+    ref, ref_w = _warned(fn, g, axis=axis, dtype=np.uint8)
+    for round_ in range(2):
+        if round_ == 0:
+            dap_reduce._DTYPES.clear()          # the first call of its kind
+        r, w = _warned(fn, d, axis=axis, dtype=np.uint8)
+        r = r.gather(root=None) if isinstance(r, dap.DistArray) else r
+        collective_assert(w == ref_w, f"round {round_}: warned {w}, NumPy {ref_w}")
+        if isinstance(ref, type):
+            collective_assert(r is ref, f"round {round_}: {r!r}, NumPy raised {ref!r}")
+            continue
+        collective_assert(np.asarray(r).tobytes() == np.asarray(ref).tobytes()
+                          and np.asarray(r).dtype == np.asarray(ref).dtype,
+                          f"round {round_}: {r!r} against NumPy's {ref!r}")
