@@ -45,3 +45,26 @@ def test_complex_to_real_dtype_warns_as_numpy_first_call_and_later(fn, axis):
         collective_assert(np.asarray(r).tobytes() == np.asarray(ref).tobytes()
                           and np.asarray(r).dtype == np.asarray(ref).dtype,
                           f"round {round_}: {r!r} against NumPy's {ref!r}")
+
+
+_SPECIAL = [0.0, -0.0, np.nan, -np.nan, 1.0, -1.0,
+            np.array([0x7FF8000000000123], np.int64).view(np.float64)[0]]
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("dist", ["b", "c"])
+def test_unique_of_complex_keeps_numpys_bits_for_equal_values(dtype, seed, dist):
+    """NumPy 2.3+'s values-only unique keeps the first cell in C order of
+    equal values with other bits (both zeros, every NaN): the DistArray's
+    result had the sorted-first NaN and either zero."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 40))
+    parts = rng.choice(np.array(_SPECIAL), size=(n, 2))
+    g = (parts[:, 0] + 0j).astype(dtype)
+    g.imag = parts[:, 1]
+    d = dap.DistArray.from_global(g, comm=comm, dist=(dist,))
+    ref = np.unique(g)
+    got = np.unique(d)
+    collective_assert(got.dtype == ref.dtype and got.tobytes() == ref.tobytes(),
+                      f"{got!r} against NumPy's {ref!r} for {g!r}")

@@ -12,7 +12,9 @@ its part, its bucket and the result, nothing more: for an array of distinct
 values the result is as large as the array, for few distinct values it is
 small.  Where zero is held as both ``-0.0`` and ``0.0`` (or NaN with
 different bits) the one value kept may have the other sign (bits) than
-NumPy's.  ``return_index`` (each value's first global C-order index: one
+NumPy's sort path (its unstable sort picks); the values alone of native
+complex numbers, which NumPy 2.3+ finds by hashing, keep its first cell in
+C order (:func:`_first_seen`), NumPy's bits.  ``return_index`` (each value's first global C-order index: one
 ``Allreduce`` of per-rank minima) and ``return_inverse`` (a DistArray of
 positions in the result, distributed like the input, NumPy 2's shape) are
 found from the global result every rank holds; with ``equal_nan=False``
@@ -126,6 +128,9 @@ def _unique_core(ar, return_index, return_inverse, return_counts, equal_nan):
         counts[-1] += got[me]
     sizes = np.array([0 if e is None else e[2] - int(d) for e, d in zip(edges, drop)], np.int64)
     result = _allgatherv(comm, values, sizes, ar.dtype)
+    if equal_nan and not (return_index or return_inverse or return_counts) and \
+            _first_seen_kept(ar.dtype):
+        _first_seen(ar, result)
     out = [result]
     if return_index or return_inverse:
         index, inverse = _indices(ar, result, return_index, equal_nan)
@@ -222,6 +227,43 @@ def _indices(ar, uniq, first, equal_nan=True):
     inverse = from_owned(DistArray, ar.distribution, ar.comm,
                          inv.reshape(np.asarray(ar.owned).shape), np.intp)
     return index, inverse
+
+
+def _first_seen_kept(dtype):
+    """Whether NumPy's values-only ``np.unique`` keeps, of equal values with
+    other bits, the first in C order: its hash path (NumPy 2.3 and later)
+    where it takes the dtype and compares values (native complex: both
+    zeros, every NaN; non-native complex it compares by bytes, keeping
+    equal values apart -- its sort path's merge is kept there)."""
+    if dtype.kind != "c" or not dtype.isnative:
+        return False
+    try:
+        from numpy._core._multiarray_umath import _unique_hash
+    except ImportError:              # NumPy before 2.3: its sort path
+        return False
+    return _unique_hash(np.zeros(0, dtype), equal_nan=True) is not NotImplemented
+
+
+def _first_seen(ar, uniq):
+    """Each entry of ``uniq`` takes the bits of its first cell in C order
+    (every complex NaN one entry, the last), as NumPy's hash path keeps
+    them; one ``Allreduce`` of a flag, and where a rank holds a cell whose
+    bits differ from its entry's, one of the entries' first indices and one
+    of their bits (:func:`_bits_at`)."""
+    own = np.asarray(ar.owned).reshape(-1)
+    inv = np.searchsorted(uniq, own)
+    nans = np.isnan(own)
+    inv[nans] = np.searchsorted(np.isnan(uniq), True)
+    width = ar.dtype.itemsize
+    differ = bool(own.shape[0]) and bool(np.any(
+        own.view(np.uint8).reshape(-1, width) != uniq[inv].view(np.uint8).reshape(-1, width)))
+    if not ar.comm.allreduce(differ, op=mpi().LOR):
+        return
+    flat = _flat_indices(ar, own.size)
+    index = np.full(uniq.shape[0], np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(index, inv, flat)
+    ar.comm.Allreduce(mpi().IN_PLACE, index, op=mpi().MIN)
+    _bits_at(ar.comm, uniq, own, flat, index)
 
 
 def _bits_at(comm, uniq, own, flat, index):
