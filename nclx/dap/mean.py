@@ -65,6 +65,10 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         # any dtype (before: the mean assigned -- "cannot convert float NaN
         # to integer" where NumPy writes; found by review)
         return _ufuncs.divided_into(out, total, count, "mean")
+    if out is not None and isinstance(total, base) and out.dtype != total.dtype:
+        # NumPy's _mean: the sum into out, divided there (before: the mean
+        # computed in the sum's dtype, then assigned; found by review)
+        return _ufuncs.blocks_into(out, total, "mean", count=count)
     if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())

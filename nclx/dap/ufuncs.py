@@ -11,6 +11,7 @@ it and never imports it).
 """
 import functools
 import operator
+import warnings
 
 import numpy as np
 
@@ -22,7 +23,8 @@ from nclx._fpflags import fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
-__all__ = ["array_ufunc", "add_operators", "cast_into", "divided_into", "check_out"]
+__all__ = ["array_ufunc", "add_operators", "cast_into", "divided_into", "blocks_into",
+           "check_out"]
 
 _cls = []        # [DistArray], set by add_operators
 
@@ -123,6 +125,15 @@ def reduce_call(ufunc, inputs, kwargs):
     if o.distribution != result.distribution:      # every rank's the same: raised everywhere
         raise DapError(f"{ufunc.__name__}.reduce: out= must be a DistArray distributed like "
                        f"the result ({result.distribution})")
+    if o.dtype != result.dtype:
+        # NumPy's refusal of out's dtype (the same on every rank), then its cast
+        probe = np.ones((1,) * da.distribution.ndim, da.dtype)
+        keep = {k: v for k, v in kw.items() if k in ("axis", "dtype", "keepdims")}
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            shape = np.shape(ufunc.reduce(probe, **keep))
+            ufunc.reduce(probe, out=np.empty(shape, o.dtype), **keep)
+        return blocks_into(o, result, f"{ufunc.__name__}.reduce")
     o._block[...] = result._block
     return o
 
@@ -159,6 +170,72 @@ def divided_into(out, total, count, what, sqrt=False):
     if sqrt:
         np.sqrt(out, out=out)
     return out
+
+
+def blocks_into(out, result, what, count=None, quiet=False, nan_where=None, sqrt=False,
+                between=None):
+    """NumPy's steps into a DistArray ``out`` of another dtype than the
+    DistArray ``result``'s (a reduction's, or the sum of a mean or variance),
+    on each rank's counted cells: the result cast there as a reduction
+    writes it, then with ``count`` (a number, or a block laid out like the
+    result's) divided there (casting='unsafe'; ``quiet``: its errors
+    ignored, as NumPy's nan-functions), NaN where ``nan_where`` (a block),
+    and with ``sqrt`` a square root there -- the steps of
+    :func:`divided_into`.  Each step's floating-point flags are agreed over
+    the result's communicator (one ``Allreduce``: every such communicator
+    holds the whole result, so all of them meet the same flags) and raised
+    or warned on every rank as NumPy names them ("... in reduce", "... in
+    divide", "... in sqrt"); NumPy's casting error of the square root is
+    raised after them, on every rank.  Before, the result was assigned:
+    "in cast" warnings on the ranks holding the cells, values where NumPy
+    raises, a mean divided before its cast (found by review).  ``between()``
+    (a warning of NumPy's nanvar) is called after the flags of the cast and
+    the division are reported, before those of the square root."""
+    if out.distribution != result.distribution:      # every rank's the same
+        raise DapError(f"{what}: out= must be a DistArray distributed like the result "
+                       f"({result.distribution})")
+    comm = result.comm
+    own = result.distribution.owned_slices(comm.Get_rank())
+    o, r = out._block[own], result._block[own]
+    flags = [0, 0, 0]
+    late = None
+
+    def step(k, fn):
+        got = []
+        with np.errstate(all="call", call=lambda kind, flag: got.append(flag)):
+            fn()
+        flags[k] = functools.reduce(operator.or_, got, 0)
+
+    step(0, lambda: np.copyto(o, r, casting="unsafe"))
+    def laid_out(x):            # a count's block (kept dimensions of 1 too) as the result's
+        return np.reshape(x, result._block.shape)[own] if np.ndim(x) else x
+
+    if count is not None:
+        c = laid_out(count)
+        step(1, lambda: np.true_divide(o, c, out=o, casting="unsafe"))
+    if nan_where is not None:
+        np.copyto(o, np.nan, where=laid_out(nan_where), casting="unsafe")
+    if sqrt:
+        try:
+            step(2, lambda: np.sqrt(o, out=o))
+        except TypeError as exc:        # out's dtype: the same on every rank
+            late = exc
+    agreed = np.array(flags, np.int64)
+    comm.Allreduce(_mpi().IN_PLACE, agreed, op=_mpi().BOR)
+    give_fp_errors(b"reduce", int(agreed[0]))
+    if not quiet:
+        give_fp_errors(b"divide", int(agreed[1]))
+    if between is not None:
+        between()
+    give_fp_errors(b"sqrt", int(agreed[2]))
+    if late is not None:
+        raise late
+    return out
+
+
+def _mpi():
+    from mpi4py import MPI
+    return MPI
 
 
 def check_out(out, axes, ndim, keepdims, what):

@@ -8,7 +8,7 @@ import numpy as np
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import normalize_axes, reduce_block
-from nclx.dap.ufuncs import cast_into
+from nclx.dap.ufuncs import blocks_into, cast_into
 from nclx.dap.validate import DapError
 
 
@@ -86,7 +86,15 @@ def numpy_refusal(func, probe_dtype, ndim, out, /, **kwargs):
     probe = np.ones((1,) * ndim, probe_dtype)
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        func(probe, out=np.empty(np.shape(out), np.asarray(out).dtype), **kwargs)
+        # a DistArray out= (an axis reduction's): the probe's own result shape
+        shape = np.shape(func(probe, **kwargs)) if is_da(out) else np.shape(out)
+        func(probe, out=np.empty(shape, out.dtype), **kwargs)
+
+
+def da_out(out, result):
+    """Whether ``out`` is a DistArray of another dtype than the DistArray
+    ``result``: NumPy's own steps are taken there (:func:`blocks_into`)."""
+    return is_da(out) and is_da(result) and out.dtype != result.dtype
 
 
 def value_out(out, result):
@@ -110,6 +118,10 @@ def finish(result, out, what, refusal=None):
         if not is_da(out) or out.distribution != result.distribution:
             raise DapError(f"{what}: out= must be a DistArray distributed like the result "
                            f"({result.distribution})")
+        if out.dtype != result.dtype:
+            if refusal is not None:
+                refusal(out)
+            return blocks_into(out, result, what)
         out._block[...] = result._block
         return out
     if np.shape(out) != np.shape(result):     # NumPy refuses it; [...] = would broadcast

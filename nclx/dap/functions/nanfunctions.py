@@ -15,10 +15,12 @@ import warnings
 
 import numpy as np
 
-from nclx.dap.functions._common import finish, is_da, numpy_refusal, reduce_parts, value_out
-from nclx.dap.functions.statistics import _where, divide_dof, divide_keep, sqrt_keep, var, var_parts
+from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, reduce_parts,
+                                        value_out)
+from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, sqrt_keep, var,
+                                           var_parts)
 from nclx.dap.registry import implements
-from nclx.dap.ufuncs import divided_into
+from nclx.dap.ufuncs import blocks_into, divided_into
 
 
 def _notnan(a):
@@ -124,6 +126,13 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         if _any(cnt, lambda c: c == 0):
             warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
         return out
+    if da_out(out, tot):
+        # as the value's out= above: the sum there, divided there
+        blocks_into(out, tot, "np.nanmean", count=cnt._block if is_da(cnt) else cnt,
+                    quiet=True)
+        if _any(cnt, lambda c: c == 0):
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+        return out
     if _any(cnt, lambda c: c == 0):
         warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
     r = divide_keep(tot, cnt._block if is_da(cnt) else cnt, quiet=True)
@@ -151,6 +160,16 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, 
     ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, what), quiet=True)
     if value_out(out, ss):
         return _nanvar_into(out, ss, n, ddof, what, sqrt)
+    if da_out(out, ss):
+        bad, nn = bad_dof(n, ddof)
+
+        def warn():             # NumPy's nanvar warns after its sum into out=
+            if bad:
+                warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning,
+                              stacklevel=4)
+        return blocks_into(out, ss, what, count=nn - ddof, quiet=True,
+                           nan_where=(nn - ddof <= 0) if bad else None, sqrt=sqrt,
+                           between=warn)
     v = divide_dof(ss, n, ddof, "Degrees of freedom <= 0 for slice.", quiet=True,
                    nan_where_bad=True)
     return finish(sqrt_keep(v) if sqrt else v, out, what)

@@ -16,12 +16,12 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from nclx.dap.functions._common import (blocks, count, counted, expand, finish, is_da,
+from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, finish, is_da,
                                         reduce_parts, value_out, wrap)
 from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
-from nclx.dap.ufuncs import divided_into
+from nclx.dap.ufuncs import blocks_into, divided_into
 from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.validate import DapError
 
@@ -100,11 +100,7 @@ def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=F
     """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
     (``n`` an int, an array or a DistArray: kept dimensions of the count);
     with ``nan_where_bad`` NaN there (NumPy's nanvar/nanstd)."""
-    nn = n._block if is_da(n) else np.asarray(n)
-    if is_da(n):
-        bad = bool(reduce_parts(n, np.asarray(nn - ddof <= 0), np.logical_or, None))
-    else:
-        bad = bool(np.any(nn - ddof <= 0))
+    bad, nn = bad_dof(n, ddof)
     if bad:
         warnings.warn(message, RuntimeWarning, stacklevel=4)
     r = divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
@@ -118,6 +114,15 @@ def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=F
         else:
             r = np.asarray(r).dtype.type(np.nan)
     return r
+
+
+def bad_dof(n, ddof):
+    """(whether ``n - ddof <= 0`` anywhere: one collective for a DistArray
+    ``n``, the count's array or block)."""
+    nn = n._block if is_da(n) else np.asarray(n)
+    if is_da(n):
+        return bool(reduce_parts(n, np.asarray(nn - ddof <= 0), np.logical_or, None)), nn
+    return bool(np.any(nn - ddof <= 0)), nn
 
 
 def divide_keep(x, n, quiet=False):
@@ -162,6 +167,11 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqr
     ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, what))
     if value_out(out, ss):
         return _var_into(out, ss, n, ddof, what, sqrt)
+    if da_out(out, ss):
+        bad, nn = bad_dof(n, ddof)
+        if bad:
+            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        return blocks_into(out, ss, what, count=np.maximum(nn - ddof, 0), sqrt=sqrt)
     v = divide_dof(ss, n, ddof)
     return finish(sqrt_keep(v) if sqrt else v, out, what)
 
