@@ -27,6 +27,11 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         dtype = np.float64 if self.dtype.kind in "biu" else (np.float32 if f16 else None)
     plain = where is np._NoValue or where is True
     mask = None
+    if not plain and not isinstance(where, base) and np.ndim(where):
+        # as the sum's where= (before: "truth value of an array ... is
+        # ambiguous" from bool(); found by review)
+        raise DapError(f"mean: where= must be a DistArray distributed like the operand or a "
+                       f"scalar, not {type(where).__name__}")
     if not plain:
         # a mask in another distribution is redistributed to this one, as the
         # sum's own where= is (before, the count was taken in the mask's

@@ -260,15 +260,35 @@ def _finish(comm, fh, what, plan, buf, offset, data, write):
             error = _local_error(exc)
         spec = [plan.buffer(buf), plan.count, plan.memtype] if error is None else \
             [buf, 0, MPI.BYTE]
+        status = MPI.Status()
         try:
-            fh.Write_all(spec) if write else fh.Read_all(spec)
+            fh.Write_all(spec, status) if write else fh.Read_all(spec, status)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
             error = error or _local_error(exc)
+        if error is None:
+            # a read past the end of the file (shortened after its header was
+            # read, or another file of the name on this rank) returns short:
+            # before, those cells silently stayed 0 (found by review)
+            want = spec[1] * spec[2].Get_size()
+            got = status.Get_count(MPI.BYTE)
+            if got != want:
+                error = DapError(f"rank {comm.Get_rank()} {'wrote' if write else 'read'} {got} "
+                                 f"of its {want} bytes: the file ends before its cells "
+                                 f"(truncated or rewritten meanwhile?)")
     try:
         fh.Close()
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = error or _local_error(exc)
     _agree(comm, error, what)
+
+
+def _absolute(path):
+    """``path`` made absolute against this rank's working directory (the
+    file's name as the ranks compare it; links are not resolved)."""
+    try:
+        return os.path.abspath(os.fsdecode(path))
+    except (TypeError, ValueError):          # not a path: the open raises
+        return path
 
 
 def read_npy(comm, path, make_dist, what, max_header_size=10000):
@@ -287,8 +307,11 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
             head = ("os", exc.errno, exc.strerror or str(exc))
         except Exception as exc:  # noqa: BLE001 - sent to every rank
             head = ("err", describe_error(exc) if not isinstance(exc, DapError) else str(exc))
-    head = comm.bcast((path, head), root=0)
-    root_path, head = head
+    # the ranks' paths must name one file: a relative path resolves against
+    # each rank's working directory (before, only the strings were
+    # compared: ranks read or wrote other files; found by review)
+    head = comm.bcast((path, _absolute(path), head), root=0)
+    root_path, root_abs, head = head
     if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
         raise OSError(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
@@ -298,8 +321,9 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
     dtype, shape, fortran, offset = head[1]
     plan = block = dist = error = hints = None
     try:
-        if root_path != path:
-            raise DapError(f"rank {rank} reads {path!r}, rank 0 {root_path!r}")
+        if root_path != path or root_abs != _absolute(path):
+            raise DapError(f"rank {rank} reads {path!r} ({_absolute(path)!r}), rank 0 "
+                           f"{root_path!r} ({root_abs!r})")
         dist = make_dist(shape)
         if dist.shape != shape:
             raise DapError(f"the file holds shape {shape}, the Distribution has {dist.shape}")
@@ -316,7 +340,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000):
         error = exc
     try:
         # every rank opens rank 0's path (a rank passing another fails at the agreement)
-        fh = _open(comm, root_path, False, hints, error, what,
+        fh = _open(comm, root_abs, False, hints, error, what,
                    None if dist is None else layout_key(dist))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _finish(comm, fh, what, plan, block, offset, data, write=False)
@@ -351,7 +375,8 @@ def write_npy(comm, path, block, dist, what):
         # and the layout: ranks holding the array in different layouts would
         # leave cells unwritten
         agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy")
-        parts = _agree(comm, error, what, (path, block.dtype, None if header is None else
+        parts = _agree(comm, error, what, ((path, _absolute(path)), block.dtype,
+                                            None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
                                              plan.kind in ("contiguous", "empty")),
@@ -359,8 +384,10 @@ def write_npy(comm, path, block, dist, what):
                                             and npymap.is_box(plan.selections)))
         for r, (p, dt, _, _, _) in enumerate(parts):
             if p != parts[0][0] or dt != parts[0][1]:
-                raise DapError(f"{what}: rank {r} writes {p!r} from a {dt} block, rank 0 "
-                               f"{parts[0][0]!r} from a {parts[0][1]} block")
+                raise DapError(f"{what}: rank {r} writes {p[0]!r} ({p[1]!r}) from a {dt} block, "
+                               f"rank 0 {parts[0][0][0]!r} ({parts[0][0][1]!r}) from a "
+                               f"{parts[0][1]} block")
+        path = parts[0][0][1]             # every rank's, absolute
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
         # every rank's cells one box, every rank on one node: stores into a
         # shared mapping (nclx.dap.npymap: no inode lock between the ranks)

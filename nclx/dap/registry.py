@@ -94,6 +94,7 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         try:
             bound = _outs_by_layout(_bound(impl, args, kwargs))
             text = f"{_name(func)}{_describe(bound, own, comms)}"
+            _check_operands(func, _bound(impl, args, kwargs), own)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
@@ -104,6 +105,21 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         return impl(*args, **kwargs)
     finally:
         _RECEIVER.reset(token)
+
+
+def _holds(value, own):
+    return isinstance(value, own) or (isinstance(value, (list, tuple)) and
+                                      any(isinstance(v, own) for v in value))
+
+
+def _check_operands(func, bound, own):
+    """TypeError where the call's only DistArray is its ``out=`` (an ndarray
+    operand: no implementation computes that; before, an AttributeError
+    from inside one, found by review)."""
+    if isinstance(bound, dict) and bound.get("out") is not None and _holds(bound["out"], own) \
+            and not any(_holds(v, own) for k, v in bound.items() if k != "out"):
+        raise TypeError(f"{_name(func)}: out= is a DistArray but no operand is one (distribute "
+                        f"the operand: DistArray.from_global(...), or pass a NumPy out=)")
 
 
 _SIGNATURES = {}

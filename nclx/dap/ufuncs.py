@@ -56,6 +56,10 @@ def elementwise(da, ufunc, inputs, kwargs):
             # written through its block: never a redistributed temporary
             raise DapError(f"{ufunc.__name__}: out= must be distributed like the first "
                            f"DistArray operand ({o.distribution} vs {da.distribution})")
+    where = kwargs.get("where", True)
+    if not isinstance(where, DistArray) and np.ndim(where) != 0:    # named, as the sum's
+        raise DapError(f"{ufunc.__name__}: where= must be a DistArray or a scalar, not "
+                       f"{type(where).__name__} of shape {np.shape(where)}")
     try:
         # installed: NumPy's ufunc reaches nclx's loops and every hook chain
         # (nclx.checked() included); otherwise nclx's own ufuncs

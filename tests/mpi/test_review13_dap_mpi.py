@@ -1,7 +1,15 @@
 """Defects found in the thirteenth look at nclx.dap (each test failed on the
 code before its fix): a reduction of complex values with a real ``dtype=``
 warned "Casting complex values to real" twice on its first call (the
-result-dtype probe warned too), once on later calls."""
+result-dtype probe warned too); unique of complex values kept other NaN and
+zero bits than NumPy 2.3+; axis reductions into a DistArray out= of another
+dtype assigned the result (values where NumPy raises, one rank raising
+alone under errstate); load_npy of a file shortened meanwhile gave zeros;
+a relative path naming other files on other ranks was read and written;
+np.clip applied an ndarray where= to each block (some ranks raised, others
+returned); np.mean(where=ndarray) raised "truth value ... ambiguous"; a
+DistArray given only as out= raised AttributeError."""
+import os
 import warnings
 
 import numpy as np
@@ -10,7 +18,7 @@ from mpi4py import MPI
 
 import nclx.dap as dap
 import nclx.dap.reduce as dap_reduce
-from mpi_helpers import collective_assert
+from mpi_helpers import collective_assert, error_of, shared_tmpdir
 
 comm = MPI.COMM_WORLD
 
@@ -128,3 +136,101 @@ def test_a_flag_met_on_one_rank_raises_on_every_rank():
         mine = str(exc)
     got = comm.allgather(mine)
     collective_assert(got == ["invalid value encountered in reduce"] * comm.size, got)
+
+
+tmpdir = pytest.fixture(scope="module")(lambda: (yield from shared_tmpdir("nclx-review13-")))
+
+
+def test_load_npy_of_a_file_shortened_meanwhile_raises_on_every_rank(tmpdir, monkeypatch):
+    from nclx.dap import npyfile
+    path = os.path.join(tmpdir, "shrink.npy")
+    if comm.rank == 0:
+        np.save(path, np.arange(1000.0))
+    comm.Barrier()
+    real = npyfile.read_header
+
+    def shortened(p, m=10000):          # another process truncates it after the header
+        r = real(p, m)
+        with open(p, "r+b") as f:
+            f.truncate(r[3] + 80)
+        return r
+    monkeypatch.setattr(npyfile, "read_header", shortened)
+    got = comm.allgather(error_of(lambda: dap.load_npy(path, dist="b", comm=comm)))
+    collective_assert(all(k == "DapError" and "the file ends before its cells" in m
+                          for k, m in got), got)
+
+
+def test_a_relative_path_naming_other_files_is_refused_on_every_rank(tmpdir):
+    mine = os.path.join(tmpdir, f"cwd{comm.rank}")
+    os.makedirs(mine, exist_ok=True)
+    np.save(os.path.join(mine, "x.npy"), np.arange(10.0) + comm.rank)
+    np.save(os.path.join(mine, "y.npy"), np.zeros(100))        # an older file
+    comm.Barrier()
+    before = os.getcwd()
+    os.chdir(mine)
+    try:
+        if comm.size > 1:
+            load = error_of(lambda: dap.load_npy("x.npy", dist="b", comm=comm))
+            save = error_of(lambda: dap.DistArray.from_global(np.arange(40.0), comm=comm)
+                            .save_npy("y.npy"))
+        else:       # one rank: one working directory, one file
+            load = ("DapError", "x.npy") if np.array_equal(
+                dap.load_npy("x.npy", dist="b", comm=comm).gather(root=None),
+                np.arange(10.0)) else ("ok", "")
+            dap.DistArray.from_global(np.arange(40.0), comm=comm).save_npy("y.npy")
+            save = ("DapError", "y.npy") if np.array_equal(np.load("y.npy"),
+                                                           np.arange(40.0)) else ("ok", "")
+    finally:
+        os.chdir(before)
+    got = comm.allgather((load, save))
+    collective_assert(all(lk == "DapError" and "x.npy" in lm and sk == "DapError" and
+                          "y.npy" in sm for (lk, lm), (sk, sm) in got), got)
+    if comm.size > 1:
+        older = np.load(os.path.join(mine, "y.npy"))
+        collective_assert(older.tobytes() == np.zeros(100).tobytes(), "an older file was written")
+
+
+def test_clip_takes_where_as_a_ufunc_of_the_distarray():
+    g = np.arange(37.0)
+    g[5] = np.nan
+    m = np.arange(37) % 3 == 0
+    a = dap.DistArray.from_global(g, comm=comm, dist=("b",))
+    got = comm.allgather(error_of(lambda: np.clip(a, 3, 5, where=m)))
+    collective_assert(all(k == "DapError" and "where=" in msg for k, msg in got), got)
+    w = dap.DistArray.from_global(m, comm=comm, dist=("c",))       # another distribution
+    out = dap.DistArray.from_global(np.full(37, -1.0), comm=comm, dist=("b",))
+    r = np.clip(a, 3, 5, where=w, out=out)
+    ref = np.clip(g, 3, 5, where=m, out=np.full(37, -1.0))
+    collective_assert(r is out and out.gather(root=None).tobytes() == ref.tobytes(),
+                      "clip where= a DistArray")
+    for args, kw in (((3, 5), {"dtype": np.float32}), ((None, None), {}), ((), {"min": 4}),
+                     ((np.nan, 5), {})):
+        mine = np.clip(a, *args, **kw).gather(root=None)
+        theirs = np.clip(g, *args, **kw)
+        collective_assert(mine.tobytes() == theirs.tobytes() and mine.dtype == theirs.dtype,
+                          f"clip {args} {kw}")
+
+
+def test_mean_where_ndarray_is_refused_as_the_sum_refuses_it():
+    g = np.arange(12.0)
+    a = dap.DistArray.from_global(g, comm=comm)
+    got = comm.allgather(error_of(lambda: np.mean(a, where=g > 3)))
+    collective_assert(all(k == "DapError" and "where= must be a DistArray" in m
+                          for k, m in got), got)
+
+
+@pytest.mark.parametrize("fn", [np.cumsum, np.std, np.var, np.nansum, np.nanmean, np.median,
+                                np.argmax], ids=lambda f: f.__name__)
+def test_a_distarray_only_as_out_raises_type_error_on_every_rank(fn):
+    out = dap.DistArray.from_global(np.zeros(12), comm=comm)
+    got = comm.allgather(error_of(lambda: fn(np.arange(12.0), out=out)))
+    collective_assert(all("TypeError" in k and "no operand is one" in m
+                          for k, m in got), got)
+    with pytest.raises(TypeError):
+        fn(np.arange(12.0), out=out)
+
+
+def test_histogram_with_distarray_bins_names_bins():
+    bins = dap.DistArray.from_global(np.arange(5.0), comm=comm)
+    with pytest.raises(TypeError, match="weights or bins"):
+        np.histogram(np.arange(12.0), bins=bins)

@@ -28,17 +28,37 @@ def where(condition, *xy):
 @implements(np.clip)
 def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
          max=np._NoValue, **kwargs):
-    """``np.clip`` on each block; bounds are scalars or DistArrays of ``a``'s
-    distribution; ``out=`` a DistArray of it."""
-    lo = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
-    hi = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
-    da, (blk, lo_b, hi_b) = blocks("np.clip", a, lo, hi)
-    if out is not None:
-        if not is_da(out) or out.distribution != da.distribution:
-            raise DapError("np.clip: out= must be a DistArray distributed like the operand")
-        np.clip(blk, lo_b, hi_b, out=out._block, **kwargs)
-        return out
-    return wrap(np.clip(blk, lo_b, hi_b, **kwargs), da)
+    """NumPy's ``np.clip`` (its argument errors, then its ``_clip``: NEP 50's
+    integer bounds, ``minimum``/``maximum``/``positive`` where a bound is
+    None) as ufunc calls of the DistArray: ``where=``, ``out=``,
+    ``casting=``, ``dtype=`` and bounds in another distribution as any
+    ufunc of a DistArray takes them (before, the keywords went to each
+    block's np.clip: an ndarray ``where=`` met each rank's block, some
+    ranks raised and others returned; found by review)."""
+    if a_min is np._NoValue and a_max is np._NoValue:              # NumPy's
+        a_min = None if min is np._NoValue else min
+        a_max = None if max is np._NoValue else max
+    elif a_min is np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    elif a_max is np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    elif min is not np._NoValue or max is not np._NoValue:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                         "are provided is forbidden.")
+    lo, hi = a_min, a_max
+    dt = getattr(a, "dtype", None)
+    if dt is not None and np.dtype(dt).kind in "iu":
+        if type(lo) is int and lo <= np.iinfo(dt).min:
+            lo = None
+        if type(hi) is int and hi >= np.iinfo(dt).max:
+            hi = None
+    if lo is None and hi is None:
+        return np.positive(a, out=out, **kwargs)
+    if lo is None:
+        return np.minimum(a, hi, out=out, **kwargs)
+    if hi is None:
+        return np.maximum(a, lo, out=out, **kwargs)
+    return np._core.umath.clip(a, lo, hi, out=out, **kwargs)
 
 
 @implements(np.copy)

@@ -133,7 +133,7 @@ def _edges(a, bins, range, weights, what, shown, counting=True):
     rank).  ``counting``: False for ``np.histogram_bin_edges``, which only
     checks the weights' shape.  Warnings to show are appended to ``shown``."""
     if not isinstance(a, DistArray):
-        raise TypeError(f"{what}: a must be a DistArray when weights is one, not "
+        raise TypeError(f"{what}: a must be a DistArray when weights or bins is one, not "
                         f"{type(a).__name__}")
     comm = a.comm
     error = local_w = None
