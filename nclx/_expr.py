@@ -102,16 +102,31 @@ class _Check(ast.NodeVisitor):
             self.fail(node, f"the constant {node.value!r}")
 
 
-@functools.lru_cache(maxsize=256)
 def compile_expression(text):
     """(names, function) for an expression string; see the module doc."""
-    if not isinstance(text, str):
+    if not isinstance(text, str):      # before the cache hashes it (a list: "unhashable")
         raise TypeError(f"nclx.evaluate takes an expression string, not {type(text).__name__}")
+    return _compiled(text)
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text):
     try:
         try:
             tree = ast.parse(text.strip(), mode="eval")
         except SyntaxError as exc:
-            raise SyntaxError(f"nclx.evaluate: cannot parse {text!r}: {exc.msg}") from None
+            raise SyntaxError(f"nclx.evaluate: cannot parse {text[:200]!r}: {exc.msg}") from None
+        except UnicodeError:           # a lone surrogate: no source text (found by review)
+            raise SyntaxError(f"nclx.evaluate: cannot parse {text[:200]!r}: it holds a "
+                              f"character that is no valid source text (a lone "
+                              f"surrogate)") from None
+        except MemoryError as exc:
+            if exc.args:               # a real shortage of memory
+                raise
+            # CPython's parser gives up on deep nesting with a bare
+            # MemoryError ("-" * 100000 + "a"; found by review)
+            raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is "
+                              f"nested too deeply to parse") from None
         check = _Check(text)
         check.visit(tree)
     except RecursionError:

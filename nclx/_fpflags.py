@@ -20,11 +20,20 @@ def fp_may_raise():
     """Whether a floating-point flag can raise where it is reported:
     ``np.errstate(...='raise')``, ``'call'`` (the callback may raise), or
     ``'warn'`` where a warnings filter turns RuntimeWarning into an error
-    (``warnings.simplefilter("error")``, ``pytest -W error``)."""
+    (``warnings.simplefilter("error")``, ``pytest -W error``) or warnings
+    are shown by another function than Python's."""
     modes = np.geterr().values()
     if "raise" in modes or "call" in modes:
         return True
-    return "warn" in modes and _warnings_raise()
+    return "warn" in modes and (_warnings_raise() or _shown_elsewhere())
+
+
+def _shown_elsewhere():
+    """Whether ``warnings.showwarning`` is another function than Python's
+    (the user's, ``logging.captureWarnings``): it may raise where a warning
+    is shown (found by review: evaluate had written out= by then)."""
+    return warnings.showwarning is not getattr(warnings, "_showwarning_orig",
+                                               warnings.showwarning)
 
 
 _seen_filters = (None, False)     # (the filters' content, whether one raises RuntimeWarning)

@@ -4,6 +4,7 @@ error handling and warning filters contribute, so that a plan serves only
 calls it computes exactly as NumPy would."""
 import decimal
 import fractions
+import functools
 import struct as _struct
 import warnings
 import weakref
@@ -110,10 +111,20 @@ def _frozen(fn):
     and keyword-only defaults -- scalars by type and bits, other hashable
     objects by themselves -- so changing one traces again.  None when one of
     them is an array (its values could change in place): such a function
-    runs eagerly."""
+    runs eagerly, as does a callable whose state is not keyed here (a
+    callable object, a bound method: its attributes; before, such a trace
+    was kept and served after they changed) -- a ``functools.partial`` is
+    keyed by its function and bound arguments (found by review)."""
+    if isinstance(fn, functools.partial):
+        inner = _frozen(fn.func)
+        bound = list(fn.args) + [fn.keywords[k] for k in sorted(fn.keywords)]
+        if inner is None or any(isinstance(v, np.ndarray) for v in bound):
+            return None
+        return (("partial", inner), tuple(_value_key(v) for v in fn.args),
+                tuple((k, _value_key(fn.keywords[k])) for k in sorted(fn.keywords)))
     code = getattr(fn, "__code__", None)
-    if code is None:
-        return ()
+    if code is None or getattr(fn, "__self__", None) is not None:
+        return None
     out = []
     glob = getattr(fn, "__globals__", {})
     cells = []
