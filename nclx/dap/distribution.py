@@ -1,9 +1,11 @@
 """The global view of a distributed array: one dimension dictionary per
 grid coordinate and dimension, over a C-order process grid."""
+import operator
+
 import numpy as np
 
 from nclx.dap.maps import map_from_dim_dict
-from nclx.dap.validate import DapError, normalize_dim_dict
+from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
 
 _DIST_ALIASES = {"b": "b", "block": "b", "c": "c", "cyclic": "c", "n": "n", None: "n",
                  "undistributed": "n"}
@@ -38,6 +40,41 @@ def _per_dim(value, ndim, name, default):
     if not isinstance(value, (list, tuple)) or len(value) != ndim:
         raise DapError(f"{name} must give one value per dimension ({ndim}), not {value!r}")
     return [default if v is None else v for v in value]
+
+
+def _integers(values, name):
+    """Each of ``values`` (None kept) as an int: a float or a string is
+    refused, not truncated (before: padding 1.7 became 1; found by review)."""
+    out = []
+    for d, v in enumerate(values):
+        if v is None or isinstance(v, (bool, np.bool_)):
+            if v is not None:
+                raise DapTypeError(f"{name}[{d}] must be an integer, not {v!r}")
+            out.append(v)
+            continue
+        try:
+            out.append(operator.index(v))
+        except TypeError:
+            raise DapTypeError(f"{name}[{d}] must be an integer, not {v!r}") from None
+    return out
+
+
+def _flags(values, name):
+    """Each of ``values`` as a bool: True, False (NumPy's too) or 0 / 1; a
+    string is refused (before: 'no' was True; found by review)."""
+    out = []
+    for d, v in enumerate(values):
+        if isinstance(v, (bool, np.bool_)):
+            out.append(bool(v))
+            continue
+        try:
+            i = operator.index(v)
+        except TypeError:
+            i = None
+        if i not in (0, 1):
+            raise DapTypeError(f"{name}[{d}] must be True or False, not {v!r}")
+        out.append(bool(i))
+    return out
 
 
 def same_dim_dict(a, b):
@@ -93,9 +130,18 @@ class Distribution:
             dist = [_DIST_ALIASES[d] for d in dist]
         except (KeyError, TypeError):
             raise DapError(f"dist must be 'b', 'c' or 'n' per dimension, not {dist!r}") from None
-        block_size = _per_dim(block_size, ndim, "block_size", 1)
-        padding = _per_dim(padding, ndim, "padding", 0)
-        periodic = _per_dim(periodic, ndim, "periodic", False)
+        block_size = _integers(_per_dim(block_size, ndim, "block_size", 1), "block_size")
+        padding = _integers(_per_dim(padding, ndim, "padding", 0), "padding")
+        periodic = _flags(_per_dim(periodic, ndim, "periodic", False), "periodic")
+        for d in range(ndim):
+            # checked for every dimension, used where it applies (block_size
+            # for 'c', padding and periodic for 'b' and 'n'): one set of
+            # keywords serves every dist (before, 0 or -5 passed unchecked
+            # where ignored; found by review)
+            if block_size[d] < 1:
+                raise DapError(f"block_size[{d}] must be >= 1, got {block_size[d]}")
+            if padding[d] < 0:
+                raise DapError(f"padding[{d}] must be >= 0, got {padding[d]}")
         distributed = [d for d in range(ndim) if dist[d] != "n"]
         if grid_shape is None:
             nprocs = 1 if nprocs is None else int(nprocs)
@@ -104,7 +150,9 @@ class Distribution:
             for d, g in zip(distributed, sub):
                 grid[d] = g
         else:
-            grid = [int(g) for g in grid_shape]
+            grid = _integers(list(grid_shape), "grid_shape")
+            if None in grid:
+                raise DapTypeError(f"grid_shape must hold integers, not {tuple(grid_shape)!r}")
             if len(grid) != ndim:
                 raise DapError(f"grid_shape {tuple(grid)} has {len(grid)} dimensions, shape has {ndim}")
             if nprocs is not None and int(np.prod(grid)) != nprocs:
@@ -197,7 +245,7 @@ class Distribution:
             if len(sizes) > 1:
                 raise DapError(f"dimension {d}: ranks disagree on 'size' {sorted(sizes)}")
             if col[0]["dist_type"] == "b":
-                _check_block_column(d, col)
+                _check_block_column(d, col, grid)
         return cls(per_dim)
 
     # ------------------------------------------------------------- queries
@@ -291,20 +339,44 @@ class Distribution:
         return f"Distribution(shape={self.shape}, dist={self.dist}, grid_shape={self.grid_shape})"
 
 
-def _check_block_column(d, col):
+def _check_block_column(d, col, grid):
+    """The cross-rank rules of block dimension ``d`` (``col``: its
+    dictionaries by grid coordinate; ``grid``: the process grid, to name
+    the MPI ranks): one ``periodic`` for the dimension, owned ranges tiling
+    [0, size), and communication padding matched by the neighbour and no
+    wider than its owned block -- between neighbours and, periodic, across
+    the wrap (before, ``periodic`` and the wrap's padding went unchecked:
+    a halo exchange then waited; found by review)."""
     maps = [map_from_dim_dict(dd) for dd in col]
     owned = [(m.start + m.comm_padding[0], m.stop - m.comm_padding[1]) for m in maps]
     size = col[0]["size"]
-    if owned[0][0] != (0 if not col[0]["periodic"] else 0) or owned[-1][1] != size:
+
+    def ranks(c):
+        at = [r for r in range(int(np.prod(grid))) if np.unravel_index(r, grid)[d] == c]
+        return f"{at[:8]}{' ...' if len(at) > 8 else ''}"
+
+    periodic = [bool(dd.get("periodic", False)) for dd in col]
+    if len(set(periodic)) > 1:
+        c = periodic.index(not periodic[0])
+        raise DapError(f"dimension {d}: the ranks disagree on 'periodic' (grid coordinate 0, "
+                       f"ranks {ranks(0)}: {periodic[0]}; grid coordinate {c}, ranks "
+                       f"{ranks(c)}: {periodic[c]})")
+    if owned[0][0] != 0 or owned[-1][1] != size:
         raise DapError(f"dimension {d}: the owned block ranges {owned} do not cover [0, {size})")
-    for c in range(1, len(col)):
-        if owned[c][0] != owned[c - 1][1]:
-            raise DapError(f"dimension {d}: owned ranges of grid ranks {c - 1} and {c} are "
-                           f"{owned[c - 1]} and {owned[c]}: not adjacent")
-        right, left = maps[c - 1].comm_padding[1], maps[c].comm_padding[0]
-        if right != maps[c].padding[0] or left != maps[c - 1].padding[1]:
-            raise DapError(f"dimension {d}: communication padding between grid ranks {c - 1} and "
-                           f"{c} differs ({col[c - 1]['padding'][1]} vs {col[c]['padding'][0]})")
-        if right > owned[c][1] - owned[c][0] or left > owned[c - 1][1] - owned[c - 1][0]:
-            raise DapError(f"dimension {d}: communication padding between grid ranks {c - 1} "
-                           f"and {c} is wider than the neighbour's owned block")
+    pairs = [(c - 1, c) for c in range(1, len(col))]
+    if periodic[0]:
+        pairs.append((len(col) - 1, 0))          # the wrap (one rank: onto itself)
+    for a, b in pairs:
+        if b == a + 1 and owned[b][0] != owned[a][1]:
+            raise DapError(f"dimension {d}: owned ranges of grid coordinates {a} (ranks "
+                           f"{ranks(a)}) and {b} (ranks {ranks(b)}) are {owned[a]} and "
+                           f"{owned[b]}: not adjacent")
+        right, left = maps[a].comm_padding[1], maps[b].comm_padding[0]
+        if right != maps[b].padding[0] or left != maps[a].padding[1]:
+            raise DapError(f"dimension {d}: communication padding between grid coordinates "
+                           f"{a} (ranks {ranks(a)}) and {b} (ranks {ranks(b)}) differs "
+                           f"({col[a]['padding'][1]} vs {col[b]['padding'][0]})")
+        if right > owned[b][1] - owned[b][0] or left > owned[a][1] - owned[a][0]:
+            raise DapError(f"dimension {d}: communication padding between grid coordinates "
+                           f"{a} (ranks {ranks(a)}) and {b} (ranks {ranks(b)}) is wider than "
+                           f"the neighbour's owned block")

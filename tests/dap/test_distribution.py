@@ -45,7 +45,7 @@ def test_from_dim_data_per_rank_round_trips_and_checks_neighbours():
     bad = [d.dim_data(r) for r in range(3)]
     bad[1][0]["padding"] = (1, 2)
     bad[1][0]["stop"] += 1
-    with pytest.raises(DapError, match="padding between grid ranks 1 and 2 differs|not adjacent"):
+    with pytest.raises(DapError, match=r"padding between grid coordinates 1 \(ranks \[1\]\) and 2 \(ranks \[2\]\) differs|not adjacent"):
         Distribution.from_dim_data_per_rank(bad)
     bad = [d.dim_data(r) for r in range(3)]
     bad[2][0]["proc_grid_rank"] = 1

@@ -10,6 +10,7 @@ np.clip applied an ndarray where= to each block (some ranks raised, others
 returned); np.mean(where=ndarray) raised "truth value ... ambiguous"; a
 DistArray given only as out= raised AttributeError."""
 import os
+import re
 import warnings
 
 import numpy as np
@@ -234,3 +235,85 @@ def test_histogram_with_distarray_bins_names_bins():
     bins = dap.DistArray.from_global(np.arange(5.0), comm=comm)
     with pytest.raises(TypeError, match="weights or bins"):
         np.histogram(np.arange(12.0), bins=bins)
+
+
+def test_concatenate_and_stack_cast_errors_raise_on_every_rank():
+    """A cast failing on the rank that holds the NaN: it raised alone and
+    the other ranks waited in the move (a hang)."""
+    g = np.arange(4.0 * comm.size)
+    g[0] = np.nan
+    a = dap.DistArray.from_global(g, comm=comm)
+    for join in (np.concatenate, np.stack):
+        def call(join=join):
+            with np.errstate(invalid="raise"):
+                join([a, a], dtype=np.int8, casting="unsafe")
+        got = comm.allgather(error_of(call))
+        collective_assert(all("FloatingPointError" in k for k, _ in got), got)
+    # and without the errstate: NumPy's values
+    r = np.concatenate([a, a], dtype=np.float32).gather(root=None)
+    collective_assert(r.tobytes() == np.concatenate([g, g], dtype=np.float32).tobytes(), "cast")
+
+
+def test_concatenate_into_object_is_refused_before_anything_moves():
+    """dtype=object sent raw pointers between ranks (a crash freeing them)."""
+    a = dap.DistArray.from_global(np.arange(6.0), comm=comm)
+    for join in (np.concatenate, np.stack):
+        got = comm.allgather(error_of(lambda join=join: join([a, a], dtype=object)))
+        collective_assert(all(k == "DapError" and "Python objects" in m for k, m in got), got)
+
+
+@pytest.mark.parametrize("shift", [2 ** 63 - 3, 2 ** 63 - 1, -2 ** 63 + 1, 2 ** 70, -2 ** 70 - 3,
+                                   (2 ** 64, -3)])
+def test_roll_by_huge_shifts_is_numpys(shift):
+    """A shift near 2**63 wrapped in int64: uninitialised values, MPI errors."""
+    g = np.arange(10.0)
+    a = dap.DistArray.from_global(g, comm=comm)
+    axis = (0, 0) if isinstance(shift, tuple) else 0
+    got = np.roll(a, shift, axis=axis).gather(root=None)
+    collective_assert(got.tobytes() == np.roll(g, shift, axis=axis).tobytes(), f"{shift}")
+
+
+@pytest.mark.parametrize("kw, kind, words", [
+    (dict(dist="b", block_size=[0, 0]), dap.DapError, "block_size[0] must be >= 1"),
+    (dict(dist="b", block_size=[-5, -5]), dap.DapError, "block_size[0] must be >= 1"),
+    (dict(dist="b", padding=[1.7, 0]), TypeError, "must be an integer"),
+    (dict(dist="c", block_size=[1.5, 1]), TypeError, "must be an integer"),
+    (dict(dist="b", grid_shape=[1.0, 1.0]), TypeError, "must be an integer"),
+    (dict(dist="b", periodic=["no", "no"]), TypeError, "True or False"),
+    (dict(dist="c", padding=[-1, 0]), dap.DapError, "padding[0] must be >= 0"),
+    (dict(dist="c", periodic=["yes", True]), TypeError, "True or False"),
+])
+def test_from_shape_refuses_values_it_would_truncate_or_leave_unchecked(kw, kind, words):
+    if "grid_shape" in kw and comm.size != 1:
+        kw = dict(kw, grid_shape=[float(comm.size), 1.0])
+    g = np.arange(24.0).reshape(4, 6)
+    a = dap.DistArray.from_global(g, comm=comm)
+    with pytest.raises(kind, match=re.escape(words)):
+        a.redistribute(**kw)
+    with pytest.raises(kind, match=re.escape(words)):
+        dap.Distribution.from_shape((4, 6), nprocs=comm.size, **kw)
+
+
+def _block_dd(size, start, stop, padding, periodic, P, c):
+    return dict(dist_type="b", size=size, start=start, stop=stop, padding=padding,
+                periodic=periodic, proc_grid_size=P, proc_grid_rank=c)
+
+
+@pytest.mark.skipif(comm.size != 2, reason="a hand-built two-rank layout (run at 2 ranks)")
+@pytest.mark.parametrize("case", ["periodic differs", "wrap padding differs"])
+def test_ranks_disagreeing_on_periodic_or_wrap_padding_are_refused(case):
+    """A dimension periodic on one rank only was accepted and its halo
+    exchange waited; padding that differs across the wrap was accepted."""
+    r = comm.rank
+    if case == "periodic differs":
+        dd = _block_dd(12, -1, 7, (1, 1), True, 2, 0) if r == 0 else \
+            _block_dd(12, 5, 12, (1, 0), False, 2, 1)
+    else:
+        dd = _block_dd(12, -2, 7, (2, 1), True, 2, 0) if r == 0 else \
+            _block_dd(12, 5, 13, (1, 1), True, 2, 1)
+    buf = np.zeros(dd["stop"] - dd["start"])
+    got = comm.allgather(error_of(lambda: dap.from_distarray(
+        {"__version__": "0.10.0", "buffer": buf, "dim_data": (dd,)}, comm)))
+    words = "'periodic'" if case == "periodic differs" else "differs"
+    collective_assert(all("DapError" in k and words in m and "ranks [0]" in m and "ranks [1]" in m
+                          for k, m in got), got)

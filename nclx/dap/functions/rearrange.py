@@ -23,7 +23,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from nclx.dap.fold import agreed_call
 from nclx.dap.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
-from nclx.dap.redistribute import Layout, check_partition, move_many, target_distribution
+from nclx.dap.redistribute import (Layout, check_movable, check_partition, move_many,
+                                   target_distribution)
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
 
@@ -106,7 +107,8 @@ def roll(a, shift, axis=None):
     tr = {}
     for d, s in total.items():
         n = a.shape[d]
-        if n:
+        s = s % n if n else 0        # as NumPy: before, g + s wrapped in int64 (a shift
+        if s:                        # near 2**63: garbage; found by review)
             tr[d] = (lambda g, n=n, s=s: (g + s) % n, lambda g, n=n, s=s: (g - s) % n)
     return _into(type(a), a.distribution, a.comm, a.dtype, [(a._block, _mapped(a, tr))])
 
@@ -133,6 +135,30 @@ def _operands(arrays, what):
 def _no_out(out, what):
     if out is not None:
         raise DapError(f"{what}: out= is not supported for DistArrays")
+
+
+def _joined_dtype(arrays, dtype, casting, what):
+    """The joined result's dtype, NumPy's casting check, and one that can
+    cross ranks (object references cannot: before, they were sent as raw
+    pointers and the process crashed freeing them; found by review)."""
+    dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
+    for x in arrays:
+        if not np.can_cast(x.dtype, dt, casting=casting):
+            raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dt!r} according "
+                            f"to the rule {casting!r}")
+    check_movable(dt, f"{what} into dtype {dt}")
+    return dt
+
+
+def _cast_blocks(arrays, dt, what):
+    """Each operand's block in ``dt``: one agreement where any is cast (a
+    cast's error -- a NaN made an integer under errstate 'raise', a
+    ComplexWarning made an error -- raised on every rank; before, the rank
+    meeting it raised alone and the others waited in the move)."""
+    if all(x.dtype == dt for x in arrays):
+        return [x._block for x in arrays]
+    return agreed_call(arrays[0].comm, lambda: [x._block.astype(dt, copy=False) for x in arrays],
+                       f"{what}:cast", what)
 
 
 @implements(np.concatenate)
@@ -162,18 +188,15 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
                                  f"concatenation axis must match exactly, but along dimension "
                                  f"{d}, the array at index 0 has size {arrays[0].shape[d]} and "
                                  f"the array at index {i} has size {x.shape[d]}")
-    dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
-    for x in arrays:
-        if not np.can_cast(x.dtype, dt, casting=casting):
-            raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dt!r} according "
-                            f"to the rule {casting!r}")
+    dt = _joined_dtype(arrays, dtype, casting, what)
+    blocks = _cast_blocks(arrays, dt, what)
     total = sum(x.shape[axis] for x in arrays)
     shape = arrays[0].shape[:axis] + (total,) + arrays[0].shape[axis + 1:]
     target = target_distribution(shape, arrays[0].comm.Get_size())
     sources, off = [], 0
-    for x in arrays:
+    for x, blk in zip(arrays, blocks):
         tr = {axis: (lambda g, o=off: g + o, lambda g, o=off: g - o)}
-        sources.append((x._block.astype(dt, copy=False), _mapped(x, tr, {axis: total})))
+        sources.append((blk, _mapped(x, tr, {axis: total})))
         off += x.shape[axis]
     return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
 
@@ -189,22 +212,19 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
         if x.shape != shape0:
             raise ValueError("all input arrays must have the same shape")
     axis = normalize_axis_index(axis, len(shape0) + 1)
-    dt = np.result_type(*[x.dtype for x in arrays]) if dtype is None else np.dtype(dtype)
-    for x in arrays:
-        if not np.can_cast(x.dtype, dt, casting=casting):
-            raise TypeError(f"Cannot cast array data from {x.dtype!r} to {dt!r} according "
-                            f"to the rule {casting!r}")
+    dt = _joined_dtype(arrays, dtype, casting, what)
+    blocks = _cast_blocks(arrays, dt, what)
     k = len(arrays)
     shape = shape0[:axis] + (k,) + shape0[axis:]
     target = target_distribution(shape, arrays[0].comm.Get_size())
     sources = []
-    for i, x in enumerate(arrays):
+    for i, (x, blk) in enumerate(zip(arrays, blocks)):
         check_partition(x.distribution, "the source distribution")
         base = Layout.of(x.distribution)
         maps = base.maps[:axis] + [[RangeMap(i, i + 1, i)]] + base.maps[axis:]
         coords = (lambda r, c=base.coords: None if c(r) is None else
                   c(r)[:axis] + (0,) + c(r)[axis:])
-        block = np.expand_dims(x._block.astype(dt, copy=False), axis)
+        block = np.expand_dims(blk, axis)
         sources.append((block, Layout(maps, coords)))
     return _into(type(arrays[0]), target, arrays[0].comm, dt, sources)
 
