@@ -317,3 +317,14 @@ def test_ranks_disagreeing_on_periodic_or_wrap_padding_are_refused(case):
     words = "'periodic'" if case == "periodic differs" else "differs"
     collective_assert(all("DapError" in k and words in m and "ranks [0]" in m and "ranks [1]" in m
                           for k, m in got), got)
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.uint8, np.float32, np.float16, np.int64])
+def test_nanmean_of_integers_into_another_dtype_divides_there(dt):
+    """NumPy's nanmean of integers is np.mean with out=: the sum into out,
+    divided there; the DistArray's mean was cast into out."""
+    g = (np.arange(30).reshape(5, 6) * 7 - 40).astype(np.int64)
+    d = dap.DistArray.from_global(g, comm=comm, dist=("b", "n"))
+    for axis in (None, 0, 1):
+        mine, ref = _compare(np.nanmean, g, d, dt, {"axis": axis})
+        collective_assert(mine == ref, f"axis={axis} into {np.dtype(dt)}: {mine} against {ref}")

@@ -110,11 +110,11 @@ def nanmax(a, axis=None, out=None, keepdims=False, initial=np._NoValue, where=Tr
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     """Sum over count of the non-NaN cells (two collectives; 1e-12 relative);
     NaN and NumPy's "Mean of empty slice" warning where none is left."""
-    if a.dtype.kind not in "fc":           # NumPy's np.mean, where= included
-        return finish(a.mean(axis=axis, dtype=dtype, keepdims=keepdims, where=where), out,
-                      "np.nanmean", lambda o: numpy_refusal(
-                          np.nanmean, a.dtype, len(a.shape), o, axis=axis, dtype=dtype,
-                          keepdims=keepdims))
+    if a.dtype.kind not in "fc":           # NumPy's np.mean, where= and out= included
+        if out is not None:                 # NumPy's refusals first (the same on every rank)
+            numpy_refusal(np.nanmean, a.dtype, len(a.shape), out, axis=axis, dtype=dtype,
+                          keepdims=keepdims)
+        return a.mean(axis=axis, dtype=dtype, out=out, keepdims=keepdims, where=where)
     _check_inexact(dtype, out)
     m = _mask(a, where, "np.nanmean")
     cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
