@@ -1,0 +1,114 @@
+"""The ``.npy`` header: written byte-identical to ``np.save``'s (formats
+1.0, 2.0, 3.0) and read with NumPy's own checks, for
+:mod:`nclx.dap.npyfile` (rank 0 reads or writes it; every rank its part of
+the data)."""
+import ast
+import io
+import math
+import os
+import struct
+
+import numpy as np
+
+from nclx.dap.collective import describe_error
+from nclx.dap.validate import DapError
+
+__all__ = ["header_bytes", "read_header"]
+
+_FMT = np.lib.format
+
+
+def _check_dtype(dtype):
+    if dtype.hasobject:
+        raise DapError(f"dtype {dtype} holds Python objects: only fixed-width dtypes can be "
+                       f"read or written by MPI-IO (np.save pickles object arrays)")
+    if dtype.itemsize == 0:
+        raise DapError(f"dtype {dtype.str} has items of 0 bytes: a DistArray cannot hold them "
+                       f"(np.load reads such a file)")
+
+
+def header_bytes(dtype, shape):
+    """The .npy header NumPy's ``np.save`` writes for a C-order array of
+    ``dtype`` and ``shape``: format 1.0, 2.0 when it exceeds 65535 bytes,
+    3.0 for field names that need UTF-8."""
+    _check_dtype(dtype)
+    d = {"descr": _FMT.dtype_to_descr(dtype), "fortran_order": False,
+         "shape": tuple(int(s) for s in shape)}
+    for writer in (_FMT.write_array_header_1_0, _FMT.write_array_header_2_0):
+        buf = io.BytesIO()
+        try:
+            writer(buf, d)
+            return buf.getvalue()
+        except ValueError:          # 1.0: the header does not fit in 65535 bytes
+            continue
+        except UnicodeEncodeError:  # field names beyond latin-1: format 3.0
+            break
+    return _header_3_0(d)
+
+
+def _header_3_0(d):
+    """Format 3.0 (NEP 1's 2.0 layout, UTF-8 text): numpy.lib.format has no
+    public writer for it; the text is the one np.save writes."""
+    text = "{" + "".join(f"{k!r}: {d[k]!r}, " for k in sorted(d)) + "}"
+    text += " " * (_FMT.GROWTH_AXIS_MAX_DIGITS - len(repr(d["shape"][0]))) if d["shape"] else ""
+    body = text.encode("utf8")
+    pad = _FMT.ARRAY_ALIGN - ((_FMT.MAGIC_LEN + 4 + len(body) + 1) % _FMT.ARRAY_ALIGN)
+    return _FMT.magic(3, 0) + struct.pack("<I", len(body) + pad + 1) + body + b" " * pad + b"\n"
+
+
+def _read_header_3_0(f, max_header_size):
+    """(shape, fortran_order, dtype) of a format 3.0 header (no public reader)."""
+    (hlen,) = struct.unpack("<I", f.read(4))
+    if hlen > max_header_size:
+        raise ValueError(f"header length {hlen} is over max_header_size={max_header_size}")
+    try:
+        d = ast.literal_eval(f.read(hlen).decode("utf8"))
+    except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
+        raise ValueError(f"cannot parse the header: {exc}") from None
+    if not isinstance(d, dict) or set(d) != set(_FMT.EXPECTED_KEYS):
+        raise ValueError(f"the header is not a dict with keys {sorted(_FMT.EXPECTED_KEYS)}")
+    shape, fortran = d["shape"], d["fortran_order"]
+    if not (isinstance(shape, tuple) and all(isinstance(x, int) and x >= 0 for x in shape)):
+        raise ValueError(f"shape is not a tuple of sizes: {shape!r}")
+    if not isinstance(fortran, bool):
+        raise ValueError(f"fortran_order is not a bool: {fortran!r}")
+    return shape, fortran, _FMT.descr_to_dtype(d["descr"])
+
+
+def read_header(path, max_header_size=10000):
+    """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
+    1.0, 2.0 or 3.0); DapError for a bad header (or one over
+    ``max_header_size`` bytes, as np.load), an object dtype or a file
+    shorter than its data, OSError when it cannot be opened, np.load's
+    EOFError for an empty file."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            raise EOFError("No data left in file")        # np.load's, for an empty file
+        try:
+            version = _FMT.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = _FMT.read_array_header_1_0(f, max_header_size)
+            elif version == (2, 0):
+                shape, fortran, dtype = _FMT.read_array_header_2_0(f, max_header_size)
+            elif version == (3, 0):
+                shape, fortran, dtype = _read_header_3_0(f, max_header_size)
+            else:
+                raise ValueError(f"format version {version} is not 1.0, 2.0 or 3.0")
+        except OSError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - ValueError, tokenize.TokenError, ...
+            if "max_header_size" in str(exc) or "is large" in str(exc):
+                raise DapError(f"the header is longer than max_header_size={max_header_size} "
+                               f"bytes (np.load's safety limit): pass a larger max_header_size "
+                               f"if the file is trusted") from None
+            raise DapError(f"not a .npy file: {describe_error(exc)}") from None
+        offset = f.tell()
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+        raise DapError(f"not a .npy file: shape {shape!r} is not a tuple of integers")
+    _check_dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 wrap-around
+    have = os.path.getsize(path) - offset
+    if have < nbytes:
+        raise DapError(f"the file is truncated: {have} bytes of data, its header announces "
+                       f"{nbytes} (shape {shape}, dtype {dtype})")
+    return dtype, tuple(shape), bool(fortran), offset
