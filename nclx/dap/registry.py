@@ -92,9 +92,9 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
     if func not in _AGREED:
         comms, error = [], None
         try:
-            bound = _outs_by_layout(_bound(impl, args, kwargs))
-            text = f"{_name(func)}{_describe(bound, own, comms)}"
-            _check_operands(func, _bound(impl, args, kwargs), own)
+            named = _bound(impl, args, kwargs)
+            text = f"{_name(func)}{_describe(_outs_by_layout(named), own, comms)}"
+            _check_operands(func, named, own)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
