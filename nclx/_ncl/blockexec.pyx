@@ -234,6 +234,7 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     r.n = n
     r.result = plan.result
     r.B = _block_len(plan)
+    r.prefault = target is not None and (out is None or private)
     nbytes = 0
     for s in range(plan.nslots):
         r.base[s] = NULL

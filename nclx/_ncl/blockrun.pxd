@@ -35,6 +35,8 @@ cdef struct xrun:
                                 # (scratch), then ncl_stream_copy puts it in place
     npy_intp n
     npy_intp B
+    int prefault                # each thread's range of a fresh result is mapped
+                                # before it is written (ncl_prefault.h)
     int npieces
     char *scratch[MAX_THREADS]
     int *flags                  # [tid][nflags]

@@ -143,29 +143,11 @@ cdef enum:
     MAX_PIECE_NS = 400000   # ... and none holds the others up for long
     PREFAULT_FROM = 8 << 20 # bytes of output from which thread 0 maps its pages first
 
-cdef extern from *:
-    """
-    /* Map (and zero) the pages of a fresh output from one thread, ahead of
-     * the others, which fill behind it: the kernel's zeroing of pages runs
-     * at memory speed on one core instead of in every filling thread's
-     * page faults, where the two contend.  An output already mapped costs
-     * a walk of its page tables. */
-    #if defined(__linux__)
-    #include <sys/mman.h>
-    #include <unistd.h>
-    #endif
-    static void ncl_prefault(char *p, size_t nbytes)
-    {
-    #if defined(__linux__) && defined(MADV_POPULATE_WRITE)
-        size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-        size_t lo = ((size_t)p + pg - 1) & ~(pg - 1), hi = ((size_t)p + nbytes) & ~(pg - 1);
-        if (hi > lo)
-            (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
-    #else
-        (void)p; (void)nbytes;
-    #endif
-    }
-    """
+cdef extern from "ncl_prefault.h":
+    # thread 0 maps (and zeroes) the pages of a fresh output ahead of the
+    # others, which fill behind it: the kernel's zeroing runs at memory speed
+    # on one core instead of in every filling thread's page faults, where the
+    # two contend
     void ncl_prefault(char *p, size_t nbytes) nogil
 
 
