@@ -378,6 +378,6 @@ def _fp_report(flags):
             err._nclx_agreed = True
             raise err
         if mode[kind] == "call" and np.geterrcall() is not None:
-            np.geterrcall()(message, bit)
+            np.geterrcall()(text, bit)      # NumPy's: "overflow", not the message
         else:
             warnings.warn(message, RuntimeWarning, stacklevel=5)

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from nclx.dap import ufuncs as _ufuncs
+from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.reduce import join_failed, normalize_axes
 from nclx.dap.validate import DapError
 
@@ -19,8 +20,19 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
     as NumPy's ``_mean``: the sum in ``dtype`` (float64 for integers,
     float32 for float16), divided in the sum's dtype, "Mean of empty
     slice" when a count is zero."""
-    cls = type(self)
     base = _ufuncs._distarray()      # a subclass's sums are plain DistArrays
+    # NumPy's ComplexWarnings into out= (nclx.dap.complexcasts): issued in
+    # the out= check below, before the first collective
+    casts = ComplexCasts(np.mean, (self,), dict(axis=axis, dtype=dtype, out=out,
+                                                keepdims=keepdims, where=where), base)
+    try:
+        return _mean(self, axis, dtype, out, keepdims, where, base, casts)
+    finally:
+        casts.close()
+
+
+def _mean(self, axis, dtype, out, keepdims, where, base, casts):
+    cls = type(self)
     f16 = dtype is None and self.dtype == np.float16
     if dtype is None:     # NumPy's _mean: float64 for integers, float32 for float16,
         # else none (the sum's own: native byte order, a timedelta's unit)
@@ -45,6 +57,8 @@ def mean(self, axis=None, dtype=None, out=None, keepdims=False, where=np._NoValu
         try:
             _ufuncs.check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape),
                               keepdims, "mean")
+            casts.emit(5)
+            casts.quiet()
         except Exception as exc:
             join_failed(self._block, self.distribution, self.comm, np.add,
                         {"axis": axis, "dtype": dtype, "keepdims": keepdims,

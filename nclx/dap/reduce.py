@@ -27,6 +27,7 @@ from nclx.aware import start_value
 from nclx.dap import commstate
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.redistribute import check_partition, layout_key
+from nclx.dap.reduceflags import reduce_recording
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, normalize_dim_dict
 
@@ -186,15 +187,16 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
         raise
     index = dist.owned_slices(rank)      # the cells counted in size (no communication padding)
     error = partial = None
+    fp = 0
     try:
         if check is not None:
             check(axes)
-        partial = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
-                                 initial, kernels, spec)
+        partial, fp = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
+                                     initial, kernels, spec)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error,
-                   _extra(where, initial))
+                   _extra(where, initial), fp)
 
 
 def join_failed(block, distribution, comm, ufunc, kwargs, error):
@@ -231,7 +233,7 @@ def _extra(where, initial):
     return "" if initial is np._NoValue and mask == "all" else repr((mask, initial))
 
 
-def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
+def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", fp=0):
     """Combine (or agree on the failure) and build the result's parts
     (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it).
 
@@ -241,7 +243,10 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
     every rank instead of meeting in different collectives.  When both the
     reduced and the kept axes are distributed that record is the agreement
     alone; the data then combine over the reduced grid axes and a last
-    record over ``comm`` carries the verdict (three collectives)."""
+    record over ``comm`` carries the verdict (three collectives).  ``fp``:
+    the floating-point flags of this rank's local reduction
+    (:mod:`nclx.dap.reduceflags`), ORed over the ranks in the record that
+    also carries the combining's, so every rank reports them once."""
     what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
@@ -251,20 +256,26 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
     everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
     local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
     if everyone and not local:
-        verdict, value = allreduce_agreed(comm, ufunc, partial, spec, error, key=key)
+        verdict, value = allreduce_agreed(comm, ufunc, partial, spec, error, fp=fp, key=key)
         result_comm = None
         if kept:
             from mpi4py import MPI
             result_comm = MPI.COMM_SELF
     else:
-        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, key=key)
+        # the local flags in the one record that reaches every rank last:
+        # this one where nothing is combined (_subcomms: None), else the
+        # combining record, carried to every rank by the last one
+        uncombined = all(dist.grid_shape[d] == 1 for d in axes)
+        verdict, _ = allreduce_agreed(comm, ufunc, None, None, error, key=key,
+                                      fp=fp if uncombined else 0)
         raise_verdict(verdict, nranks, rank, what, error)
         combine, result_comm = _subcomms(dist, comm, axes)
         if combine is None:
             verdict, value = None, np.array(partial, copy=True)
         else:
             # the data over the reduced grid axes, then every rank learns the verdict
-            verdict, value = allreduce_agreed(combine, ufunc, partial, spec, None, key=key)
+            verdict, value = allreduce_agreed(combine, ufunc, partial, spec, None, fp=fp,
+                                              key=key)
             carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
             verdict, _ = allreduce_agreed(comm, ufunc, None, None, None, combine_error=carried,
                                           fp=fp, key=key)
@@ -273,7 +284,8 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra=""):
 
 
 def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial, kernels, spec):
-    """This rank's partial result over its counted cells (``block``), of ``spec``."""
+    """This rank's partial result over its counted cells (``block``), of
+    ``spec``, and the floating-point flags its reduction met."""
     if ufunc.identity is None and initial is np._NoValue and not (
             isinstance(where, (bool, np.bool_)) and where):
         # NumPy refuses it whatever the data (before: an empty array gave [])
@@ -303,8 +315,9 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
         raise ValueError(f"zero-size array to reduction operation {ufunc.__name__} which has "
                          "no identity")
     shape, rdtype = spec
+    fp = 0
     if block.size or (ufunc.identity is not None and "initial" not in kw) or "initial" in kw:
-        partial = np.asarray(_reduce(fn, ufunc, block, axes, kw))
+        partial, fp = reduce_recording(lambda: _reduce(fn, ufunc, block, axes, kw))
     else:
         start = start_value(ufunc.__name__, rdtype)
         if ufunc.__name__ in ("fmax", "fmin") and np.dtype(rdtype).kind in "fc":
@@ -334,7 +347,7 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     if partial.shape != shape or partial.dtype != rdtype:
         raise DapError(f"{ufunc.__name__}.reduce: rank {rank}'s partial result is "
                        f"{partial.dtype}{partial.shape}, expected {rdtype}{shape}")
-    return partial
+    return partial, fp
 
 
 def _reduce(fn, ufunc, block, axes, kw):

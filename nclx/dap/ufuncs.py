@@ -18,6 +18,7 @@ import numpy as np
 from nclx import aware
 from nclx._ncl.blockexec import give_fp_errors
 from nclx._ncl.install import is_installed
+from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.fold import agreed_call
 from nclx._fpflags import fp_may_raise
 from nclx.dap.reduce import join_failed, reduce_block
@@ -79,10 +80,22 @@ def elementwise(da, ufunc, inputs, kwargs):
 
 def reduce_call(ufunc, inputs, kwargs):
     """``ufunc.reduce`` across ranks (:func:`nclx.dap.reduce.reduce_block`);
-    the result wrapped and written to ``out=``."""
+    the result wrapped and written to ``out=``.  NumPy's ComplexWarnings of
+    the call into ``out=`` (:mod:`nclx.dap.complexcasts`) are issued in the
+    out= check before the collective (where they are errors, raised on every
+    rank), the steps' own ignored."""
     DistArray = _distarray()
     if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
         raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
+    casts = ComplexCasts(ufunc.reduce, inputs, kwargs, DistArray)
+    try:
+        return _reduce_call(ufunc, inputs, kwargs, casts)
+    finally:
+        casts.close()
+
+
+def _reduce_call(ufunc, inputs, kwargs, casts):
+    DistArray = _distarray()
     da = inputs[0]
     kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
     outs = aware.outs_of(kwargs)
@@ -103,6 +116,8 @@ def reduce_call(ufunc, inputs, kwargs):
         (each rank passes its own: one refused is refused everywhere)."""
         check_out(outs[0], axes, da.distribution.ndim, kw.get("keepdims", False),
                   f"{ufunc.__name__}.reduce")
+        casts.emit(6)
+        casts.quiet()
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
                                      where=where, kernels=aware.nclx_ufunc,
                                      check=check if outs else None, **kw)

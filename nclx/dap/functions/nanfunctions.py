@@ -199,7 +199,9 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     if a.dtype.kind in "fc":
         return _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction,
                        "np.nanstd", True)
-    v = nanvar(a, axis, dtype, None, ddof, keepdims, where=where, mean=mean,
+    # NumPy's nanstd of integers: np.var into out=, then the square root
+    # there, in out's dtype (before: taken in the variance's dtype, then
+    # cast -- float32 digits in a float64 out=; found by review)
+    v = nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                correction=correction)
-    return finish(sqrt_keep(v), out, "np.nanstd", lambda o: numpy_refusal(
-        np.nanstd, a.dtype, len(a.shape), o, axis=axis, dtype=dtype, keepdims=keepdims))
+    return sqrt_keep(v) if out is None else np.sqrt(v, out=v)

@@ -1,0 +1,136 @@
+"""NumPy's ComplexWarnings of a reduction into ``out=``, counted on probes.
+
+NumPy warns "Casting complex values to real discards the imaginary part"
+once for each cast of complex values to real ones that its call sets up: a
+reduction's ``out=`` read into the loop's dtype and written back, the
+operand cast to ``dtype=``, a mean's sum divided in ``out``...  zero, one or
+two warnings, fixed by the function, the dtypes and the axes, never by the
+values or the sizes (checked for every reduction nclx.dap implements over
+shapes from 1x1 to 300x301 and empty ones: tests/mpi/test_complex_casts_mpi.py).
+nclx's collective steps cast in other places and other numbers (a partial
+result per rank, the combined value written into ``out``), so where an
+``out=`` is given and a complex dtype is involved, the call first runs
+NumPy's own function on one-cell probes of the same dtypes (each dimension
+of 1 element, or of none where the array has none), counts its
+ComplexWarnings, issues as many before anything else (NumPy warns at
+set-up, before any floating-point warning), and runs with its own
+ComplexWarnings ignored.  Below DistArray: the array class is passed in.
+"""
+import warnings
+
+import numpy as np
+
+__all__ = ["ComplexCasts", "as_numpy"]
+
+_MESSAGE = "Casting complex values to real discards the imaginary part"
+_ComplexWarning = np.exceptions.ComplexWarning
+
+
+def _dtype_of(x):
+    try:
+        return np.dtype(x) if x is not None else None
+    except TypeError:           # not a dtype: the implementation refuses it
+        return None
+
+
+class ComplexCasts:
+    """NumPy's ComplexWarnings for ``np_call(*args, **kwargs)`` (``own``:
+    the distributed array class, whose instances are probed by one cell).
+
+    ``active``: an ``out=`` is given and a complex dtype takes part (no other
+    cast warns so); ``count``: NumPy's warnings.  :meth:`emit` issues them
+    (under the caller's warning filters: where they are errors the first
+    one raises, as NumPy's does); :meth:`quiet` then ignores every other
+    ComplexWarning until :meth:`close`."""
+
+    __slots__ = ("active", "count", "_quiet")
+
+    def __init__(self, np_call, args, kwargs, own):
+        self._quiet = None
+        self.count = 0
+        out = kwargs.get("out")
+        if isinstance(out, tuple) and len(out) == 1:
+            out = out[0]
+        kinds = [getattr(out, "dtype", None), _dtype_of(kwargs.get("dtype"))]
+        operands = tuple(args) + tuple(v for k, v in kwargs.items() if k != "out")
+        kinds += [a.dtype for a in _arrays(operands, own)]
+        self.active = out is not None and any(d is not None and d.kind == "c" for d in kinds)
+        if self.active:
+            self.count = _count(np_call, args, kwargs, own)
+
+    def emit(self, stacklevel=2):
+        for _ in range(self.count):
+            warnings.warn(_MESSAGE, _ComplexWarning, stacklevel=stacklevel + 1)
+
+    def quiet(self):
+        if self.active and self._quiet is None:
+            self._quiet = warnings.catch_warnings()
+            self._quiet.__enter__()
+            warnings.filterwarnings("ignore", category=_ComplexWarning)
+
+    def close(self):
+        if self._quiet is not None:
+            quiet, self._quiet = self._quiet, None
+            quiet.__exit__(None, None, None)
+
+
+def as_numpy(np_call, impl, args, kwargs, own, stacklevel=2):
+    """``impl(*args, **kwargs)`` with NumPy's ComplexWarnings of ``np_call``
+    (the same arguments) issued first and ``impl``'s own ignored.  Every
+    rank must have agreed on the arguments (the count is each rank's own)."""
+    casts = ComplexCasts(np_call, args, kwargs, own)
+    if not casts.active:
+        return impl(*args, **kwargs)
+    casts.emit(stacklevel + 1)
+    casts.quiet()
+    try:
+        return impl(*args, **kwargs)
+    finally:
+        casts.close()
+
+
+def _arrays(obj, own, depth=0):
+    """The distributed arrays among ``obj`` (lists and tuples looked into)."""
+    if isinstance(obj, own):
+        return [obj]
+    if isinstance(obj, (list, tuple)) and depth < 4:
+        return [a for v in obj for a in _arrays(v, own, depth + 1)]
+    return []
+
+
+def _probe(obj, own, depth=0):
+    """``obj`` with each distributed array a one-cell ndarray of its dtype."""
+    if isinstance(obj, own):
+        return np.ones(tuple(min(n, 1) for n in obj.shape), obj.dtype)
+    if isinstance(obj, list) and depth < 4:
+        return [_probe(v, own, depth + 1) for v in obj]
+    if isinstance(obj, tuple) and depth < 4:
+        return tuple(_probe(v, own, depth + 1) for v in obj)
+    return obj
+
+
+def _count(np_call, args, kwargs, own):
+    """How many ComplexWarnings ``np_call`` gives on the probes with an out=
+    of the user's out's dtype and the probe result's shape."""
+    out = kwargs["out"]
+    single = isinstance(out, tuple)
+    out = out[0] if single else out
+    pargs = _probe(tuple(args), own)
+    pkw = {k: _probe(v, own) for k, v in kwargs.items() if k != "out"}
+    if "where" in pkw and isinstance(kwargs["where"], own):
+        pkw["where"] = np.ones(pkw["where"].shape, bool)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        try:
+            shape = np.shape(np_call(*pargs, **pkw))
+        except Exception:  # noqa: BLE001 - NumPy refuses the call: so does the implementation
+            return 0
+    probe_out = np.zeros(shape, out.dtype)
+    pkw["out"] = (probe_out,) if single else probe_out
+    with warnings.catch_warnings(record=True) as seen, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        try:
+            np_call(*pargs, **pkw)
+        except Exception:  # noqa: BLE001 - the warnings before NumPy's error count too
+            pass
+    return sum(1 for w in seen if issubclass(w.category, _ComplexWarning))
