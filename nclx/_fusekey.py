@@ -107,7 +107,7 @@ def _value_key(v):
 
 def _frozen(fn):
     """The values a trace of ``fn`` would keep besides its arguments: its
-    globals (those its code and nested code read), closure cells, defaults
+    code object, its globals (those its code and nested code read), closure cells, defaults
     and keyword-only defaults -- scalars by type and bits, other hashable
     objects by themselves -- so changing one traces again.  None when one of
     them is an array (its values could change in place): such a function
@@ -125,7 +125,10 @@ def _frozen(fn):
     code = getattr(fn, "__code__", None)
     if code is None or getattr(fn, "__self__", None) is not None:
         return None
-    out = []
+    # the code itself: a function whose __code__ is replaced (a reload, IPython's
+    # autoreload) traces again (before, the old code's plan was served; found
+    # by review)
+    out = [("__code__", code)]
     glob = getattr(fn, "__globals__", {})
     cells = []
     for cell in getattr(fn, "__closure__", None) or ():

@@ -45,6 +45,8 @@ the value np.where itself converts it to (``where(c, i8, 300)`` wraps as
 NumPy does; a conversion that flags a floating-point error stays eager,
 where NumPy reports it).
 """
+import sys
+
 import numpy as np
 
 from nclx import _elide, _fusecode
@@ -133,8 +135,10 @@ def _trace_once(fn, args, positions, values, same=()):
         for j, i in same:               # one array passed twice: one probe (x is y)
             call[j] = call[i]
         kept = [v.copy() for v in values]
+        reads = _ErrstateReads()
         try:
-            out = fn(*call)
+            with reads:
+                out = fn(*call)
         except Untraceable:
             if tape.state_changed:
                 raise _refusal(tape) from None
@@ -149,12 +153,66 @@ def _trace_once(fn, args, positions, values, same=()):
             raise Untraceable("the function sets np.seterr (eager NumPy keeps it)")
     if tape.poisoned is not None:             # refused, and the function caught it
         raise _refusal(tape)
+    if reads.why is not None:
+        raise (NotNow if reads.unwatched else Untraceable)(reads.why)
     if flagged:
         raise Untraceable(f"a step on scalars alone flags '{flagged[0]}' (eager NumPy reports "
                           f"it on every call; a plan would keep its value)")
     if any(v.tobytes() != k.tobytes() for v, k in zip(values, kept)):
         raise Untraceable("the function changed an argument in place")
     return tape, out
+
+
+class NotNow(Untraceable):
+    """Not traced at this call, for a reason that may pass (a profiler is
+    set): the call runs eagerly and the refusal is not kept."""
+
+
+#: NumPy's functions that read the errstate a trace replaces with its own
+_ERRSTATE_READS = frozenset(f.__code__ for f in (np.geterr, np.geterrcall)
+                            if hasattr(f, "__code__"))
+
+
+class _ErrstateReads:
+    """Around a traced call: whether the function (not nclx) read the
+    errstate -- np.geterr() or np.geterrcall() -- which during the trace is
+    the trace's own (its modes 'call', its recorder), not the caller's, so
+    a branch taken on it is not the one eager calls take (found by review:
+    ``x*2.0 if np.geterr()["divide"] == "warn" else x*3.0`` fused as x*3).
+    Watched with a profile function of this thread alone (sys.setprofile);
+    where one is set already (a profiler), it is left alone and ``why``
+    says the trace cannot watch."""
+
+    __slots__ = ("why", "unwatched", "_set")
+
+    def __init__(self):
+        self.why = None
+        self.unwatched = False
+        self._set = False
+
+    def _profile(self, frame, event, arg):
+        if event == "call" and frame.f_code in _ERRSTATE_READS and self.why is None:
+            caller = frame.f_back
+            module = "" if caller is None else str(caller.f_globals.get("__name__", ""))
+            if not module.startswith("nclx."):
+                self.why = (f"the function reads np.{frame.f_code.co_name}() (a trace runs "
+                            f"under an errstate of its own)")
+
+    def __enter__(self):
+        if sys.getprofile() is not None:
+            self.why = ("a profiler is set (sys.setprofile): the trace cannot watch the "
+                        "function's reads of the errstate")
+            self.unwatched = True
+            return self
+        sys.setprofile(self._profile)
+        self._set = True
+        return self
+
+    def __exit__(self, *exc):
+        if self._set:
+            sys.setprofile(None)
+            self._set = False
+        return False
 
 
 def _refusal(tape):

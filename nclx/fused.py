@@ -120,6 +120,10 @@ def _why_not_args(args):
                 return "an operand that is not C-contiguous, aligned and native"
         elif _arg_key(a) is None:
             return f"an operand of type {type(a).__name__}"
+        if type(a) is np.ndarray and a.dtype.metadata is not None:
+            # eager NumPy's result keeps it; the executor's result dtype is
+            # made from a type character (found by review)
+            return "an operand whose dtype has metadata"
     if shape is None:
         return "no array operand"
     n = 1
@@ -162,6 +166,8 @@ def _run(fn, args, plans, out, frozen=(), where=None):
                 plans.put(("state changed", key), seen)
                 if seen >= _STATE_CHANGES_KEPT:
                     plans.put(key, plan)
+            except _trace.NotNow as exc:       # eager this time, traced again later
+                plan = str(exc)
             except _trace.Untraceable as exc:
                 plan = str(exc)
                 plans.put(key, plan)
@@ -191,16 +197,21 @@ def _run(fn, args, plans, out, frozen=(), where=None):
                 and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
             return _eager(fn, args, out), "out= not a C-contiguous array of the result's shape and dtype"
         flat = out.reshape(-1)
-    result = _execute(program, operands, flat, ledgers, report)
-    return (out if out is not None else result.reshape(shape)), None
+    # the result allocated in its shape: it owns its data, as eager NumPy's
+    # (before, a reshaped view of the executor's 1-d array: resize() refused
+    # it; found by review)
+    result = _execute(program, operands, flat, ledgers, report,
+                      None if flat is not None else shape)
+    return (out if out is not None else result), None
 
 
-def _execute(program, operands, out, ledgers, report):
+def _execute(program, operands, out, ledgers, report, shape=None):
     if not ledgers:
-        return _blockexec.execute(program, operands, out=out, report=report)
+        return _blockexec.execute(program, operands, out=out, report=report, shape=shape)
     rows = []
     try:
-        return _blockexec.execute(program, operands, out=out, ledger=rows, report=report)
+        return _blockexec.execute(program, operands, out=out, ledger=rows, report=report,
+                                  shape=shape)
     finally:
         _ledger._add_fused(ledgers, rows)
 

@@ -19,4 +19,5 @@ def execute(
     threads: int | None = None,
     ledger: list[tuple[int, int, int, int]] | None = None,
     report: Callable[[int, Callable[[bytes, int], None], bytes, int], None] | None = None,
+    shape: tuple[int, ...] | None = None,
 ) -> npt.NDArray[Any] | np.generic: ...

@@ -133,7 +133,7 @@ def give_fp_errors(bytes name, int flags):
     PyUFunc_GiveFloatingpointErrors(name, flags)
 
 
-def execute(program, operands, out=None, threads=None, ledger=None, report=None):
+def execute(program, operands, out=None, threads=None, ledger=None, report=None, shape=None):
     """Run ``program`` (a nclx._fused_program.Program) over ``operands`` and
     return the result (``out`` when given), or, with a reduction, the NumPy
     scalar ``np.add.reduce`` / ``np.multiply.reduce`` of it returns.
@@ -151,11 +151,16 @@ def execute(program, operands, out=None, threads=None, ledger=None, report=None)
     name, flags)`` called for each step ``k`` (the reduction last) that
     raised flags, in program order: the caller reports them where eager
     NumPy would (nclx.fused: the line of the traced function that made
-    the step)."""
-    return _execute(program, operands, out, threads, ledger, True, report)
+    the step).
+
+    ``shape``: the shape of the result the executor allocates (its product
+    the operands' length; C order), so that it owns its data as eager
+    NumPy's does; None: 1-d."""
+    return _execute(program, operands, out, threads, ledger, True, report, shape)
 
 
-cdef object _execute(program, operands, out, threads, ledger, bint stream, report=None):
+cdef object _execute(program, operands, out, threads, ledger, bint stream, report=None,
+                     shape=None):
     """execute(); ``stream``: the result may be written with non-temporal
     stores (not for a result a reduction reads at once)."""
     global _streams
@@ -213,7 +218,10 @@ cdef object _execute(program, operands, out, threads, ledger, bint stream, repor
     if plan.reduce is not None:
         target = None
     elif out is None:
-        target = np.empty(n, rdt)
+        target = np.empty(n if shape is None else shape, rdt)
+        if target.size != n:
+            raise ValueError(f"nclx.blockexec: shape {shape} does not hold the operands' "
+                             f"{n} elements")
     else:
         target = out
         if _raising_errstate():

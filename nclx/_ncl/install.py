@@ -8,6 +8,7 @@ so one thread leaving its block does not uninstall nclx under another.
 before it do nothing when they end.
 """
 import contextlib
+import contextvars
 import sys
 import threading
 import warnings
@@ -27,8 +28,13 @@ from nclx.errors import NclxInstallError
 _lock = threading.RLock()
 _forksafe.guard(sys.modules[__name__], "_lock", threading.RLock)
 _state = {"explicit": False, "holds": 0, "funnel_explicit": False, "funnel_holds": 0,
-          "generation": 0, "sorts": None, "copies": None, "recycle_prev": None}
+          "generation": 0, "sorts": None, "copies": None}
 _local = threading.local()
+#: the handler install(recycle=True) replaced, per context: NumPy keeps a
+#: handler per contextvars context, so one process-wide slot was overwritten
+#: by another context's install and uninstall() gave this context that one
+#: (found by review)
+_recycle_prev = contextvars.ContextVar("nclx_recycle_prev", default=None)
 
 
 def _final(ufunc, method, inputs, kwargs):
@@ -104,7 +110,7 @@ def _recycle_on():
     """The recycling handler becomes the current context's (lock held)."""
     current = _recycle.current_handler()
     if not _recycle.is_ours(current):
-        _state["recycle_prev"] = current
+        _recycle_prev.set(current)
         _recycle.set_handler(_recycle.handler())
     _recycle.set_active(True)
 
@@ -114,8 +120,8 @@ def _recycle_off():
     handler install(recycle=True) replaced (lock held)."""
     _recycle.set_active(False)
     if _recycle.is_ours(_recycle.current_handler()):
-        _recycle.set_handler(_state["recycle_prev"])   # None: NumPy's default
-    _state["recycle_prev"] = None
+        _recycle.set_handler(_recycle_prev.get())   # None: NumPy's default
+    _recycle_prev.set(None)
 
 
 def release_memory():
