@@ -20,11 +20,15 @@
   global order, where ``np.sort``'s default kind orders them in no defined
   way (every other value is the same bit for bit).  Along a cyclic or 'u'
   axis equal keys may come in another order (the values are otherwise
-  the same);
+  the same) unless the sort is stable (below);
 - ``axis=None`` sorts the flattened array by the sample sort: a 1-D
   DistArray of ``da.size`` elements, block-distributed (balanced, no
   padding) over the communicator; equal keys of different bits in no
-  defined order.
+  defined order, but for a stable sort (``kind='stable'`` or
+  ``'mergesort'``, ``stable=True``), whose equal keys keep their C order:
+  the flattened block layout is sorted then.  A stable sort along a
+  cyclic or 'u' axis block-distributes that axis first, so that equal keys
+  keep their global order too.
 
 The result along a distributed axis is distributed like ``da`` when that
 axis is block-distributed (padding refreshed), else like ``da`` with that
@@ -76,12 +80,21 @@ def sort(a, axis=-1, kind=None, order=None, *, stable=None):
         error = exc
     agree_call(a.comm, error, "np.sort", (axis, kind, order, stable))
     dist, comm = a.distribution, a.comm
+    stable_asked = stable is True or kind in ("stable", "mergesort")
     if axis is None:
-        return _sort_flat(a)
+        return _sort_flat(a, stable_asked)
     if dist.grid_shape[ax] == 1:
         return _whole(a, ax, lambda x: np.sort(x, axis=-1, kind=kind, stable=stable), a.dtype)
     if lines_go_whole(dist, ax):                   # lines of its own: sorted in place
         return _whole(a, ax, lambda x: _sorted_in_place(x, kind, stable), a.dtype)
+    if stable_asked and dist.dist[ax] != "b":
+        # the sample sort keeps equal keys in the order the ranks hold them:
+        # along a cyclic or 'u' axis that is not the global order, so a
+        # stable sort block-distributes the axis first (one Alltoallw; the
+        # result's layout anyway).  Before, -0.0 and 0.0 came in another
+        # order than NumPy's stable sort gives (found by review)
+        a = redistribute(a, with_block_axis(dist, ax))
+        dist = a.distribution
     sub = axis_comm(a, ax)
     order_ = axis_order(a, ax)[1] if dist.dist[ax] == "u" else None   # b, c: in order
     lines, values = sample_sort(sub, owned_lines(a, ax, order_))
@@ -108,12 +121,17 @@ def _by_whole_lines(a, ax, fn, dtype):
     return from_owned(DistArray, target, comm, np.moveaxis(out.reshape(moved), -1, ax), dtype)
 
 
-def _sort_flat(a):
+def _sort_flat(a, stable=False):
+    """``axis=None``; ``stable``: equal keys in C order (the sample sort of
+    the C-order flattened block layout, :func:`._flatten.flat_block`), else
+    of each rank's owned cells as held (no copy to another layout)."""
     comm = a.comm
     P = comm.Get_size()
     n = int(np.prod(a.shape, dtype=np.int64))
     target = Distribution.from_shape((n,), "b", nprocs=P)
-    _, values = sample_sort(comm, flat_values(a).reshape(1, -1))
+    part = (np.ascontiguousarray(flat_block(a, "np.sort")[0]).reshape(-1) if stable
+            else flat_values(a))
+    _, values = sample_sort(comm, part.reshape(1, -1))
     out = deliver_block(comm, None, values, 1, block_bounds(target, 0))
     return from_owned(DistArray, target, comm, out.reshape(-1), a.dtype)
 
