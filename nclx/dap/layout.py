@@ -143,8 +143,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     axis 0 (see the module docstring).  ``order='F'`` is the transpose of the
     C-order reshape of the transpose (``a.T`` reshaped to the reversed shape),
     distributed by blocks of its last axis; 'A' and 'K' read as 'C' (a
-    DistArray has no memory order).  ``copy=False`` raises DapError (the
-    elements move)."""
+    DistArray has no memory order).  ``copy=False``: a view of each rank's
+    block where no element moves between ranks (:func:`_unmoved`), else a
+    DapError (a ValueError, as NumPy's where it cannot avoid a copy)."""
     DistArray = type(a)
     if newshape is not None:
         if shape is not None:
@@ -154,12 +155,23 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         raise TypeError("reshape: the new shape is missing")
     if order not in ("C", "F", "A", "K", None):
         raise ValueError(f"reshape: order must be one of 'C', 'F', 'A' or 'K' (got {order!r})")
-    if copy is False:
-        raise DapError("reshape: copy=False: a DistArray reshape moves elements between ranks")
     size = int(np.prod(a.shape, dtype=np.int64))
     new = _resolve(shape, size)
+    if copy is False and new == tuple(a.shape):    # the same layout: nothing moves
+        return DistArray._of(a._block.view(), a.distribution, a.comm)
+    if copy is False and size == 0:                # no element to move, in any order
+        return _unmoved(a, new)
     if order == "F":
-        return transpose(reshape(transpose(a), new[::-1]))
+        if copy is False:
+            # NumPy's ValueError where it cannot view the gathered (C-ordered)
+            # array so; on one rank, the block's own memory decides below
+            if a.comm.Get_size() > 1:
+                _viewed(_c_ordered(a.shape), new, "F")
+            if sum(g > 1 for g in a.distribution.grid_shape) > 1:
+                raise DapError(_MOVES)          # the transposes would move elements
+        return transpose(reshape(transpose(a), new[::-1], copy=copy))
+    if copy is False:
+        return _unmoved(a, new)
     comm = a.comm
     nprocs, rank = comm.Get_size(), comm.Get_rank()
     src_rows, dst_rows = _rows(a.shape, nprocs), _rows(new, nprocs)
@@ -169,6 +181,79 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     move(comm, b._block.reshape(-1), _flat_layout(src_rows), out.reshape(-1),
          _flat_layout(dst_rows), key=("flat", layout_key(src_rows), layout_key(dst_rows)))
     return DistArray._of(out, dst_rows, comm)
+
+
+_MOVES = ("reshape: copy=False: this reshape moves elements between ranks (a view is "
+          "possible only where each rank keeps its elements)")
+
+
+def _unmoved(a, new):
+    """``a`` reshaped to ``new`` (another shape) as views of the blocks, where
+    no element moves between ranks: each rank's block the same range of the
+    flat index as its block of ``new`` in blocks of axis 0 (one rank
+    holding the whole array: any shape).  Else DapError.
+    Before, copy=False was refused even where nothing moves, on one rank
+    too (found by review).  The verdict reads the Distribution, the same on
+    every rank; a block NumPy cannot view in the new shape raises NumPy's
+    ValueError on every rank."""
+    DistArray = type(a)
+    dist, comm = a.distribution, a.comm
+    rank, nprocs = comm.Get_rank(), comm.Get_size()
+    rows = _rows(new, nprocs)
+    dst = _flat_layout(rows).maps[0] if new else [RangeMap(0, 1, 0)]
+    if not all(_same_range(_flat_range(dist, a.shape, r), dst[r]) for r in range(nprocs)):
+        raise DapError(_MOVES)
+    block = agreed_call(comm, lambda: _viewed(a._block, rows.local_shape(rank)),
+                        "reshape:view", "reshape")
+    return DistArray._of(block, rows, comm)
+
+
+def _flat_range(dist, shape, r):
+    """``(start, stop)`` of the flat C-order indices rank ``r``'s block holds,
+    in order and nothing else (no padding; every axis whole but the first,
+    a contiguous range there); ``()`` for an empty block; None otherwise."""
+    if not shape:
+        return (0, 1) if r == 0 else None
+    rest = math.prod(shape[1:])
+    first = None
+    for d, m in enumerate(dist.maps(r)):
+        g = m.global_indices()
+        if tuple(m.dim_dict.get("padding", (0, 0))) != (0, 0) or len(g) != m.local_size:
+            return None
+        if len(g) == 0:
+            return ()
+        if not np.array_equal(g, np.arange(g[0], g[0] + len(g))) or \
+                (d and len(g) != shape[d]):
+            return None
+        if d == 0:
+            first = (int(g[0]) * rest, (int(g[-1]) + 1) * rest)
+    return first if first[0] < first[1] else ()
+
+
+def _same_range(held, target):
+    """Whether a block holding ``held`` (:func:`_flat_range`) is the block of
+    the flat range ``target`` (a RangeMap)."""
+    return held == () if target.lo >= target.hi else held == (target.lo, target.hi)
+
+
+def _c_ordered(shape):
+    """A C-ordered array of ``shape`` over one byte (strides only: never read)."""
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    return np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides,
+                                           writeable=False)
+
+
+def _viewed(block, shape, order="C"):
+    """``block`` viewed in ``shape``, NumPy's ValueError where it needs a copy."""
+    try:
+        return np.reshape(block, shape, order=order, copy=False)
+    except TypeError:                   # NumPy 2.0: no copy= (setting the shape never copies)
+        v = block.view() if order == "C" else block.T.view()
+        try:
+            v.shape = shape if order == "C" else shape[::-1]
+        except AttributeError:
+            raise ValueError("Unable to avoid creating a copy while reshaping.") from None
+        return v if order == "C" else v.T
 
 
 @implements(np.ravel)

@@ -29,7 +29,7 @@ from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.reduceflags import reduce_recording
 from nclx.dap.distribution import Distribution
-from nclx.dap.validate import DapError, normalize_dim_dict
+from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
 
 __all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec"]
 
@@ -111,13 +111,20 @@ def partial_spec(block, dist, rank, ufunc, axis, dtype):
     dtype (never on the values), so ranks called alike agree on it; an error
     here (a bad axis or dtype) is raised alike on every rank called alike."""
     axes = normalize_axes(axis, dist.ndim, reduce_0d=True)
+    # NumPy's own error first where NumPy refuses the reduction (subtract of
+    # bools, not_equal of ints: its TypeError; before, nclx's DapError, a
+    # ValueError: found by review), then nclx's refusals
+    rdtype = _result_dtype(ufunc, block.dtype, dist.ndim, axes, dtype)
     if ufunc.__name__ not in _ASSOCIATIVE:
         raise DapError(f"{ufunc.__name__}.reduce of a DistArray: the ranks' partial results "
                        f"can only be combined for associative operations (gather first)")
-    rdtype = _result_dtype(ufunc, block.dtype, dist.ndim, axes, dtype)
-    if rdtype.hasobject:
-        raise DapError(f"{ufunc.__name__}.reduce of a DistArray of dtype {rdtype}: object "
-                       f"partial results cannot cross ranks (gather first)")
+    if rdtype.hasobject or (dtype is not None and np.dtype(dtype).hasobject):
+        # NumPy's result would be Python objects (a Python int for
+        # dtype=object: the probe's result dtype said int64, so the check
+        # missed it and the partials mismatched; found by review)
+        raise DapTypeError(f"{ufunc.__name__}.reduce of a DistArray with dtype=object: Python "
+                           f"objects cannot cross ranks in a reduction (gather first: "
+                           f"da.gather(root=None))")
     counted = block[dist.owned_slices(rank)].shape
     shape = tuple(n for d, n in enumerate(counted) if d not in axes)
     return axes, (shape, rdtype)

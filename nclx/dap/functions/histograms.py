@@ -60,7 +60,7 @@ def _extremes(values):
     """(min, max, has_nan) of this rank's values, or None if it has none."""
     if values.size == 0:
         return None
-    if values.dtype.kind in "fc" and np.isnan(values).any():
+    if values.dtype.kind in "fcmM" and np.isnan(values).any():     # NaN, NaT
         return None, None, True
     return values.min(), values.max(), False
 
@@ -114,16 +114,57 @@ def _estimated_edges(a, bins, range, what, shown):
     return edges, uniform
 
 
-def _stand_in(a, bins, range, weights):
+def _stand_in(a, bins, range, weights, data=None, fn=np.histogram):
     """NumPy's argument errors (bins, an estimator's name, range, weights'
     dtype, weights with an estimator), in NumPy's order: NumPy's call on a
     stand-in of ``a``'s dtype (empty for an estimator, which NumPy then
-    does not run), its own warnings not shown (complex edges cast)."""
-    n = 0 if isinstance(bins, str) else 1
+    does not run; ``data`` where given), its own warnings not shown
+    (complex edges cast).  ``fn``: the function called (``np.histogram_bin_edges``
+    does not count: no error of the counting; before, one, found by review)."""
+    if data is None:
+        data = np.zeros(0 if isinstance(bins, str) else 1, _counted_dtype(a))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        np.histogram(np.zeros(n, _counted_dtype(a)), bins=bins, range=range,
-                     weights=None if weights is None else np.ones(n, weights.dtype))
+        fn(data, bins=bins, range=range,
+           weights=None if weights is None else np.ones(data.size, weights.dtype))
+
+
+def _data_decides(bins, range):
+    """Whether NumPy's steps before the counting read the data (an
+    estimator; a number of bins without ``range``: the outer edges): then
+    the stand-in's error may be its own data's, not the array's."""
+    return isinstance(bins, str) or (range is None and np.ndim(bins) == 0)
+
+
+def _in_range_extremes(a, range):
+    """This rank's :func:`_extremes` of the values NumPy's steps read: those
+    inside ``range`` for an estimator given one (NumPy's truncation)."""
+    values = _owned(a).reshape(-1)
+    if range is not None:
+        first, last = _numpy_outer_edges(values[:0], range)
+        values = values[(values >= first) & (values <= last)]
+    return _extremes(values)
+
+
+_NO_EXTREMES = "no extremes"     # a rank's min/max raised (its dtype has none)
+
+
+def _extremes_data(a, everyone):
+    """Values of ``a``'s dtype with the global array's min and max (NaN
+    where it has one, none for an empty array; zeros where the dtype has no
+    min: NumPy's call fails there as on the array): NumPy's call on them
+    meets what its call on the array meets while taking the outer edges
+    (the widening of equal edges: a timedelta's UFuncTypeError, else the
+    DTypePromotionError of its bin type)."""
+    dt = _counted_dtype(a)
+    if any(e == _NO_EXTREMES for e in everyone):
+        return np.zeros(2, dt)
+    held = [e for e in everyone if e is not None]
+    if not held:
+        return np.zeros(0, dt)
+    if any(e[2] for e in held):
+        return np.array(["NaT" if dt.kind in "mM" else np.nan], dt)
+    return np.array([min(e[0] for e in held), max(e[1] for e in held)], dt)
 
 
 def _edges(a, bins, range, weights, what, shown, counting=True):
@@ -138,6 +179,7 @@ def _edges(a, bins, range, weights, what, shown, counting=True):
     comm = a.comm
     error = local_w = None
     ext = None
+    deferred = False
     try:
         if a.dtype == np.bool_:      # NumPy's warning (once: the steps below count in uint8)
             shown.append(warnings.WarningMessage(
@@ -161,13 +203,36 @@ def _edges(a, bins, range, weights, what, shown, counting=True):
                     raise DapError(f"{what}: weights of dtype {weights.dtype} are not "
                                    f"supported for a DistArray (numbers are)")
                 local_w = weights.owned.reshape(-1)
-        _stand_in(a, bins, range, None if weights is None else
-                  (weights if counting else np.ones(0)))
-        if not isinstance(bins, str):
-            ext = _extremes(_owned(a))
+        stand_w = None if weights is None else (weights if counting else np.ones(0))
+        stand_fn = np.histogram if counting else np.histogram_bin_edges
+        try:
+            _stand_in(a, bins, range, stand_w, fn=stand_fn)
+        except Exception:
+            if not _data_decides(bins, range):
+                raise
+            # maybe the stand-in's own data's error: NumPy's call on the
+            # global extremes decides below (before, a timedelta's
+            # UFuncTypeError of the one-value stand-in where NumPy raises
+            # DTypePromotionError: found by review)
+            deferred = True
+        if deferred or (np.ndim(bins) == 0 and not isinstance(bins, str) and range is None):
+            # only where NumPy takes them (before, always: a string array
+            # with explicit edges raised minimum's error, NumPy counts it)
+            try:
+                ext = _in_range_extremes(a, range) if deferred else _extremes(_owned(a))
+            except Exception:
+                if not deferred:
+                    raise
+                ext = _NO_EXTREMES
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     everyone = allgather_checked(comm, ext, error, what)
+    if deferred:
+        # the same data on every rank: NumPy's error raised alike everywhere
+        _stand_in(a, bins, range, stand_w, _extremes_data(a, everyone), stand_fn)
+        if _NO_EXTREMES in everyone:
+            raise DapError(f"{what}: the minimum of the values of dtype {a.dtype} failed on "
+                           f"some ranks")
     if isinstance(bins, str):
         edges, uniform = _estimated_edges(a, bins, range, what, shown)
         return edges, uniform, local_w

@@ -16,7 +16,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
 from nclx.dap.registry import implements
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, DapTypeError
 
 
 def _sum_of_partials(da, compute, dtype, what):
@@ -42,8 +42,22 @@ def _product(what, a, b, conj):
         raise DapError(f"{what} of DistArrays: 1-D operands only, not shape {da.shape}")
     own = counted(da)
     xo, yo = x[own], y[own]
-    dtype = np.result_type(xo.dtype, yo.dtype)
-    return _sum_of_partials(da, lambda: (np.vdot if conj else np.dot)(xo, yo), dtype, what)
+    fn = np.vdot if conj else np.dot
+    try:
+        # NumPy's result dtype: its product's, not the operands' promotion
+        # (timedelta64[s] operands give a generic timedelta64; before,
+        # timedelta64[s]: found by review)
+        dtype = np.asarray(fn(np.zeros(1, xo.dtype), np.zeros(1, yo.dtype))).dtype
+    except Exception as exc:  # noqa: BLE001 - NumPy's error for these dtypes, on every rank
+        return _sum_of_partials(da, functools.partial(_raise, exc), np.int8, what)
+    if dtype.hasobject:     # a timedelta64 and a float: Python objects (alike everywhere)
+        raise DapTypeError(f"{what} of DistArrays of {xo.dtype} and {yo.dtype}: NumPy's result "
+                           f"is a Python object, which cannot cross ranks (gather first)")
+    return _sum_of_partials(da, lambda: fn(xo, yo), dtype, what)
+
+
+def _raise(exc):
+    raise exc
 
 
 @implements(np.dot)

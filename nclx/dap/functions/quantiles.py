@@ -43,7 +43,7 @@ from numpy.lib.array_utils import normalize_axis_tuple
 from nclx.dap.distarray import DistArray
 from nclx.dap.functions._outs import put_out
 from nclx.dap.distribution import Distribution
-from nclx.dap.fold import agreed_call, guarded_call
+from nclx.dap.functions._agreed import agreed_warnings_call
 from nclx.dap.functions._layout import agree_call, flat_values
 from nclx.dap.functions._samplesort import mpi, sample_sort
 from nclx.dap.functions._weighted import (
@@ -148,9 +148,11 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
     undistributed and the other axes block-distributed.  With a
     ``companion`` (a DistArray distributed like ``a``: the weights), it is
     moved alike and ``fn(owned, axis, companion_owned)`` is called.
-    ``agree_what``: ``fn`` may fail on some lines only (weights that are all
-    zero or NaN on one line): one agreement after it raises the failure on
-    every rank (:func:`nclx.dap.fold.agreed_call`)."""
+    ``agree_what`` names the call.  One agreement after ``fn`` raises a
+    failure of some lines only (weights all zero or NaN on one line) on
+    every rank and warns NumPy's warnings on every rank, as often as NumPy
+    (:func:`._agreed.agreed_warnings_call`; before, a rank holding no
+    all-NaN line did not warn "All-NaN slice encountered": found by review)."""
     if a.distribution.grid_shape[ax] != 1:
         target = tuple("n" if d == ax else "b" for d in range(a.distribution.ndim))
         a = redistribute(a, target)
@@ -161,11 +163,8 @@ def _whole_axis(a, ax, keepdims, fn, q_shape, companion=None, agree_what=None):
         fn = (lambda f, c: lambda o, x: f(o, x, c))(fn, companion.owned)
     dist = a.distribution
     owned = a.owned
-    if agree_what is None:        # np.errstate(...='raise'): raised on every rank
-        local = guarded_call(a.comm, lambda: np.asarray(fn(owned, ax)), "order statistic lines",
-                             "an order statistic")
-    else:
-        local = agreed_call(a.comm, lambda: np.asarray(fn(owned, ax)), agree_what, agree_what)
+    what = agree_what or "an order statistic"
+    local = agreed_warnings_call(a.comm, lambda: np.asarray(fn(owned, ax)), what, what)
     want = tuple(q_shape) + tuple(n for d, n in enumerate(owned.shape) if d != ax)
     if owned.size == 0:
         # an empty block's result takes the dtype a non-empty one gives

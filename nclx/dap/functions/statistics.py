@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from nclx.dap.functions._agreed import agreed_flags
 from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, finish, is_da,
                                         reduce_parts, value_out, wrap)
 from nclx.dap.distarray import DistArray
@@ -222,9 +223,11 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
     """``np.average``: the mean, or with weights (a DistArray of ``a``'s
     shape, moved to ``a``'s distribution where it differs; a NumPy array or
     a DistArray of the shape of ``a`` along ``axis``, the latter gathered on
-    every rank first) ``sum(a * w) /
-    sum(w)`` (two reductions, 1e-12 relative); ZeroDivisionError as NumPy's when the weights sum to zero.
-    ``axis`` is normalised as NumPy's average does (a list of axes too)."""
+    every rank first) ``sum(a * w) / sum(w)`` (two reductions, 1e-12
+    relative); ZeroDivisionError as NumPy's when the weights sum to zero;
+    the product's and the quotient's floating-point warnings and errors as
+    NumPy's, on every rank.  ``axis`` is normalised as NumPy's average does
+    (a list of axes too)."""
     if axis is not None:
         axis = normalize_axis_tuple(axis, len(a.shape), argname="axis")
     if weights is None:
@@ -264,12 +267,40 @@ def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
         else bool(np.any(scl == 0))
     if zero:
         raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-    with np.errstate(all="ignore"):
-        tot = reduce_parts(a, np.multiply(x, w, dtype=rdt), np.add, axis, keepdims=keepdims)
-        avg = wrap(tot._block / scl._block, tot) if is_da(tot) else tot / scl
+    # NumPy's steps under the caller's np.errstate: the product's and the
+    # quotient's flags ("overflow encountered in multiply", "invalid value
+    # encountered in divide") warned or raised on every rank, as NumPy
+    # computes each step once on the whole array (before, all ignored:
+    # found by review)
+    own = counted(da)
+
+    def product():
+        p = np.zeros(x.shape, rdt)
+        p[own] = np.multiply(x[own], w[own], dtype=rdt)
+        return p
+
+    tot = reduce_parts(a, agreed_flags(a.comm, product, "multiply", "np.average"), np.add,
+                       axis, keepdims=keepdims)
+    if is_da(tot):
+        avg = wrap(agreed_flags(tot.comm, lambda: _divided(tot, scl), "divide", "np.average"),
+                   tot)
+    else:
+        # the same value on every rank: NumPy's own division (a scalar's
+        # "... in scalar divide", an array's "... in divide") everywhere
+        avg = tot / scl
     if returned:
         return avg, scl
     return avg
+
+
+def _divided(tot, scl):
+    """``tot / scl`` on this rank's counted cells of the result (its padding
+    holds no sums: zeros there would flag 0/0), laid out as ``tot``'s block."""
+    own = counted(tot)
+    q = np.true_divide(tot._block[own], scl._block[own])
+    full = np.zeros(tot._block.shape, q.dtype)
+    full[own] = q
+    return full
 
 
 def _weights_shape(a, shape, axis):
