@@ -12,15 +12,21 @@ result per rank, the combined value written into ``out``), so where an
 ``out=`` is given and a complex dtype is involved, the call first runs
 NumPy's own function on one-cell probes of the same dtypes (each dimension
 of 1 element, or of none where the array has none), counts its
-ComplexWarnings, issues as many before anything else (NumPy warns at
-set-up, before any floating-point warning), and runs with its own
-ComplexWarnings ignored.  Below DistArray: the array class is passed in.
+ComplexWarnings, issues as many before its first collective (where the
+warning filters make one an error, that rank's error is agreed there, so
+every rank raises) and runs with its own ComplexWarnings ignored.  NumPy
+warns at set-up, before the floating-point warnings of its loops; where a
+function warns in Python before its casts (np.var and np.std: "Degrees of
+freedom <= 0" first), these come first here.  The ignoring is
+``warnings.catch_warnings``, which Python 3.11 does not make thread-safe:
+threads in such calls at once can leave the filters changed (as for every
+other use of it).  Below DistArray: the array class is passed in.
 """
 import warnings
 
 import numpy as np
 
-__all__ = ["ComplexCasts", "as_numpy"]
+__all__ = ["ComplexCasts"]
 
 _MESSAGE = "Casting complex values to real discards the imaginary part"
 _ComplexWarning = np.exceptions.ComplexWarning
@@ -72,21 +78,6 @@ class ComplexCasts:
         if self._quiet is not None:
             quiet, self._quiet = self._quiet, None
             quiet.__exit__(None, None, None)
-
-
-def as_numpy(np_call, impl, args, kwargs, own, stacklevel=2):
-    """``impl(*args, **kwargs)`` with NumPy's ComplexWarnings of ``np_call``
-    (the same arguments) issued first and ``impl``'s own ignored.  Every
-    rank must have agreed on the arguments (the count is each rank's own)."""
-    casts = ComplexCasts(np_call, args, kwargs, own)
-    if not casts.active:
-        return impl(*args, **kwargs)
-    casts.emit(stacklevel + 1)
-    casts.quiet()
-    try:
-        return impl(*args, **kwargs)
-    finally:
-        casts.close()
 
 
 def _arrays(obj, own, depth=0):

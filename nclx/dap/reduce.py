@@ -27,7 +27,7 @@ from nclx.aware import start_value
 from nclx.dap import commstate
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.redistribute import check_partition, layout_key
-from nclx.dap.reduceflags import reduce_recording
+from nclx.dap.reduceflags import cast_may_flag, reduce_recording
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
 
@@ -324,7 +324,8 @@ def _local_partial(block, dist, rank, ufunc, axes, dtype, where, index, initial,
     shape, rdtype = spec
     fp = 0
     if block.size or (ufunc.identity is not None and "initial" not in kw) or "initial" in kw:
-        partial, fp = reduce_recording(lambda: _reduce(fn, ufunc, block, axes, kw))
+        casts = "dtype" in kw and cast_may_flag(block.dtype, np.dtype(kw["dtype"]))
+        partial, fp = reduce_recording(lambda: _reduce(fn, ufunc, block, axes, kw), casts)
     else:
         start = start_value(ufunc.__name__, rdtype)
         if ufunc.__name__ in ("fmax", "fmin") and np.dtype(rdtype).kind in "fc":

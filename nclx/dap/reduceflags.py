@@ -5,56 +5,50 @@ NumPy warns "overflow encountered in reduce" (divide by zero, underflow,
 invalid value) once for the whole array.  A DistArray's reduction meets
 such a flag on the rank whose cells raise it -- or only while the ranks
 combine -- and every rank holds the result, so the flag must be reported on
-every rank: the local reduction runs with those warnings recorded instead
-of shown, their bits travel in the reduction's one collective (the fold's
-flag word, ORed over the ranks, as the flags met while combining), and
-every rank reports them after it, as its ``np.errstate`` says (warn, raise,
-call).  Before, only the rank whose own cells overflowed warned.
+every rank: the local reduction runs under an ``np.errstate`` whose modes
+are ``call`` with a recorder (an errstate is the thread's own: nothing
+global changes), its bits travel in the reduction's one collective (the
+fold's flag word, ORed over the ranks, as the flags met while combining),
+and every rank reports them after it, as its ``np.errstate`` says (warn,
+raise, call).  Before, only the rank whose own cells overflowed warned.
 
-What is not a reduction's flag passes as it came: a cast's ("... in
-cast", per cell: the rank holding the cells, as an elementwise call's) is
-given as the caller's errstate says (a raise is that rank's error, which
-the collective carries to every rank), any other warning is re-issued.
-``print`` and ``log`` modes are left to NumPy (their output is the rank's).
+A reduction whose cast of its operand to ``dtype=`` can raise a flag
+(:func:`cast_may_flag`: floats to integers, or to a narrower float) is left
+as NumPy runs it, on this rank: its flags may be the cast's (per cell, as an
+elementwise call's; a raise there is this rank's error, which the
+collective carries to every rank).
+So are errstates with a ``log`` mode (its object is the errstate's call)
+and kinds in ``print`` or ``ignore`` mode.
 """
-import re
-import warnings
+import functools
+import operator
 
 import numpy as np
 
-__all__ = ["reduce_recording"]
-
-_BITS = {"divide by zero": 1, "overflow": 2, "underflow": 4, "invalid value": 8}
-_KINDS = {"divide by zero": "divide", "overflow": "over", "underflow": "under",
-          "invalid value": "invalid"}
-_TEXT = re.compile(r"^(divide by zero|overflow|underflow|invalid value) encountered in (\w+)$")
+__all__ = ["cast_may_flag", "reduce_recording"]
 
 
-def reduce_recording(call):
+def cast_may_flag(src, dst):
+    """Whether casting ``src`` values to ``dst`` can raise a floating-point
+    flag: inexact values to integers or booleans (NaN, out of range), or
+    to a float of a smaller range (complex to real takes the real part:
+    no flag; integers to floats round without one)."""
+    if src.kind not in "fc" or src == dst:
+        return False
+    if dst.kind in "fc":
+        return bool(np.finfo(dst).max < np.finfo(src).max)
+    return True
+
+
+def reduce_recording(call, casts=False):
     """``call()`` (a local ``ufunc.reduce``) -> ``(result, flags)``: the
-    bits of the floating-point flags its reduction met (for the collective)."""
+    bits of the floating-point flags its reduction met (for the collective);
+    ``casts``: it casts its operand (then 0 flags: NumPy reports them)."""
     user = np.geterr()
-    local = {k: ("warn" if m in ("warn", "raise", "call") else m) for k, m in user.items()}
-    with warnings.catch_warnings(record=True) as seen, np.errstate(**local):
-        warnings.simplefilter("always")
+    kinds = {k: "call" for k, m in user.items() if m in ("warn", "raise", "call")}
+    if casts or not kinds or "log" in user.values():
+        return call(), 0
+    got = []
+    with np.errstate(call=lambda kind, flag: got.append(flag), **kinds):
         result = call()
-    flags = 0
-    for w in seen:
-        m = _TEXT.match(str(w.message)) if w.category is RuntimeWarning else None
-        if m is None:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        elif m.group(2) == "reduce":
-            flags |= _BITS[m.group(1)]
-        else:
-            _give(str(w.message), m.group(1), user[_KINDS[m.group(1)]], w)
-    return result, flags
-
-
-def _give(message, text, mode, w):
-    """A cast's flag as NumPy gives it under ``mode``."""
-    if mode == "raise":
-        raise FloatingPointError(message)
-    if mode == "call" and np.geterrcall() is not None:
-        np.geterrcall()(text, _BITS[text])
-        return
-    warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result, functools.reduce(operator.or_, got, 0)

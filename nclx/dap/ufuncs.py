@@ -88,13 +88,23 @@ def reduce_call(ufunc, inputs, kwargs):
     if len(inputs) != 1 or not isinstance(inputs[0], DistArray):
         raise DapError(f"{ufunc.__name__}.reduce: the DistArray must be the only input")
     casts = ComplexCasts(ufunc.reduce, inputs, kwargs, DistArray)
+    passed = []
     try:
-        return _reduce_call(ufunc, inputs, kwargs, casts)
+        return _reduce_call(ufunc, inputs, kwargs, casts, passed)
+    except BaseException as exc:
+        if passed:
+            # raised after the reduction's collective (a warning the filters
+            # of this rank alone make an error): nobody waits for it
+            try:
+                exc._nclx_agreed = True
+            except AttributeError:
+                pass
+        raise
     finally:
         casts.close()
 
 
-def _reduce_call(ufunc, inputs, kwargs, casts):
+def _reduce_call(ufunc, inputs, kwargs, casts, passed):
     DistArray = _distarray()
     da = inputs[0]
     kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
@@ -121,6 +131,7 @@ def _reduce_call(ufunc, inputs, kwargs, casts):
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
                                      where=where, kernels=aware.nclx_ufunc,
                                      check=check if outs else None, **kw)
+    passed.append(True)
     if dist is None:                 # every axis reduced: the value on every rank
         if not outs:
             return value

@@ -105,12 +105,13 @@ def _raised_with_errors(fn):
 
 
 @pytest.mark.parametrize("call", [
+    lambda da, o: np.nanmax(da, axis=None, out=o),
     lambda da, o: np.sum(da, axis=None, dtype=np.float64, out=o),
     lambda da, o: np.add.reduce(da, axis=None, dtype=np.float64, out=(o,)),
     lambda da, o: np.mean(da, axis=None, out=o),
     lambda da, o: np.nanmean(da, axis=None, out=o),
     lambda da, o: np.nansum(da, axis=None, out=o),
-], ids=["sum", "add.reduce", "mean", "nanmean", "nansum"])
+], ids=["nanmax", "sum", "add.reduce", "mean", "nanmean", "nansum"])
 def test_warnings_as_errors_raise_on_every_rank(call):
     da = dap.DistArray.from_global(np.arange(12.0).reshape(4, 3) * (1 + 1j), comm=comm)
     exc = _raised_with_errors(lambda: call(da, np.zeros(())))
@@ -137,3 +138,26 @@ def test_nanstd_of_integers_takes_the_root_in_out():
             assert got is out
             got = got.gather(root=None) if isinstance(got, dap.DistArray) else got
             collective_assert(ref.tobytes() == got.tobytes(), f"{axis} {odt}: {ref} {got}")
+
+
+@pytest.mark.parametrize("call", [
+    lambda da, o: np.nansum(da, axis=None, out=o),
+    lambda da, o: np.nanmean(da, axis=None, out=o),
+    lambda da, o: np.nanmax(da, axis=None, out=o),
+    lambda da, o: np.sum(da, axis=None, dtype=np.float64, out=o),
+    lambda da, o: np.mean(da, axis=None, out=o),
+], ids=["nansum", "nanmean", "nanmax", "sum", "mean"])
+def test_filters_differing_between_ranks_raise_everywhere(call):
+    """The last rank makes ComplexWarning an error, the others ignore it:
+    every rank raises (before, the nan-functions left the others waiting in
+    their collective; found by review)."""
+    da = dap.DistArray.from_global(np.arange(12.0).reshape(4, 3) * (1 + 1j), comm=comm)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if comm.rank == comm.size - 1 else "ignore")
+        try:
+            call(da, np.zeros(()))
+            exc = None
+        except Exception as e:  # noqa: BLE001 - checked below
+            exc = e
+    collective_assert(isinstance(exc, CW), repr(exc))
+    collective_assert(comm.allreduce(1) == comm.size, "out of step")
