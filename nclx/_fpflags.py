@@ -9,11 +9,25 @@ raises), and a DistArray step computed on each rank's own cells agrees
 across the ranks (:func:`nclx.dap.fold.guarded_call`, DistArray's
 elementwise calls); elsewhere neither costs anything.
 """
+import functools
+import operator
 import warnings
 
 import numpy as np
 
-__all__ = ["fp_may_raise"]
+__all__ = ["fp_may_raise", "recorded_flags"]
+
+
+def recorded_flags(fn, kinds=None):
+    """``fn()`` -> ``(result, flags)``: the bits of the floating-point flags
+    its steps met (as passed to an ``np.errstate`` call function), recorded
+    instead of reported -- in ``call`` mode for ``kinds`` (every kind by
+    default), an errstate of this thread's own (nothing global changes)."""
+    got = []
+    modes = {"all": "call"} if kinds is None else {k: "call" for k in kinds}
+    with np.errstate(call=lambda kind, flag: got.append(flag), **modes):
+        result = fn()
+    return result, functools.reduce(operator.or_, got, 0)
 
 
 def fp_may_raise():

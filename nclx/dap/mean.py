@@ -8,6 +8,7 @@ import numpy as np
 
 from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.complexcasts import ComplexCasts
+from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.reduce import join_failed, normalize_axes
 from nclx.dap.validate import DapError
 
@@ -83,11 +84,11 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         # it), divided there (casting='unsafe'): its values for an out= of
         # any dtype (before: the mean assigned -- "cannot convert float NaN
         # to integer" where NumPy writes; found by review)
-        return _ufuncs.divided_into(out, total, count, "mean")
+        return divided_into(out, total, count, "mean")
     if out is not None and isinstance(total, base) and out.dtype != total.dtype:
         # NumPy's _mean: the sum into out, divided there (before: the mean
         # computed in the sum's dtype, then assigned; found by review)
-        return _ufuncs.blocks_into(out, total, "mean", count=count)
+        return blocks_into(out, total, "mean", count=count)
     if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())

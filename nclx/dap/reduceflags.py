@@ -20,10 +20,9 @@ collective carries to every rank).
 So are errstates with a ``log`` mode (its object is the errstate's call)
 and kinds in ``print`` or ``ignore`` mode.
 """
-import functools
-import operator
-
 import numpy as np
+
+from nclx._fpflags import recorded_flags
 
 __all__ = ["cast_may_flag", "reduce_recording"]
 
@@ -45,10 +44,7 @@ def reduce_recording(call, casts=False):
     bits of the floating-point flags its reduction met (for the collective);
     ``casts``: it casts its operand (then 0 flags: NumPy reports them)."""
     user = np.geterr()
-    kinds = {k: "call" for k, m in user.items() if m in ("warn", "raise", "call")}
+    kinds = [k for k, m in user.items() if m in ("warn", "raise", "call")]
     if casts or not kinds or "log" in user.values():
         return call(), 0
-    got = []
-    with np.errstate(call=lambda kind, flag: got.append(flag), **kinds):
-        result = call()
-    return result, functools.reduce(operator.or_, got, 0)
+    return recorded_flags(call, kinds)

@@ -11,12 +11,11 @@ ranks met, and every rank reports the same, after it: under
 raises the same class, instead of some ranks raising while the others wait
 in their next collective.
 """
-import functools
-import operator
 import warnings
 
 import numpy as np
 
+from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.collective import allgather_checked
 from nclx.dap.fold import allreduce_agreed, raise_verdict
@@ -35,14 +34,12 @@ def agreed_flags(comm, fn, name, what):
     also raises an exception of ``fn`` on every rank) and reported on every
     rank as NumPy reports ufunc ``name``'s ("overflow encountered in
     multiply") under the caller's ``np.errstate``."""
-    got = []
     error = result = None
+    flags = 0
     try:
-        with np.errstate(all="call", call=lambda kind, flag: got.append(flag)):
-            result = fn()
+        result, flags = recorded_flags(fn)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
-    flags = functools.reduce(operator.or_, got, 0)
     verdict, _ = allreduce_agreed(comm, np.add, None, None, error, fp=flags,
                                   key=f"{what} flags of {name}", kind="call")
     if verdict is not None:

@@ -8,7 +8,7 @@ import numpy as np
 
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import normalize_axes, reduce_block
-from nclx.dap.ufuncs import blocks_into, cast_into
+from nclx.dap.outwrite import blocks_into, cast_into
 from nclx.dap.validate import DapError
 
 

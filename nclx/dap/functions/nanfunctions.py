@@ -20,7 +20,7 @@ from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, re
 from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, sqrt_keep, var,
                                            var_parts)
 from nclx.dap.registry import implements
-from nclx.dap.ufuncs import blocks_into, divided_into
+from nclx.dap.outwrite import blocks_into, divided_into
 
 
 def _notnan(a):

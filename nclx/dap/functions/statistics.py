@@ -22,7 +22,7 @@ from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, 
 from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements
-from nclx.dap.ufuncs import blocks_into, divided_into
+from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.validate import DapError
 
