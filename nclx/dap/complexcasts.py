@@ -17,14 +17,17 @@ warning filters make one an error, that rank's error is agreed there, so
 every rank raises) and runs with its own ComplexWarnings ignored.  NumPy
 warns at set-up, before the floating-point warnings of its loops; where a
 function warns in Python before its casts (np.var and np.std: "Degrees of
-freedom <= 0" first), these come first here.  The ignoring is
-``warnings.catch_warnings``, which Python 3.11 does not make thread-safe:
-threads in such calls at once can leave the filters changed (as for every
-other use of it).  Below DistArray: the array class is passed in.
+freedom <= 0" first), these come first here.  The ignoring and the
+probes' recording are :mod:`nclx._warnscope`'s (one filter entry added and
+taken away again, counted under a lock: threads in such calls at once
+leave the filters as they were, which ``warnings.catch_warnings`` did
+not).  Below DistArray: the array class is passed in.
 """
 import warnings
 
 import numpy as np
+
+from nclx._warnscope import ignoring, recording
 
 __all__ = ["ComplexCasts"]
 
@@ -70,9 +73,9 @@ class ComplexCasts:
 
     def quiet(self):
         if self.active and self._quiet is None:
-            self._quiet = warnings.catch_warnings()
-            self._quiet.__enter__()
-            warnings.filterwarnings("ignore", category=_ComplexWarning)
+            quiet = ignoring(_ComplexWarning)
+            quiet.__enter__()
+            self._quiet = quiet
 
     def close(self):
         if self._quiet is not None:
@@ -110,16 +113,14 @@ def _count(np_call, args, kwargs, own):
     pkw = {k: _probe(v, own) for k, v in kwargs.items() if k != "out"}
     if "where" in pkw and isinstance(kwargs["where"], own):
         pkw["where"] = np.ones(pkw["where"].shape, bool)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with ignoring(), np.errstate(all="ignore"):
         try:
             shape = np.shape(np_call(*pargs, **pkw))
         except Exception:  # noqa: BLE001 - NumPy refuses the call: so does the implementation
             return 0
     probe_out = np.zeros(shape, out.dtype)
     pkw["out"] = (probe_out,) if single else probe_out
-    with warnings.catch_warnings(record=True) as seen, np.errstate(all="ignore"):
-        warnings.simplefilter("always")
+    with recording() as seen, np.errstate(all="ignore"):
         try:
             np_call(*pargs, **pkw)
         except Exception:  # noqa: BLE001 - the warnings before NumPy's error count too

@@ -16,12 +16,11 @@ Distribution and communicator and returns those parts; DistArray wraps them
 and writes ``out=``.
 """
 import math
-import warnings
-
 import operator
 
 import numpy as np
 
+from nclx._warnscope import ignoring
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
 from nclx.dap import commstate
@@ -143,10 +142,9 @@ def _result_dtype(ufunc, dt, ndim, axes, dtype):
     if key is not None and key in _DTYPES:
         return _DTYPES[key]
     kw = {} if dtype is None else {"dtype": dtype}
-    with warnings.catch_warnings():
+    with ignoring():
         # the probe's own warnings (a ComplexWarning for dtype=<real>) are
         # not the user's: the reduction itself warns (once, as NumPy's)
-        warnings.simplefilter("ignore")
         r = np.asarray(ufunc.reduce(np.zeros((1,) * ndim, dt), axis=axes, **kw)).dtype
     if key is not None and len(_DTYPES) < 4096:
         _DTYPES[key] = r

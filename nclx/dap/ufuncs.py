@@ -10,10 +10,10 @@ class registers itself with :func:`add_operators` (this module sits below
 it and never imports it).
 """
 import operator
-import warnings
 
 import numpy as np
 
+from nclx._warnscope import ignoring
 from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.complexcasts import ComplexCasts
@@ -157,8 +157,7 @@ def _reduce_call(ufunc, inputs, kwargs, casts, passed):
         # NumPy's refusal of out's dtype (the same on every rank), then its cast
         probe = np.ones((1,) * da.distribution.ndim, da.dtype)
         keep = {k: v for k, v in kw.items() if k in ("axis", "dtype", "keepdims")}
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"), ignoring():
             shape = np.shape(ufunc.reduce(probe, **keep))
             ufunc.reduce(probe, out=np.empty(shape, o.dtype), **keep)
         return blocks_into(o, result, f"{ufunc.__name__}.reduce")

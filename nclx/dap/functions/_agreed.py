@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from nclx._warnscope import recording
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.collective import allgather_checked
@@ -60,8 +61,7 @@ def agreed_warnings_call(comm, fn, key, what):
     seen = []
     error = result = None
     try:
-        with warnings.catch_warnings(record=True) as rec:
-            warnings.simplefilter("always")
+        with recording() as rec:
             try:
                 result = fn()
             finally:

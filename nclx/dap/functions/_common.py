@@ -2,10 +2,10 @@
 blocks, reductions that return a value or a DistArray, and the counted
 cells of a block (owned and boundary padding, never communication padding).
 """
-import warnings
 
 import numpy as np
 
+from nclx._warnscope import ignoring
 from nclx.dap.distarray import DistArray
 from nclx.dap.reduce import normalize_axes, reduce_block
 from nclx.dap.outwrite import blocks_into, cast_into
@@ -84,8 +84,7 @@ def numpy_refusal(func, probe_dtype, ndim, out, /, **kwargs):
     of ``dtype`` per dimension (its warnings not shown) with an out= of
     ``out``'s shape and dtype.  The same on every rank."""
     probe = np.ones((1,) * ndim, probe_dtype)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
+    with ignoring(), np.errstate(all="ignore"):
         # a DistArray out= (an axis reduction's): the probe's own result shape
         shape = np.shape(func(probe, **kwargs)) if is_da(out) else np.shape(out)
         func(probe, out=np.empty(shape, out.dtype), **kwargs)

@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from numpy.exceptions import ComplexWarning
 
+from nclx._warnscope import ignoring, recording
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
@@ -105,8 +106,7 @@ def _estimated_edges(a, bins, range, what, shown):
         raise DapError(f"{what}: bins={bins!r} needs NumPy's bin-edge code, which this NumPy "
                        f"does not have; give a number of bins or the edges")
     values = _values_1d(a, range, what)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with recording() as caught:
         try:
             edges, uniform = _numpy_bin_edges(values, bins, range, None)
         finally:
@@ -123,8 +123,7 @@ def _stand_in(a, bins, range, weights, data=None, fn=np.histogram):
     does not count: no error of the counting; before, one, found by review)."""
     if data is None:
         data = np.zeros(0 if isinstance(bins, str) else 1, _counted_dtype(a))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with ignoring():
         fn(data, bins=bins, range=range,
            weights=None if weights is None else np.ones(data.size, weights.dtype))
 
@@ -272,8 +271,7 @@ def _local_counts(values, edges, uniform, local_w):
     bins), and this rank's error or None."""
     dtype = np.dtype(np.intp) if local_w is None else local_w.dtype
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # NumPy's, per block of the global call: below
+        with ignoring():     # NumPy's, per block of the global call: below
             if uniform is None:
                 counts = np.histogram(values, bins=edges, weights=local_w)[0]
             else:

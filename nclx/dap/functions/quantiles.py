@@ -34,12 +34,11 @@ result's dtype: NumPy's last steps run in out's); ``overwrite_input`` is
 accepted, the input left as it was.  Any rank's error raises on every rank."""
 import inspect
 
-import warnings
-
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from nclx._warnscope import ignoring
 from nclx.dap.distarray import DistArray
 from nclx.dap.functions._outs import put_out
 from nclx.dap.distribution import Distribution
@@ -132,8 +131,7 @@ def _dtype_of_lines(fn, owned, ax, length, companion, fallback):
     shape[ax] = max(length, 1)
     line = np.zeros(shape, owned.dtype)
     try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
+        with ignoring(), np.errstate(all="ignore"):
             r = fn(line, ax) if companion is None else \
                 fn(line, ax, np.ones(shape, companion.dtype))
         return np.asarray(r).dtype
@@ -231,8 +229,7 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
                 and result.comm != a.comm:
             # every cell NumPy's NaN of an empty mean; remade on the array's
             # communicator, so that out= in any distribution can take it
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
+            with ignoring():
                 nan = np.nanmean(np.empty(0, a.dtype))
             result = DistArray.from_shape(result.shape, dtype=result.dtype, comm=a.comm,
                                           fill=nan)
