@@ -20,6 +20,7 @@ import contextvars
 import hashlib
 import inspect
 import pickle
+import warnings
 import zlib
 
 import numpy as np
@@ -37,6 +38,11 @@ _COMPLEX_CASTS = {np.var, np.std, np.nanvar, np.nanstd, np.nansum, np.nanprod, n
 #: the array whose __array_function__ runs the implementation (NEP 35's
 #: ``like=``: NumPy calls it but passes no ``like`` argument on)
 _RECEIVER = contextvars.ContextVar("nclx_dap_receiver", default=None)
+#: functions that warn in Python before their casts (np.var's "Degrees of
+#: freedom <= 0"): ``{np_func: first(named) -> [(message, category), ...]}``
+_FIRST = {}
+#: the messages issued before the ComplexWarnings for the running call
+_ISSUED = contextvars.ContextVar("nclx_dap_issued_first", default=frozenset())
 
 
 def receiver():
@@ -51,13 +57,18 @@ def _name(func):
     return f"{module}.{getattr(func, '__name__', repr(func))}"
 
 
-def implements(np_func, agreed=False):
+def implements(np_func, agreed=False, first=None):
     """Decorator: register ``impl`` as what ``np_func`` does for DistArrays.
 
     ``impl`` takes ``np_func``'s arguments.  Registering a function twice
     raises ``ValueError`` (two modules would otherwise race on import order).
     ``agreed=True``: ``impl``'s first collective checks itself that every
-    rank made the same call (else :func:`dispatch` checks it first)."""
+    rank made the same call (else :func:`dispatch` checks it first).
+    ``first(named)``: the warnings, ``[(message, category), ...]``, that
+    NumPy's function issues in Python before the casts of its ComplexWarnings
+    (:mod:`nclx.dap.complexcasts`), given the call's arguments by name; where
+    those are counted, they are issued before them and ``impl`` leaves out
+    the messages :func:`issued_first` names."""
     if not callable(np_func):
         raise TypeError(f"implements() needs a NumPy function, not {type(np_func).__name__}")
 
@@ -66,10 +77,18 @@ def implements(np_func, agreed=False):
             raise ValueError(f"{_name(np_func)} is already implemented for DistArray "
                              f"(by {_HANDLED[np_func].__module__}.{_HANDLED[np_func].__name__})")
         _HANDLED[np_func] = impl
+        if first is not None:
+            _FIRST[np_func] = first
         if agreed:
             _AGREED.add(np_func)
         return impl
     return register
+
+
+def issued_first():
+    """The messages the running implementation's call issued already,
+    before its ComplexWarnings (``implements(first=...)``)."""
+    return _ISSUED.get()
 
 
 def implemented():
@@ -96,6 +115,7 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
     if impl is None:
         raise refusal(_name(func))
     named = casts = None
+    issued = frozenset()
     if func not in _AGREED:
         comms, error = [], None
         try:
@@ -110,6 +130,11 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
                 # whose filters raised left the others in the collective;
                 # found by review)
                 casts = ComplexCasts(func, (), named, own)
+                if casts.active and func in _FIRST:
+                    early = _FIRST[func](named)
+                    for message, category in early:
+                        warnings.warn(message, category, stacklevel=3)
+                    issued = frozenset(m for m, _ in early)
                 casts.emit(3)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
@@ -117,6 +142,7 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         if comms:
             agree_quick(comms[0], text, error, _name(func), describe=lambda t: t)
     token = _RECEIVER.set(receiver)
+    said = _ISSUED.set(issued)
     try:
         if casts is not None and casts.active:
             casts.quiet()                   # the implementation's own casts
@@ -126,6 +152,7 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
                 casts.close()
         return impl(*args, **kwargs)
     finally:
+        _ISSUED.reset(said)
         _RECEIVER.reset(token)
 
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, reduce_parts,
                                         value_out)
-from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, sqrt_keep, var,
-                                           var_parts)
+from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, nan_dof_first, sqrt_keep,
+                                           var, var_parts)
 from nclx.dap.registry import implements
 from nclx.dap.outwrite import blocks_into, divided_into
 
@@ -139,7 +139,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     return finish(r, out, "np.nanmean")
 
 
-@implements(np.nanvar)
+@implements(np.nanvar, first=nan_dof_first)
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
            mean=np._NoValue, correction=np._NoValue):
     """NumPy's two passes over the non-NaN cells (1e-12 relative)."""
@@ -192,7 +192,7 @@ def _nanvar_into(out, ss, n, ddof, what, sqrt):
     return out
 
 
-@implements(np.nanstd)
+@implements(np.nanstd, first=nan_dof_first)
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
            mean=np._NoValue, correction=np._NoValue):
     """The square root of :func:`nanvar` (1e-12 relative)."""

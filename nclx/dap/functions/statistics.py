@@ -21,7 +21,7 @@ from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, 
                                         reduce_parts, value_out, wrap)
 from nclx.dap.distarray import DistArray
 from nclx.dap.fold import guarded_call
-from nclx.dap.registry import implements
+from nclx.dap.registry import implements, issued_first
 from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.validate import DapError
@@ -96,14 +96,52 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
     return ss, n
 
 
-def divide_dof(ss, n, ddof, message="Degrees of freedom <= 0 for slice", quiet=False,
-               nan_where_bad=False):
+_DOF = "Degrees of freedom <= 0 for slice"
+
+
+def dof_first(named):
+    """``implements(first=...)`` of np.var and np.std (and the nan-functions
+    of data without NaNs, which are np.var): NumPy warns "Degrees of freedom
+    <= 0" in Python, before the casts of its ComplexWarnings, where the
+    count is the reduced axes' lengths (no ``where=`` mask: a mask's count
+    is known after a collective, and that warning comes after them)."""
+    a = named.get("a")
+    if named.get("where", True) is not True:
+        return []
+    ddof = named.get("correction", np._NoValue)
+    ddof = named.get("ddof", 0) if ddof is np._NoValue else ddof
+    try:
+        axes = normalize_axis_tuple(range(a.ndim) if named.get("axis") is None
+                                    else named["axis"], a.ndim)
+        n = int(np.prod([a.shape[ax] for ax in axes], dtype=np.int64))
+        bad = bool(ddof >= n)
+    except Exception:  # noqa: BLE001 - the implementation raises NumPy's error
+        return []
+    return [(_DOF, RuntimeWarning)] if bad else []
+
+
+def nan_dof_first(named):
+    """``implements(first=...)`` of np.nanvar and np.nanstd: NumPy's np.var
+    order (:func:`dof_first`) for data that holds no NaN (integers, bools);
+    for floats NumPy warns after its casts."""
+    kind = getattr(getattr(named.get("a"), "dtype", None), "kind", "f")
+    return [] if kind in "fc" else dof_first(named)
+
+
+def warn_dof(message=_DOF, stacklevel=2):
+    """NumPy's "Degrees of freedom <= 0" warning, unless the call issued it
+    before its ComplexWarnings (:func:`dof_first`)."""
+    if message not in issued_first():
+        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+
+
+def divide_dof(ss, n, ddof, message=_DOF, quiet=False, nan_where_bad=False):
     """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
     (``n`` an int, an array or a DistArray: kept dimensions of the count);
     with ``nan_where_bad`` NaN there (NumPy's nanvar/nanstd)."""
     bad, nn = bad_dof(n, ddof)
     if bad:
-        warnings.warn(message, RuntimeWarning, stacklevel=4)
+        warn_dof(message, stacklevel=4)
     r = divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
     if bad and nan_where_bad:
         where = np.asarray(nn - ddof <= 0)
@@ -151,7 +189,7 @@ class _nothing:
         return False
 
 
-@implements(np.var)
+@implements(np.var, first=dof_first)
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=np._NoValue, correction=np._NoValue):
     """``np.var``: two reductions (see the module doc: 1e-12 relative)."""
@@ -171,7 +209,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqr
     if da_out(out, ss):
         bad, nn = bad_dof(n, ddof)
         if bad:
-            warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+            warn_dof(stacklevel=3)
         return blocks_into(out, ss, what, count=np.maximum(nn - ddof, 0), sqrt=sqrt)
     v = divide_dof(ss, n, ddof)
     return finish(sqrt_keep(v) if sqrt else v, out, what)
@@ -182,11 +220,11 @@ def _var_into(out, ss, n, ddof, what, sqrt):
     ``n - ddof <= 0``, then its steps (:func:`divided_into`)."""
     nn = np.asarray(n)
     if np.any(nn - ddof <= 0):
-        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=4)
+        warn_dof(stacklevel=4)
     return divided_into(out, ss, np.maximum(nn - ddof, 0), what, sqrt)
 
 
-@implements(np.std)
+@implements(np.std, first=dof_first)
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True,
         mean=np._NoValue, correction=np._NoValue):
     """``np.std``: the square root of :func:`var` (1e-12 relative)."""
