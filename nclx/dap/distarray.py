@@ -5,7 +5,6 @@ The top of nclx.dap: it wraps what the modules below compute on blocks
 face to NumPy (``__array_ufunc__`` through :mod:`nclx.dap.ufuncs`,
 ``__array_function__`` through :mod:`nclx.dap.registry`).
 """
-import os
 
 import numpy as np
 
@@ -145,8 +144,8 @@ class DistArray:
     def save_npy(self, path):
         """Write the global array as the ``.npy`` file ``path`` (collective):
         each rank writes its owned cells through MPI-IO (:mod:`nclx.dap.npyio`);
-        a failure on any rank raises the same DapError on every rank."""
-        path = os.fspath(path)
+        a failure on any rank raises the same DapError on every rank (also
+        a rank that passes no path: ``write_npy`` checks it in its agreement)."""
         write_npy(self.comm, path, self._block, self.distribution, f"save_npy({path!r})")
 
     def _aligned(self, other):

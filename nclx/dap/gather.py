@@ -65,7 +65,16 @@ def scatter_into(array, out, target, comm, root):
 def _argkey(dist, root, kw):
     """What every rank must pass alike to ``from_global(..., root=)``."""
     d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) else repr(dist)
-    return (d, repr(sorted(kw.items())), repr(root))
+    return (d, repr(sorted(kw.items())), repr(_rank_of(root)))
+
+
+def _rank_of(root):
+    """``root`` as an int where it is an integer (``np.int64(1)`` names rank 1
+    as ``1`` does: before, ranks passing the two disagreed; found by review),
+    else as it is (a bool, a float: refused)."""
+    if isinstance(root, (int, np.integer)) and not isinstance(root, bool):
+        return int(root)
+    return root
 
 
 def _shape_dtype(info):
@@ -84,6 +93,7 @@ def from_root(array, dist, comm, root, kw):
         if isinstance(root, bool) or not isinstance(root, (int, np.integer)) \
                 or not 0 <= root < size:
             raise DapError(f"root must be a rank in [0, {size}) or None, not {root!r}")
+        root = _rank_of(root)
         if array is not None:
             array = np.asarray(array)
             info = (array.shape, array.dtype)

@@ -169,10 +169,15 @@ def nelems(segs):
 
 def element_type(dtype, MPI):
     """The MPI type of one element: MPI's own for native numeric dtypes, the
-    element's bytes otherwise (records, strings, big-endian, datetimes).
+    element's bytes otherwise (records, strings, big-endian, datetimes, long
+    doubles).
     Returns ``(type, created)``."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "biufc" and dtype.isnative and dtype.char in MPI._typedict:
+    # long doubles as bytes: MPI's LONG_DOUBLE moves the value's bytes only
+    # (10 of x86-64's 16), leaving the rest of each target element as
+    # np.empty had it, where a NumPy copy keeps all 16 (found by review)
+    if dtype.kind in "biufc" and dtype.isnative and dtype.char in MPI._typedict and \
+            dtype.char not in "gG":
         return MPI._typedict[dtype.char], False
     return MPI.BYTE.Create_contiguous(dtype.itemsize), True
 

@@ -191,14 +191,15 @@ def _absolute(path):
         return path
 
 
-def read_npy(comm, path, make_dist, what, max_header_size=10000):
+def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     """``(block, distribution)`` of this rank, read from the .npy file
     ``path``; ``make_dist(shape)`` gives the Distribution of the stored
     shape.  Every cell of the block is read, padding included (a cell
-    outside the global array, boundary padding of an import, stays 0)."""
+    outside the global array, boundary padding of an import, stays 0).
+    ``error``: this rank's failure so far (no path), raised on every rank."""
     rank = comm.Get_rank()
     # a rank in another operation meets it here (the path is checked below)
-    agree_quick(comm, "load_npy", None, "load_npy")
+    agree_quick(comm, "load_npy", error, "load_npy")
     head = None
     if rank == 0:
         try:
@@ -259,6 +260,15 @@ def write_npy(comm, path, block, dist, what):
     block = np.asarray(block)
     plan = header = error = None
     try:
+        # no path on one rank (None, a number): raised on every rank by the
+        # agreement below (before, it raised alone before the agreement and
+        # the others waited in it for ever: found by review)
+        try:
+            path = os.fspath(path)
+        except TypeError:
+            kind, path = type(path).__name__, None
+            raise TypeError(f"the path must be a str, bytes or os.PathLike object, "
+                            f"not {kind}") from None
         check_global_range(dist)
         check_covered(dist)
         if rank == 0:
@@ -301,7 +311,9 @@ def write_npy(comm, path, block, dist, what):
                 else:
                     with open(path, "wb") as f:
                         f.write(header)
-            except OSError as exc:
+            except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
+                # an OSError, or a ValueError (a NUL in the path: before,
+                # raised on rank 0 alone while the others waited; found by review)
                 error = exc
         if planned:         # rank 0's reservation decides (and its error raises everywhere)
             mapped = _agree(comm, error, what, mapped)[0]

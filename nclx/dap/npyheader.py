@@ -61,8 +61,13 @@ def _read_header_3_0(f, max_header_size):
     (hlen,) = struct.unpack("<I", f.read(4))
     if hlen > max_header_size:
         raise ValueError(f"header length {hlen} is over max_header_size={max_header_size}")
+    text = f.read(hlen)
+    if len(text) != hlen:
+        # np.load's words; before, the short header was parsed and the file
+        # called truncated (its data, not its header; found by review)
+        raise ValueError(f"EOF: reading array header, expected {hlen} bytes got {len(text)}")
     try:
-        d = ast.literal_eval(f.read(hlen).decode("utf8"))
+        d = ast.literal_eval(text.decode("utf8"))
     except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
         raise ValueError(f"cannot parse the header: {exc}") from None
     if not isinstance(d, dict) or set(d) != set(_FMT.EXPECTED_KEYS):
@@ -105,6 +110,14 @@ def read_header(path, max_header_size=10000):
         offset = f.tell()
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
         raise DapError(f"not a .npy file: shape {shape!r} is not a tuple of integers")
+    if dtype.subdtype is not None:
+        # NumPy makes such an array's items dimensions of the array: each rank
+        # read into a block of another shape and raised its own message
+        # (before; found by review)
+        descr = (_FMT.dtype_to_descr(dtype.base), dtype.shape)
+        raise DapError(f"not a .npy file nclx can read: descr {descr!r} is a subarray dtype "
+                       f"(items of shape {dtype.shape}), which no array has (np.load cannot "
+                       f"read it either)")
     _check_dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 wrap-around
     have = os.path.getsize(path) - offset

@@ -38,7 +38,10 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
     an object dtype, a truncated file, a Distribution that does not fit or
     an MPI-IO failure raise the same DapError on every rank."""
     comm = _comm(comm)
-    path = os.fspath(path)
+    # a rank passing no path (None, a number) fails in read_npy's first
+    # agreement, with the others (before, it raised alone here and the
+    # others waited in that agreement for ever: found by review)
+    path, error = _fspath(path)
 
     def make_dist(shape):
         if isinstance(dist, Distribution):
@@ -47,13 +50,24 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
             return dist
         return Distribution.from_shape(shape, dist=dist, nprocs=comm.Get_size(), **kw)
 
-    block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size)
+    block, d = read_npy(comm, path, make_dist, f"load_npy({path!r})", max_header_size,
+                        error=error)
     return DistArray._of(block, d, comm)
+
+
+def _fspath(path):
+    """``(os.fspath(path), None)``, or ``(None, TypeError)`` for no path."""
+    try:
+        return os.fspath(path), None
+    except TypeError:
+        return None, TypeError(f"the path must be a str, bytes or os.PathLike object, "
+                               f"not {type(path).__name__}")
 
 
 def save_npy(path, da):
     """Write the DistArray ``da`` as the ``.npy`` file ``path``
-    (:meth:`DistArray.save_npy`)."""
+    (:meth:`DistArray.save_npy`).  A rank passing no path raises on every
+    rank (:func:`nclx.dap.npyfile.write_npy` checks it in its agreement)."""
     if not isinstance(da, DistArray):
         raise DapError(f"save_npy needs a DistArray, not {type(da).__name__}")
     da.save_npy(path)

@@ -329,8 +329,14 @@ _TARGETS_LOCK = threading.Lock()
 
 
 def check_movable(dtype, what):
-    if np.dtype(dtype).hasobject:
+    dtype = np.dtype(dtype)
+    if dtype.hasobject:
         raise DapError(f"{what}: dtype {dtype} holds Python objects, which cannot be sent")
+    if dtype.itemsize == 0:
+        # before, from_global(root=) of such items raised the internal "move:
+        # the target block must be contiguous" (found by review)
+        raise DapError(f"{what}: dtype {dtype.str} has items of 0 bytes: a DistArray cannot "
+                       f"hold them")
 
 
 def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=None,
