@@ -1,5 +1,6 @@
 """Build and runtime configuration: ``nclx.show_config()``, and the runtime
 settings ``nclx.config(reassociate=True)`` changes."""
+import operator
 import os
 import platform
 import sys
@@ -26,16 +27,22 @@ def _check_bytes(name, value):
     if isinstance(value, bool) or not hasattr(type(value), "__index__"):
         raise TypeError(f"nclx setting {name!r} takes a non-negative int (bytes), "
                         f"not {value!r}")
-    if value < 0:
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"nclx setting {name!r} takes a non-negative int (bytes), "
+                        f"not {value!r}") from None
+    if n < 0:
         raise ValueError(f"nclx setting {name!r} must be >= 0 (bytes), not {value!r}")
-    if value > _SIZE_MAX:
+    if n > _SIZE_MAX:
         raise ValueError(f"nclx setting {name!r} must be at most {_SIZE_MAX} (bytes: a "
                          f"size_t), not {value!r}")
 
 
 # name: (get, set, check)
 _SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate, _check_bool),
-            "recycle_cap": (_recycle.cap, _recycle.cap, _check_bytes)}
+            "recycle_cap": (_recycle.cap, lambda v: _recycle.cap(operator.index(v)),
+                            _check_bytes)}
 
 
 class Settings:

@@ -115,10 +115,9 @@ def _recycle_on():
     _recycle.set_active(True)
 
 
-def _recycle_off():
-    """Stop caching, unmap the cache, give the current context back the
-    handler install(recycle=True) replaced (lock held)."""
-    _recycle.set_active(False)
+def _recycle_handler_back():
+    """Give the current context back the handler install(recycle=True)
+    replaced (lock held)."""
     if _recycle.is_ours(_recycle.current_handler()):
         _recycle.set_handler(_recycle_prev.get())   # None: NumPy's default
     _recycle_prev.set(None)
@@ -217,11 +216,26 @@ def uninstall():
     restored.
     """
     with _lock:
-        _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0, sorts=None,
-                      copies=None)
-        _state["generation"] += 1
-        _recycle_off()
-        return _restore()
+        # the quick steps first, the slow one (unmapping the cache) last, each
+        # whatever the one before raised, and the handler tried twice: a
+        # Ctrl-C delivered as the unmap returned (it ran first) left NumPy's
+        # loops and the recycler in place while the state said uninstalled
+        # (review 15); one interrupt outside _restore() now leaves a whole state
+        try:
+            # (one call: blocks entered before must see the new generation
+            # whenever they see their holds reset)
+            _state.update(explicit=False, holds=0, funnel_explicit=False, funnel_holds=0,
+                          sorts=None, copies=None, generation=_state["generation"] + 1)
+            _recycle_handler_back()
+        finally:
+            try:
+                restored = _restore()
+            finally:
+                try:
+                    _recycle_handler_back()         # (a no-op unless cut short above)
+                finally:
+                    _recycle.set_active(False)      # stop caching, unmap the cache
+        return restored
 
 
 def is_installed():
