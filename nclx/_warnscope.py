@@ -24,6 +24,7 @@ its entry back.  Where Python keeps warning filters per context
 ``catch_warnings``.
 """
 import contextlib
+import os
 import sys
 import threading
 import warnings
@@ -41,28 +42,70 @@ def _context_aware():
     return bool(getattr(sys.flags, "context_aware_warnings", False))
 
 
+def _mine():
+    held = getattr(_local, "held", None)
+    if held is None:
+        held = _local.held = {}
+    return held
+
+
 def _add(entry):
+    mine = _mine()
     with _lock:
         n = _open.get(entry, 0)
         if n == 0:
             warnings.filters.insert(0, entry)
             warnings._filters_mutated()
         _open[entry] = n + 1
+        mine[entry] = mine.get(entry, 0) + 1
+
+
+def _take_away(entry):
+    filters = warnings.filters
+    for i, item in enumerate(filters):
+        if item is entry:
+            del filters[i]
+            break
+    warnings._filters_mutated()
 
 
 def _remove(entry):
+    mine = _mine()
     with _lock:
+        mine[entry] -= 1
         n = _open[entry] - 1
         if n:
             _open[entry] = n
             return
         del _open[entry]
-        filters = warnings.filters
-        for i, item in enumerate(filters):
-            if item is entry:
-                del filters[i]
-                break
-        warnings._filters_mutated()
+        _take_away(entry)
+
+
+def _after_fork_in_child():
+    """Only the forking thread lives on in a child: the scopes other threads
+    had open there never close, so their entries (and the dispatcher, where
+    no scope of this thread records) go now, and the lock is a new one."""
+    global _lock, _recorders, _replaced
+    _lock = threading.Lock()
+    mine = _mine()
+    for entry in list(_open):
+        n = mine.get(entry, 0)
+        if n:
+            _open[entry] = n
+        else:
+            del _open[entry]
+            _take_away(entry)
+    _recorders = len(getattr(_local, "logs", None) or ())
+    if _recorders == 0:
+        if warnings.showwarning is _dispatch:
+            warnings.showwarning = _replaced
+        _replaced = None
+
+
+if hasattr(os, "register_at_fork"):
+    # the lock is held for a few list operations only: the fork waits for them
+    os.register_at_fork(before=lambda: _lock.acquire(), after_in_parent=lambda: _lock.release(),
+                        after_in_child=_after_fork_in_child)
 
 
 # one entry object per (action, category): equal scopes share it

@@ -166,3 +166,44 @@ def test_many_threads_recording_and_ignoring_at_once():
         assert not any(t.is_alive() for t in threads)
         assert _filters() == before and warnings.showwarning is show
     assert not bad, bad[:3]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_fork_while_another_thread_is_in_a_scope():
+    """The child of a fork made while another thread holds an ignoring and a
+    recording scope open: those scopes never close there, so their filter
+    entries and the dispatcher are gone in the child, and new scopes work
+    (the lock is free)."""
+    import faulthandler
+    import os
+    opened, release = threading.Event(), threading.Event()
+
+    def holder():
+        with ignoring(CW), recording():
+            opened.set()
+            release.wait(10)
+
+    with warnings.catch_warnings():
+        before, show = _filters(), warnings.showwarning
+        t = threading.Thread(target=holder)
+        t.start()
+        assert opened.wait(10)
+        pid = os.fork()
+        if pid == 0:
+            faulthandler.dump_traceback_later(10, exit=True)
+            ok = False
+            try:
+                ok = _filters() == before and warnings.showwarning is show
+                with recording() as log:
+                    warnings.warn("child", UserWarning)
+                with ignoring(CW):
+                    pass
+                ok = ok and [str(w.message) for w in log] == ["child"] and \
+                    _filters() == before and warnings.showwarning is show
+            finally:
+                os._exit(0 if ok else 3)
+        status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        release.set()
+        t.join(10)
+        assert _filters() == before and warnings.showwarning is show
+    assert status == 0
