@@ -14,11 +14,14 @@ real arrays take, whatever values the probes hold:
   such calls run eagerly (:func:`has_handlers`).
 
 Both look at the function's code, the code nested in it (lambdas, inner
-functions, comprehensions) and the Python functions it names as globals,
-to a depth of :data:`DEPTH`; code reached otherwise (a method, a function
-of another module called as ``module.f``) is not seen (docs/fused.md).
+functions, comprehensions) and the Python functions it names as globals
+or holds in closure cells and defaults (a decorator's wrapper; a
+``functools.partial``'s function), to a depth of :data:`DEPTH`; code
+reached otherwise (a method, a function of another module called as
+``module.f``) is not seen (docs/fused.md).
 """
 import dis
+import functools
 import types
 
 __all__ = ["calls_type", "has_handlers", "DEPTH"]
@@ -29,29 +32,72 @@ DEPTH = 3
 _LOADS = frozenset(("LOAD_GLOBAL", "LOAD_NAME"))
 
 
-def _codes(fn):
-    """(code, its globals) of ``fn``: its own, the code nested in it, and
-    those of the Python functions it reads as globals (to DEPTH levels)."""
-    seen, out = set(), []
+def _functions(value):
+    """The Python functions ``value`` runs when called: itself, a
+    ``functools.partial``'s function and the functions among its bound
+    arguments, a bound method's function."""
+    if isinstance(value, types.FunctionType):
+        yield value
+    elif isinstance(value, types.MethodType):
+        yield from _functions(value.__func__)
+    elif isinstance(value, functools.partial):
+        yield from _functions(value.func)
+        for v in value.args + tuple(value.keywords.values()):
+            if isinstance(v, (types.FunctionType, types.MethodType, functools.partial)):
+                yield from _functions(v)
 
-    def visit_code(code, glob, depth):
-        if id(code) in seen:
+
+def _held(fn):
+    """The values a function holds besides its code: closure cells,
+    defaults and keyword-only defaults."""
+    out = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            out.append(cell.cell_contents)
+        except ValueError:          # an empty cell
+            pass
+    out += list(getattr(fn, "__defaults__", None) or ())
+    out += list((getattr(fn, "__kwdefaults__", None) or {}).values())
+    return out
+
+
+def _codes(fn):
+    """(code, its globals, the values its function holds) of ``fn``: its
+    own, the code nested in it, and those of the Python functions it reads
+    as globals or holds in a closure cell or a default (a decorator's
+    wrapper calls the function it wraps through a cell; before, that
+    function was not looked at; found by review), to DEPTH levels; a
+    ``functools.partial`` is its function's."""
+    seen_codes, seen_fns, out = set(), set(), []
+
+    def visit_code(code, glob, held, depth):
+        if id(code) in seen_codes:
             return
-        seen.add(id(code))
-        out.append((code, glob))
+        seen_codes.add(id(code))
+        out.append((code, glob, held))
         for c in code.co_consts:
             if isinstance(c, types.CodeType):
-                visit_code(c, glob, depth)
+                visit_code(c, glob, (), depth)
         if depth >= DEPTH or glob is None:
             return
         for name in code.co_names:
-            g = glob.get(name)
-            if isinstance(g, types.FunctionType):
-                visit_code(g.__code__, g.__globals__, depth + 1)
+            for g in _functions(glob.get(name)):
+                visit_fn(g, depth + 1)
 
-    code = getattr(fn, "__code__", None)
-    if isinstance(code, types.CodeType):
-        visit_code(code, getattr(fn, "__globals__", None), 0)
+    def visit_fn(f, depth):
+        if id(f) in seen_fns or not isinstance(getattr(f, "__code__", None), types.CodeType):
+            return
+        seen_fns.add(id(f))
+        held = _held(f)
+        visit_code(f.__code__, getattr(f, "__globals__", None), held, depth)
+        if depth >= DEPTH:
+            return
+        for v in held:
+            for g in _functions(v):
+                visit_fn(g, depth + 1)
+
+    for f in _functions(fn):
+        visit_fn(f, 0)
     return out
 
 
@@ -59,10 +105,12 @@ def calls_type(fn):
     """The name of a function whose code may call ``type()`` (and so branch
     on an argument's exact type), or None: it loads the global ``type``, a
     global bound to ``type`` (``exact = type``), or ``type`` from the
-    ``builtins`` module (found by review: the aliases were traced)."""
-    for code, glob in _codes(fn):
+    ``builtins`` module (found by review: the aliases were traced), or its
+    function holds ``type`` in a closure cell or default (``t=type``)."""
+    for code, glob, held in _codes(fn):
         glob = glob or {}
-        if any(glob.get(name) is type for name in code.co_names):
+        if any(glob.get(name) is type for name in code.co_names) or \
+                any(v is type for v in held):
             return code.co_name
         if "type" not in code.co_names:
             continue                 # (a name loaded is among co_names)
@@ -79,7 +127,7 @@ def calls_type(fn):
 def has_handlers(fn):
     """The name of a function whose code holds an exception handler (try,
     with, and on Python 3.12+ an inlined comprehension's cleanup), or None."""
-    for code, _ in _codes(fn):
+    for code, _, _ in _codes(fn):
         table = getattr(code, "co_exceptiontable", None)
         if table:
             return code.co_name

@@ -94,7 +94,7 @@ class _Tape:
 #: on the one-element probe and its answer be kept by the trace
 _PROBE_ATTRIBUTES = frozenset((
     "dtype", "sum", "prod", "_nclx_tape", "_nclx_slot", "_nclx_init", "__class__",
-    "__dict__", "__array_ufunc__", "__array_function__", "__array_finalize__",
+    "__array_ufunc__", "__array_function__", "__array_finalize__",
     "__array_priority__", "__array_wrap__"))
 
 
@@ -316,6 +316,18 @@ def _where(tape, args, kwargs):
     return np.asarray(result).reshape(-1).view(_Probe)._nclx_init(tape, out)
 
 
+def _first_or_last(axis):
+    """Whether ``axis`` names axis 0 or -1 as NumPy takes an axis: an integer
+    (NumPy's or Python's, not a bool), alone or in a 1-tuple.  NumPy hands a
+    reduction's axis on to ``__array_ufunc__`` unchecked, and ``0.0``,
+    ``False`` or ``np.float32(0)`` equal 0 where an ndarray's reduction
+    refuses them (before, the plan summed; found by review)."""
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    return isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) and \
+        int(axis) in (0, -1)
+
+
 def _reduce(tape, ufunc, inputs, kwargs):
     tape.check_state(f"{ufunc.__name__}.reduce")
     if ufunc not in (np.add, np.multiply):
@@ -325,7 +337,7 @@ def _reduce(tape, ufunc, inputs, kwargs):
         raise Untraceable("a reduction of a non-probe")
     # ufunc.reduce's own default is axis 0 (np.sum and .sum() pass None)
     axis = kwargs.get("axis", 0)
-    if axis is not None and (tape.ndim != 1 or axis not in (0, -1, (0,), (-1,))):
+    if axis is not None and (tape.ndim != 1 or not _first_or_last(axis)):
         raise Untraceable(f"{ufunc.__name__}.reduce over axis {axis!r} of {tape.ndim}-d arrays")
     if kwargs.get("dtype") is not None \
             or kwargs.get("out") not in (None, (None,)) or kwargs.get("keepdims", False) \

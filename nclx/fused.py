@@ -306,8 +306,8 @@ class _Fused(_fusegate.FuseGate):
         why = _why_not_now(args)[0]
         if why is None and _frozen(self.fn) is None:
             why = ("a global, closure cell, default or bound argument of the function is an "
-                   "array, or the callable's state is not keyed (a callable object, a bound "
-                   "method)")
+                   "array (or a tuple holding one, or a dtype with metadata), or the "
+                   "callable's state is not keyed (a callable object, a bound method)")
         if why is None:
             why = _handled_eagerly(self.fn)
         if why is None:
