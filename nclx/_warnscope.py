@@ -42,6 +42,15 @@ def _context_aware():
     return bool(getattr(sys.flags, "context_aware_warnings", False))
 
 
+def _mutated():
+    """Tell the warnings machinery its filter list changed (its cache of
+    warnings already shown depends on it)."""
+    tell = getattr(warnings, "_filters_mutated", None) or \
+        getattr(warnings, "_filters_mutated_lock_held", None)
+    if tell is not None:
+        tell()
+
+
 def _mine():
     held = getattr(_local, "held", None)
     if held is None:
@@ -55,7 +64,7 @@ def _add(entry):
         n = _open.get(entry, 0)
         if n == 0:
             warnings.filters.insert(0, entry)
-            warnings._filters_mutated()
+            _mutated()
         _open[entry] = n + 1
         mine[entry] = mine.get(entry, 0) + 1
 
@@ -66,7 +75,7 @@ def _take_away(entry):
         if item is entry:
             del filters[i]
             break
-    warnings._filters_mutated()
+    _mutated()
 
 
 def _remove(entry):
