@@ -8,6 +8,9 @@ __all__ = ["as_offsets", "validate_offsets", "check_lists", "check_window"]
 
 def as_offsets(offsets):
     """An int32 or int64 1-d ndarray view of ``offsets`` (n lists: n + 1 entries)."""
+    if isinstance(offsets, np.ma.MaskedArray):
+        raise TypeError("offsets must be a plain int32 or int64 ndarray, not a masked array "
+                        "(a missing list is a bit of the validity bitmap)")
     if isinstance(offsets, np.ndarray):
         arr = offsets
     elif isinstance(offsets, (list, tuple, range)):

@@ -55,6 +55,11 @@ class ComputeMixin:
         them for nested lists) or over everything (``axis=None``)."""
         if self._encoding is not None:
             raise TypeError(f"{name} of a Ragged of strings")
+        kinds = compute.REDUCIBLE_KINDS.get(name)
+        if kinds is not None and self.dtype.kind not in kinds:
+            # (found by review: records and str failed deep inside NumPy)
+            raise TypeError(f"{name} of a Ragged of {self.dtype}: no arithmetic for these "
+                            "values (count works on any)")
         if axis is None:
             r = self if self._validity is None else self.take(np.flatnonzero(self.valid()))
             values = r.window()[0]

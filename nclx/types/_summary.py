@@ -55,7 +55,9 @@ def _list(r, i, kind):
         if not (int(r.validity[bit >> 3]) >> (bit & 7)) & 1:
             return None
     a, b = int(r.offsets[i]), int(r.offsets[i + 1])
-    item = r.values[a:b]                  # a view (slicing clips trusted offsets)
+    # a view (slicing clips trusted offsets; a negative one is clipped to 0
+    # rather than wrapped into other lists' values: a repr never fails)
+    item = r.values[max(a, 0):max(b, 0)]
     if r.encoding is not None:
         return _text(item, r.encoding)
     return _sequence(item, kind)

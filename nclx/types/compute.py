@@ -15,6 +15,7 @@ import numpy as np
 from nclx import aware
 from nclx.types import _bits
 from nclx.types import _segments
+from nclx.types._offsets import check_lists
 
 __all__ = ["REDUCTIONS", "PARALLEL_MIN_VALUES", "same_lengths", "combine_validity",
            "segment_reduce", "reduce_fixed", "reduce_flat", "mask_missing", "values_equal"]
@@ -24,6 +25,9 @@ REDUCTIONS = {"sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.m
 
 #: below this many values a reduction over lists stays on the calling thread
 PARALLEL_MIN_VALUES = 1 << 17
+
+#: the dtype kinds each reduction has arithmetic for (count takes any)
+REDUCIBLE_KINDS = {"sum": "biufcm", "prod": "biufc", "max": "biufcmM", "min": "biufcmM"}
 
 
 # ------------------------------------------------------------ lining up
@@ -80,16 +84,30 @@ def segment_reduce(name, values, offsets, dtype=None):
         values = values.data
     if name == "count":
         if mask is None:
+            # offsets taken on trust: a list that runs backwards has no
+            # count (found by review: np.diff gave a negative one)
+            check_lists(offsets, len(values))
             return np.diff(offsets).astype(np.int64)
         return segment_reduce("sum", ~mask, offsets, np.dtype(np.int64))
     ufunc = REDUCTIONS[name]
+    if not values.dtype.isnative:
+        # big-endian values: the kernels and the ufuncs' dtype= take the
+        # machine's order (found by review: a TypeError for '>f8'); the
+        # values the lists reach are swapped, so every bit equals the
+        # native computation
+        values = values.astype(values.dtype.newbyteorder("="))
     if dtype is None:
         dtype = _sum_dtype(values.dtype) if name in ("sum", "prod") else values.dtype
     dtype = np.dtype(dtype)
+    if not dtype.isnative:
+        dtype = dtype.newbyteorder("=")
     if mask is not None:
         if name in ("sum", "prod"):   # a missing value adds the identity
             values = np.where(mask, aware.start_value(ufunc.__name__, values.dtype), values)
         else:                         # max/min: over the values present
+            # offsets taken on trust are indices here: checked before, so a
+            # negative one cannot wrap around (found by review)
+            check_lists(offsets, len(values))
             values, offsets = _present(values, mask, offsets)
     window = values[:int(offsets[-1])]
     kw = {"axis": 0, "dtype": dtype}
@@ -119,7 +137,8 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     whole by one thread, so the split changes no bit.  Otherwise nclx's ufunc's reduceat over the non-empty lists."""
     n = len(offsets) - 1
     name = ufunc.__name__
-    identity = aware.start_value(name, dtype) if empty is None else dtype.type(0)
+    # (np.zeros: a datetime64 has no dtype.type(0) without a unit)
+    identity = aware.start_value(name, dtype) if empty is None else np.zeros((), dtype)[()]
     if values.ndim == 1 and values.dtype.isnative and dtype.kind != "b":
         vals = values if values.dtype == dtype else values.astype(dtype)
         out = np.empty(n, dtype=dtype)
@@ -140,7 +159,9 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     out[~nonempty] = identity
     starts = offsets[:-1][nonempty]
     if len(starts):
-        out[nonempty] = aware.nclx_ufunc(ufunc).reduceat(values, starts, axis=0, dtype=dtype)
+        # dtype= of a datetime64/timedelta64 cannot name its unit (NumPy refuses it)
+        kw = {} if dtype.kind in "mM" and values.dtype == dtype else {"dtype": dtype}
+        out[nonempty] = aware.nclx_ufunc(ufunc).reduceat(values, starts, axis=0, **kw)
     return out
 
 

@@ -23,6 +23,15 @@ from nclx.types.ragged import Ragged
 __all__ = ["to_arrow", "from_arrow", "to_awkward", "from_awkward"]
 
 
+def _arrow_view(buf, dtype):
+    """A read-only ndarray over a pyarrow buffer: Arrow's memory is
+    immutable, and other arrays may share it (found by review:
+    ``np.add(r, 1, out=r)`` on ``from_arrow(a)`` rewrote ``a`` in place)."""
+    arr = np.frombuffer(buf, dtype=dtype)
+    arr.flags.writeable = False
+    return arr
+
+
 def _need_ragged(r, name):
     if not isinstance(r, Ragged):
         raise TypeError(f"{name} takes a Ragged, not {type(r).__name__}")
@@ -70,7 +79,7 @@ def _primitive_data(arr):
         bits = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
         return _bits.valid_mask(bits, lo, n)
     stored, dtype = _arrow_dtypes(arr.type)
-    raw = np.frombuffer(buf, stored)[lo:lo + n] if buf is not None else np.zeros(0, stored)
+    raw = _arrow_view(buf, stored)[lo:lo + n] if buf is not None else np.zeros(0, stored)
     if stored == dtype:
         return raw
     return raw.astype(np.int64).view(dtype)
@@ -161,20 +170,20 @@ def from_arrow(array):
     n = len(array)
     validity = None
     if bufs[0] is not None:
-        validity = np.frombuffer(bufs[0], dtype=np.uint8)
+        validity = _arrow_view(bufs[0], np.uint8)
     strings = {pa.string(): "utf-8", pa.large_string(): "utf-8",
                pa.binary(): "bytes", pa.large_binary(): "bytes"}
     if t in strings:
         odt = np.int64 if t in (pa.large_string(), pa.large_binary()) else np.int32
-        offsets = np.frombuffer(bufs[1], dtype=odt)[off:off + n + 1]
-        values = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None \
+        offsets = _arrow_view(bufs[1], odt)[off:off + n + 1]
+        values = _arrow_view(bufs[2], np.uint8) if bufs[2] is not None \
             else np.zeros(0, np.uint8)
         return Ragged(offsets, values, validity, validity_offset=off if validity is not None else 0,
                       encoding=strings[t])
     if not (pa.types.is_list(t) or pa.types.is_large_list(t)):
         raise TypeError(f"from_arrow needs a list, large_list, string or binary array, not {t}")
     odt = np.int64 if pa.types.is_large_list(t) else np.int32
-    offsets = np.frombuffer(bufs[1], dtype=odt)[off:off + n + 1] if n or bufs[1] is not None \
+    offsets = _arrow_view(bufs[1], odt)[off:off + n + 1] if n or bufs[1] is not None \
         else np.zeros(1, odt)
     values = _from_arrow_values(array.values)
     return Ragged(offsets, values, validity, validity_offset=off if validity is not None else 0)
@@ -192,6 +201,10 @@ def _ak_content(values):
     if values.dtype.names is not None:
         fields = [_ak_content(values[n]) for n in values.dtype.names]
         return ak.contents.RecordArray(fields, list(values.dtype.names), length=len(values))
+    if not values.dtype.isnative:
+        # awkward takes the machine's byte order only: swapped (a copy), as
+        # to_arrow does (found by review: a TypeError for '>i4')
+        values = values.astype(values.dtype.newbyteorder("="))
     return ak.contents.NumpyArray(values)
 
 

@@ -190,7 +190,7 @@ class _Parser:
 
     def record(self):
         self.take("{")
-        names, fields = [], []
+        names, fields, seen = [], [], set()     # seen: O(1) duplicate checks
         if self.tok[1] != "}":
             while True:
                 kind, value, col = self.tok
@@ -204,11 +204,12 @@ class _Parser:
                 else:
                     got = "the end of the string" if kind == "end" else repr(value)
                     self.fail(col, f"expected a field name, found {got}")
-                if name in names:
+                if name in seen:
                     self.fail(col, f"duplicate field name {name!r}")
                 self.i += 1
                 self.take(":", what=f"':' after field name {name!r}")
                 names.append(name)
+                seen.add(name)
                 fields.append(self.type())
                 if self.tok[1] != ",":
                     break

@@ -13,6 +13,8 @@ lists up; ``_to_arrow``: pyarrow arrays; ``datashape``: types of arrays), and
 building from Python objects or converting to and from pyarrow and awkward
 are module functions above it (``nclx.types.from_list``, ``to_arrow``, ...).
 """
+import operator
+
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
@@ -77,6 +79,11 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
             raise TypeError(f"encoding={encoding!r} needs 1-D uint8 values, not "
                             f"{getattr(values, 'dtype', type(values).__name__)}")
         n = len(offsets) - 1
+        try:
+            validity_offset = operator.index(validity_offset)
+        except TypeError:
+            raise TypeError("validity_offset must be an int, not "
+                            f"{type(validity_offset).__name__}") from None
         if validity is not None:
             validity = _bits.as_bitmap(validity)
             if validity_offset < 0:
@@ -190,6 +197,11 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
             if not (self._validity[b >> 3] >> (b & 7)) & 1:
                 return None
         a, b = int(self._offsets[i]), int(self._offsets[i + 1])
+        if a < 0 or b < 0:
+            # offsets taken on trust: NumPy slicing clips past the end, but
+            # a negative bound would wrap around into other lists' values
+            # (found by review: offsets 0..-9 read values[0:1])
+            check_lists(self._offsets, len(self._values), [i])
         item = self._values[a:b]
         if self._encoding == "utf-8":
             return item.tobytes().decode("utf-8")
@@ -274,13 +286,18 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
     def take(self, indices):
         """The lists at ``indices`` (ints, negative from the end): new buffers."""
         idx = np.asarray(indices)
+        if idx.size == 0 and idx.dtype.kind == "f" and not isinstance(indices, np.ndarray):
+            idx = idx.astype(np.int64)         # take([]): NumPy reads [] as float64
         if idx.dtype.kind not in "iu":
             raise TypeError(f"take needs integer indices, not {idx.dtype}")
+        if idx.ndim != 1:
+            raise ValueError(f"take needs a 1-D array of indices, not a {idx.ndim}-D one")
         n = len(self)
-        idx = idx.astype(np.int64, copy=False)
         if idx.size and (idx.min() < -n or idx.max() >= n):
+            # (before the cast to int64: a uint64 index >= 2**63 would wrap)
             bad = idx[(idx < -n) | (idx >= n)][0]
             raise IndexError(f"index {int(bad)} is out of bounds for a Ragged of {n} lists")
+        idx = idx.astype(np.int64, copy=False)
         idx = np.where(idx < 0, idx + n, idx)
         # offsets taken on trust: check the lists taken before sizing anything
         # from them (a bad one could ask for gigabytes)
@@ -308,6 +325,9 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
         n = len(self)
         if n == 0:
             return []
+        # offsets taken on trust: every list checked (one vectorized pass;
+        # found by review: bad lists came out as lists r[i] did not give)
+        check_lists(self._offsets, len(self._values))
         o0, on = int(self._offsets[0]), int(self._offsets[-1])
         bounds = (self._offsets - self._offsets.dtype.type(o0)).tolist()
         window = self._values[o0:on]

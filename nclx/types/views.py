@@ -16,6 +16,8 @@ The outermost dimension may be ``strided``: its size then comes from the
 first buffer's length.  Every buffer is checked against what the type needs
 before anything is read.
 """
+import math
+
 import numpy as np
 
 from nclx.types import _bits
@@ -42,6 +44,9 @@ class _Buffers:
         if isinstance(buf, np.ndarray):
             if not buf.flags.c_contiguous:
                 raise ValueError(f"buffer {k} ({role}) is not C-contiguous")
+            if buf.dtype.hasobject:
+                raise TypeError(f"buffer {k} ({role}) is an ndarray of {buf.dtype}: Python "
+                                "objects are no buffer of values")
             arr = buf
         else:
             try:
@@ -53,6 +58,17 @@ class _Buffers:
 
     def raw(self, role, count, dtype):
         arr, k = self._next(role)
+        if not arr.dtype.isnative:
+            # the buffer's own byte order is read as it says (found by
+            # review: a '>i4' buffer viewed as int32 gave 16777216 for 1);
+            # another dtype in a foreign order has no reading
+            if arr.dtype.newbyteorder("=") != dtype:
+                raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}, not in "
+                                f"the machine's byte order, and the type needs {dtype}: pass "
+                                "an array of that dtype (either byte order) or raw bytes")
+            dtype = arr.dtype
+        if dtype.itemsize == 0:          # e.g. "()": no bytes to view
+            return np.empty(count, dtype), k
         need = count * dtype.itemsize
         if arr.nbytes < need:
             raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; {count} x {dtype} "
@@ -67,6 +83,15 @@ class _Buffers:
             dtype = self.offsets_dtype or np.dtype(np.int64)
         if dtype not in (np.int32, np.int64):
             raise TypeError(f"offsets_dtype must be int32 or int64, not {dtype}")
+        # an ndarray is read as raw bytes only when no reading is lost
+        # (found by review: '>i8' and float64 offsets were reinterpreted)
+        if not arr.dtype.isnative:
+            raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}, not in the "
+                            "machine's byte order: offsets are int32 or int64 in native "
+                            "byte order (or raw bytes)")
+        if arr.dtype.kind not in "iuV" and arr.dtype.itemsize > 1:
+            raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}: offsets are "
+                            "int32 or int64 (or raw bytes)")
         need = (count + 1) * dtype.itemsize
         if arr.nbytes < need:
             raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; {count + 1} offsets "
@@ -104,7 +129,10 @@ def _record_dtype(t, where):
             raise TypeError(f"{where}: field {name!r} of type {f} has no fixed-width layout "
                             "(fields of a viewed record are scalars, records or fixed dims)")
         fields.append((name, base, tuple(shape)) if shape else (name, base))
-    return np.dtype(fields)
+    try:
+        return np.dtype(fields)
+    except ValueError as exc:     # e.g. a field's fixed dimensions NumPy cannot hold
+        raise ValueError(f"{where}: record {t} has no NumPy layout ({exc})") from None
 
 
 def _fixed_dtype(t, where):
@@ -166,7 +194,12 @@ def _build(t, count, bufs, where):
         if isinstance(inner, Ragged):
             raise TypeError(f"{where}: var dimensions or strings inside a fixed dimension are "
                             "not viewed by from_string (put the fixed dimension inside)")
-        return inner.reshape((count, t.size) + inner.shape[1:])
+        shape = (count, t.size) + inner.shape[1:]
+        try:
+            return inner.reshape(shape)
+        except ValueError:      # no elements, but a shape NumPy cannot hold
+            raise ValueError(f"{where}: a fixed dimension of {t.size} gives the shape "
+                             f"{shape}, too large for NumPy") from None
     dtype, shape = _fixed_dtype(t, where)
     if dtype is None:
         raise TypeError(f"{where}: from_string cannot view {t} (pointer, union, categorical "
@@ -187,7 +220,7 @@ def from_string(s, *buffers, offsets_dtype=None):
         if dtype is None:
             raise TypeError("a strided outer dimension needs fixed-width elements to be sized "
                             "from its buffer")
-        count = bufs.peek_count(dtype.itemsize * int(np.prod(shape, dtype=np.int64)))
+        count = bufs.peek_count(dtype.itemsize * math.prod(shape))   # (no int64 wrap)
         out = _build(t.element, count, bufs, "dimension 1")
     elif isinstance(t, Dim) and t.kind == "fixed":
         out = _build(t.element, t.size, bufs, "dimension 1")
