@@ -16,7 +16,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nclx.storage.params import StorageError
+
 __all__ = ["Plan", "plan", "place"]
+
+_INTP_MAX = int(np.iinfo(np.intp).max)
 
 
 @dataclass(frozen=True)
@@ -72,6 +76,15 @@ def plan(shape, layout, dtype, alignment, aligned_index):
     for d in reversed(order):
         strides[d] = step
         step *= padded[d]
+    # the strides (and a view's reach) cover every extent, zero or not: an
+    # empty field whose other extents overflow them is refused, as NumPy does
+    reach = itemsize
+    for n in padded:
+        reach *= max(n, 1)
+    if reach + alignment - 1 > _INTP_MAX:
+        raise StorageError(f"shape={tuple(shape)}: the field needs {reach} bytes of strides "
+                           f"(and {reach + alignment - 1} to align it), more than this "
+                           f"machine can address ({_INTP_MAX})")
     offset = 0
     if ndim:
         ai = aligned_index[order[-1]]

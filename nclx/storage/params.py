@@ -39,6 +39,7 @@ class DeviceUnavailableError(StorageError, ImportError):
 
 MAX_DIMS = 64                 # NumPy's limit
 MAX_ALIGNMENT = 1 << 24       # 16 MiB: beyond any page or cache line
+_MAX_DIGITS = 18              # a data dim's number (int() refuses > 4300 digits)
 
 # Presets: ``defaults=`` picks the layout (per dims) and the alignment only,
 # never the device.  Layout rank keys: the dimension with the largest key
@@ -102,6 +103,11 @@ def normalize_dims(dims, ndim):
             _fail("dims", dims, f"entry {d!r} is not a string", StorageTypeError)
         if d not in _SPATIAL and not (d.isdigit() and d.isascii()):
             _fail("dims", dims, f"entry {d!r} is neither 'I', 'J', 'K' nor a digit string")
+        if d not in _SPATIAL and len(d) > _MAX_DIGITS:
+            _fail("dims", dims, f"entry {d!r} is longer than {_MAX_DIGITS} digits")
+        if d not in _SPATIAL and len(d) > 1 and d[0] == "0":
+            # '01' and '1' would name one data dimension twice
+            _fail("dims", dims, f"entry {d!r} is not written as its number (no leading zero)")
     if len(set(seq)) != len(seq):
         _fail("dims", dims, "repeats a dimension")
     if len(seq) != ndim:
@@ -180,6 +186,11 @@ def normalize_dtype(dtype, keyword="dtype"):
               StorageTypeError)
     if dt.itemsize == 0:
         _fail(keyword, dtype, "has items of 0 bytes", StorageTypeError)
+    if dt.subdtype is not None:
+        # NumPy turns it into extra trailing dimensions the dims, halo, layout
+        # and aligned index were not given for
+        _fail(keyword, dtype, f"is a subarray dtype (adds the dimensions {dt.shape} to the "
+              f"shape); give them in shape with dtype={dt.base}", StorageTypeError)
     return dt
 
 

@@ -20,6 +20,7 @@ from nclx.storage.resolve import check_keys, resolve
 __all__ = ["as_storage"]
 
 _BUFFER_KEYS = ("shape", "dtype", "strides", "offset")
+_INTP_MAX = int(np.iinfo(np.intp).max)
 
 
 def _host_array(data, kw):
@@ -161,6 +162,12 @@ def _view_flat(mem, flat, writeable):
     if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, (int, np.integer)):
         raise StorageTypeError(f"as_storage: offset={offset!r}: expected an integer (bytes)")
     offset = int(offset)
+    reach = dtype.itemsize
+    for n in shape:
+        reach *= max(n, 1)
+    if reach > _INTP_MAX or any(abs(x) > _INTP_MAX for x in strides):
+        raise StorageError(f"as_storage: shape={shape}, strides={strides} with {dtype} items: "
+                           f"more than this machine can address ({_INTP_MAX} bytes)")
     lo, hi = _extent(shape, strides, dtype.itemsize)
     if offset + lo < 0:
         raise StorageError(f"as_storage: offset={offset} with strides={strides} reaches byte "
