@@ -6,8 +6,6 @@ A mixin of :class:`nclx.storage.core.Storage`, below it: it reads the
 storage's C slots (``_host``, ``_dev``, ``_buf``, ``_dims``, ``_halo``) and
 knows nothing of the Storage classes.
 """
-import functools
-
 import numpy as np
 
 from nclx.storage.buffer import locked
@@ -18,28 +16,6 @@ __all__ = ["BuffersMixin"]
 
 _CLEAN, _HOST_DIRTY, _DEVICE_DIRTY = (SyncState.SYNC_CLEAN, SyncState.SYNC_HOST_DIRTY,
                                       SyncState.SYNC_DEVICE_DIRTY)
-
-
-class _Probe:
-    __slots__ = ("__array_interface__",)
-
-    def __init__(self, iface):
-        self.__array_interface__ = iface
-
-
-@functools.lru_cache(maxsize=256)
-def _interface_keeps(dtype):
-    """Whether NumPy rebuilds ``dtype`` from an ``__array_interface__``'s
-    typestr and descr (a structure with padding, fields out of order or
-    overlapping fields comes back as another dtype), asked of NumPy with an
-    empty array at a null address (no memory is touched)."""
-    iface = np.empty(0, dtype).__array_interface__
-    probe = {"data": (0, True), "shape": (0,), "typestr": iface["typestr"],
-             "descr": iface["descr"], "version": 3}
-    try:
-        return np.asarray(_Probe(probe)).dtype == dtype
-    except (TypeError, ValueError):
-        return False
 
 
 class BuffersMixin:
@@ -93,13 +69,6 @@ class BuffersMixin:
 
     @property
     def __array_interface__(self):
-        if self._host is not None and self._host.dtype.fields is not None \
-                and not _interface_keeps(self._host.dtype):
-            # an AttributeError: np.asarray then takes __array__ (the exact view)
-            raise NoSuchBufferError(
-                f"{type(self).__name__} of dtype {self._host.dtype}: __array_interface__'s "
-                "descr cannot describe its fields' offsets (padding, fields out of order or "
-                "overlapping); use np.asarray(storage) or to_numpy()")
         host = self.to_numpy()
         # explicit strides: NumPy's own dict says None when the flags say
         # contiguous, which would lose the strides of extent-1 axes
