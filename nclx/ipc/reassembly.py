@@ -22,6 +22,12 @@ from nclx.ipc.wire import BODY_PACKED, SEQ_MOD
 
 _HALF = SEQ_MOD // 2
 _RECENT = 4096
+#: messages received and not yet popped (those behind one whose body has
+#: not come; a server may send every metadata message before the bodies)
+MAX_QUEUED = 1024
+#: their metadata bytes, beyond the first (a peer must not make the client
+#: hold every message it sends behind a body that never comes)
+MAX_QUEUED_BYTES = 64 << 20
 
 
 class Entry:
@@ -76,7 +82,8 @@ def check_body(seq, info, body_type, payload):
 class Reassembler:
     """Orders one stream's messages (see the module docstring)."""
 
-    def __init__(self, first_seq=0, max_pending=64):
+    def __init__(self, first_seq=0, max_pending=64, max_queued=MAX_QUEUED,
+                 max_queued_bytes=MAX_QUEUED_BYTES):
         if not 0 <= first_seq < SEQ_MOD:
             raise ValueError(f"first_seq {first_seq!r} is not a uint32")
         self.first_seq = first_seq
@@ -84,6 +91,9 @@ class Reassembler:
         self.count = 0                 # metadata messages received
         self.eos_seq = None
         self.max_pending = max_pending
+        self.max_queued = max_queued
+        self.max_queued_bytes = max_queued_bytes
+        self._queued_bytes = 0         # metadata bytes in _queue
         self._queue = deque()          # received, not yet popped, in order
         self._waiting = {}             # seq -> Entry awaiting its body
         self._early = {}               # seq -> (body_type, payload): body before metadata
@@ -124,6 +134,14 @@ class Reassembler:
                                 f"{HEADER_NAMES[info.header_type]}, it must be the Schema")
         if self.count and info.header_type == SCHEMA:
             raise ProtocolError(f"a second Schema message at seq {seq}")
+        if self._queue and (len(self._queue) >= self.max_queued
+                            or self._queued_bytes + len(flatbuffer) > self.max_queued_bytes):
+            head = self._queue[0]
+            raise ProtocolError(f"metadata seq {seq}: {len(self._queue)} messages "
+                                f"({self._queued_bytes} bytes of metadata) already wait "
+                                f"behind seq {head.seq}, whose body has not arrived "
+                                f"(limit {self.max_queued} messages, "
+                                f"{self.max_queued_bytes} bytes)")
         entry = Entry(seq, info, flatbuffer)
         early = self._early.pop(seq, None)
         if entry.needs_body:
@@ -136,6 +154,7 @@ class Reassembler:
             raise ProtocolError(f"body for seq {seq}, whose message "
                                 f"({HEADER_NAMES[info.header_type]}) has no body")
         self._queue.append(entry)
+        self._queued_bytes += len(flatbuffer)
         self.count += 1
         self.next_seq = (seq + 1) % SEQ_MOD
 
@@ -189,6 +208,7 @@ class Reassembler:
         if not self._queue or not self._queue[0].complete:
             return None
         entry = self._queue.popleft()
+        self._queued_bytes -= len(entry.metadata)
         self._recent[entry.seq] = entry.needs_body
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)

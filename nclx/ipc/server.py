@@ -17,6 +17,7 @@ static regions live as long as the server; a streamed batch's region lives
 until every client that received its offsets has freed them (free_data or
 disconnect).
 """
+import errno
 import logging
 import os
 import socket
@@ -34,6 +35,13 @@ from nclx.ipc.uri import DEFAULT_FREE_DATA, Endpoint, parse_uri
 from nclx.ipc.wire import DEFAULT_MAX_REQUEST, SEQ_MOD
 
 log = logging.getLogger("nclx.ipc")
+
+#: errors of accept() that end one attempt, not the server
+_ACCEPT_TRANSIENT = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM,
+                     errno.ECONNABORTED, errno.EPROTO, errno.EPERM, errno.EINTR,
+                     errno.ENETDOWN, errno.EHOSTUNREACH, errno.ENETUNREACH,
+                     errno.ETIMEDOUT, errno.ENONET, errno.EOPNOTSUPP,
+                     errno.ENOPROTOOPT, errno.EHOSTDOWN}
 
 
 class Server:
@@ -130,17 +138,36 @@ class Server:
                 sock, addr = self._lsock.accept()
             except TimeoutError:
                 continue
-            except OSError:
+            except OSError as exc:
                 if self._closing.is_set():
                     break
-                raise
-            conn = _Connection(self, sock, f"client {addr[0]}:{addr[1]}")
+                if exc.errno not in _ACCEPT_TRANSIENT:
+                    raise
+                # out of descriptors or memory (peers holding many
+                # connections), or a connection reset before its accept:
+                # before, this ended the accept thread for good
+                log.warning("nclx.ipc: accept failed (%s); retrying", exc)
+                self._closing.wait(0.05)
+                continue
+            try:
+                conn = _Connection(self, sock, f"client {addr[0]}:{addr[1]}")
+            except OSError as exc:          # e.g. a reset before setsockopt
+                log.warning("nclx.ipc: %s: %s", addr, exc)
+                sock.close()
+                continue
             with self._lock:
                 if self._closing.is_set():
                     sock.close()
                     break
                 self._conns.add(conn)
-            conn.start()
+            try:
+                conn.start()
+            except RuntimeError as exc:     # can't start new thread: drop this client
+                log.warning("nclx.ipc: %s: %s", conn.peer, exc)
+                conn.fs.stopping.set()
+                conn.done = True
+                conn.fs.close()
+                self._forget(conn)
 
     def close(self):
         """Stop accepting, drop every client, release the segment."""

@@ -76,6 +76,11 @@ class BatchStream:
                                 f"{self._source.messages} message(s): {exc}")
             self._finish(err)
             raise err from exc
+        except Exception as exc:
+            # anything else (a bug, MemoryError, ...): the connection has lost
+            # sync; never leave the client claimed by a stream that is dead
+            self._finish(exc)
+            raise
 
     def _finish(self, exc=None):
         client = self.client

@@ -96,6 +96,24 @@ def _declared_dtype(field, vtype):
     return dt
 
 
+def _dims(field, what, value):
+    """``value`` (a tensor's shape or permutation, from JSON) as a list of
+    non-negative ints whose product fits in an int64, else ProtocolError."""
+    if not isinstance(value, (list, tuple)) or len(value) > 64:
+        raise ProtocolError(f"field {field.name!r}: tensor {what} {str(value)[:80]} is not "
+                            f"a list of at most 64 dimensions")
+    total = 1
+    for i, d in enumerate(value):
+        if isinstance(d, bool) or not isinstance(d, int) or d < 0:
+            raise ProtocolError(f"field {field.name!r}: tensor {what}[{i}] = "
+                                f"{str(d)[:80]} is not a non-negative integer")
+        total *= max(d, 1)       # a 0 elsewhere must not hide an overflow
+    if total > (1 << 63) - 1:
+        raise ProtocolError(f"field {field.name!r}: tensor {what} {list(value)}: the "
+                            f"product of its dimensions does not fit in an int64")
+    return [int(d) for d in value]
+
+
 def table_to_array(table):
     """The ndarray in a table made by :func:`array_to_table` (a view of its buffer)."""
     if table.num_columns != 1:
@@ -110,9 +128,12 @@ def table_to_array(table):
         # a table made by array_to_table that has not been through IPC yet
         try:
             doc = json.loads(field.metadata[b"ARROW:extension:metadata"])
-            shape, perm = list(doc["shape"]), doc.get("permutation")
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"field {field.name!r}: bad tensor metadata ({exc})") from None
+            shape, perm = doc["shape"], doc.get("permutation")
+        except (KeyError, TypeError, ValueError, RecursionError) as exc:
+            raise ProtocolError(f"field {field.name!r}: bad tensor metadata "
+                                f"({type(exc).__name__}: {str(exc)[:200]})") from None
+        shape = _dims(field, "shape", shape)
+        perm = None if perm is None else _dims(field, "permutation", perm)
         vtype = etype.value_type
     else:
         raise ProtocolError(f"column {field.name!r} has type {etype}, not "
@@ -121,7 +142,7 @@ def table_to_array(table):
         raise ProtocolError(f"an array travels as one row, the table has {table.num_rows}")
     if perm is not None and list(perm) != list(range(len(perm))):
         raise ProtocolError(f"tensor permutation {list(perm)} is not supported")
-    shape = tuple(int(s) for s in shape)
+    shape = tuple(_dims(field, "shape", list(shape)))
     dt = _declared_dtype(field, vtype)
     vdt = np.dtype(vtype.to_pandas_dtype())
     if dt.kind == "c":
@@ -138,7 +159,11 @@ def table_to_array(table):
         raise ProtocolError(f"tensor of shape {list(shape)} has {len(values)} values "
                             f"({values.null_count} null)")
     if n == 0:
-        out = np.empty(shape, vdt)
+        try:
+            out = np.empty(shape, vdt)
+        except ValueError as exc:      # dimensions beside a 0 too large for NumPy
+            raise ProtocolError(f"field {field.name!r}: empty tensor of shape "
+                                f"{list(shape)}: {exc}") from None
     else:
         data = values.buffers()[1]
         out = np.frombuffer(data, dtype=vdt, count=n,

@@ -7,15 +7,18 @@ URL-safe base64 (RFC 4648 section 5; padding optional on input).
 """
 import base64
 import binascii
+import ipaddress
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from nclx.ipc.wire import U64_MAX
 
 DEFAULT_WANT_DATA = 1
 DEFAULT_FREE_DATA = 2
-_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,200}$")
+_NAME_RE = re.compile(r"[A-Za-z0-9_.\-]{1,200}")       # used with fullmatch
+_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_\-]{0,61}[A-Za-z0-9_])?"
+_HOSTNAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
 
 
 @dataclass(frozen=True)
@@ -28,7 +31,7 @@ class Endpoint:
     segment: str | None = None      # the decoded remote_handle
 
     def uri(self):
-        host = f"[{self.host}]" if ":" in self.host else self.host
+        host = f"[{self.host.replace('%', '%25')}]" if ":" in self.host else self.host
         q = f"want_data={self.want_data}"
         if self.free_data is not None:
             q += f"&free_data={self.free_data}"
@@ -59,10 +62,29 @@ def decode_handle(text):
     except (binascii.Error, ValueError, UnicodeError) as exc:
         raise ValueError(f"remote_handle={text!r} is not URL-safe base64 of an ASCII "
                          f"name ({exc})") from None
-    if not _NAME_RE.match(name):
+    if not _NAME_RE.fullmatch(name) or name in (".", ".."):
         raise ValueError(f"remote_handle names {name!r}: not a shared-memory segment name "
-                         f"(letters, digits, '_', '.', '-')")
+                         f"(1-200 letters, digits, '_', '.', '-'; not '.' or '..')")
     return name
+
+
+def _check_host(uri, netloc, host):
+    """The host of ``uri``: an IP address (IPv6 bracketed, a zone as %25)
+    or a DNS name of ASCII labels; ValueError otherwise."""
+    if "@" in netloc:
+        raise ValueError(f"URI {uri!r}: user information (user@host) is not allowed")
+    if netloc.startswith("["):
+        text = unquote(host, errors="strict")
+        try:
+            ipaddress.IPv6Address(text)
+        except ValueError:
+            raise ValueError(f"URI {uri!r}: bracketed host {host!r} is not an IPv6 "
+                             f"address") from None
+        return text
+    if len(host) > 253 or not _HOSTNAME_RE.fullmatch(host):
+        raise ValueError(f"URI {uri!r}: host {host!r} is not an IP address or a host name "
+                         f"(ASCII letters, digits, '-', '_' in dot-separated labels)")
+    return host
 
 
 def parse_uri(uri, *, server=False):
@@ -73,7 +95,15 @@ def parse_uri(uri, *, server=False):
     """
     if not isinstance(uri, str):
         raise TypeError(f"uri must be a str, not {type(uri).__name__}")
-    parts = urlsplit(uri)
+    bad = next((i for i, c in enumerate(uri) if not "!" <= c <= "~"), None)
+    if bad is not None:
+        # urlsplit drops tabs and newlines silently ("ex\tample" is "example")
+        raise ValueError(f"URI {uri!r}: character {uri[bad]!r} at index {bad} (a URI is "
+                         f"printable ASCII without spaces; percent-encode the rest)")
+    try:
+        parts = urlsplit(uri)
+    except ValueError as exc:           # "Invalid IPv6 URL", an IPv4 host in brackets
+        raise ValueError(f"URI {uri!r}: bad host or syntax ({exc})") from None
     if parts.scheme != "tcp":
         raise ValueError(f"URI {uri!r}: scheme must be 'tcp', not {parts.scheme!r}")
     if parts.path not in ("", "/") or parts.fragment:
@@ -81,6 +111,7 @@ def parse_uri(uri, *, server=False):
     host = parts.hostname
     if not host:
         raise ValueError(f"URI {uri!r} has no host")
+    host = _check_host(uri, parts.netloc, host)
     try:
         port = parts.port
     except ValueError:

@@ -280,6 +280,7 @@ def decode_error(payload):
         code, message = str(doc["code"]), str(doc["message"])
         ticket = doc.get("ticket")
         ticket = None if ticket is None else str(ticket).encode("latin-1")
-    except (ValueError, KeyError, TypeError, UnicodeError) as exc:
+    except (ValueError, KeyError, TypeError, UnicodeError, RecursionError) as exc:
+        # RecursionError: JSON nested deeper than the interpreter's stack
         raise ProtocolError(f"malformed error frame ({len(payload)} bytes): {exc}") from None
     return code, message, ticket
