@@ -37,9 +37,17 @@ def transpose(a, axes=None):
     """``np.transpose(a, axes)``: see the module docstring for the layout."""
     DistArray = type(a)
     nd = len(a.shape)
+    if axes is not None:
+        # NumPy's errors and texts ("axes don't match array", "repeated axis
+        # in transpose"; before, other texts): its transpose of an empty probe
+        try:
+            np.transpose(_probe(nd), axes)
+        except ValueError as exc:
+            if "match" not in str(exc):
+                raise
+            raise ValueError(f"{exc} (transpose: axes {axes!r} do not match the {nd} "
+                             f"dimensions)") from None
     perm = tuple(range(nd))[::-1] if axes is None else normalize_axis_tuple(axes, nd, "axes")
-    if len(perm) != nd:
-        raise ValueError(f"transpose: axes {axes!r} do not match the {nd} dimensions")
     dist, comm = a.distribution, a.comm
     cols = [dist._dims[p] for p in perm]
     shape = tuple(a.shape[p] for p in perm)
@@ -61,7 +69,7 @@ def transpose(a, axes=None):
 def swapaxes(a, axis1, axis2):
     """``np.swapaxes``: :func:`transpose` with two axes exchanged."""
     nd = len(a.shape)
-    i, j = normalize_axis_index(axis1, nd), normalize_axis_index(axis2, nd)
+    i, j = normalize_axis_index(axis1, nd, "axis1"), normalize_axis_index(axis2, nd, "axis2")
     perm = list(range(nd))
     perm[i], perm[j] = j, i
     return transpose(a, perm)
@@ -71,15 +79,32 @@ def swapaxes(a, axis1, axis2):
 def moveaxis(a, source, destination):
     """``np.moveaxis``: :func:`transpose` with the axes moved."""
     nd = len(a.shape)
+    np.moveaxis(_probe(nd), source, destination)      # NumPy's errors and texts
     src = normalize_axis_tuple(source, nd, "source")
     dst = normalize_axis_tuple(destination, nd, "destination")
-    if len(src) != len(dst):
-        raise ValueError("moveaxis: source and destination must have the same number of "
-                         "elements")
     order = [n for n in range(nd) if n not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
     return transpose(a, order)
+
+
+def _probe(nd):
+    """An empty array of ``nd`` dimensions: NumPy's argument checks run on it
+    (no memory)."""
+    return np.empty((0,) * nd, np.uint8)
+
+
+def _order(order, fn):
+    """``order`` as NumPy reads it ('C' for None, any case), with NumPy's
+    errors: ``fn`` (``np.reshape`` or ``np.ravel``) called on an empty probe
+    (before, 'c'/'f' were refused and reshape took 'K', which NumPy refuses
+    there; found by review)."""
+    if fn is np.reshape:
+        np.reshape(_probe(1), 0, order=order)
+    else:
+        fn(_probe(1), order=order)
+    return "C" if order is None else (order.decode() if isinstance(order, bytes)
+                                      else order).upper()
 
 
 def _numpy_shape_text(shape):
@@ -101,6 +126,9 @@ def _resolve(shape, size):
     try:
         shape = (operator.index(shape),)
     except TypeError:                       # a sequence (NumPy's TypeError for a float)
+        if not hasattr(shape, "__iter__"):
+            raise TypeError(f"expected a sequence of integers or a single integer, got "
+                            f"'{shape!r}'") from None        # NumPy's text
         shape = tuple(operator.index(s) for s in shape)
     unknown = [i for i, s in enumerate(shape) if s < 0]
     if len(unknown) > 1:
@@ -142,8 +170,8 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     """``np.reshape``; in C order the result is distributed by blocks of
     axis 0 (see the module docstring).  ``order='F'`` is the transpose of the
     C-order reshape of the transpose (``a.T`` reshaped to the reversed shape),
-    distributed by blocks of its last axis; 'A' and 'K' read as 'C' (a
-    DistArray has no memory order).  ``copy=False``: a view of each rank's
+    distributed by blocks of its last axis; 'A' reads as 'C' (a DistArray
+    has no memory order), 'K' is NumPy's ValueError, lower case NumPy's too.  ``copy=False``: a view of each rank's
     block where no element moves between ranks (:func:`_unmoved`), else a
     DapError (a ValueError, as NumPy's where it cannot avoid a copy)."""
     DistArray = type(a)
@@ -151,10 +179,9 @@ def reshape(a, shape=None, order="C", *, newshape=None, copy=None):
         if shape is not None:
             raise TypeError("reshape: give shape or newshape, not both")
         shape = newshape
-    if shape is None:
-        raise TypeError("reshape: the new shape is missing")
-    if order not in ("C", "F", "A", "K", None):
-        raise ValueError(f"reshape: order must be one of 'C', 'F', 'A' or 'K' (got {order!r})")
+    if shape is None:           # NumPy: a.reshape(None), the same shape
+        shape = tuple(a.shape)
+    order = _order(order, np.reshape)
     size = int(np.prod(a.shape, dtype=np.int64))
     new = _resolve(shape, size)
     if copy is False and new == tuple(a.shape):    # the same layout: nothing moves
@@ -260,4 +287,5 @@ def _viewed(block, shape, order="C"):
 def ravel(a, order="C"):
     """``np.ravel``: a 1-d DistArray in blocks (:func:`reshape`; 'F' reads
     the elements in Fortran order)."""
-    return reshape(a, (-1,), order=order)
+    order = _order(order, np.ravel)          # 'K' reads as 'C' here (no memory order)
+    return reshape(a, (-1,), order="F" if order == "F" else "C")

@@ -25,10 +25,14 @@ _MAX_BYTES = np.iinfo(np.intp).max
 def _made_like(name, maker, a, fill, dtype, shape):
     """``np.<name>`` of a DistArray: NumPy's function on each block (``fill``:
     full_like's value, a tuple of it)."""
-    if fill and np.ndim(fill[0]) != 0:
+    # a DistArray fill_value has no np.ndim/np.shape (nothing gathered): its
+    # own shape (before, np.ndim's TypeError; found by review)
+    fshape = (tuple(fill[0].shape) if isinstance(fill[0], DistArray) else np.shape(fill[0])) \
+        if fill else ()
+    if fshape or (fill and isinstance(fill[0], DistArray)):
         # per block it would broadcast against the local shape: silently
         # wrong on some ranks, an error on others
-        raise DapError(f"np.full_like(DistArray, fill_value of shape {np.shape(fill[0])}): "
+        raise DapError(f"np.full_like(DistArray, fill_value of shape {fshape}): "
                        f"only a scalar fill_value is supported for a DistArray "
                        f"(global shape {a.shape})")
     if shape is not None and _shape(shape) != a.shape:

@@ -63,7 +63,10 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
 
 @implements(np.copy)
 def copy(a, order="K", subok=False):
-    """A DistArray of the same distribution with a copy of each block."""
+    """A DistArray of the same distribution with a copy of each block
+    (``order``: NumPy's errors, checked on an empty probe; before, any value
+    was taken; found by review)."""
+    np.copy(np.empty(0, np.uint8), order=order)
     return wrap(a._block.copy(), a)
 
 
@@ -94,17 +97,27 @@ def array_equal(a1, a2, equal_nan=False):
 
     if shape(a1) != shape(a2):
         return False
+    if equal_nan and a1 is a2:          # NumPy's shortcut (no isnan: any dtype)
+        return True
     da, (x, y) = blocks("np.array_equal", a1, a2)
     if equal_nan:
-        eq = (x == y) | (_isnan(x) & _isnan(y))
+        eq = (x == y) | (_isnan(x, a1) & _isnan(y, a2))
     else:
         eq = x == y
     return _all(da, np.asarray(eq))
 
 
-def _isnan(x):
-    x = np.asarray(x)
-    return np.isnan(x) if x.dtype.kind in "fc" else np.zeros(x.shape, bool)
+def _isnan(x, operand):
+    """NumPy's ``isnan`` as ``array_equal(equal_nan=True)`` takes it: none for
+    booleans and integers, ``np.isnan`` else -- NaT of times too, and NumPy's
+    TypeError for strings and structures, raised on every rank (the dtype is
+    the same everywhere; before, NaT was unequal and strings compared;
+    found by review)."""
+    dt = operand.dtype if is_da(operand) else np.asarray(operand).dtype
+    if dt.kind in "biu":
+        return np.zeros(np.shape(x), bool)
+    np.isnan(np.zeros(0, dt))           # NumPy's error for this dtype, everywhere alike
+    return np.isnan(x)
 
 
 @implements(np.result_type)

@@ -9,6 +9,7 @@ run); integer results and the max/min norms (``ord=inf``/``-inf``) are
 exact.  Operands of the products share one distribution.
 """
 import functools
+import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -53,6 +54,24 @@ def _product(what, a, b, conj):
     if dtype.hasobject:     # a timedelta64 and a float: Python objects (alike everywhere)
         raise DapTypeError(f"{what} of DistArrays of {xo.dtype} and {yo.dtype}: NumPy's result "
                            f"is a Python object, which cannot cross ranks (gather first)")
+    if dtype == np.float16:
+        # NumPy's half dot sums in float32 and rounds once: the ranks'
+        # partials (float16 products are exact there) summed in float64,
+        # rounded once (before, each rank's partial rounded to float16 and
+        # the sum again: a unit in the last place off; found by review)
+        acc = np.float64
+        total = _sum_of_partials(da, lambda: fn(xo.astype(acc), yo.astype(acc)), acc, what)
+        with np.errstate(over="ignore"):
+            r = np.float16(total)
+        if not conj and np.isinf(r) and np.isfinite(total):
+            # beyond float16: inf and NumPy's flag of its dot (np.vdot sets
+            # none), reported as np.errstate says -- the same on every rank
+            mode = np.geterr()["over"]
+            if mode == "raise":
+                raise FloatingPointError("overflow encountered in dot")
+            if mode == "warn":
+                warnings.warn("overflow encountered in dot", RuntimeWarning, stacklevel=4)
+        return r
     return _sum_of_partials(da, lambda: fn(xo, yo), dtype, what)
 
 

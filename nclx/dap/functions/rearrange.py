@@ -166,6 +166,9 @@ def concatenate(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """``np.concatenate`` (``axis=None`` joins the flattened operands): one
     Alltoallw into the default layout of the result."""
     what = "concatenate"
+    if out is not None and dtype is not None:      # NumPy's check, before out='s refusal
+        raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both "
+                        "were provided.")
     _no_out(out, what)
     if isinstance(arrays, dict) or not hasattr(type(arrays), "__getitem__"):
         # NumPy's own error (its dispatcher consumed a generator already)
