@@ -9,12 +9,26 @@ stay whole unless ``nclx.config(reassociate=True)``.  Calls NumPy hands over
 in chunks (casting, ``where=``, broadcasting) are smaller than the threshold
 and run whole.
 """
+import operator
+
 from nclx._ncl import calibrate as _calibrate
 from nclx._ncl import policy as _policy
 from nclx._ncl import team as _team
 
 __all__ = ["set_num_threads", "get_num_threads", "set_threshold", "get_threshold",
            "reset_thresholds", "calibrate"]
+
+
+def _count(n, what):
+    """``n`` as an int: an integer (NumPy's integers too), never a float,
+    str or bool (``int(n)`` made 1.5 one thread and a threshold of 1.5 split
+    every call)."""
+    if isinstance(n, bool):
+        raise TypeError(f"{what} must be an integer, not bool")
+    try:
+        return operator.index(n)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, not {type(n).__name__}") from None
 
 
 def set_num_threads(n):
@@ -26,7 +40,7 @@ def set_num_threads(n):
     ``NCLX_NUM_THREADS`` or the number of cores available to the process
     decides.
     """
-    _team.set_num_threads(int(n))
+    _team.set_num_threads(_count(n, "the number of threads"))
 
 
 def get_num_threads():
@@ -38,7 +52,7 @@ def get_num_threads():
 def set_threshold(n, op=None, kind=None, dtype=None):
     """Split loop calls of at least ``n`` elements: for ``op`` (or every op),
     ``kind`` ("elementwise", "reduce" or both) and input ``dtype`` (or all)."""
-    _policy.set_threshold(int(n), op, kind, dtype)
+    _policy.set_threshold(_count(n, "the threshold"), op, kind, dtype)
 
 
 def get_threshold(op="add", kind="elementwise", dtype=None):

@@ -27,6 +27,30 @@ from nclx._ncl.spec import ALL_OP_NAMES
 
 cnp.import_array()
 
+cdef extern from "<fenv.h>":
+    int fetestexcept(int excepts) nogil
+    int feclearexcept(int excepts) nogil
+    int feraiseexcept(int excepts) nogil
+    int FE_ALL_EXCEPT
+
+#: id(Call) -> floating-point flags its loops raised under next()/run_*():
+#: NumPy clears the flags around every ufunc call, so a hook's own NumPy
+#: call after next() would erase the loop's; and a loop that another thread
+#: ran left them on that thread.  The hook's runner raises them again on
+#: the loop's thread when the hook ends (take_loop_flags).
+_loop_flags = {}
+
+
+cdef void _keep_flags(Call c, int raised) except *:
+    if raised:
+        key = id(c)
+        _loop_flags[key] = _loop_flags.get(key, 0) | raised
+
+
+def take_loop_flags(Call c):
+    """The floating-point flags the loops ``c`` ran raised (cleared)."""
+    return _loop_flags.pop(id(c), 0)
+
 
 cdef object _raw_view(ncl_call *call, int i, npy_intp n, npy_intp stride):
     """A temporary zero-copy 1-d view of operand ``i`` (never handed out)."""
@@ -57,6 +81,7 @@ cdef class Call:
     @staticmethod
     cdef Call wrap(ncl_node *node, ncl_call *call):
         cdef Call c = Call.__new__(Call)
+        _loop_flags.pop(id(c), None)     # left by a Call that had this id
         c.node = node
         c.call = call
         c.punted = False
@@ -167,12 +192,17 @@ cdef class Call:
             raise RuntimeError("a Kernel passes a call on by returning NotImplemented")
         cdef ncl_node *node = self.node
         cdef ncl_call *call = self.call
+        cdef int before, raised
         self.busy += 1
         try:
             self._flush()
             self.punted = True
             with nogil:
+                before = fetestexcept(FE_ALL_EXCEPT)
+                feclearexcept(FE_ALL_EXCEPT)
                 ncl_call_next(node, call)
+                raised = fetestexcept(FE_ALL_EXCEPT)
+                feraiseexcept(before | raised)
             if PyErr_Occurred() != NULL:
                 # a loop set a Python error (NumPy's integer power with a
                 # negative exponent): raised here and kept, so that the hook
@@ -182,7 +212,9 @@ cdef class Call:
                     _pending_error()
                 except BaseException as exc:
                     self.loop_error = exc
+                    _keep_flags(self, raised)
                     raise
+            _keep_flags(self, raised)
             if self._mirrors is not None:
                 self._copy_in()
         finally:
@@ -205,12 +237,19 @@ cdef class Call:
         """Run ``loop`` on the call's buffers (counted in ``busy``, so the
         hook's end waits for it)."""
         cdef ncl_call *call = self.call
+        cdef int before, raised
         self.busy += 1
         try:
             self._flush()
             self.ran = True
             with nogil:
+                before = fetestexcept(FE_ALL_EXCEPT)
+                feclearexcept(FE_ALL_EXCEPT)
                 loop(call.args, call.dimensions, call.steps, call.data)
+                raised = fetestexcept(FE_ALL_EXCEPT)
+                feraiseexcept(before | raised)
+            if PyErr_Occurred() == NULL:     # (a loop's Python error: as before)
+                _keep_flags(self, raised)
             if self._mirrors is not None:
                 self._copy_in()
         finally:

@@ -21,12 +21,19 @@ from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
 from nclx._ncl.calls cimport Call
+from nclx._ncl.calls import take_loop_flags
+from nclx._ncl.modes import hold_checked_record, give_back_checked_record
 from nclx._ncl.hookerrors cimport ncl_hook_report, ncl_hook_record
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 from nclx._ncl.targets import kernel_chain_name
 
 cnp.import_array()
+
+cdef extern from "<fenv.h>":
+    int fetestexcept(int excepts) nogil
+    int feraiseexcept(int excepts) nogil
+    int FE_ALL_EXCEPT
 
 cdef extern from "ncl_atomic.h":
     void *ncl_load_ptr(void **p) nogil
@@ -36,7 +43,15 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     """Run a Python hook; 1 when the rest of the chain must still run."""
     cdef bint failed = False
     cdef bint punted
-    cdef Call c
+    cdef Call c = None
+    # the flags this thread's earlier pieces of the ufunc call raised: the
+    # hook's own NumPy calls clear them (NumPy clears the flags around each
+    # ufunc call), so they are raised again when the hook ends, with those
+    # of the loops it ran (kept by its Call)
+    cdef int flags = fetestexcept(FE_ALL_EXCEPT)
+    # and inside checked() the overflow record of those pieces (kept only
+    # while FE_OVERFLOW is set)
+    held = hold_checked_record() if call.caller_flags else None
     loop_error = None
     ncl_hook_depth_add(1)
     try:
@@ -69,6 +84,10 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
             ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
     finally:
         ncl_hook_depth_add(-1)
+        if c is not None:
+            flags |= take_loop_flags(c)
+        feraiseexcept(flags)
+        give_back_checked_record(held)
     if loop_error is not None:
         # the chain's loop failed under next(): NumPy raises its error (also
         # where the hook caught it)
@@ -129,6 +148,8 @@ cdef class Kernel:
 cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     cdef int rc = 1
     cdef Call c
+    cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
+    held = hold_checked_record() if call.caller_flags else None
     ncl_hook_depth_add(1)
     c = Call.wrap(NULL, call)
     try:
@@ -152,6 +173,9 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
         c._close()
         c.call = NULL
         ncl_hook_depth_add(-1)
+        flags |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
+        feraiseexcept(flags)
+        give_back_checked_record(held)
     return rc
 
 

@@ -110,3 +110,23 @@ def take_checked_overflow():
     result = (list(spec.OPS)[op], DTYPES[ncl_modes_rec_dtype()], ncl_modes_rec_count())
     ncl_modes_rec_clear()
     return result
+
+
+def hold_checked_record():
+    """Take this thread's pending checked overflow record as it is stored
+    (op index, dtype index, count), or None; clears it.  A Python hook holds
+    it while it runs: its own NumPy calls begin by clearing the FP flags, and
+    a record without FE_OVERFLOW counts as stale (ncl_modes_caller_flags),
+    so the overflows of the call's earlier pieces were dropped."""
+    op = ncl_modes_rec_op()
+    if op < 0:
+        return None
+    held = (op, ncl_modes_rec_dtype(), ncl_modes_rec_count())
+    ncl_modes_rec_clear()
+    return held
+
+
+def give_back_checked_record(held):
+    """Put back what hold_checked_record() took (FE_OVERFLOW raised again)."""
+    if held is not None:
+        ncl_modes_record(held[0], held[1], held[2])
