@@ -1,5 +1,6 @@
 """The global view of a distributed array: one dimension dictionary per
 grid coordinate and dimension, over a C-order process grid."""
+import math
 import operator
 
 import numpy as np
@@ -121,7 +122,11 @@ class Distribution:
         balanced: local sizes differ by at most one), 'c' (cyclic or, with
         ``block_size``, block-cyclic) or 'n' (undistributed).  ``padding`` is
         the communication padding width of block dimensions."""
-        shape = tuple(int(s) for s in shape)
+        # integers only: int() truncated a float extent (DistArray.from_shape((4.7,))
+        # was 4 long) and parsed a string (found by review); NumPy refuses both
+        shape = tuple(_integers(list(shape), "shape"))
+        if None in shape:
+            raise DapTypeError(f"shape must hold integers, not {shape!r}")
         ndim = len(shape)
         if any(s < 0 for s in shape):
             raise DapError(f"shape {shape} has a negative extent")
@@ -144,6 +149,9 @@ class Distribution:
                 raise DapError(f"padding[{d}] must be >= 0, got {padding[d]}")
         distributed = [d for d in range(ndim) if dist[d] != "n"]
         if grid_shape is None:
+            if nprocs is not None and (isinstance(nprocs, (bool, np.bool_)) or
+                                       not isinstance(nprocs, (int, np.integer))):
+                raise DapTypeError(f"nprocs must be an integer, not {nprocs!r}")
             nprocs = 1 if nprocs is None else int(nprocs)
             sub = dims_create(nprocs, len(distributed)) if distributed else dims_create(nprocs, 0)
             grid = [1] * ndim
@@ -219,10 +227,14 @@ class Distribution:
         for d in range(ndim):
             sizes = {dd["proc_grid_size"] for dds in norm for dd in [dds[d]] if dd}
             if len(sizes) > 1:
-                raise DapError(f"dimension {d}: ranks disagree on proc_grid_size {sorted(sizes)}")
+                raise DapError(f"dimension {d}: ranks disagree on 'proc_grid_size' ("
+                               + _by_value(norm, d, "proc_grid_size") + ")")
             grid.append(sizes.pop() if sizes else 1)
-        if int(np.prod(grid)) != len(seq):
-            raise DapError(f"the process grid {tuple(grid)} holds {int(np.prod(grid))} processes "
+        # Python's exact product: sizes near 2**63 whose int64 product
+        # (np.prod) wrapped to the rank count passed, and [None] * size then
+        # raised a bare MemoryError (found by review)
+        if math.prod(grid) != len(seq):
+            raise DapError(f"the process grid {tuple(grid)} holds {math.prod(grid)} processes "
                            f"but dim_data was given for {len(seq)}")
         per_dim = [[None] * g for g in grid]
         for r, dds in enumerate(norm):
@@ -241,11 +253,22 @@ class Distribution:
                     raise DapError(f"rank {r}: dim_data[{d}] differs from another rank at grid "
                                    f"coordinate {c} of dimension {d}")
         for d, col in enumerate(per_dim):
-            sizes = {dd["size"] for dd in col}
-            if len(sizes) > 1:
-                raise DapError(f"dimension {d}: ranks disagree on 'size' {sorted(sizes)}")
+            # one dist_type, size and block_size per dimension (before, a
+            # dimension 'b' on some grid coordinates and 'c' or 'u' on others
+            # raised AttributeError or KeyError, or gathered wrong values, and
+            # cyclic coordinates with different block sizes were taken: a
+            # gather returned uninitialised memory; found by review)
+            for key in ("dist_type", "size", "block_size"):
+                values = {dd.get(key) for dd in col}
+                if len(values) > 1:
+                    raise DapError(f"dimension {d}: the ranks disagree on {key!r} ("
+                                   + _by_value(norm, d, key) + ")")
             if col[0]["dist_type"] == "b":
                 _check_block_column(d, col, grid)
+        total = math.prod(col[0]["size"] for col in per_dim)
+        if total > _INTP_MAX:
+            raise DapError(f"the global shape {tuple(col[0]['size'] for col in per_dim)} holds "
+                           f"{total} elements, more than an array can index ({_INTP_MAX})")
         return cls(per_dim)
 
     # ------------------------------------------------------------- queries
@@ -337,6 +360,20 @@ class Distribution:
 
     def __repr__(self):
         return f"Distribution(shape={self.shape}, dist={self.dist}, grid_shape={self.grid_shape})"
+
+
+_INTP_MAX = int(np.iinfo(np.intp).max)
+
+
+def _by_value(norm, d, key):
+    """The ranks grouped by the value of ``key`` in their dimension ``d``
+    (``norm``: every rank's normalised dimension dictionaries), for messages."""
+    groups = {}
+    for r, dds in enumerate(norm):
+        groups.setdefault(repr(dds[d].get(key) if dds[d] else None), []).append(r)
+    return "; ".join(f"rank{'s' if len(rs) > 1 else ''} "
+                     f"{', '.join(map(str, rs[:8]))}{', ...' if len(rs) > 8 else ''}: {v}"
+                     for v, rs in groups.items())
 
 
 def _check_block_column(d, col, grid):

@@ -45,13 +45,20 @@ def _where(dim, key=None):
     return f"dim_data[{dim}]" + (f"[{key!r}]" if key is not None else "")
 
 
-def _int(value, dim, key, minimum=None):
+def _int(value, dim, key, minimum=None, maximum=_INT64_MAX):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise DapTypeError(f"{_where(dim, key)} must be an integer, not "
                            f"{type(value).__name__} {value!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise DapError(f"{_where(dim, key)} must be >= {minimum}, got {value}")
+    if not -_INT64_MAX - 1 <= value <= maximum:
+        # the maps, the moves and NumPy index in int64: a size of 2**70 made
+        # a DistArray whose .size raised OverflowError (found by review); a
+        # size may be 2**63, the count of the int64 indices [0, 2**63) a 'u'
+        # dimension can hold (a Distribution's shape must still fit an array)
+        raise DapError(f"{_where(dim, key)} is {value}, outside the int64 range of indices"
+                       + (" (a size is at most 2**63)" if maximum != _INT64_MAX else ""))
     return value
 
 
@@ -222,7 +229,7 @@ def normalize_dim_dict(dd, dim=0, length=None):
         if key not in required and key not in optional:
             raise DapError(f"{_where(dim, key)} is not a key of dist_type {dist!r}")
     out = {"dist_type": dist}
-    size = out["size"] = _int(dd["size"], dim, "size", 0)
+    size = out["size"] = _int(dd["size"], dim, "size", 0, _INT64_MAX + 1)
     grid = out["proc_grid_size"] = _int(dd["proc_grid_size"], dim, "proc_grid_size", 1)
     rank = out["proc_grid_rank"] = _int(dd["proc_grid_rank"], dim, "proc_grid_rank", 0)
     if rank >= grid:
@@ -245,6 +252,9 @@ def normalize_dim_dict(dd, dim=0, length=None):
             raise DapError(f"{_where(dim, 'stop')} ({stop}) is below start ({start})")
         if stop > high:
             raise DapError(f"{_where(dim, 'stop')} is {stop}, beyond size {size}")
+        if stop - start > _INT64_MAX:
+            raise DapError(f"{_where(dim)}: the local range [{start}, {stop}) holds more than "
+                           f"{_INT64_MAX} elements")
         if pad[0] + pad[1] > stop - start:
             raise DapError(f"{_where(dim, 'padding')} {pad} is wider than the local range "
                            f"[{start}, {stop})")
