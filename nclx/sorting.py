@@ -91,7 +91,11 @@ def _final_argsort(func, method, inputs, kwargs):
             if _sorting.argsort_lanes(vals, idx, k):
                 if axis is None:
                     return idx.reshape(-1)
-                return np.ascontiguousarray(np.moveaxis(idx.reshape(v.shape), -1, int(axis)))
+                # NumPy's argsort returns a fresh C-ordered array of a's
+                # shape (canonical strides, size-1 dimensions included)
+                res = np.empty(a.shape, dtype=np.intp)
+                np.moveaxis(res, int(axis), -1)[...] = idx.reshape(v.shape)
+                return res
     return np.argsort(a, **kwargs)
 
 
