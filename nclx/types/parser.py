@@ -30,8 +30,13 @@ class TypeStringError(NclxError, ValueError):
 
     def __init__(self, text, column, message):
         self.text, self.column = text, column
-        caret = " " * (column - 1) + "^"
-        super().__init__(f"column {column}: {message}\n  {text}\n  {caret}")
+        # the text around the column only: a long string (a record of
+        # thousands of fields) was repeated whole in the message (review)
+        lo = max(0, column - 1 - 60)
+        hi = min(len(text), column - 1 + 60)
+        shown = ("..." if lo else "") + text[lo:hi] + ("..." if hi < len(text) else "")
+        caret = " " * (column - 1 - lo + (3 if lo else 0)) + "^"
+        super().__init__(f"column {column}: {message}\n  {shown}\n  {caret}")
 
 
 _TOKEN = re.compile(r"""

@@ -267,6 +267,15 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
         """Element j of every list (``r[:, j]``)."""
         check_lists(self._offsets, len(self._values))   # trusted offsets: no wrapped reads
         lengths = self.lengths
+        if not -2**63 <= j < 2**63:
+            # out of bounds for every list (np.where below raised a bare
+            # OverflowError; found by review)
+            valid = self.valid()
+            if valid.any():
+                k = int(np.argmax(valid))
+                raise IndexError(f"index {j} is out of bounds for list {k} of length "
+                                 f"{int(lengths[k])}")
+            j = 0           # every list missing: nothing is read
         valid = self.valid()
         jj = np.where(lengths > 0, j, 0) if j >= 0 else j + lengths
         bad = valid & ((jj < 0) | (jj >= lengths))

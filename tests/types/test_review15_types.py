@@ -207,3 +207,28 @@ def test_from_string_of_zero_width_records_and_huge_empty_shapes():
         from_string("0 * 9223372036854775807 * int16", b"")
     with pytest.raises(ValueError, match="dimension 1: record"):
         from_string("2 * {x: 9223372036854775807 * int8}", bytes(16))
+
+
+def test_a_column_index_beyond_int64_is_an_index_error():
+    """``r[:, 2**70]`` raised a bare OverflowError (np.where of the index)."""
+    from nclx.types import from_list
+    r = from_list([[1, 2, 3], [4, 5]])
+    for j in (2**70, -2**70):
+        with pytest.raises(IndexError, match=f"index {j} is out of bounds for list 0 of length 3"):
+            r[:, j]
+    with pytest.raises(IndexError, match="list 1 of length 1"):
+        from_list([None, [1]])[:, 2**70]
+
+
+def test_a_type_string_error_shows_the_text_around_the_column():
+    """The message repeated the whole string (100 KB for a record of
+    thousands of fields): now at most 60 characters each side."""
+    from nclx.types import parse
+    from nclx.types.parser import TypeStringError
+    with pytest.raises(TypeStringError) as info:
+        parse("{" + "a: int32, " * 5000 + "b: ?? }")
+    assert len(str(info.value)) < 300 and "duplicate field name 'a'" in str(info.value)
+    with pytest.raises(TypeStringError) as info:
+        parse("{a: int32, b: ??}")
+    lines = str(info.value).splitlines()
+    assert lines[1] == "  {a: int32, b: ??}" and lines[2].index("^") == 2 + 15
