@@ -17,7 +17,9 @@ and passes every other thread's on to the function it replaced.
 
 What stays process-wide (the filters are): while a scope is open, other
 threads' warnings of its category are ignored (:func:`ignoring`) or shown
-whatever their filters say (:func:`recording`); a ``catch_warnings`` that
+whatever their filters say (:func:`recording`; except where that thread
+is inside an :func:`ignoring` of the warning's category: the dispatcher
+drops it); a ``catch_warnings`` that
 another thread opens and closes around one of these scopes can still put
 its entry back.  Where Python keeps warning filters per context
 (``sys.flags.context_aware_warnings``, Python 3.14), these are plain
@@ -151,6 +153,10 @@ def _dispatch(message, category, filename, lineno, file=None, line=None):
     if logs:
         logs[-1].append(warnings.WarningMessage(message, category, filename, lineno, file, line))
         return
+    held = getattr(_local, "held", None)
+    if held and any(n and entry[0] == "ignore" and issubclass(category, entry[2])
+                    for entry, n in held.items()):
+        return      # this thread ignores it: another thread's "always" put it here
     show = _replaced if _replaced is not None else warnings._showwarning_orig
     show(message, category, filename, lineno, file, line)
 

@@ -207,3 +207,30 @@ def test_a_fork_while_another_thread_is_in_a_scope():
         t.join(10)
         assert _filters() == before and warnings.showwarning is show
     assert status == 0
+
+
+def test_a_thread_ignoring_while_another_records_still_ignores():
+    """Thread A records (its "always" entry in front), thread B ignores
+    ComplexWarnings: B's own ComplexWarning is not shown (before the
+    dispatcher looked at B's scopes, it was printed: the "always" entry
+    came first)."""
+    shown = []
+    ready, recorded = threading.Event(), threading.Event()
+
+    def b():
+        with ignoring(CW):
+            ready.set()
+            assert recorded.wait(10)
+            warnings.warn("B's own cast", CW)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")
+        warnings.showwarning = lambda *a, **k: shown.append(str(a[0]))
+        t = threading.Thread(target=b)
+        t.start()
+        assert ready.wait(10)
+        with recording() as log:
+            recorded.set()
+            t.join(10)
+        assert not t.is_alive()
+    assert shown == [] and log == []
