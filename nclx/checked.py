@@ -11,8 +11,10 @@ OverflowError: integer overflow in multiply (int64): 1 element(s) wrapped
 Inside the block, integer ``add``, ``subtract``, ``multiply`` (also their
 reductions, e.g. ``a.sum()``), ``negative`` (of the minimum signed integer,
 and of any nonzero unsigned value, which wraps), ``absolute`` of the
-minimum signed integer, ``square`` and ``power`` (a negative exponent is
-left to NumPy's ValueError) run nclx's checked kernels: C nodes at the front
+minimum signed integer, ``square``, ``power`` (a negative exponent is
+left to NumPy's ValueError) and ``floor_divide`` (the minimum signed integer
+divided by -1; division by zero keeps NumPy's 0 and "divide by zero"
+warning) run nclx's checked kernels: C nodes at the front
 of those kernel chains that detect wrap-around and raise the FE_OVERFLOW
 flag.  ``left_shift`` and ``right_shift`` raise when bits are lost: a left
 shift whose result shifted back is not the value, a right shift whose
@@ -156,8 +158,8 @@ def active():
 
 @contextlib.contextmanager
 def checked():
-    """Make integer add/subtract/multiply/negative/absolute/square/power
-    raise OverflowError instead of wrapping, and left_shift/right_shift when
+    """Make integer add/subtract/multiply/negative/absolute/square/power/
+    floor_divide raise OverflowError instead of wrapping, and left_shift/right_shift when
     bits are lost, for this thread, inside the block."""
     with _install.installed():
         depth, mine = _modes.checked_depth(), getattr(_mine, "n", 0)

@@ -34,6 +34,8 @@ cdef nclx_api _api
 
 cdef int _find(int op, const int *dtypes, int ndtypes) noexcept nogil:
     cdef int k, j
+    if dtypes == NULL:
+        return -1                    # (a NULL array was read: a crash)
     for k in range(_nkernels):
         if _kernels[k].op != op or _kernels[k].nargs != ndtypes:
             continue
@@ -71,7 +73,11 @@ cdef ncl_chain *_api_funnel_chain(int subsystem) noexcept nogil:
 
 
 cdef ncl_chain *_api_kernel_chain(int op, const int *dtypes, int ndtypes) noexcept with gil:
-    cdef int k = _find(op, dtypes, ndtypes)
+    cdef int k
+    if dtypes == NULL:
+        PyErr_SetObject(ValueError, ValueError("kernel_chain: dtypes must not be NULL"))
+        return NULL
+    k = _find(op, dtypes, ndtypes)
     if k < 0:
         PyErr_SetObject(LookupError, LookupError(f"nclx has no kernel for op {op} with "
                                                  f"{ndtypes} dtypes"))
