@@ -7,8 +7,11 @@ global index (``global_codes``), in any dtype (``convert``), fill the
 communication padding with wrong values and check an exchange put the right
 ones there (``exchange_and_check``).
 """
+import atexit
+import os
 import shutil
 import tempfile
+import threading
 
 import numpy as np
 import pytest
@@ -35,6 +38,42 @@ def outcome(fn, *args, **kw):
         return "ok", fn(*args, **kw)
     except Exception as exc:  # noqa: BLE001 - compared collectively
         return "exc", f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+#: True once a call given to :func:`within` has not returned on some rank
+HUNG = []
+
+
+@atexit.register
+def _leave_after_a_hang():
+    """A rank left inside a collective would make MPI_Finalize wait for
+    ever: exit without it (the failure is reported already)."""
+    if HUNG:
+        os._exit(1)
+
+
+def _whole_outcome(fn, *args, **kw):
+    try:
+        return "ok", fn(*args, **kw)
+    except Exception as exc:  # noqa: BLE001 - compared collectively
+        return "exc", f"{type(exc).__name__}: {exc}"
+
+
+def within(fn, *args, limit=10.0, **kw):
+    """('ok', value) or ('exc', 'Type: whole message') of ``fn(*args,
+    **kw)`` run in a thread, or ('hang', ...) where it has not returned
+    within ``limit`` seconds: a hang fails the test instead of hanging the
+    suite.  The ranks agree on a hang on COMM_WORLD, so ``fn`` must run its
+    collectives on a communicator of its own (``comm.Dup()``)."""
+    box = []
+    t = threading.Thread(target=lambda: box.append(_whole_outcome(fn, *args, **kw)),
+                         daemon=True)
+    t.start()
+    t.join(limit)
+    got = box[0] if box else ("hang", f"still inside after {limit} s")
+    if any(g == "hang" for g in comm.allgather(got[0])):
+        HUNG.append(True)
+    return got
+
 
 def result_bits(fn, *args, **kw):
     """What ``fn(*args, **kw)`` gives, warnings silenced, for comparing with

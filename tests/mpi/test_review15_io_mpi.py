@@ -36,32 +36,23 @@ on the code before its fix, at 2 ranks or more where it says so):
   keeps all 16); now moved as 16 bytes.
 
 Hang tests run the call in a thread on a duplicated communicator and fail
-(instead of hanging) when it has not returned within ``_LIMIT`` seconds.
+(instead of hanging) when it has not returned within 10 seconds
+(``mpi_helpers.within``).
 """
-import atexit
 import os
-import threading
 
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, collective_assert, rank, shared_tmpdir
+from mpi_helpers import HUNG as _HUNG, within as _within, N, collective_assert, rank, shared_tmpdir
 from nclx.dap import DapError, npymap
 
 comm = MPI.COMM_WORLD
 last = N - 1
-_LIMIT = 10.0
-_HUNG = []
 
 
-@atexit.register
-def _leave_after_a_hang():
-    """A rank left inside a collective would make MPI_Finalize wait for
-    ever: exit without it (the failure is reported already)."""
-    if _HUNG:
-        os._exit(1)
 
 
 @pytest.fixture(scope="module")
@@ -76,20 +67,6 @@ def outcome(fn, *args, **kw):
         return "ok", fn(*args, **kw)
     except Exception as exc:  # noqa: BLE001 - compared collectively
         return "exc", f"{type(exc).__name__}: {exc}"
-
-
-def _within(fn, *args, **kw):
-    """``outcome(fn, ...)``, run in a thread: ('hang', ...) when it has not
-    returned within ``_LIMIT`` seconds (the ranks then agree on that on
-    COMM_WORLD, while the thread waits on its own communicator)."""
-    box = []
-    t = threading.Thread(target=lambda: box.append(outcome(fn, *args, **kw)), daemon=True)
-    t.start()
-    t.join(_LIMIT)
-    got = box[0] if box else ("hang", f"still inside after {_LIMIT} s")
-    if any(g[0] == "hang" for g in comm.allgather(got)):
-        _HUNG.append(True)
-    return got
 
 
 def _same_everywhere(got):

@@ -24,10 +24,9 @@ names):
   the set of values only; now each rank's value.
 
 Every call runs in a thread on a duplicated communicator and fails
-(instead of hanging) when it has not returned within ``_LIMIT`` seconds.
+(instead of hanging) when it has not returned within 10 seconds
+(``mpi_helpers.within``).
 """
-import atexit
-import os
 import sys
 import threading
 
@@ -36,41 +35,12 @@ import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, check_block, collective_assert, fill_and_expect, rank
+from mpi_helpers import HUNG as _HUNG, within as _within, N, check_block, collective_assert, fill_and_expect, rank
 
 comm = MPI.COMM_WORLD
 last = N - 1
-_LIMIT = 10.0
-_HUNG = []
 
 
-@atexit.register
-def _leave_after_a_hang():
-    """A rank left inside a collective would make MPI_Finalize wait for
-    ever: exit without it (the failure is reported already)."""
-    if _HUNG:
-        os._exit(1)
-
-
-def outcome(fn, *args, **kw):
-    """('ok', value) or ('exc', 'Type: whole message') -- never raises."""
-    try:
-        return "ok", fn(*args, **kw)
-    except Exception as exc:  # noqa: BLE001 - compared collectively
-        return "exc", f"{type(exc).__name__}: {exc}"
-
-
-def _within(fn, *args, **kw):
-    """``outcome(fn, ...)`` in a thread: ('hang', ...) when it has not
-    returned within ``_LIMIT`` seconds."""
-    box = []
-    t = threading.Thread(target=lambda: box.append(outcome(fn, *args, **kw)), daemon=True)
-    t.start()
-    t.join(_LIMIT)
-    got = box[0] if box else ("hang", f"still inside after {_LIMIT} s")
-    if any(g[0] == "hang" for g in comm.allgather(got[0])):
-        _HUNG.append(True)
-    return got
 
 
 def _export(buf, *dim_data):
@@ -227,7 +197,7 @@ def test_threads_exchange_different_arrays_on_duplicated_communicators():
         for t in ts:
             t.start()
         for t in ts:
-            t.join(_LIMIT)
+            t.join(10.0)
         alive = any(t.is_alive() for t in ts)
     finally:
         sys.setswitchinterval(saved)
