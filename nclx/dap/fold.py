@@ -281,7 +281,7 @@ def agree(comm, key, error=None, what=None):
     return True
 
 
-def agreed_call(comm, fn, key, what, inner_agreed=False):
+def agreed_call(comm, fn, key, what, inner_agreed=False, report=None):
     """``fn()`` on every rank of ``comm``, then one agreement: an exception on
     any rank is raised on every rank (that rank's own, a DapError naming it
     elsewhere), so no rank goes on alone after a local computation failed
@@ -290,17 +290,30 @@ def agreed_call(comm, fn, key, what, inner_agreed=False):
     ``inner_agreed``: ``fn`` may itself agree on ``comm`` (a DistArray
     subclass's ``__init__`` calling DistArray's): an error raised by that
     agreement was raised on every rank at once, so it goes up without a
-    second collective, which the other ranks would never join."""
+    second collective, which the other ranks would never join.
+
+    ``report``: ``fn()`` returns ``(result, flags)`` (floating-point flag
+    bits it recorded); the flags are ORed over the ranks in the same
+    collective and ``report(flags)`` is called on every rank where any rank
+    met one and none failed (an elementwise call's ``call``/``log`` modes:
+    one report for the whole array, as NumPy's)."""
     error = result = None
+    fp = 0
     try:
         result = fn()
+        if report is not None:
+            result, fp = result
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         if inner_agreed and getattr(exc, "_nclx_agreed", False):
             raise
         error = exc
     # a kind of its own: ranks in :func:`agree` go on to an allgather when
     # only the keys differ, so meeting them must be OTHER_CALL (raised at once)
-    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, key=key, kind="call")
+    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, fp=fp, key=key,
+                                  kind="call")
+    if report is not None and verdict is not None and not verdict[0] and verdict[3] is None:
+        report(verdict[4])
+        return result
     raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
     return result
 

@@ -18,8 +18,9 @@ from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.fold import agreed_call
+from nclx.dap.elementcall import loop_of, report_flags
 from nclx.dap.outwrite import blocks_into, cast_into
-from nclx._fpflags import fp_may_raise
+from nclx._fpflags import fp_may_raise, recorded_flags
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
@@ -210,9 +211,19 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
     if method == "__call__" and _may_fail_alone(ufunc, inputs, kwargs):
         # an error of one rank's cells is raised on every rank: the others
         # would go on to their next collective and wait there
-        return agreed_call(da.comm, lambda: aware.array_ufunc(
-            ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is, compute=run),
-            f"elementwise {ufunc.__name__}", ufunc.__name__)
+        def call():
+            return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap,
+                                     wrap=_as_is, compute=run)
+        kinds = [k for k, m in np.geterr().items() if m in ("call", "log")]
+        if not kinds:
+            return agreed_call(da.comm, call, f"elementwise {ufunc.__name__}", ufunc.__name__)
+        # call/log modes: each rank's flags recorded, ORed over the ranks in
+        # the agreement, and reported once on every rank, as NumPy reports
+        # them once for the whole array (before: only the ranks whose cells
+        # met a flag called, a log mode with no object raised there alone)
+        return agreed_call(da.comm, lambda: recorded_flags(call, kinds),
+                           f"elementwise {ufunc.__name__}", ufunc.__name__,
+                           report=lambda flags: report_flags(ufunc.__name__, flags))
     try:
         return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=da._unwrap, wrap=_as_is,
                                  compute=run)
@@ -231,8 +242,18 @@ def _may_fail_alone(ufunc, inputs, kwargs):
     loop (NumPy's ValueError for a negative exponent, raised only where one
     is met; an empty block meets none).  A user hook is local to its rank
     (a profiler may be linked on one rank only): its errors are its own."""
-    if fp_may_raise():
-        return True
+    if fp_may_raise() or "log" in np.geterr().values():
+        return True          # log: NumPy's NameError where the errstate has no object
+    if "dtype" in kwargs or "signature" in kwargs:
+        # the loop is chosen by them: an integer power or an object loop of
+        # other operands (before: np.power(floats, dtype=np.int64,
+        # casting="unsafe") raised on the ranks holding a negative exponent
+        # only, np.divide(ints, dtype=object) a ZeroDivisionError likewise)
+        loop = loop_of(ufunc, inputs, kwargs)
+        if loop is None:
+            return True
+        if any(d.kind == "O" for d in loop) or (ufunc is np.power and loop[0].kind in "iub"):
+            return True
     dts = [getattr(x, "dtype", None) for x in inputs]
     if any(d is not None and d.kind == "O" for d in dts):
         return True
@@ -273,6 +294,25 @@ def _records_compared(da, other, op):
     return da._wrap_block(op(da._block, other))
 
 
+def _no_loop_error():
+    from numpy._core import _exceptions
+    return _exceptions._UFuncNoLoopError
+
+
+def _compared(da, other, ufunc):
+    """``da == other`` (``!=``): NumPy's operator -- the ufunc, or where it
+    has no loop for the dtypes (a str DistArray and bytes, a number and a
+    str) every cell False (True), as ndarray's operators answer (before,
+    the ufunc's UFuncTypeError; found by review)."""
+    try:
+        return ufunc(da, other)
+    except _no_loop_error():
+        DistArray = _distarray()
+        if isinstance(other, DistArray):
+            other = da._aligned(other)      # its errors (shape, communicator) first
+        return da._wrap_block(np.full(da._block.shape, ufunc is np.not_equal, bool))
+
+
 def _refuses_ufuncs(other):
     """``__array_ufunc__ = None``: the type asks binary operators to return
     NotImplemented so its own reflected operator runs (NumPy's rule)."""
@@ -303,7 +343,8 @@ def add_operators(cls):
         # records (structured dtypes): ndarray's own comparison, not the ufunc's
         setattr(cls, f"__{name}__", lambda self, other, _u=getattr(np, _COMPARE[name]), _op=op: (
             NotImplemented if _refuses_ufuncs(other) else
-            _records_compared(self, other, _op) if _records(self, other) else _u(self, other)))
+            _records_compared(self, other, _op) if _records(self, other) else
+            _compared(self, other, _u)))
     for name, uf in _OPERATORS:
         if name in _INPLACE:        # NumPy's in-place operators: written into self
             setattr(cls, f"__i{name}__", lambda self, other, _u=uf: (

@@ -1,0 +1,71 @@
+"""What an elementwise ufunc call on DistArrays needs from NumPy before and
+after its agreement across the ranks (:mod:`nclx.dap.ufuncs`): the loop
+NumPy picks where ``dtype=`` or ``signature=`` chooses it (:func:`loop_of`:
+an integer power or an object loop can raise on some ranks only), and
+NumPy's report of the floating-point flags the ranks met together, for the
+kinds in ``call`` or ``log`` mode (:func:`report_flags`: once on every
+rank, as NumPy reports once for the whole array)."""
+import numpy as np
+
+__all__ = ["loop_of", "report_flags"]
+
+
+_FLAGS = ((1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "underflow"),
+          (8, "invalid", "invalid value"))
+
+
+def report_flags(name, status):
+    """NumPy's report of an elementwise call's flags ``status`` for the kinds
+    in ``call`` or ``log`` mode (in NumPy's order): ``call(text, status)``,
+    or the log object's ``write("Warning: <text> encountered in <name>\\n")``
+    (NumPy's NameError where it has none).  Raised after the agreement:
+    every rank reports alike, nobody waits."""
+    mode = np.geterr()
+    errcall = np.geterrcall()
+    for bit, kind, text in _FLAGS:
+        if not status & bit or mode[kind] not in ("call", "log"):
+            continue
+        try:
+            if mode[kind] == "call":
+                errcall(text, status)
+            else:
+                write = getattr(errcall, "write", None)
+                if write is None:
+                    raise NameError(f"log specified for {text} (in {name}) but no object "
+                                    f"with write method found.")
+                write(f"Warning: {text} encountered in {name}\n")
+        except BaseException as exc:
+            try:
+                exc._nclx_agreed = True
+            except AttributeError:
+                pass
+            raise
+
+
+def loop_of(ufunc, inputs, kwargs):
+    """The loop's dtypes NumPy picks for ``inputs`` with ``dtype=`` and
+    ``signature=`` (Python scalars weak, as NEP 50), or None where that is
+    not found here."""
+    try:
+        return _resolved(ufunc, inputs, kwargs)
+    except Exception:  # noqa: BLE001 - NumPy's own error follows, or another path
+        return None
+
+
+def _resolved(ufunc, inputs, kwargs):
+    nin, nout = ufunc.nin, ufunc.nout
+    sig = kwargs.get("signature")
+    if kwargs.get("dtype") is not None:
+        sig = (None,) * nin + (np.dtype(kwargs["dtype"]),) * nout
+    elif isinstance(sig, str):
+        return None
+    elif sig is not None:
+        sig = tuple(None if t is None else np.dtype(t) for t in
+                    (sig if isinstance(sig, tuple) else (sig,) * (nin + nout)))
+    dts = []
+    for x in inputs:
+        d = getattr(x, "dtype", None)
+        if d is None:
+            d = type(x) if type(x) in (int, float, complex) else np.asarray(x).dtype
+        dts.append(d)
+    return ufunc.resolve_dtypes(tuple(dts) + (None,) * nout, signature=sig, casting="unsafe")
