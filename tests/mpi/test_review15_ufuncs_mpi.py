@@ -21,29 +21,15 @@ its fix, at 2 ranks or more where it says so:
   DistArray against a str) raised the ufunc's UFuncTypeError where
   ndarray's operators give every cell False (True).
 """
-import atexit
-import os
-import threading
-
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, collective_assert, rank
+from mpi_helpers import N, collective_assert, rank, within as _within
 
 comm = MPI.COMM_WORLD
 last = N - 1
-_LIMIT = 10.0
-_HUNG = []
-
-
-@atexit.register
-def _leave_after_a_hang():
-    """A rank left inside a collective would make MPI_Finalize wait for
-    ever: exit without it (the failure is reported already)."""
-    if _HUNG:
-        os._exit(1)
 
 
 def outcome(fn):
@@ -58,15 +44,10 @@ def outcome(fn):
 
 
 def within(fn):
-    """``outcome(fn)`` in a thread: ('hang', ...) past ``_LIMIT`` seconds."""
-    box = []
-    t = threading.Thread(target=lambda: box.append(outcome(fn)), daemon=True)
-    t.start()
-    t.join(_LIMIT)
-    got = box[0] if box else ("hang", f"still inside after {_LIMIT} s")
-    if any(g[0] == "hang" for g in comm.allgather(got)):
-        _HUNG.append(True)
-    return got
+    """``outcome(fn)`` in a thread: ('hang', ...) past 10 seconds
+    (``mpi_helpers.within``)."""
+    got = _within(outcome, fn)       # outcome never raises: ('ok', its pair) or a hang
+    return got[1] if got[0] == "ok" else got
 
 
 def _neg_on_last():
