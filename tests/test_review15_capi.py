@@ -167,8 +167,10 @@ def _run(probe_dir, code):
     env = dict(os.environ)
     nclx_root = os.path.dirname(os.path.dirname(os.path.abspath(nclx.__file__)))
     env["PYTHONPATH"] = os.pathsep.join([probe_dir, nclx_root, env.get("PYTHONPATH", "")])
+    # from the probe's directory: a run from the repository's root would
+    # import the source tree's nclx (not built) before the installed one
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd=probe_dir)
 
 
 # ------------------------------------------------------------------ C API
