@@ -31,9 +31,21 @@ import numpy as np
 from nclx import errors
 from nclx.dap.validate import DapError, DapTypeError
 
-__all__ = ["agree", "agree_same", "allgather_checked", "describe_error", "agreed_error_type", "failure_type"]
+__all__ = ["agree", "agree_same", "allgather_checked", "describe_error", "agreed_error_type", "failure_type",
+           "mark_agreed"]
 
 _MAX_LISTED = 16        # failing or disagreeing groups listed in a message
+
+
+def mark_agreed(exc):
+    """Mark ``exc`` as needing no agreement: raised on every rank at once,
+    or raised by one rank after the collectives, where nobody waits for it
+    (a caller that agrees on errors lets it go up unjoined)."""
+    try:
+        exc._nclx_agreed = True
+    except AttributeError:          # an exception type with __slots__
+        pass
+    return exc
 
 
 def describe_error(error):

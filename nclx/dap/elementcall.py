@@ -7,6 +7,8 @@ kinds in ``call`` or ``log`` mode (:func:`report_flags`: once on every
 rank, as NumPy reports once for the whole array)."""
 import numpy as np
 
+from nclx.dap.collective import mark_agreed
+
 __all__ = ["loop_of", "report_flags"]
 
 
@@ -35,10 +37,7 @@ def report_flags(name, status):
                                     f"with write method found.")
                 write(f"Warning: {text} encountered in {name}\n")
         except BaseException as exc:
-            try:
-                exc._nclx_agreed = True
-            except AttributeError:
-                pass
+            mark_agreed(exc)        # every rank reports alike: nobody waits
             raise
 
 

@@ -44,7 +44,7 @@ import zlib
 
 import numpy as np
 
-from nclx.dap.collective import _ranges, describe_error, failure_type
+from nclx.dap.collective import _ranges, describe_error, failure_type, mark_agreed
 from nclx._fpflags import fp_may_raise
 from nclx.dap.validate import DapError
 
@@ -400,8 +400,5 @@ def _fp_report(flags):
             # callback), nobody waits for it (before, unmarked, a caller met
             # the others in a new collective that they never joined: a hang
             # where the filters differed between ranks; found by review)
-            try:
-                exc._nclx_agreed = True
-            except AttributeError:
-                pass
+            mark_agreed(exc)
             raise

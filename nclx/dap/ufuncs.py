@@ -17,6 +17,7 @@ from nclx._warnscope import ignoring
 from nclx import aware
 from nclx._ncl.install import is_installed
 from nclx.dap.complexcasts import ComplexCasts
+from nclx.dap.collective import mark_agreed
 from nclx.dap.fold import agreed_call
 from nclx.dap.elementcall import loop_of, report_flags
 from nclx.dap.outwrite import blocks_into, cast_into
@@ -94,10 +95,7 @@ def reduce_call(ufunc, inputs, kwargs):
         if passed:
             # raised after the reduction's collective (a warning the filters
             # of this rank alone make an error): nobody waits for it
-            try:
-                exc._nclx_agreed = True
-            except AttributeError:
-                pass
+            mark_agreed(exc)
         raise
     finally:
         casts.close()
