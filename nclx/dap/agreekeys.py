@@ -12,7 +12,7 @@ import pickle
 import numpy as np
 
 from nclx.dap.collective import _ranges, agree_same, allgather_checked
-from nclx.dap.distribution import same_dim_dict
+from nclx.dap.crossrank import same_dim_dict
 from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
