@@ -90,15 +90,33 @@ def _apply():
     return swapped
 
 
+def _each(parts, done):
+    """Call every part in order, whatever an earlier one raised; a part
+    that raised is called once more (a Ctrl-C delivered inside it may have
+    cut it short; the parts are idempotent), then its first exception goes
+    on once the rest have run.  An interrupt between two parts left the
+    later ones swapped while the state said uninstalled (review 16)."""
+    if not parts:
+        return
+    try:
+        try:
+            done.append(parts[0]())
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                done.append(parts[0]())
+            raise
+    finally:
+        _each(parts[1:], done)
+
+
 def _restore():
-    restored, foreign = _entries.swap_out()
-    sorts, sorts_foreign = _sorting.swap_out()
-    copies, copies_foreign = _copying.swap_out()
-    sort_entry, sort_entry_foreign = _sortcopy.swap_out()
-    restored += sorts + copies + sort_entry
-    foreign += sorts_foreign + copies_foreign + sort_entry_foreign
-    _pyfunnel.swap_out()
+    done = []
+    _each((_entries.swap_out, _sorting.swap_out, _copying.swap_out, _sortcopy.swap_out,
+           _pyfunnel.swap_out), done)
     _hooks.collect()
+    pairs = [d for d in done if isinstance(d, tuple)]
+    restored = sum(r for r, _ in pairs)
+    foreign = sum(f for _, f in pairs)
     if foreign:
         warnings.warn(f"{foreign} NumPy loops had been replaced by someone else after "
                       f"nclx.install(); NumPy's originals were restored", RuntimeWarning,
