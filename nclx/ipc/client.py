@@ -28,6 +28,7 @@ from nclx.ipc.decode import (
     handle_frame,
 )
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
+from nclx.ipc.reassembly import MAX_ROWS
 from nclx.ipc.segment import Mapping
 from nclx.ipc.stream import BatchStream
 from nclx.ipc.transport import MIN_RATE, FrameSocket, tune
@@ -57,13 +58,22 @@ class Client:
         seconds (default 8 KiB/s), so a server trickling bytes cannot hold
         the client for ever; None: only silences longer than ``timeout``
         end a stream.
+    max_rows : int
+        Longest array a batch may claim (its length, or a nested field's)
+        beyond one bit of body per element (default 2**31 - 1, the longest
+        pyarrow's IPC writer writes by default): a null column, an empty
+        struct or a run-end encoded array claiming more is a ProtocolError
+        naming the column and the length.
     """
 
     def __init__(self, uri, *, timeout=30.0, max_frame=DEFAULT_MAX_FRAME, copy=False,
-                 validate=True, min_rate=MIN_RATE, _first_seq=0):
+                 validate=True, min_rate=MIN_RATE, max_rows=MAX_ROWS, _first_seq=0):
         if min_rate is not None and not min_rate > 0:
             raise ValueError(f"min_rate must be a positive rate in bytes a second or None, "
                              f"not {min_rate!r}")
+        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
+            raise ValueError(f"max_rows must be a non-negative int, not {max_rows!r}")
+        self.max_rows = max_rows
         self.endpoint = ep = parse_uri(uri)
         self.uri = uri
         self.timeout = timeout
@@ -71,10 +81,8 @@ class Client:
         self.validate = validate
         self._first_seq = _first_seq
         self.segment = Mapping(ep.segment) if ep.segment is not None else None
-        sock = socket.create_connection((ep.host, ep.port), timeout=timeout)
-        tune(sock)
-        self.fs = FrameSocket(sock, max_frame=max_frame, timeout=timeout,
-                              peer=f"server {ep.host}:{ep.port}", min_rate=min_rate)
+        self._max_frame, self._min_rate = max_frame, min_rate
+        self.fs = self._connect()
         self._pid = os.getpid()
         self._wlock = threading.Lock()
         self._claim = threading.Lock()    # a BatchStream's check-and-claim of the connection
@@ -109,7 +117,11 @@ class Client:
 
     def release(self):
         """Send ``free_data`` for every offset still held (their views may
-        then be overwritten by the server)."""
+        then be overwritten by the server).  RuntimeError in a forked child:
+        the leases are the parent's (before, the child freed them on the
+        parent's connection, and the parent's own free_data was then refused
+        by the server as freeing offsets it did not hold)."""
+        self._check_process()
         leases, self._leases = self._leases, {}
         for offsets, fin in list(leases.values()):
             fin.detach()
@@ -140,6 +152,26 @@ class Client:
 
     def __exit__(self, *exc):
         self.close()
+
+    # --------------------------------------------------------- connection
+    def _connect(self):
+        ep = self.endpoint
+        sock = socket.create_connection((ep.host, ep.port), timeout=self.timeout)
+        tune(sock)
+        return FrameSocket(sock, max_frame=self._max_frame, timeout=self.timeout,
+                           peer=f"server {ep.host}:{ep.port}", min_rate=self._min_rate)
+
+    def _reconnect_after_idle(self):
+        """A new connection in place of one the server closed as idle
+        (``Server(idle_timeout=...)``); False when this client holds views
+        of shared memory (the server does not close such a connection as
+        idle, and their offsets died with it)."""
+        if self._leases:
+            return False
+        self.fs.close()
+        self._pending.clear()        # the server freed them with the old connection
+        self.fs = self._connect()
+        return True
 
     # ------------------------------------------------------------ sending
     def _send(self, frames):

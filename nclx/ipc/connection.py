@@ -2,7 +2,10 @@
 (``want_data`` and ``free_data`` frames, never blocked by sending) and a
 writer thread (streams the requested datasets in order, with their
 shared-memory leases).  A client that breaks the protocol gets an error
-frame and its connection closed; other clients are not affected."""
+frame and its connection closed; other clients are not affected.  A
+connection idle for ``Server(idle_timeout=...)`` seconds (no frame
+received, no request queued or being served, no shared-memory offset
+held) gets an ``idle_timeout`` error frame and is closed."""
 import logging
 import threading
 import time
@@ -35,6 +38,10 @@ QUEUE_BYTES = 4 << 20
 ECHO_TICKET = 1024
 
 
+class IdleTimeout(TimeoutError):
+    """A connection was idle past the server's ``idle_timeout``."""
+
+
 def _quote(ticket, limit=80):
     """``repr`` of a ticket, at most ``limit`` bytes of it and its length."""
     if len(ticket) <= limit:
@@ -59,6 +66,10 @@ class _Connection:
         self.writer = threading.Thread(target=self._write_loop, daemon=True,
                                        name=f"nclx.ipc writer {peer}")
         self.done = False
+        self.serving = False             # the writer is serving a request
+        self.last_active = time.monotonic()     # last frame in, or request served
+        if server.idle_timeout is not None:
+            self.fs.idle_check = self._idle_check
 
     def start(self):
         self.writer.start()
@@ -71,6 +82,20 @@ class _Connection:
         self.writer.join(max(0.0, deadline - time.monotonic()))
 
     # --------------------------------------------------------------- reader
+    def _idle_check(self):
+        """Raise IdleTimeout if the connection has been idle too long: no
+        frame received and no request served for ``idle_timeout`` seconds,
+        none queued or being served (a slow factory, a big stream), no
+        shared-memory offset held (its views would outlive their lease)."""
+        limit = self.server.idle_timeout
+        with self.lock:
+            if self.requests or self.serving or self.held:
+                return
+            idle = time.monotonic() - self.last_active
+        if idle > limit:
+            raise IdleTimeout(f"connection idle for {idle:.1f} s (idle_timeout {limit} s: "
+                              f"no request, no frame received): closed by the server")
+
     def _read_loop(self):
         ep = self.server.endpoint
         try:
@@ -78,6 +103,8 @@ class _Connection:
                 frame = self.fs.recv_frame(idle=True)
                 if frame is None:
                     break
+                with self.lock:
+                    self.last_active = time.monotonic()
                 if frame.tag == ep.want_data:
                     self._queue(bytes(frame.payload))
                 elif ep.free_data is not None and frame.tag == ep.free_data:
@@ -90,6 +117,10 @@ class _Connection:
             if not self.fs.stopping.is_set():
                 self.server._record(self, exc)
                 self._send_error("protocol", str(exc))
+        except IdleTimeout as exc:
+            if not self.fs.stopping.is_set():
+                self.server._record(self, exc)
+                self._send_error("idle_timeout", str(exc))
         except (OSError, TimeoutError) as exc:
             if not self.fs.stopping.is_set():
                 self.server._record(self, exc)
@@ -163,6 +194,7 @@ class _Connection:
                     return
                 ticket = self.requests.popleft()
                 self.queued -= len(ticket)
+                self.serving = True
                 self.wake.notify_all()           # a reader waiting for room
             try:
                 self._serve(ticket)
@@ -171,6 +203,10 @@ class _Connection:
                     self.server._record(self, exc)
                     self.fs.close()        # wakes the reader, which cleans up
                 return
+            finally:
+                with self.lock:
+                    self.serving = False
+                    self.last_active = time.monotonic()
 
     def _serve(self, ticket):
         ds = self.server._datasets.get(ticket)

@@ -20,7 +20,7 @@ from nclx.ipc.errors import (
     UnknownTicketError,
 )
 from nclx.ipc.flatbuf import parse_message
-from nclx.ipc.reassembly import Reassembler
+from nclx.ipc.reassembly import MAX_ROWS, Reassembler
 from nclx.ipc.wire import (
     BODY_SHM,
     KIND_ERROR,
@@ -116,11 +116,11 @@ def gather_body(info, pairs, segment):
     return out
 
 
-def decode_frames(frames, *, first_seq=0, validate=True, segment=None):
+def decode_frames(frames, *, first_seq=0, validate=True, segment=None, max_rows=MAX_ROWS):
     """Sans-IO: the Table a client builds from ``frames``, raising what it
     would raise (shared-memory bodies are copied out of ``segment``, a
     segment.Mapping).  For tests and fuzzing."""
-    reasm = Reassembler(first_seq)
+    reasm = Reassembler(first_seq, max_rows=max_rows)
     it = iter(frames)
 
     def next_entry():

@@ -17,6 +17,7 @@ Schema (format/Message.fbs, format/Schema.fbs of Arrow)::
                           Tensor = 4, SparseTensor = 5 }
     table RecordBatch { length: long; nodes: [FieldNode]; buffers: [Buffer];
                         compression: BodyCompression; variadicBufferCounts: [long]; }
+    struct FieldNode { length: long; null_count: long; }   (16 bytes)
 
 A RecordBatch with ``compression`` set is refused: what its buffers
 decompress to is not bounded by the frame sizes the peer limits.
@@ -35,12 +36,15 @@ HEADER_NAMES = {SCHEMA: "Schema", DICTIONARY_BATCH: "DictionaryBatch",
 WITH_BODY = (DICTIONARY_BATCH, RECORD_BATCH)
 MAX_BUFFERS = 1 << 20
 
-MessageInfo = namedtuple("MessageInfo", "header_type body_length length buffers version")
+MessageInfo = namedtuple("MessageInfo", "header_type body_length length buffers version nodes",
+                         defaults=((),))
 MessageInfo.__doc__ = """What the protocol needs from one IPC metadata flatbuffer.
 
 ``header_type`` (1 Schema, 2 DictionaryBatch, 3 RecordBatch), ``body_length``,
 ``length`` (rows of the batch, None for a schema), ``buffers`` (tuple of
-(offset, length) into the body), ``version`` (MetadataVersion; 3 = V4, 4 = V5).
+(offset, length) into the body), ``version`` (MetadataVersion; 3 = V4, 4 = V5),
+``nodes`` (the length of each FieldNode, depth first over the fields: what
+reassembly.check_lengths bounds).
 """
 
 _u8 = struct.Struct("<B").unpack_from
@@ -113,6 +117,19 @@ def _record_batch(r, pos, what, body_length):
         # declare: max_frame bounds only the bytes on the wire
         raise ProtocolError(f"{what} has a compressed body (BodyCompression): nclx.ipc "
                             f"accepts uncompressed bodies only, whose size max_frame bounds")
+    nodes = ()
+    p = field(1, 4)
+    if p is not None:
+        start, count = r.vector(p, 16, f"{what}.nodes", MAX_BUFFERS)
+        out = []
+        for i in range(count):
+            n, nulls = struct.unpack_from("<qq", r.buf, start + 16 * i)
+            if n < 0 or not 0 <= nulls <= n:
+                raise ProtocolError(f"{what}.nodes[{i}] = (length {n}, null_count {nulls}): "
+                                    f"a length and null count must satisfy 0 <= null_count "
+                                    f"<= length")
+            out.append(n)
+        nodes = tuple(out)
     buffers = ()
     p = field(2, 4)
     if p is not None:
@@ -125,7 +142,7 @@ def _record_batch(r, pos, what, body_length):
                                     f"lies outside the body of {body_length} bytes")
             out.append((off, size))
         buffers = tuple(out)
-    return length, buffers
+    return length, buffers, nodes
 
 
 def parse_message(buf):
@@ -162,12 +179,12 @@ def parse_message(buf):
             raise ProtocolError(f"IPC metadata: a Schema message with bodyLength {body_length}")
         return MessageInfo(htype, 0, None, (), version)
     if htype == RECORD_BATCH:
-        length, buffers = _record_batch(r, header, "RecordBatch", body_length)
-        return MessageInfo(htype, body_length, length, buffers, version)
+        length, buffers, nodes = _record_batch(r, header, "RecordBatch", body_length)
+        return MessageInfo(htype, body_length, length, buffers, version, nodes)
     dfield = r.table(header, "DictionaryBatch")
     p = dfield(1, 4)
     if p is None:
         raise ProtocolError("IPC metadata: DictionaryBatch without its data RecordBatch")
-    length, buffers = _record_batch(r, r.deref(p, "DictionaryBatch.data"),
-                                    "DictionaryBatch.data", body_length)
-    return MessageInfo(htype, body_length, length, buffers, version)
+    length, buffers, nodes = _record_batch(r, r.deref(p, "DictionaryBatch.data"),
+                                           "DictionaryBatch.data", body_length)
+    return MessageInfo(htype, body_length, length, buffers, version, nodes)

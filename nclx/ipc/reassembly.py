@@ -4,8 +4,10 @@ Metadata messages must arrive in order (each sequence number one more than
 the last, modulo 2**32: the number wraps around after UINT32_MAX).  A body
 may arrive before or after its metadata and is matched on ``tag &
 0xFFFFFFFF``.  Gaps, duplicates, a body whose message has none (a schema),
-a body with no metadata at the end of the stream, and bodies that disagree
-with their metadata (length, ``nbuf``, buffer lengths) raise ProtocolError.
+a body with no metadata at the end of the stream, bodies that disagree
+with their metadata (length, ``nbuf``, buffer lengths) and batches whose
+arrays claim more elements than their body can hold and than ``max_rows``
+(:func:`check_lengths`) raise ProtocolError.
 
     r = Reassembler()
     r.metadata(seq, info, flatbuffer)   # info: flatbuf.parse_message(flatbuffer)
@@ -14,10 +16,11 @@ with their metadata (length, ``nbuf``, buffer lengths) raise ProtocolError.
     r.eos(seq)
     entry = r.pop()                     # the next complete message, in order, or None
 """
+import struct
 from collections import OrderedDict, deque
 
 from nclx.ipc.errors import ProtocolError
-from nclx.ipc.flatbuf import HEADER_NAMES, SCHEMA, WITH_BODY
+from nclx.ipc.flatbuf import HEADER_NAMES, RECORD_BATCH, SCHEMA, WITH_BODY
 from nclx.ipc.wire import BODY_PACKED, SEQ_MOD
 
 _HALF = SEQ_MOD // 2
@@ -28,6 +31,14 @@ MAX_QUEUED = 1024
 #: their metadata bytes, beyond the first (a peer must not make the client
 #: hold every message it sends behind a body that never comes)
 MAX_QUEUED_BYTES = 64 << 20
+#: longest array (batch length, any field node) a batch may claim beyond
+#: one bit of body per element: the longest pyarrow's IPC writer writes
+#: without ``allow_64bit`` (``Client(max_rows=...)``).  A NullArray, an
+#: empty struct, a run-end encoded array or fixed_size_binary(0) hold no
+#: bytes per element: before, a server could claim 2**62 rows of them in a
+#: few bytes, and to_numpy / to_pylist of the result ran out of memory or
+#: never ended.
+MAX_ROWS = (1 << 31) - 1
 
 
 class Entry:
@@ -51,6 +62,55 @@ class Entry:
     def __repr__(self):
         return (f"Entry(seq={self.seq}, {HEADER_NAMES[self.info.header_type]}, "
                 f"body_type={self.body_type})")
+
+
+def _node_names(schema_meta):
+    """The field path of each FieldNode of a RecordBatch (depth first), from
+    the stream's Schema flatbuffer; [] if pyarrow cannot read it."""
+    try:
+        import pyarrow as pa
+        pad = -len(schema_meta) % 8
+        msg = (struct.pack("<Ii", 0xFFFFFFFF, len(schema_meta) + pad)
+               + bytes(schema_meta) + b"\0" * pad)
+        schema = pa.ipc.read_schema(pa.py_buffer(msg))
+        names = []
+
+        def walk(field, path):
+            names.append(path)
+            t = field.type
+            if isinstance(t, pa.DictionaryType):        # one node: the indices
+                return
+            while isinstance(t, pa.BaseExtensionType):
+                t = t.storage_type
+            for i in range(t.num_fields):
+                walk(t.field(i), f"{path}.{t.field(i).name}")
+        for field in schema:
+            walk(field, field.name)
+        return names
+    except Exception:  # noqa: BLE001 - names only decorate the error message
+        return []
+
+
+def check_lengths(seq, info, max_rows=MAX_ROWS, schema_meta=None):
+    """Raise ProtocolError if the batch length or a FieldNode's length of a
+    RecordBatch / DictionaryBatch exceeds both ``max_rows`` and ``8 *
+    bodyLength`` (an array longer than max_rows must have at least one bit
+    of body per element; arrays with buffers are checked against them by
+    pyarrow).  ``schema_meta`` (the Schema flatbuffer) names the column."""
+    limit = max(max_rows, 8 * info.body_length)
+    name = HEADER_NAMES[info.header_type]
+    why = (f"more than max_rows={max_rows} and than 8 elements per byte of its "
+           f"{info.body_length}-byte body (Client(max_rows=...) raises the limit)")
+    for i, n in enumerate(info.nodes):
+        if n > limit:
+            where = f"field node {i}"
+            if info.header_type == RECORD_BATCH and schema_meta is not None:
+                names = _node_names(schema_meta)
+                if len(names) == len(info.nodes):
+                    where = f"column {names[i]!r} ({where})"
+            raise ProtocolError(f"seq {seq}: {name} {where} has length {n}, {why}")
+    if info.length is not None and info.length > limit:
+        raise ProtocolError(f"seq {seq}: {name} length {info.length} is {why}")
 
 
 def check_body(seq, info, body_type, payload):
@@ -83,9 +143,11 @@ class Reassembler:
     """Orders one stream's messages (see the module docstring)."""
 
     def __init__(self, first_seq=0, max_pending=64, max_queued=MAX_QUEUED,
-                 max_queued_bytes=MAX_QUEUED_BYTES):
+                 max_queued_bytes=MAX_QUEUED_BYTES, max_rows=MAX_ROWS):
         if not 0 <= first_seq < SEQ_MOD:
             raise ValueError(f"first_seq {first_seq!r} is not a uint32")
+        self.max_rows = max_rows
+        self._schema_meta = None       # the Schema flatbuffer (names columns in errors)
         self.first_seq = first_seq
         self.next_seq = first_seq      # next metadata / end-of-stream sequence number
         self.count = 0                 # metadata messages received
@@ -134,6 +196,10 @@ class Reassembler:
                                 f"{HEADER_NAMES[info.header_type]}, it must be the Schema")
         if self.count and info.header_type == SCHEMA:
             raise ProtocolError(f"a second Schema message at seq {seq}")
+        if info.header_type == SCHEMA:
+            self._schema_meta = flatbuffer
+        else:
+            check_lengths(seq, info, self.max_rows, self._schema_meta)
         if self._queue and (len(self._queue) >= self.max_queued
                             or self._queued_bytes + len(flatbuffer) > self.max_queued_bytes):
             head = self._queue[0]

@@ -32,9 +32,12 @@ from nclx.ipc.connection import _Connection
 from nclx.ipc.datasets import _NO_ROOM, _as_table, _Dataset, _encode, _split
 from nclx.ipc.segment import Segment
 from nclx.ipc.uri import DEFAULT_FREE_DATA, Endpoint, parse_uri
-from nclx.ipc.wire import DEFAULT_MAX_REQUEST, SEQ_MOD
+from nclx.ipc.wire import DEFAULT_MAX_REQUEST, KIND_ERROR, SEQ_MOD, encode_error, encode_frame
 
 log = logging.getLogger("nclx.ipc")
+
+#: refused clients kept a moment so that they read the error frame
+_REFUSED = 64
 
 #: errors of accept() that end one attempt, not the server
 _ACCEPT_TRANSIENT = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM,
@@ -68,11 +71,30 @@ class Server:
         Static tables are sent in batches of about this many bytes.
     timeout : float
         Seconds a frame may take to arrive or be accepted once started.
+    max_connections : int
+        Clients served at once (each costs two threads); one more gets a
+        ``server_full`` error frame and is closed.
+    idle_timeout : float or None
+        Seconds a connection may stay idle (no frame received, no request
+        queued or being served, no shared-memory offset held) before it
+        gets an ``idle_timeout`` error frame and is closed; None: never.
     """
 
     def __init__(self, datasets, *, uri="tcp://127.0.0.1:0", shm=False, shm_size=None,
                  shm_reserve=64 << 20, batch_bytes=64 << 20, timeout=60.0,
-                 max_request=DEFAULT_MAX_REQUEST, sockbuf=None, _first_seq=0):
+                 max_request=DEFAULT_MAX_REQUEST, sockbuf=None, max_connections=64,
+                 idle_timeout=300.0, _first_seq=0):
+        if (isinstance(max_connections, bool) or not isinstance(max_connections, int)
+                or max_connections < 1):
+            raise ValueError(f"max_connections must be a positive int, not "
+                             f"{max_connections!r}")
+        if idle_timeout is not None and (isinstance(idle_timeout, bool)
+                                         or not isinstance(idle_timeout, (int, float))
+                                         or not idle_timeout > 0):
+            raise ValueError(f"idle_timeout must be a positive number of seconds or None, "
+                             f"not {idle_timeout!r}")
+        self.max_connections = max_connections
+        self.idle_timeout = idle_timeout
         if not isinstance(datasets, Mapping):
             raise TypeError(f"datasets must be a mapping ticket -> data, not "
                             f"{type(datasets).__name__}")
@@ -96,6 +118,7 @@ class Server:
         self._lock = threading.Lock()
         self._refs = threading.Lock()        # Region.refs of every connection
         self._conns = set()
+        self._refused = deque()              # (socket, deadline): told "server_full"
         self._closing = threading.Event()
         self._thread = None
         self._pid = os.getpid()
@@ -125,6 +148,7 @@ class Server:
     # ------------------------------------------------------------ lifecycle
     def start(self):
         """Serve from a background thread; returns self."""
+        self._check_process()
         if self._thread is None:
             self._thread = threading.Thread(target=self.serve_forever, daemon=True,
                                             name=f"nclx.ipc server {self.uri}")
@@ -133,7 +157,9 @@ class Server:
 
     def serve_forever(self):
         """Accept clients until :meth:`close`."""
+        self._check_process()
         while not self._closing.is_set():
+            self._linger()
             try:
                 sock, addr = self._lsock.accept()
             except TimeoutError:
@@ -148,6 +174,11 @@ class Server:
                 # before, this ended the accept thread for good
                 log.warning("nclx.ipc: accept failed (%s); retrying", exc)
                 self._closing.wait(0.05)
+                continue
+            with self._lock:
+                full = len(self._conns) >= self.max_connections
+            if full:
+                self._refuse(sock, f"client {addr[0]}:{addr[1]}")
                 continue
             try:
                 conn = _Connection(self, sock, f"client {addr[0]}:{addr[1]}")
@@ -173,16 +204,21 @@ class Server:
         """Stop accepting, drop every client, release the segment."""
         if self._closing.is_set():
             return
-        self._closing.set()
         if os.getpid() != self._pid:
             # a forked child: the sockets and the segment are the parent's; only
-            # this process's descriptors are closed (no shutdown, no unlink)
+            # this process's descriptors are closed (no shutdown, no unlink).
+            # No lock is taken (a thread of the parent may have held one at
+            # the fork: the child waited for ever), not even the Event's
+            closing = threading.Event()
+            closing.set()
+            self._closing = closing
             self._lsock.close()
-            with self._lock:
-                conns = list(self._conns)
-            for c in conns:
+            for c in list(self._conns):
                 c.fs.sock.close()
+            for sock, _ in list(self._refused):
+                sock.close()
             return
+        self._closing.set()
         try:
             self._lsock.shutdown(socket.SHUT_RDWR)     # wakes a waiting accept (Linux)
         except OSError:
@@ -193,6 +229,8 @@ class Server:
             pass
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(5)
+        while self._refused:
+            self._refused.popleft()[0].close()
         with self._lock:
             conns = list(self._conns)
         for c in conns:
@@ -204,6 +242,13 @@ class Server:
             d.cached = None
         if self.segment is not None:
             self.segment.close()
+
+    def _check_process(self):
+        if os.getpid() != self._pid:
+            # the child's copy would accept the parent's clients and, with
+            # shm=True, allocate in the shared segment beside the parent
+            raise RuntimeError(f"this Server was created in process {self._pid}; create a "
+                               f"new one after fork")
 
     def __enter__(self):
         return self.start()
@@ -226,6 +271,48 @@ class Server:
     def _record(self, conn, exc):
         self.errors.append((conn.peer, exc))
         log.warning("nclx.ipc: %s: %s", conn.peer, exc)
+
+    def _refuse(self, sock, peer):
+        """Past ``max_connections``: an error frame, then the socket is shut
+        for writing and kept a moment (at most ``_REFUSED`` of them, drained
+        by :meth:`_linger`) so that the client reads the frame, not a reset."""
+        exc = ConnectionRefusedError(f"server full: max_connections={self.max_connections} "
+                                     f"clients are connected; {peer} refused, try again "
+                                     f"later")
+        self.errors.append((peer, exc))
+        log.warning("nclx.ipc: %s", exc)
+        try:
+            sock.setblocking(False)
+            sock.send(encode_frame(KIND_ERROR, None, encode_error("server_full", str(exc))))
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:
+            sock.close()
+            return
+        if len(self._refused) >= _REFUSED:
+            self._refused.popleft()[0].close()
+        self._refused.append((sock, time.monotonic() + 1.0))
+
+    def _linger(self):
+        """Read and drop what refused clients send (their want_data); close
+        each at end of file or a second after it was refused."""
+        now = time.monotonic()
+        for _ in range(len(self._refused)):
+            sock, deadline = self._refused.popleft()
+            try:
+                for _ in range(16):          # bounded: a flooding client waits its turn
+                    if not sock.recv(65536):
+                        done = True          # end of file
+                        break
+                else:
+                    done = now > deadline
+            except BlockingIOError:
+                done = now > deadline
+            except OSError:
+                done = True
+            if done:
+                sock.close()
+            else:
+                self._refused.append((sock, deadline))
 
     def _forget(self, conn):
         with self._lock:

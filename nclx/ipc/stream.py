@@ -9,9 +9,55 @@ import pyarrow as pa
 from nclx.ipc.decode import _Source, check_schema
 from nclx.ipc.errors import ConnectionLostError, ProtocolError, RemoteError
 from nclx.ipc.reassembly import Reassembler
-from nclx.ipc.wire import KIND_TAGGED
+from nclx.ipc.wire import KIND_ERROR, KIND_TAGGED, decode_error
 
 __all__ = ["BatchStream"]
+
+#: error codes after which the server keeps the connection (any other
+#: error frame, e.g. ``protocol``, ``server_full``, ``idle_timeout``,
+#: leaves the Client unusable)
+_USABLE = ("unknown_ticket", "dataset")
+
+
+def _early_error(client):
+    """The RemoteError of an error frame waiting before any request (a
+    server closing this connection says why: ``server_full``,
+    ``idle_timeout``), or None if what waits is not one."""
+    if client.fs.first_pending() != KIND_ERROR:
+        return None
+    try:
+        frame = client.fs.recv_frame()
+        if frame is None or frame.kind != KIND_ERROR:
+            return None
+        code, message, _ = decode_error(frame.payload)
+    except (ProtocolError, OSError, TimeoutError):
+        return None
+    return RemoteError(code, message)
+
+
+def _request(client, ticket):
+    """Send ``want_data`` for ``ticket``.  A connection the server closed
+    as idle is opened again, once, and the request sent there (a client
+    kept between fetches longer than the server's ``idle_timeout`` works
+    on); any other early error frame is raised."""
+    for retry in (True, False):
+        if client.fs.first_pending() is not None:
+            err = _early_error(client) or ProtocolError(
+                "the server sent data after the end of the last stream")
+            cause = None
+        else:
+            try:
+                client._send([(KIND_TAGGED, client.endpoint.want_data, [ticket])])
+                return
+            except (OSError, TimeoutError) as exc:
+                # the server may have said why it closed (full, idle) before
+                err, cause = _early_error(client), exc
+                if err is None:
+                    raise
+        if (retry and isinstance(err, RemoteError) and err.code == "idle_timeout"
+                and client._reconnect_after_idle()):
+            continue
+        raise err from cause
 
 
 class BatchStream:
@@ -26,6 +72,7 @@ class BatchStream:
     def __init__(self, client, ticket, owns_client=False):
         # checked and claimed at once: two threads must never both read
         # the one connection (before, one in 16 such pairs got past the check)
+        client._check_process()      # first: a child must not wait on a lock copied held
         with client._claim:
             client._check_usable()
             if client._active is not None:
@@ -41,7 +88,7 @@ class BatchStream:
         self.client = client
         self.ticket = ticket
         self.owns_client = owns_client
-        self._reasm = reasm = Reassembler(client._first_seq)
+        self._reasm = reasm = Reassembler(client._first_seq, max_rows=client.max_rows)
         # no reference back to self: pyarrow's reader holds the source from C++,
         # where the garbage collector cannot see a cycle
         self._source = _Source(functools.partial(client._next_entry, reasm), client._pieces)
@@ -52,9 +99,7 @@ class BatchStream:
         self.nbytes = 0
         weakref.finalize(self, client._stream_dropped, reasm)
         try:
-            if client.fs.pending():
-                raise ProtocolError("the server sent data after the end of the last stream")
-            client._send([(KIND_TAGGED, client.endpoint.want_data, [ticket])])
+            _request(client, ticket)
         except BaseException as exc:
             client._active = None
             client._fail(exc)
@@ -87,7 +132,7 @@ class BatchStream:
         self._done = True
         self._reader = None          # drops the dictionaries it holds (and their views)
         client._active = None
-        if exc is not None and not (isinstance(exc, RemoteError) and exc.code != "protocol"):
+        if exc is not None and not (isinstance(exc, RemoteError) and exc.code in _USABLE):
             client._fail(exc)
 
     def _open(self):

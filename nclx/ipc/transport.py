@@ -52,7 +52,9 @@ class FrameSocket:
     silence (a client's: batch bodies may be a GiB on a slow link) and a
     frame of ``n`` bytes must complete within ``timeout + n / min_rate``
     seconds (a server trickling a byte at a time holds a client that long
-    at most; ``min_rate=None``: no such bound).
+    at most; ``min_rate=None``: no such bound).  ``idle_check``: called at
+    each poll while an ``idle`` wait has received nothing (it raises to end
+    the wait: a server's idle timeout).
     """
 
     def __init__(self, sock, *, max_frame, allowed_kinds=KINDS, timeout=60.0, poll=None,
@@ -71,10 +73,11 @@ class FrameSocket:
         self._start = self._end = 0
         self.bytes_received = 0
         self._hard = None            # (time, seconds) the frame being read must end by
+        self.idle_check = None
         sock.settimeout(poll if poll is not None else timeout)
 
     # ---------------------------------------------------------------- recv
-    def _recv_into(self, view, deadline, what):
+    def _recv_into(self, view, deadline, what, on_poll=None):
         """One recv into ``view``; returns the count (0 = end of file)."""
         while True:
             if self.stopping.is_set():
@@ -83,6 +86,8 @@ class FrameSocket:
             try:
                 n = self.sock.recv_into(view)
             except TimeoutError:
+                if on_poll is not None:
+                    on_poll()
                 if deadline is not None and time.monotonic() > deadline:
                     if self.per_frame:
                         raise TimeoutError(f"{self.peer} did not complete {what} within "
@@ -118,8 +123,10 @@ class FrameSocket:
             self._start, self._end = 0, avail
         if need > len(self._buf):
             raise ValueError(f"read buffer too small for {need} bytes")
+        # an idle wait (for a frame's first byte, without deadline) polls idle_check
+        on_poll = self.idle_check if at_boundary and deadline is None else None
         while self._end - self._start < need:
-            n = self._recv_into(self._view[self._end:], deadline, what)
+            n = self._recv_into(self._view[self._end:], deadline, what, on_poll)
             if n == 0:
                 got = self._end - self._start
                 if at_boundary and got == 0:
@@ -190,17 +197,18 @@ class FrameSocket:
         """Bytes received and not yet parsed into a frame."""
         return self._end - self._start
 
-    def pending(self):
-        """Whether anything has arrived that no frame read has taken yet
-        (the read buffer, or the socket, without waiting)."""
+    def first_pending(self):
+        """The first byte that has arrived and that no frame read has taken
+        yet (without waiting), or None."""
         if self.buffered():
-            return True
+            return self._buf[self._start]
         try:
-            if not select.select([self.sock], [], [], 0)[0]:
-                return False
-            return bool(self.sock.recv(1, socket.MSG_PEEK))     # b"": end of file
+            if not _readable(self.sock):
+                return None
+            peek = self.sock.recv(1, socket.MSG_PEEK)     # b"": end of file
         except (OSError, ValueError):
-            return False
+            return None
+        return peek[0] if peek else None
 
     # ---------------------------------------------------------------- send
     def send(self, frames):
@@ -253,6 +261,16 @@ class FrameSocket:
         except OSError:
             pass
         self.sock.close()
+
+
+def _readable(sock):
+    """Whether ``sock`` has data (or end of file) to read now.  poll(), not
+    select(): select() refuses descriptors above 1023 (ValueError)."""
+    if hasattr(select, "poll"):
+        p = select.poll()
+        p.register(sock, select.POLLIN)
+        return bool(p.poll(0))
+    return bool(select.select([sock], [], [], 0)[0])       # pragma: no cover - Windows
 
 
 def check_payload_kind(frame, expected, context):

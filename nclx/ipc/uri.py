@@ -3,10 +3,13 @@
 ``tcp://HOST:PORT?want_data=N&free_data=M&remote_handle=BASE64``: the tags
 of the two client messages (uint64) and, when bodies travel in shared
 memory, the segment's name as ``SharedMemory(name=...)`` opens it, in
-URL-safe base64 (RFC 4648 section 5; padding optional on input).
+URL-safe base64 (RFC 4648 section 5; padding optional on input).  Any
+other query parameter is a ValueError naming it (and the known name it is
+closest to, for a typo).
 """
 import base64
 import binascii
+import difflib
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -19,6 +22,9 @@ DEFAULT_FREE_DATA = 2
 _NAME_RE = re.compile(r"[A-Za-z0-9_.\-]{1,200}")       # used with fullmatch
 _LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_\-]{0,61}[A-Za-z0-9_])?"
 _HOSTNAME_RE = re.compile(rf"{_LABEL}(?:\.{_LABEL})*\.?")
+#: the query parameters of the protocol's URI; any other is an error (a
+#: typo such as ``remote_hndle`` must not silently give a TCP-only client)
+PARAMETERS = ("want_data", "free_data", "remote_handle")
 
 
 @dataclass(frozen=True)
@@ -125,6 +131,12 @@ def parse_uri(uri, *, server=False):
         if len(values) != 1:
             raise ValueError(f"URI {uri!r}: parameter {key!r} is given {len(values)} times")
     q = {k: v[0] for k, v in query.items()}
+    for key in q:
+        if key not in PARAMETERS:
+            close = difflib.get_close_matches(key, PARAMETERS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"URI {uri!r}: unknown parameter {key!r} (known: "
+                             f"{', '.join(PARAMETERS)}){hint}")
     if "want_data" not in q and not server:
         raise ValueError(f"URI {uri!r} has no want_data parameter (required)")
     want = _u64("want_data", q["want_data"]) if "want_data" in q else DEFAULT_WANT_DATA

@@ -70,8 +70,27 @@ def _primitive_array(values, mask):
     if values.dtype.kind in "mM":
         atype, values = _temporal(values, mask)
     else:
-        atype = pa.from_numpy_dtype(values.dtype)
+        atype = pa.from_numpy_dtype(_arrow_dtype(values.dtype))
     return pa.Array.from_buffers(atype, len(values), [None, pa.py_buffer(values)])
+
+
+def _arrow_dtype(dt):
+    """``dt`` if Arrow has a primitive type of its layout, else a TypeError
+    naming it (before, pyarrow's ArrowNotImplementedError "Unsupported numpy
+    type 15" for complex, or a ValueError about buffer counts for str)."""
+    if dt.kind == "c":
+        half = f"f{dt.itemsize // 2}"
+        raise TypeError(f"{dt} values do not go to Arrow: Arrow has no complex type; store "
+                        f"the real and imaginary parts as a trailing dimension of 2, e.g. "
+                        f"values.view('{half}').reshape(-1, 2)")
+    if dt.kind == "f" and dt.itemsize not in (2, 4, 8):
+        raise TypeError(f"{dt} values do not go to Arrow: Arrow has no {dt.itemsize}-byte "
+                        f"float")
+    if dt.kind in "US":
+        raise TypeError(f"fixed-width {dt} values do not go to Arrow as they are: Arrow's "
+                        f"strings are offsets into bytes (nclx.types.from_strings builds "
+                        f"such a Ragged)")
+    return dt
 
 
 #: NumPy's datetime64/timedelta64 units with an Arrow type of the same
