@@ -1,31 +1,38 @@
-"""Warnings ignored or recorded around nclx's own steps without
-``warnings.catch_warnings``' save and restore of the process's filters.
+"""Warnings ignored or recorded around nclx's own steps, in the calling
+thread only, without ``warnings.catch_warnings``' save and restore of the
+process's filters.
 
 ``catch_warnings`` saves the whole filter list (and ``showwarning``) on
 entry and puts the saved one back on exit.  Python 3.11 keeps one list for
-the process, so two threads inside it at once restore each other's copies:
-the second one out puts back the list it saved, with the first one's
-"ignore" still in it, and the process ignores that category for good.
+the process, so two threads inside it at once restore each other's copies,
+and every thread's warnings follow the filters of whichever thread opened
+a scope last.
 
-Here each scope adds its one filter entry at the front and takes that same
-entry (by identity) away again on exit, under a lock and counted, so that
-scopes of several threads may open and close in any order and the list is
-the same afterwards.  :func:`recording` lists the warnings of the calling
-thread only: while some thread records, ``warnings.showwarning`` is a
-dispatcher that appends a warning to the list of the thread that issued it
-and passes every other thread's on to the function it replaced.
+Here a scope puts one filter entry in front, ``("always", holders,
+category, None, 0)``, whose message field ``holders`` is no pattern: the
+warnings machinery calls its ``match(text)``, which is true in the threads
+that hold a scope of that category only.  Every other thread's warnings
+pass it by, to the filters as they are (an "error" still raises there, a
+"default" is still shown once).  A holding thread's warnings reach
+``warnings._showwarnmsg`` (the hook ``showwarning`` and ``catch_warnings``'
+``record=True`` sit behind, which neither replaces): while scopes are open
+it is :func:`_show`, which hands them to the thread's innermost scope
+(:func:`recording` appends to its list, :func:`ignoring` drops them) and
+every other warning to the hook it replaced.  Nothing touches the filters'
+version, so the registries of warnings already shown once stay (before,
+every scope reset them: a user's "default" warning came again after each
+nclx call; and a warning shown once from its line is not recorded again
+from there, as it would not be shown again).  The entries are counted
+under a lock and taken away, by identity, when the last scope of their
+category closes, in whatever order and thread -- from every filter list
+they were put in (a ``catch_warnings`` of another thread that copied the
+list with one in puts that list back later).
 
-What stays process-wide (the filters are): while a scope is open, other
-threads' warnings of its category are ignored (:func:`ignoring`) or shown
-whatever their filters say (:func:`recording`; except where that thread
-is inside an :func:`ignoring` of the warning's category: the dispatcher
-drops it); a ``catch_warnings`` that
-another thread opens and closes around one of these scopes can still put
-its entry back.  Where Python keeps warning filters per context
-(``sys.flags.context_aware_warnings``, Python 3.14), these are plain
-``catch_warnings``.
+Left process-wide: a filter another thread puts in front while a scope is
+open applies to the scope's thread too (its "error" raises there).  Where
+Python keeps warning filters per context (``sys.flags.
+context_aware_warnings``, Python 3.14), these are plain ``catch_warnings``.
 """
-import contextlib
 import os
 import sys
 import threading
@@ -33,165 +40,205 @@ import warnings
 
 __all__ = ["ignoring", "recording"]
 
-_lock = threading.Lock()
-_open = {}              # filter entry -> number of scopes holding it
+_lock = threading.RLock()
+_open = {}              # filter entry -> scopes of the process holding it
+_homes = {}             # filter entry -> the filter lists it was put into while held
 _local = threading.local()
-_replaced = None        # the showwarning the dispatcher replaced, while it is in place
-_recorders = 0
+_epoch = 0              # a fork's child counts again: scopes opened before are not its own
+_scopes = 0             # scopes open in the process (the hook is in place while any is)
+_beneath = None         # the _showwarnmsg that _show replaced (last)
+_ORIGINAL = warnings._showwarnmsg
 
 
 def _context_aware():
     return bool(getattr(sys.flags, "context_aware_warnings", False))
 
 
-def _mutated():
-    """Tell the warnings machinery its filter list changed (its cache of
-    warnings already shown depends on it)."""
-    tell = getattr(warnings, "_filters_mutated", None) or \
-        getattr(warnings, "_filters_mutated_lock_held", None)
-    if tell is not None:
-        tell()
+class _Holders:
+    """The message field of a scope's filter entry: matches in a thread that
+    holds a scope of ``category`` (the machinery then checks the category)."""
+    __slots__ = ("category",)
+
+    def __init__(self, category):
+        self.category = category
+
+    def match(self, text):
+        stack = getattr(_local, "stack", None)
+        return bool(stack) and any(s.category is self.category for s in stack)
+
+    def __repr__(self):
+        return f"<nclx: threads in a warnings scope of {self.category.__name__}>"
 
 
-def _mine():
-    held = getattr(_local, "held", None)
-    if held is None:
-        held = _local.held = {}
-    return held
+_entries = {}
 
 
-def _add(entry):
-    mine = _mine()
-    with _lock:
-        n = _open.get(entry, 0)
-        if n == 0:
-            warnings.filters.insert(0, entry)
-            _mutated()
-        _open[entry] = n + 1
-        mine[entry] = mine.get(entry, 0) + 1
+def _entry(category):
+    e = _entries.get(category)
+    if e is None:
+        e = _entries.setdefault(category, ("always", _Holders(category), category, None, 0))
+    return e
+
+
+def _ours(item):
+    return type(item) is tuple and len(item) == 5 and isinstance(item[1], _Holders)
+
+
+def _drop(filters, entry):
+    if isinstance(filters, list):
+        for i, item in enumerate(filters):
+            if item is entry:
+                del filters[i]
+                return
+
+
+def _to_front(entry):
+    """``entry`` ahead of every filter not ours (moved there where a user's
+    filter came in front since)."""
+    filters = warnings.filters
+    if not isinstance(filters, list):
+        return                      # the machinery refuses every warning anyway
+    for item in filters:
+        if item is entry:
+            return
+        if not _ours(item):
+            break
+    _drop(filters, entry)
+    filters.insert(0, entry)
+    homes = _homes.setdefault(entry, [])
+    if not any(h is filters for h in homes):
+        homes.append(filters)
 
 
 def _take_away(entry):
-    filters = warnings.filters
-    for i, item in enumerate(filters):
-        if item is entry:
-            del filters[i]
-            break
-    _mutated()
+    """``entry`` out of the filters and of every list it was put into (a
+    ``catch_warnings`` of another thread that copied the list with it in
+    puts that list back later)."""
+    _drop(warnings.filters, entry)
+    for filters in _homes.pop(entry, ()):
+        _drop(filters, entry)
 
 
-def _remove(entry):
-    mine = _mine()
-    with _lock:
-        mine[entry] -= 1
-        n = _open[entry] - 1
-        if n:
-            _open[entry] = n
-            return
-        del _open[entry]
-        _take_away(entry)
+def _show(msg):
+    stack = getattr(_local, "stack", None)
+    if stack:
+        for scope in reversed(stack):
+            if scope.log is not None:
+                scope.log.append(msg)
+                return
+            if issubclass(msg.category, scope.category):
+                return
+    if getattr(_local, "showing", False):
+        below = _ORIGINAL           # a hook above that calls this one back
+    else:
+        below = _beneath if _beneath is not None else _ORIGINAL
+    _local.showing = True
+    try:
+        below(msg)
+    finally:
+        _local.showing = False
+
+
+class _Scope:
+    __slots__ = ("category", "log", "_stack", "_epoch", "_aware")
+
+    def __init__(self, category, log):
+        if not (isinstance(category, type) and issubclass(category, Warning)):
+            raise TypeError(f"a warnings scope needs a Warning subclass, not {category!r}")
+        self.category, self.log, self._stack, self._aware = category, log, None, None
+
+    def __enter__(self):
+        global _scopes, _beneath
+        if self._stack is not None or self._aware is not None:
+            raise RuntimeError("a warnings scope is entered once")
+        if _context_aware():
+            self._aware = warnings.catch_warnings(record=self.log is not None)
+            log = self._aware.__enter__()
+            warnings.simplefilter("always" if self.log is not None else "ignore", self.category)
+            if self.log is not None:
+                self.log = log
+            return self.log
+        stack = getattr(_local, "stack", None)
+        if stack is None:
+            stack = _local.stack = []
+        entry = _entry(self.category)
+        with _lock:
+            stack.append(self)
+            self._stack, self._epoch = stack, _epoch
+            _open[entry] = _open.get(entry, 0) + 1
+            _scopes += 1
+            if warnings._showwarnmsg is not _show:
+                _beneath, warnings._showwarnmsg = warnings._showwarnmsg, _show
+            _to_front(entry)
+        return self.log
+
+    def __exit__(self, *exc):
+        global _scopes
+        if self._aware is not None:
+            aware, self._aware = self._aware, False
+            return aware.__exit__(*exc)
+        stack, self._stack = self._stack, False
+        if stack is None or stack is False:
+            return False            # never entered, or left already
+        entry = _entry(self.category)
+        with _lock:
+            for i in range(len(stack) - 1, -1, -1):
+                if stack[i] is self:
+                    del stack[i]
+                    break
+            if self._epoch != _epoch:
+                return False        # opened before a fork by another thread: not counted here
+            n = _open.get(entry, 0) - 1
+            if n > 0:
+                _open[entry] = n
+            else:
+                _open.pop(entry, None)
+                _take_away(entry)
+            _scopes -= 1
+            if _scopes <= 0:
+                _scopes = 0
+                if warnings._showwarnmsg is _show:
+                    warnings._showwarnmsg = _beneath if _beneath is not None else _ORIGINAL
+        return False
+
+
+def ignoring(category=Warning):
+    """A context manager: warnings of ``category`` (a subclass of Warning)
+    that the calling thread issues inside are dropped."""
+    return _Scope(category, None)
+
+
+def recording():
+    """A context manager giving a list of the calling thread's warnings
+    issued inside (every one, as under ``simplefilter("always")``), as
+    ``catch_warnings(record=True)`` gives them; none of them is shown."""
+    return _Scope(Warning, [])
 
 
 def _after_fork_in_child():
     """Only the forking thread lives on in a child: the scopes other threads
-    had open there never close, so their entries (and the dispatcher, where
-    no scope of this thread records) go now, and the lock is a new one."""
-    global _lock, _recorders, _replaced
-    _lock = threading.Lock()
-    mine = _mine()
+    had open there never close, so their entries (and the hook, where this
+    thread holds no scope) go now, and the lock is a new one."""
+    global _lock, _scopes, _epoch
+    _lock = threading.RLock()
+    _epoch += 1
+    stack = getattr(_local, "stack", None) or []
+    counts = {}
+    for scope in stack:
+        scope._epoch = _epoch
+        entry = _entry(scope.category)
+        counts[entry] = counts.get(entry, 0) + 1
     for entry in list(_open):
-        n = mine.get(entry, 0)
-        if n:
-            _open[entry] = n
-        else:
-            del _open[entry]
+        if entry not in counts:
             _take_away(entry)
-    _recorders = len(getattr(_local, "logs", None) or ())
-    if _recorders == 0:
-        if warnings.showwarning is _dispatch:
-            warnings.showwarning = _replaced
-        _replaced = None
+    _open.clear()
+    _open.update(counts)
+    _scopes = len(stack)
+    if not stack and warnings._showwarnmsg is _show:
+        warnings._showwarnmsg = _beneath if _beneath is not None else _ORIGINAL
 
 
 if hasattr(os, "register_at_fork"):
     # the lock is held for a few list operations only: the fork waits for them
     os.register_at_fork(before=lambda: _lock.acquire(), after_in_parent=lambda: _lock.release(),
                         after_in_child=_after_fork_in_child)
-
-
-# one entry object per (action, category): equal scopes share it
-_entries = {}
-
-
-def _entry(action, category):
-    key = (action, category)
-    e = _entries.get(key)
-    if e is None:
-        e = _entries.setdefault(key, (action, None, category, None, 0))
-    return e
-
-
-@contextlib.contextmanager
-def ignoring(category=Warning):
-    """Warnings of ``category`` (a subclass of Warning) issued inside are
-    dropped."""
-    if _context_aware():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category)
-            yield
-        return
-    entry = _entry("ignore", category)
-    _add(entry)
-    try:
-        yield
-    finally:
-        _remove(entry)
-
-
-def _dispatch(message, category, filename, lineno, file=None, line=None):
-    logs = getattr(_local, "logs", None)
-    if logs:
-        logs[-1].append(warnings.WarningMessage(message, category, filename, lineno, file, line))
-        return
-    held = getattr(_local, "held", None)
-    if held and any(n and entry[0] == "ignore" and issubclass(category, entry[2])
-                    for entry, n in held.items()):
-        return      # this thread ignores it: another thread's "always" put it here
-    show = _replaced if _replaced is not None else warnings._showwarning_orig
-    show(message, category, filename, lineno, file, line)
-
-
-@contextlib.contextmanager
-def recording():
-    """A list of the calling thread's warnings issued inside (every one, as
-    under ``simplefilter("always")``), as ``catch_warnings(record=True)``
-    gives them; none of them is shown."""
-    if _context_aware():
-        with warnings.catch_warnings(record=True) as log:
-            warnings.simplefilter("always")
-            yield log
-        return
-    global _replaced, _recorders
-    log = []
-    logs = getattr(_local, "logs", None)
-    if logs is None:
-        logs = _local.logs = []
-    entry = _entry("always", Warning)
-    with _lock:
-        if _recorders == 0 or warnings.showwarning is not _dispatch:
-            _replaced = warnings.showwarning
-            warnings.showwarning = _dispatch
-        _recorders += 1
-    logs.append(log)
-    _add(entry)
-    try:
-        yield log
-    finally:
-        _remove(entry)
-        logs.pop()
-        with _lock:
-            _recorders -= 1
-            if _recorders == 0:
-                if warnings.showwarning is _dispatch:
-                    warnings.showwarning = _replaced
-                _replaced = None

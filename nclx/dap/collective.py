@@ -42,8 +42,10 @@ def mark_agreed(exc):
     or raised by one rank after the collectives, where nobody waits for it
     (a caller that agrees on errors lets it go up unjoined)."""
     try:
-        exc._nclx_agreed = True
-    except AttributeError:          # an exception type with __slots__
+        # past the type's own __setattr__ (a frozen exception class raised
+        # its TypeError here, in place of the exception; found by review)
+        BaseException.__setattr__(exc, "_nclx_agreed", True)
+    except (AttributeError, TypeError):     # not an exception, or no attributes at all
         pass
     return exc
 

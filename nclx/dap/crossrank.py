@@ -5,11 +5,12 @@ dimension, block ranges tiling each dimension and communication padding
 matched by the neighbour; each error names the dimension, the key and the
 ranks."""
 import math
+from collections.abc import Mapping
 
 import numpy as np
 
 from nclx.dap.maps import map_from_dim_dict
-from nclx.dap.validate import DapError, normalize_dim_dict
+from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
 
 __all__ = ["per_dim_of", "same_dim_dict"]
 
@@ -30,13 +31,27 @@ def per_dim_of(seq):
     seq = list(seq)
     if not seq:
         raise DapError("from_dim_data_per_rank needs the dim_data of at least one rank")
+    for r, dim_data in enumerate(seq):
+        # before, a rank's dim_data of another type (None, a dict, a string)
+        # or a dimension that is no dict raised Python's TypeError or
+        # ValueError naming neither the rank nor the dimension (found by review)
+        if not isinstance(dim_data, (tuple, list)):
+            raise DapTypeError(f"rank {r}: dim_data must be a tuple of dimension dictionaries, "
+                               f"not {type(dim_data).__name__}")
+        for d, dd in enumerate(dim_data):
+            if dd is not None and not isinstance(dd, Mapping):
+                raise DapTypeError(f"rank {r}: dim_data[{d}] must be a dict, not "
+                                   f"{type(dd).__name__}")
     ndim = len(seq[0])
     norm = []
     for r, dim_data in enumerate(seq):
         if len(dim_data) != ndim:
             raise DapError(f"rank {r} has {len(dim_data)} dimensions, rank 0 has {ndim}")
-        norm.append([normalize_dim_dict(dict(dd), d) if dd else None
-                     for d, dd in enumerate(dim_data)])
+        try:
+            norm.append([normalize_dim_dict(dict(dd), d) if dd else None
+                         for d, dd in enumerate(dim_data)])
+        except DapError as exc:     # the rank named too
+            raise type(exc)(f"rank {r}: {exc}") from None
     grid = []
     for d in range(ndim):
         sizes = {dd["proc_grid_size"] for dds in norm for dd in [dds[d]] if dd}
@@ -51,6 +66,7 @@ def per_dim_of(seq):
         raise DapError(f"the process grid {tuple(grid)} holds {math.prod(grid)} processes "
                        f"but dim_data was given for {len(seq)}")
     per_dim = [[None] * g for g in grid]
+    owner = [[None] * g for g in grid]         # the first rank at each coordinate
     for r, dds in enumerate(norm):
         coords = np.unravel_index(r, grid) if grid else ()
         for d in range(ndim):
@@ -62,10 +78,15 @@ def per_dim_of(seq):
                 raise DapError(f"rank {r}: dim_data[{d}]['proc_grid_rank'] is "
                                f"{dd['proc_grid_rank']}, its C-order grid coordinate is {c}")
             if per_dim[d][c] is None:
-                per_dim[d][c] = dd
+                per_dim[d][c], owner[d][c] = dd, r
             elif not same_dim_dict(per_dim[d][c], dd):
-                raise DapError(f"rank {r}: dim_data[{d}] differs from another rank at grid "
-                               f"coordinate {c} of dimension {d}")
+                first = per_dim[d][c]
+                keys = sorted(k for k in first.keys() | dd.keys()
+                              if k not in first or k not in dd or not same_dim_dict(
+                                  {k: first[k]}, {k: dd[k]}))
+                raise DapError(f"rank {r}: dim_data[{d}] differs from rank {owner[d][c]}'s at "
+                               f"grid coordinate {c} of dimension {d} (in "
+                               f"{', '.join(map(repr, keys))})")
     for d, col in enumerate(per_dim):
         # one dist_type, size and block_size per dimension (before, a
         # dimension 'b' on some grid coordinates and 'c' or 'u' on others

@@ -20,7 +20,7 @@ def report_flags(name, status):
     """NumPy's report of an elementwise call's flags ``status`` for the kinds
     in ``call`` or ``log`` mode (in NumPy's order): ``call(text, status)``,
     or the log object's ``write("Warning: <text> encountered in <name>\\n")``
-    (NumPy's NameError where it has none).  Raised after the agreement:
+    (NumPy's NameError where none is set).  Raised after the agreement:
     every rank reports alike, nobody waits."""
     mode = np.geterr()
     errcall = np.geterrcall()
@@ -28,14 +28,18 @@ def report_flags(name, status):
         if not status & bit or mode[kind] not in ("call", "log"):
             continue
         try:
+            # NumPy's NameError where no function or object is set, else
+            # its call's own errors (before, None was called: TypeError; a
+            # log object without write raised NameError, NumPy's AttributeError)
+            if errcall is None:
+                raise NameError(f"python callback specified for {text} (in  {name}) but no "
+                                f"function found." if mode[kind] == "call" else
+                                f"log specified for {text} (in {name}) but no object with "
+                                f"write method found.")
             if mode[kind] == "call":
                 errcall(text, status)
             else:
-                write = getattr(errcall, "write", None)
-                if write is None:
-                    raise NameError(f"log specified for {text} (in {name}) but no object "
-                                    f"with write method found.")
-                write(f"Warning: {text} encountered in {name}\n")
+                errcall.write(f"Warning: {text} encountered in {name}\n")
         except BaseException as exc:
             mark_agreed(exc)        # every rank reports alike: nobody waits
             raise

@@ -48,10 +48,13 @@ def _squares(dev):
     return np.multiply(dev, np.conjugate(dev)).real
 
 
-def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
+def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False, ddof=None):
     """(sum of squared deviations from the mean, count) of ``a``'s cells
     where ``mask`` (a block, or None: every cell), as NumPy's ``_var``
     computes them: two reductions (three with a mask: the counts).
+    ``ddof`` (np.var's): its "Degrees of freedom <= 0" warning as soon as
+    the count is known, before the mean's division warns (0 / 0 of an
+    empty slice), as NumPy's ``_var`` "makes this warning show up on top".
     ``quiet``: NumPy's nanvar's steps: the mean's division ignores
     floating-point errors, the deviations go into the array's own dtype
     (an unsafe cast: rounded there, a ComplexWarning for a complex mean)
@@ -65,6 +68,10 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False):
         n = count(a, axis)
     else:
         n = reduce_parts(a, mask, np.add, axis, dtype=np.intp, keepdims=True)
+    if ddof is not None and bad_dof(n, ddof)[0]:
+        # before, after the mean: an empty slice warned "invalid value
+        # encountered in divide" first, and raised that under "error"
+        warn_dof(stacklevel=4)
     nb = expand(n, a, axis) if mask is not None else n
     own = counted(a)
     # NumPy's _var under the caller's np.errstate: the sum (agreed across
@@ -135,12 +142,16 @@ def warn_dof(message=_DOF, stacklevel=2):
         warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
 
 
-def divide_dof(ss, n, ddof, message=_DOF, quiet=False, nan_where_bad=False):
+def divide_dof(ss, n, ddof, message=_DOF, quiet=False, nan_where_bad=False, warned=False):
     """``ss / max(n - ddof, 0)`` with NumPy's warning when ``n - ddof <= 0``
-    (``n`` an int, an array or a DistArray: kept dimensions of the count);
-    with ``nan_where_bad`` NaN there (NumPy's nanvar/nanstd)."""
-    bad, nn = bad_dof(n, ddof)
-    if bad:
+    (``n`` an int, an array or a DistArray: kept dimensions of the count)
+    unless ``warned`` (:func:`var_parts` did); with ``nan_where_bad`` NaN
+    there (NumPy's nanvar/nanstd)."""
+    if warned and not nan_where_bad:
+        bad, nn = False, (n._block if is_da(n) else np.asarray(n))
+    else:
+        bad, nn = bad_dof(n, ddof)
+    if bad and not warned:
         warn_dof(message, stacklevel=4)
     r = divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
     if bad and nan_where_bad:
@@ -175,7 +186,9 @@ def divide_keep(x, n, quiet=False):
             return wrap(np.true_divide(x._block, d, out=x._block.copy(), casting="unsafe"), x)
         v = np.asarray(x)
         if v.ndim == 0:
-            d = np.reshape(n, ()) if np.ndim(n) else n
+            # a scalar count (a where= mask's is a 1-element array): NumPy's
+            # "scalar divide" warnings, not the array's "divide" (found by review)
+            d = np.reshape(n, ())[()] if np.ndim(n) else n
             return v.dtype.type(v[()] / d)
         d = np.reshape(n, v.shape) if np.ndim(n) else n
         return np.true_divide(v, d, out=v.copy(), casting="unsafe")
@@ -203,25 +216,15 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqr
         ddof = correction
     if mean is not np._NoValue:
         raise DapError(f"{what}(DistArray, mean=...) is not implemented")
-    ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, what))
+    # the "Degrees of freedom" warning is var_parts's, as soon as the count is known
+    ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, what), ddof=ddof)
     if value_out(out, ss):
-        return _var_into(out, ss, n, ddof, what, sqrt)
+        return divided_into(out, ss, np.maximum(np.asarray(n) - ddof, 0), what, sqrt)
     if da_out(out, ss):
-        bad, nn = bad_dof(n, ddof)
-        if bad:
-            warn_dof(stacklevel=3)
+        nn = n._block if is_da(n) else np.asarray(n)
         return blocks_into(out, ss, what, count=np.maximum(nn - ddof, 0), sqrt=sqrt)
-    v = divide_dof(ss, n, ddof)
+    v = divide_dof(ss, n, ddof, warned=True)
     return finish(sqrt_keep(v) if sqrt else v, out, what)
-
-
-def _var_into(out, ss, n, ddof, what, sqrt):
-    """NumPy's ``_var`` (``_std``) into a value's out=: its warning for
-    ``n - ddof <= 0``, then its steps (:func:`divided_into`)."""
-    nn = np.asarray(n)
-    if np.any(nn - ddof <= 0):
-        warn_dof(stacklevel=4)
-    return divided_into(out, ss, np.maximum(nn - ddof, 0), what, sqrt)
 
 
 @implements(np.std, first=dof_first)
