@@ -365,8 +365,7 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
         err._nclx_agreed = True
         raise err
     if local_error is not None:
-        local_error._nclx_agreed = True
-        raise local_error
+        raise mark_agreed(local_error)      # (a frozen exception class refuses the attribute)
     if len(failed) == 1:
         lines = [f"rank {first} of {nranks} failed:", f"  rank {first}: {msg}"]
     else:

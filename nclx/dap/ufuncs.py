@@ -22,6 +22,7 @@ from nclx.dap.fold import agreed_call
 from nclx.dap.elementcall import loop_of, report_flags
 from nclx.dap.outwrite import blocks_into, cast_into
 from nclx._fpflags import fp_may_raise, recorded_flags
+from nclx.dap.outloop import loop_with_out
 from nclx.dap.reduce import join_failed, reduce_block
 from nclx.dap.validate import DapError
 
@@ -106,6 +107,9 @@ def _reduce_call(ufunc, inputs, kwargs, casts, passed):
     da = inputs[0]
     kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
     outs = aware.outs_of(kwargs)
+    loop = loop_with_out(ufunc, da.dtype, outs[0], kw.get("dtype")) if outs else None
+    if loop is not None:
+        kw["dtype"] = loop          # NumPy's loop with out= (nclx.dap.outloop)
     where = kwargs.get("where", True)
     if isinstance(where, DistArray):
         where = da._aligned(where)._block

@@ -20,6 +20,7 @@ from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, re
 from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, nan_dof_first, sqrt_keep,
                                            var, var_parts)
 from nclx.dap.registry import implements
+from nclx.dap.outloop import loop_with_out
 from nclx.dap.outwrite import blocks_into, divided_into
 
 
@@ -68,6 +69,7 @@ def _user_where(a, where, what):
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
            where=True):
     """``sum`` with NaNs as 0 (one collective)."""
+    dtype = loop_with_out(np.add, a.dtype, out, dtype) or dtype
     r = reduce_parts(a, _replaced(a, 0), np.add, axis, dtype, keepdims,
                      _user_where(a, where, "np.nansum"), initial)
     return finish(r, out, "np.nansum", lambda o: numpy_refusal(
@@ -78,6 +80,7 @@ def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoVal
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoValue,
             where=True):
     """``prod`` with NaNs as 1 (one collective)."""
+    dtype = loop_with_out(np.multiply, a.dtype, out, dtype) or dtype
     r = reduce_parts(a, _replaced(a, 1), np.multiply, axis, dtype, keepdims,
                      _user_where(a, where, "np.nanprod"), initial)
     return finish(r, out, "np.nanprod", lambda o: numpy_refusal(
@@ -86,7 +89,8 @@ def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=np._NoVa
 
 def _nanext(name, ufunc, a, axis, out, keepdims, initial, where):
     w = _where(a, where, f"np.{name}")
-    r = reduce_parts(a, a._block, ufunc, axis, None, keepdims, True if w is None else w,
+    r = reduce_parts(a, a._block, ufunc, axis, loop_with_out(ufunc, a.dtype, out), keepdims,
+                     True if w is None else w,
                      initial)
     if a.dtype.kind in "fc" and _any(r, np.isnan):
         warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
@@ -118,7 +122,8 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
     _check_inexact(dtype, out)
     m = _mask(a, where, "np.nanmean")
     cnt = reduce_parts(a, m, np.add, axis, np.intp, keepdims)
-    tot = reduce_parts(a, a._block, np.add, axis, dtype, keepdims, m)
+    tot = reduce_parts(a, a._block, np.add, axis, loop_with_out(np.add, a.dtype, out, dtype)
+                       or dtype, keepdims, m)
     if value_out(out, tot):
         # NumPy's nanmean: the sum into out=, divided there by the count
         with np.errstate(divide="ignore", invalid="ignore"):
