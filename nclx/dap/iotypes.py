@@ -43,7 +43,7 @@ import numpy as np
 from nclx.dap.validate import DapError
 
 __all__ = ["IOPlan", "DimSelection", "selections", "runs", "expand", "fill_duplicates",
-           "check_covered", "view_pieces"]
+           "check_covered", "view_pieces", "raw_items"]
 
 
 def runs(seq):
@@ -172,11 +172,22 @@ def selections(dist, rank, write=False):
             for s in _dim_selections(dist, rank, write)]
 
 
+def raw_items(a):
+    """``a`` viewed as items of raw bytes (unstructured void of its
+    itemsize): NumPy copies them whole, where a copy of a structured dtype
+    copies its fields only and leaves the bytes between them (an aligned
+    or offset layout) as the target had them."""
+    return a.view(np.dtype((np.void, a.dtype.itemsize))) if a.dtype.itemsize else a
+
+
 def fill_duplicates(block, sel):
     """After a read: copy each cell whose global index the buffer holds
     twice (a periodic dimension's padding wrapping onto the same rank) from
-    the position that was read, one dimension after the other.  ``sel``:
+    the position that was read, one dimension after the other, every byte
+    of it (:func:`raw_items`; before, a structured dtype's bytes between
+    fields stayed 0 there: found by review).  ``sel``:
     :class:`DimSelection` objects or :func:`selections` tuples."""
+    block = raw_items(block)
     for d, s in enumerate(sel):
         dst, src = s.dups if isinstance(s, DimSelection) else s[2]
         if dst.size:

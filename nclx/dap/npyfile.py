@@ -14,17 +14,22 @@ the close.  (An MPI call that fails its argument checks on one rank before
 its own internal collective begins would leave the others inside it: no
 agreement can reach them there; the datatypes given to MPI are tested.)
 Few synchronisations: a read is one broadcast, two allgathers and MPI's own
-open / view / read / close; a write one allgather more.
+open / view / read / close; a write one allgather more.  After the open each
+rank reads the header again through its own handle (one independent read,
+no collective), so a file replaced since rank 0 read it, or a name that is
+another file on some rank, is an error on every rank, not silently wrong
+cells.
 """
+import io
 import os
 
 import numpy as np
 
 from nclx.dap import npymap
 from nclx.dap.collective import describe_error, failure_type
-from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, view_pieces
+from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
 from nclx.dap.maps import check_global_range
-from nclx.dap.npyheader import _check_dtype, header_bytes, read_header
+from nclx.dap.npyheader import header_bytes, parse_header, read_header
 from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
@@ -147,12 +152,12 @@ def _open(comm, path, write, hints, error, what, same=None):
     return fh
 
 
-def _finish(comm, fh, what, plan, buf, offset, data, write):
+def _finish(comm, fh, what, plan, buf, offset, data, write, error=None):
     """View, Read_all/Write_all and close, then one agreement: an error MPI
-    returns from one of them on some ranks is raised on every rank, after
-    the close."""
+    returns from one of them on some ranks (or this rank's earlier
+    ``error``: it transfers nothing) is raised on every rank, after the
+    close."""
     from mpi4py import MPI   # optional dependency: nclx.dap loads without it
-    error = None
     if data:
         try:
             fh.Set_view(offset + plan.disp, plan.elem, plan.filetype)
@@ -180,6 +185,38 @@ def _finish(comm, fh, what, plan, buf, offset, data, write):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = error or _local_error(exc)
     _agree(comm, error, what)
+
+
+def _header_again(fh, head):
+    """None when the header read through this rank's handle ``fh`` is the
+    one rank 0 read before the open (``head``: dtype, shape, fortran order,
+    data offset), else a DapError: the file was replaced or rewritten in
+    between, or this rank opened another file of that name (a link that
+    differs between nodes).  Before, the data of the file opened was read
+    as the layout of the header rank 0 had read: silently wrong values
+    (found by review).  One independent read of the header's bytes, no
+    collective; :func:`_finish` agrees on the error."""
+    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
+    offset = head[3]
+    raw = bytearray(offset)
+    status = MPI.Status()
+    try:
+        fh.Read_at(0, [raw, MPI.BYTE], status)
+        # at most ``offset`` bytes of header: a longer one is another header
+        again = parse_header(io.BytesIO(bytes(raw[:status.Get_count(MPI.BYTE)])), offset)
+    except Exception as exc:  # noqa: BLE001 - reported as a changed header
+        again = describe_error(_local_error(exc))
+    if isinstance(again, tuple) and again == tuple(head):
+        return None
+
+    def text(h):
+        return f"descr {np.lib.format.dtype_to_descr(h[0])!r}, shape {h[1]}, " \
+               f"fortran_order {h[2]}"
+    seen = again if isinstance(again, str) else text(again)
+    return DapError(f"the file opened has another header than the one rank 0 read "
+                    f"({text(head)}): {seen} "
+                    f"(the file was replaced or rewritten meanwhile, or the path names "
+                    f"another file on this rank)")
 
 
 def _absolute(path):
@@ -244,7 +281,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
         fh = _open(comm, root_abs, False, hints, error, what,
                    None if dist is None else layout_key(dist))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
-        _finish(comm, fh, what, plan, block, offset, data, write=False)
+        _finish(comm, fh, what, plan, block, offset, data, write=False,
+                error=_header_again(fh, head[1]))
         if data:
             fill_duplicates(block, plan.selections)
     finally:
@@ -271,12 +309,16 @@ def write_npy(comm, path, block, dist, what):
                             f"not {kind}") from None
         check_global_range(dist)
         check_covered(dist)
-        if rank == 0:
-            header = header_bytes(block.dtype, dist.shape)
-        else:
-            _check_dtype(block.dtype)
+        # on every rank (rank 0 writes it): np.save's warnings (dtype
+        # metadata, format 2.0 or 3.0) on every rank, or their exception
+        # under an 'error' filter, agreed below before the file is touched;
+        # before, rank 0 alone warned (found by review)
+        header = header_bytes(block.dtype, dist.shape)
         if not (block.flags.c_contiguous or block.flags.f_contiguous):
-            block = np.ascontiguousarray(block)     # mpi4py needs one contiguous buffer
+            # mpi4py needs one contiguous buffer; copied as raw items: a
+            # structured dtype's copy skips the bytes between its fields,
+            # which np.save writes as they are (before, lost: found by review)
+            block = np.ascontiguousarray(raw_items(block)).view(block.dtype)
         plan = IOPlan(dist, rank, block, "C", write=True)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc

@@ -1,5 +1,5 @@
-"""The ``.npy`` header: written byte-identical to ``np.save``'s (formats
-1.0, 2.0, 3.0) and read with NumPy's own checks, for
+"""The ``.npy`` header: written by ``np.save``'s own writer (formats 1.0,
+2.0, 3.0, its warnings included) and read with NumPy's own checks, for
 :mod:`nclx.dap.npyfile` (rank 0 reads or writes it; every rank its part of
 the data)."""
 import ast
@@ -9,11 +9,18 @@ import os
 import struct
 
 import numpy as np
+# np.save's own header writer, its version choice and warnings (private:
+# numpy is pinned below 2.6, as for nclx.dap's histogram helpers; NumPy
+# 2.0 keeps it in numpy.lib.format, later ones in numpy.lib._format_impl)
+try:
+    from numpy.lib import _format_impl as _NPY
+except ImportError:                 # NumPy 2.0
+    from numpy.lib import format as _NPY
 
 from nclx.dap.collective import describe_error
 from nclx.dap.validate import DapError
 
-__all__ = ["header_bytes", "read_header"]
+__all__ = ["descr_of", "header_bytes", "parse_header", "read_header"]
 
 _FMT = np.lib.format
 
@@ -27,33 +34,30 @@ def _check_dtype(dtype):
                        f"(np.load reads such a file)")
 
 
+def descr_of(dtype):
+    """The header's ``descr`` of ``dtype``, with ``np.save``'s warning for
+    metadata the file cannot keep (a UserWarning; an exception under an
+    'error' filter), through :func:`header_bytes`, which every rank of a
+    save calls: every rank warns, or raises, as ``np.save`` would (before,
+    rank 0 alone did: under ``-W error`` on other ranks than 0 the file was
+    written; found by review)."""
+    _check_dtype(dtype)
+    return _FMT.dtype_to_descr(dtype)
+
+
 def header_bytes(dtype, shape):
     """The .npy header NumPy's ``np.save`` writes for a C-order array of
-    ``dtype`` and ``shape``: format 1.0, 2.0 when it exceeds 65535 bytes,
-    3.0 for field names that need UTF-8."""
-    _check_dtype(dtype)
-    d = {"descr": _FMT.dtype_to_descr(dtype), "fortran_order": False,
+    ``dtype`` and ``shape``, by np.save's own header writer: format 1.0,
+    2.0 when it exceeds 65535 bytes, 3.0 for field names that need UTF-8,
+    with np.save's UserWarning for the last two ("Stored array in format
+    2.0 ..."; before, nclx wrote them without it: found by review).  Every
+    rank of a save calls it, so every rank warns (or, under an 'error'
+    filter, raises) as np.save would, also for :func:`descr_of`'s warning."""
+    d = {"descr": descr_of(dtype), "fortran_order": False,
          "shape": tuple(int(s) for s in shape)}
-    for writer in (_FMT.write_array_header_1_0, _FMT.write_array_header_2_0):
-        buf = io.BytesIO()
-        try:
-            writer(buf, d)
-            return buf.getvalue()
-        except ValueError:          # 1.0: the header does not fit in 65535 bytes
-            continue
-        except UnicodeEncodeError:  # field names beyond latin-1: format 3.0
-            break
-    return _header_3_0(d)
-
-
-def _header_3_0(d):
-    """Format 3.0 (NEP 1's 2.0 layout, UTF-8 text): numpy.lib.format has no
-    public writer for it; the text is the one np.save writes."""
-    text = "{" + "".join(f"{k!r}: {d[k]!r}, " for k in sorted(d)) + "}"
-    text += " " * (_FMT.GROWTH_AXIS_MAX_DIGITS - len(repr(d["shape"][0]))) if d["shape"] else ""
-    body = text.encode("utf8")
-    pad = _FMT.ARRAY_ALIGN - ((_FMT.MAGIC_LEN + 4 + len(body) + 1) % _FMT.ARRAY_ALIGN)
-    return _FMT.magic(3, 0) + struct.pack("<I", len(body) + pad + 1) + body + b" " * pad + b"\n"
+    buf = io.BytesIO()
+    _NPY._write_array_header(buf, d)        # version None: np.save's choice and warnings
+    return buf.getvalue()
 
 
 def _read_header_3_0(f, max_header_size):
@@ -80,34 +84,31 @@ def _read_header_3_0(f, max_header_size):
     return shape, fortran, _FMT.descr_to_dtype(d["descr"])
 
 
-def read_header(path, max_header_size=10000):
-    """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
-    1.0, 2.0 or 3.0); DapError for a bad header (or one over
-    ``max_header_size`` bytes, as np.load), an object dtype or a file
-    shorter than its data, OSError when it cannot be opened, np.load's
-    EOFError for an empty file."""
-    with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            raise EOFError("No data left in file")        # np.load's, for an empty file
-        try:
-            version = _FMT.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = _FMT.read_array_header_1_0(f, max_header_size)
-            elif version == (2, 0):
-                shape, fortran, dtype = _FMT.read_array_header_2_0(f, max_header_size)
-            elif version == (3, 0):
-                shape, fortran, dtype = _read_header_3_0(f, max_header_size)
-            else:
-                raise ValueError(f"format version {version} is not 1.0, 2.0 or 3.0")
-        except OSError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - ValueError, tokenize.TokenError, ...
-            if "max_header_size" in str(exc) or "is large" in str(exc):
-                raise DapError(f"the header is longer than max_header_size={max_header_size} "
-                               f"bytes (np.load's safety limit): pass a larger max_header_size "
-                               f"if the file is trusted") from None
-            raise DapError(f"not a .npy file: {describe_error(exc)}") from None
-        offset = f.tell()
+def parse_header(f, max_header_size=10000):
+    """``(dtype, shape, fortran_order, data_offset)`` of the .npy header at
+    the start of the binary file object ``f`` (format 1.0, 2.0 or 3.0), read
+    from it with NumPy's checks; DapError for a bad header, one over
+    ``max_header_size`` bytes (as np.load), a subarray or an object dtype.
+    The data is not looked at (:func:`read_header` checks its length)."""
+    try:
+        version = _FMT.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = _FMT.read_array_header_1_0(f, max_header_size)
+        elif version == (2, 0):
+            shape, fortran, dtype = _FMT.read_array_header_2_0(f, max_header_size)
+        elif version == (3, 0):
+            shape, fortran, dtype = _read_header_3_0(f, max_header_size)
+        else:
+            raise ValueError(f"format version {version} is not 1.0, 2.0 or 3.0")
+    except OSError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - ValueError, tokenize.TokenError, ...
+        if "max_header_size" in str(exc) or "is large" in str(exc):
+            raise DapError(f"the header is longer than max_header_size={max_header_size} "
+                           f"bytes (np.load's safety limit): pass a larger max_header_size "
+                           f"if the file is trusted") from None
+        raise DapError(f"not a .npy file: {describe_error(exc)}") from None
+    offset = f.tell()
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
         raise DapError(f"not a .npy file: shape {shape!r} is not a tuple of integers")
     if dtype.subdtype is not None:
@@ -119,9 +120,23 @@ def read_header(path, max_header_size=10000):
                        f"(items of shape {dtype.shape}), which no array has (np.load cannot "
                        f"read it either)")
     _check_dtype(dtype)
+    return dtype, tuple(shape), bool(fortran), offset
+
+
+def read_header(path, max_header_size=10000):
+    """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
+    1.0, 2.0 or 3.0); DapError for a bad header (or one over
+    ``max_header_size`` bytes, as np.load), an object dtype or a file
+    shorter than its data, OSError when it cannot be opened, np.load's
+    EOFError for an empty file."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            raise EOFError("No data left in file")        # np.load's, for an empty file
+        dtype, shape, fortran, offset = parse_header(f, max_header_size)
     nbytes = math.prod(shape) * dtype.itemsize     # Python ints: no int64 wrap-around
-    have = os.path.getsize(path) - offset
+    have = size - offset
     if have < nbytes:
         raise DapError(f"the file is truncated: {have} bytes of data, its header announces "
                        f"{nbytes} (shape {shape}, dtype {dtype})")
-    return dtype, tuple(shape), bool(fortran), offset
+    return dtype, shape, fortran, offset

@@ -10,6 +10,9 @@ holds more than its block.  The file is a standard ``.npy`` file:
 ``np.save`` writes, C- or Fortran-ordered, any fixed-width dtype in its
 stored byte order.
 """
+import math
+import numbers
+import operator
 import os
 
 from nclx.dap.distarray import DistArray, _comm
@@ -32,7 +35,12 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
     file in the same collective read (no messages between ranks; works for
     layouts the halo exchange refuses, e.g. cyclic beside padded block
     dimensions).  ``max_header_size`` is np.load's: a
-    larger header (a dtype of many fields) must be allowed explicitly.
+    larger header (a dtype of many fields) must be allowed explicitly; it
+    must be an integer (a float of an integral value is taken, as np.load
+    compares with it): anything else raises TypeError or ValueError naming
+    it on every rank before any file is opened (before, np.load's own
+    "'>' not supported between instances of 'int' and 'str'", from rank 0's
+    header read; found by review).
 
     A missing or unreadable file raises OSError on every rank; a bad header,
     an object dtype, a truncated file, a Distribution that does not fit or
@@ -42,6 +50,8 @@ def load_npy(path, dist=None, comm=None, *, max_header_size=10000, **kw):
     # agreement, with the others (before, it raised alone here and the
     # others waited in that agreement for ever: found by review)
     path, error = _fspath(path)
+    max_header_size, limit_error = _header_limit(max_header_size)
+    error = error or limit_error
 
     def make_dist(shape):
         if isinstance(dist, Distribution):
@@ -62,6 +72,27 @@ def _fspath(path):
     except TypeError:
         return None, TypeError(f"the path must be a str, bytes or os.PathLike object, "
                                f"not {type(path).__name__}")
+
+
+def _header_limit(value):
+    """``(int(value), None)`` for a valid ``max_header_size``, else ``(None,
+    the TypeError or ValueError naming it)`` (raised on every rank by
+    read_npy's first agreement, so a rank passing another value than the
+    others does not raise alone)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return operator.index(value), None
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if math.isfinite(value) and float(value).is_integer():
+            return int(value), None
+        return None, ValueError(f"max_header_size must be a whole number of bytes, "
+                                f"not {_short(value)}")
+    return None, TypeError(f"max_header_size must be an integer (a number of bytes), "
+                           f"not {_short(value)} of type {type(value).__name__}")
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def save_npy(path, da):

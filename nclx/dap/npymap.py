@@ -136,9 +136,14 @@ def write_box(path, data_offset, shape, block, selections):
     finally:
         os.close(fd)
     try:
+        # as raw items: a copy of a structured dtype skips the bytes between
+        # its fields, which then kept the older file's bytes (or 0) where
+        # np.save writes the array's (found by review)
+        raw = np.dtype((np.void, block.dtype.itemsize))
         src = block[tuple(slice(m, m + c) for m, c in zip(mstart, counts))] if counts else \
             block[...]
-        dst = np.ndarray(counts, block.dtype, buffer=mm, offset=first - lo, strides=strides)
+        src = src.view(raw)
+        dst = np.ndarray(counts, raw, buffer=mm, offset=first - lo, strides=strides)
         try:
             np.copyto(dst, src, casting="no")
         finally:
