@@ -52,6 +52,16 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         # error on some ranks); first: a collective every rank makes
         mask = self._aligned(where) if isinstance(where, base) else \
             cls._of(np.full(self._block.shape, bool(where)), self.distribution, self.comm)
+    if plain:
+        axes = normalize_axes(axis, len(self.shape))
+        # NumPy's count is an np.intp: a float32 sum divides in float64 (a
+        # Python int: in float32, with "scalar divide" in NumPy's warnings)
+        count = np.intp(np.prod([self.shape[d] for d in axes], dtype=np.int64))
+        if count == 0:
+            # NumPy's _mean warns before its sum into out= casts (its
+            # ComplexWarnings; before, those came first: under "error" the
+            # ComplexWarning was raised; found by review 16)
+            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
     if out is not None:
         # each rank passes its own out=: one refused is refused on every rank,
         # in the sum's collective (the others would return alone)
@@ -66,12 +76,8 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
                          "where": True if plain else mask._block}, exc)
             raise
     if plain:
-        axes = normalize_axes(axis, len(self.shape))
-        # NumPy's count is an np.intp: a float32 sum divides in float64 (a
-        # Python int: in float32, with "scalar divide" in NumPy's warnings)
-        count = np.intp(np.prod([self.shape[d] for d in axes], dtype=np.int64))
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims)
-        empty = count == 0
+        empty = False           # warned above
     else:
         total = self.sum(axis=axis, dtype=dtype, keepdims=keepdims, where=mask)
         count = mask.sum(axis=axis, dtype=np.intp, keepdims=keepdims)
