@@ -23,6 +23,7 @@ taken away again, counted under a lock: threads in such calls at once
 leave the filters as they were, which ``warnings.catch_warnings`` did
 not).  Below DistArray: the array class is passed in.
 """
+import itertools
 import warnings
 
 import numpy as np
@@ -92,14 +93,16 @@ def _arrays(obj, own, depth=0):
     return []
 
 
-def _probe(obj, own, depth=0):
-    """``obj`` with each distributed array a one-cell ndarray of its dtype."""
+def _probe(obj, own, depth=0, fill=0):
+    """``obj`` with each distributed array a one-cell ndarray of its dtype
+    (each dimension of 1 element, or of none where the array has none;
+    ``fill=1``: of 1 element everywhere)."""
     if isinstance(obj, own):
-        return np.ones(tuple(min(n, 1) for n in obj.shape), obj.dtype)
+        return np.ones(tuple(max(min(n, 1), fill) for n in obj.shape), obj.dtype)
     if isinstance(obj, list) and depth < 4:
-        return [_probe(v, own, depth + 1) for v in obj]
+        return [_probe(v, own, depth + 1, fill) for v in obj]
     if isinstance(obj, tuple) and depth < 4:
-        return tuple(_probe(v, own, depth + 1) for v in obj)
+        return tuple(_probe(v, own, depth + 1, fill) for v in obj)
     return obj
 
 
@@ -109,20 +112,65 @@ def _count(np_call, args, kwargs, own):
     out = kwargs["out"]
     single = isinstance(out, tuple)
     out = out[0] if single else out
-    pargs = _probe(tuple(args), own)
-    pkw = {k: _probe(v, own) for k, v in kwargs.items() if k != "out"}
-    if "where" in pkw and isinstance(kwargs["where"], own):
-        pkw["where"] = np.ones(pkw["where"].shape, bool)
+    pargs, pkw = _probes(args, kwargs, own)
     with ignoring(), np.errstate(all="ignore"):
         try:
-            shape = np.shape(np_call(*pargs, **pkw))
-        except Exception:  # noqa: BLE001 - NumPy refuses the call: so does the implementation
-            return 0
-    probe_out = np.zeros(shape, out.dtype)
-    pkw["out"] = (probe_out,) if single else probe_out
-    with recording() as seen, np.errstate(all="ignore"):
-        try:
-            np_call(*pargs, **pkw)
-        except Exception:  # noqa: BLE001 - the warnings before NumPy's error count too
-            pass
-    return sum(1 for w in seen if issubclass(w.category, _ComplexWarning))
+            shapes, refusal = [np.shape(np_call(*pargs, **pkw))], None
+        except Exception as exc:  # noqa: BLE001 - NumPy refuses the call: see below
+            shapes, refusal = _refused_shapes(np_call, args, kwargs, own), _text(exc)
+    for shape in shapes:
+        probe_out = np.zeros(shape, out.dtype)
+        pkw["out"] = (probe_out,) if single else probe_out
+        with recording() as seen, np.errstate(all="ignore"):
+            try:
+                np_call(*pargs, **pkw)
+                got = None
+            except Exception as exc:  # noqa: BLE001 - the warnings before NumPy's error count too
+                got = _text(exc)
+        if refusal is None or got == refusal:
+            return sum(1 for w in seen if issubclass(w.category, _ComplexWarning))
+    return 0
+
+
+def _text(exc):
+    return f"{type(exc).__name__}: {exc}"
+
+
+#: out shapes tried where NumPy refuses the probe call itself (at most)
+_TRIES = 64
+
+
+def _probes(args, kwargs, own, fill=0):
+    """The call's arguments (``out`` left out) with each distributed array a
+    probe (:func:`_probe`), a distributed ``where=`` all True."""
+    pargs = _probe(tuple(args), own, fill=fill)
+    pkw = {k: _probe(v, own, fill=fill) for k, v in kwargs.items() if k != "out"}
+    if "where" in pkw and isinstance(kwargs["where"], own):
+        pkw["where"] = np.ones(pkw["where"].shape, bool)
+    return pargs, pkw
+
+
+def _refused_shapes(np_call, args, kwargs, own):
+    """The out= shapes to try where NumPy refuses the probe call without one
+    (a reduction with no identity of an empty array: "zero-size array to
+    reduction operation maximum which has no identity"): NumPy sets up the
+    casts into out= first and warns its ComplexWarnings before that error
+    (before, none was counted: found by review).  The result's shape is the
+    one-cell probe's with some of its 1s made 0 (the dimensions the array
+    has none of); the shape whose call raises the same refusal is out's."""
+    ones, ones_kw = _probes(args, kwargs, own, fill=1)
+    try:
+        with ignoring(), np.errstate(all="ignore"):
+            full = np.shape(np_call(*ones, **ones_kw))
+    except Exception:  # noqa: BLE001 - refused whatever the sizes: no out= to set up
+        return []
+    operands = tuple(args) + tuple(v for k, v in kwargs.items() if k != "out")
+    zeros = sum(1 for a in _arrays(operands, own) for n in a.shape if n == 0)
+    ones_at = [i for i, n in enumerate(full) if n == 1]
+    out = []
+    for k in range(min(zeros, len(ones_at)) + 1):
+        for pick in itertools.combinations(ones_at, k):
+            out.append(tuple(0 if i in pick else n for i, n in enumerate(full)))
+            if len(out) >= _TRIES:
+                return out
+    return out

@@ -10,6 +10,7 @@ from nclx.dap.collective import _ranges, allgather_checked
 from nclx.dap.distribution import Distribution
 from nclx.dap.agreekeys import dtype_key
 from nclx.dap.fold import agreed_call
+from nclx.dap.iotypes import raw_items
 from nclx.dap.maps import check_global_range
 from nclx.dap.redistribute import (Layout, agree_quick, check_movable, check_partition,
                                    layout_key, move, target_distribution)
@@ -153,7 +154,12 @@ def from_every_rank(array, dist, comm, kw):
             d = Distribution.from_shape(array.shape, dist=dist, nprocs=comm.Get_size(), **kw)
         check_global_range(d)
         idx = [m.global_from_local(np.arange(m.local_size)) for m in d.maps(comm.Get_rank())]
-        block = array[np.ix_(*idx)].copy() if idx else array.copy()
+        # every byte of each item, as gather and redistribute move them (a
+        # structured dtype's copy skips the bytes between and after its
+        # fields: before, the block held 0s there; found by review)
+        src = raw_items(array) if array.dtype.names is not None and \
+            not array.dtype.hasobject else array
+        block = (src[np.ix_(*idx)] if idx else src.copy()).view(array.dtype)
     except Exception as exc:  # noqa: BLE001 - every rank raises it after agree_quick
         error = exc
     # one Allreduce of the fold's record (a rank in another operation meets it

@@ -26,6 +26,7 @@ import weakref
 import numpy as np
 
 from nclx.dap.halocomm import agree_plan, shared_comm, take_tags
+from nclx.dap.iotypes import raw_items
 from nclx.dap.validate import DapError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
@@ -206,8 +207,9 @@ class HaloRequest:
             return
         self._mpi.Request.Waitall(self._reqs)
         if self._unpack:
+            block = _items(self._block)
             for _rank, _tag, slices, buf in self._plan.recvs:
-                self._block[slices] = buf
+                block[slices] = _items(buf)
         self.done = True
         self._plan.in_flight = False
 
@@ -309,7 +311,7 @@ def start_halo_exchange(da, method=None):
         reqs = [comm.Irecv(_raw(buf, MPI), source=src, tag=tag)
                 for src, tag, _s, buf in plan.recvs]
         for dst, tag, slices, buf in plan.sends:
-            np.copyto(buf, block[slices])
+            np.copyto(_items(buf), _items(block[slices]))
             reqs.append(comm.Isend(_raw(buf, MPI), dest=dst, tag=tag))
         MPI.Request.Waitall(reqs)
         raise DapError(f"halo exchange: rank {da.comm.Get_rank()}'s local block is read-only "
@@ -331,10 +333,19 @@ def start_halo_exchange(da, method=None):
         return HaloRequest(da, plan, reqs, MPI, unpack=False)
     reqs = [comm.Irecv(_raw(buf, MPI), source=src, tag=tag) for src, tag, _s, buf in plan.recvs]
     for dst, tag, slices, buf in plan.sends:
-        np.copyto(buf, block[slices])
+        np.copyto(_items(buf), _items(block[slices]))
         reqs.append(comm.Isend(_raw(buf, MPI), dest=dst, tag=tag))
     plan.in_flight = True
     return HaloRequest(da, plan, reqs, MPI)
+
+
+def _items(a):
+    """``a`` as items of raw bytes where its dtype is structured: NumPy's
+    copy of a structured item copies its fields only and leaves the bytes
+    between and after them as the target had them, where a halo cell holds
+    every byte of its owner's cell (before, those bytes were left as they
+    were; found by review)."""
+    return raw_items(a) if a.dtype.names is not None and not a.dtype.hasobject else a
 
 
 def _raw(buf, MPI):

@@ -5,6 +5,7 @@ from nclx.dap.agreekeys import agree_quick, dtype_key
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
+from nclx.dap.iotypes import raw_items
 from nclx.dap.validate import DapError, validate
 
 __all__ = ["from_distarray"]
@@ -25,16 +26,20 @@ def from_distarray(obj, comm=None):
     # operation (creating a DistArray, a gather) meets this one there and
     # every rank raises (before, the two waited in different collectives)
     agree_quick(comm, None, None, "from_distarray")
-    export, error = None, None
+    export, error, buf = None, None, None
     try:
         export = obj.__distarray__() if hasattr(obj, "__distarray__") else obj
-        export = validate(export)
+        padded = _padded(export["buffer"]) if isinstance(export, dict) and \
+            "buffer" in export else None
+        # a dtype ending in padding is checked as raw items of its size (the
+        # same shape): NumPy cannot read its own PEP 3118 format of it back
+        export = validate(export if padded is None else dict(export, buffer=raw_items(padded)))
+        buf = padded
+        if buf is None:
+            buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
+                np.asarray(memoryview(export["buffer"]))
     except Exception as exc:  # noqa: BLE001 - every rank raises it after the allgather
         error = exc
-    buf = None
-    if error is None:
-        buf = export["buffer"] if isinstance(export["buffer"], np.ndarray) else \
-            np.asarray(memoryview(export["buffer"]))
     everyone = allgather_checked(comm, None if error is not None else
                                  (export["dim_data"], dtype_key(buf.dtype), buf.shape,
                                   bool(buf.flags.writeable)), error, "from_distarray")
@@ -55,3 +60,33 @@ def from_distarray(obj, comm=None):
             raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
                            f"dim_data gives {dist.local_shape(r)}")
     return DistArray._of(buf, dist, comm)
+
+
+def _padded(buffer):
+    """``buffer`` as an ndarray of its exact dtype where its dtype is
+    structured and ends in padding bytes (``itemsize`` past its last field,
+    an aligned dtype's): NumPy's PEP 3118 format of such a dtype leaves the
+    trailing padding out, and NumPy's own import of that format refuses it
+    ("Item size 24 for PEP 3118 buffer format string ... does not match the
+    dtype V item size 16"; before, a DapError[RuntimeError] on every rank,
+    found by review).  An ndarray is taken as it is; a C-contiguous
+    memoryview of one (the format its array exports) as its bytes viewed as
+    the array's dtype.  None for every other buffer (validated as before)."""
+    try:
+        np.asarray(memoryview(buffer))
+        return None
+    except RuntimeError:                # NumPy's item size error: recovered below
+        pass
+    except Exception:  # noqa: BLE001 - validate() raises its own error for it
+        return None
+    if isinstance(buffer, np.ndarray):
+        return buffer
+    try:
+        view = memoryview(buffer)
+        base = view.obj
+        if isinstance(base, np.ndarray) and view.c_contiguous and \
+                base.dtype.itemsize == view.itemsize and memoryview(base).format == view.format:
+            return np.asarray(view.cast("B")).view(base.dtype).reshape(view.shape)
+    except Exception:  # noqa: BLE001 - not recovered: validate() raises NumPy's error
+        pass
+    return None
