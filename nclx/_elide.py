@@ -34,7 +34,6 @@ MIN_BYTES = 256 * 1024
 _state = {}          # "active": bool; "refs": (unnamed self, other; reflected self)
 _probe_type = None   # nclx._probe._Probe (operators())
 _local = threading.local()       # .calls while this thread calibrates
-_lock = threading.Lock()
 
 
 def _measure_active():
@@ -58,16 +57,16 @@ def _measure_active():
 
 def active():
     """Whether this NumPy elides temporaries and the probes can tell an
-    unnamed temporary by its reference count (measured once)."""
+    unnamed temporary by its reference count (measured once; threads that
+    ask meanwhile measure too, alike: no lock, which a fork while another
+    thread measured left held in the child, whose first trace waited for
+    good; found by review)."""
     got = _state.get("active")
     if got is None:
-        with _lock:
-            got = _state.get("active")
-            if got is None:
-                refs = _calibrate()
-                got = refs is not None and _measure_active()
-                _state["refs"] = refs
-                _state["active"] = got
+        refs = _calibrate()
+        got = refs is not None and _measure_active()
+        _state["refs"] = refs            # (before "active": a reader of it reads refs)
+        _state["active"] = got
     return got
 
 

@@ -3,20 +3,31 @@
 ``compile_expression("2*a + b*b")`` checks the string against numexpr's
 language -- arithmetic (``+ - * / // % **``), comparisons (one per
 operand: ``a < b``), ``& | ^ ~`` and shifts, unary minus and plus, numbers,
-names, and calls of the functions below -- and returns (names, function):
-the variable names in order of first use and a function of them that
-computes the expression with NumPy's own operators and functions.  So the
-expression means exactly what it means written in NumPy.  Anything else
-raises SyntaxError (unsupported syntax) or TypeError (an unknown function,
-keywords), naming it.  Results are cached per string.
+names, and calls of the functions below -- and returns an
+:class:`Expression`: the variable names in order of first use and a
+function of them that computes the expression with NumPy's own operators
+and functions, so it means exactly what it means written in NumPy.
+Anything else raises SyntaxError (syntax, nesting deeper than
+:data:`MAX_NESTING`) or TypeError (an unknown function, keywords), naming
+it.  Results are cached per string.  The checks walk the tree without
+recursion (near the recursion limit a caller still compiles).
+
+A step on Python numbers alone (literals, names bound to them) whose result
+would be an integer of more than :data:`INT_BITS` bits raises OverflowError
+where Python would compute it (``2 ** 2**40``: minutes and gigabytes in
+Python's power, before anything meets an array; no NumPy dtype holds it).
 """
+import _thread
 import ast
 import builtins
 import functools
+import operator
+import threading
+import types
 
 import numpy as np
 
-__all__ = ["FUNCTIONS", "compile_expression"]
+__all__ = ["FUNCTIONS", "INT_BITS", "MAX_NESTING", "Expression", "compile_expression"]
 
 #: the functions an expression may call: numexpr's real-valued ones
 FUNCTIONS = {
@@ -32,141 +43,358 @@ FUNCTIONS = {
 #: how many arguments each function takes (a ufunc's extra one would be its out=)
 ARITY = {"where": (3,), "sum": (1, 2), "prod": (1, 2), "arctan2": (2,), "fmod": (2,)}
 
-_BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
-           ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
-_UNARY = (ast.USub, ast.UAdd, ast.Invert)
-_COMPARE = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)
+#: the deepest nesting an expression may have (levels of operators and calls)
+MAX_NESTING = 500
+
+#: the most bits a Python integer an expression computes may have (no NumPy
+#: dtype holds more than 64; a float64 takes up to 1024)
+INT_BITS = 1 << 16
+_KNOWN = (int, float, complex, bool)      # Python's numbers: computed ahead
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+        ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+        ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+_GROWING = (ast.Mult, ast.Pow, ast.LShift)
+
+#: what the message calls a construct the language lacks (its node type follows)
+_CONSTRUCTS = dict(
+    Attribute="attribute access", Subscript="subscripts", Slice="a slice", Lambda="a lambda",
+    JoinedStr="an f-string", FormattedValue="an f-string", IfExp="a conditional expression",
+    NamedExpr="an assignment expression (:=)", List="a list", Tuple="a tuple", Set="a set",
+    Dict="a dict", ListComp="a comprehension", SetComp="a comprehension",
+    DictComp="a comprehension", GeneratorExp="a generator expression", Yield="yield",
+    YieldFrom="yield from", Await="await", Starred="a starred argument")
 
 
-class _Check(ast.NodeVisitor):
+def _shown(text, limit=200):                 # for a message: cut after ``limit``
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}... ({len(text)} characters)"
+
+
+def _fail(text, what, exc=SyntaxError):
+    raise exc(f"nclx.evaluate: {what} is not supported in {_shown(text)}")
+
+
+def _kids(node, text, names):
+    """Check ``node`` against the language; its operands in evaluation order."""
+    if isinstance(node, ast.BinOp):
+        if type(node.op) not in _OPS:
+            _fail(text, f"the operator {type(node.op).__name__}")
+        return (node.left, node.right)
+    if isinstance(node, ast.UnaryOp):
+        if type(node.op) not in _UNARY:
+            _fail(text, f"the operator {type(node.op).__name__} (use ~ for not)")
+        return (node.operand,)
+    if isinstance(node, ast.BoolOp):
+        _fail(text, "'and'/'or' (use & and |)")
+    if isinstance(node, ast.Compare):
+        if len(node.ops) != 1:
+            _fail(text, "a chained comparison")
+        if type(node.ops[0]) not in _COMPARE:
+            _fail(text, f"the comparison {type(node.ops[0]).__name__}")
+        return (node.left, node.comparators[0])
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            _fail(text, "a call of anything but a function name")
+        name = node.func.id
+        if name not in FUNCTIONS:
+            _fail(text, f"the function {name!r}", TypeError)
+        if node.keywords:
+            _fail(text, f"keyword arguments to {name}", TypeError)
+        want = ARITY.get(name, (1,))
+        if len(node.args) not in want:
+            _fail(text, f"{name} with {len(node.args)} argument"
+                  f"{'' if len(node.args) == 1 else 's'} (it takes "
+                  f"{' or '.join(map(str, want))})", TypeError)
+        return tuple(node.args)
+    if isinstance(node, ast.Name):
+        if node.id in FUNCTIONS:
+            _fail(text, f"the function {node.id!r} as a value", TypeError)
+        if node.id not in names:
+            names.append(node.id)
+        return ()
+    if isinstance(node, ast.Constant):
+        if type(node.value) not in (int, float, bool):
+            r = repr(node.value)
+            _fail(text, f"the constant {r[:40]}{'...' * (len(r) > 40)}")
+        return ()
+    kind = type(node).__name__
+    _fail(text, f"{_CONSTRUCTS[kind]} ({kind})" if kind in _CONSTRUCTS else kind)
+
+
+def _check(body, text):
+    """The names ``body`` reads, in order of first use; SyntaxError or
+    TypeError for anything outside the language (the first in evaluation
+    order) or nesting deeper than MAX_NESTING."""
+    names, stack = [], [(body, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is "
+                              f"nested too deeply to check (more than {MAX_NESTING} levels)")
+        stack.extend((k, depth + 1) for k in reversed(_kids(node, text, names)))
+    return names
+
+
+def _parse(text):
+    """(the checked tree of the stripped ``text``, its names) renamed: variables
+    to positional parameters ``_v<i>``, function names to ``_f_<name>``."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise SyntaxError(f"nclx.evaluate: cannot parse {_shown(text)}: {exc.msg}") from None
+    except UnicodeError:           # a lone surrogate: no source text (found by review)
+        raise SyntaxError(f"nclx.evaluate: cannot parse {_shown(text)}: it holds a character "
+                          f"that is no valid source text (a lone surrogate)") from None
+    except ValueError as exc:      # a null byte (older Pythons)
+        raise SyntaxError(f"nclx.evaluate: cannot parse {_shown(text)}: {exc}") from None
+    except MemoryError as exc:     # the parser's on deep nesting (3.11: bare; 3.13:
+        if exc.args and "pars" not in str(exc).lower():    # "Parser stack overflowed")
+            raise                  # (a real shortage of memory)
+        raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is "
+                          f"nested too deeply to parse") from None
+    except RecursionError:     # the parser's tree conversion, counted on the stack
+        raise _StackShort(text) from None
+    names = _check(tree.body, text)
+    mapping = {n: f"_v{i}" for i, n in enumerate(names)}
+    calls = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            node.id = f"_f_{node.id}" if id(node) in calls else mapping[node.id]
+    return tree.body, names
+
+
+def _raise(message):                      # (a function's default, with the message)
+    raise OverflowError(message)
+
+
+def _function(text, body, overflow=None):
+    """The function of the variables ``body`` (renamed) computes; with
+    ``overflow`` (node, message), that node raises OverflowError."""
+    used = sorted({n.id[3:] for n in ast.walk(body)
+                   if isinstance(n, ast.Name) and n.id.startswith("_f_")})
+    nvars = len({n.id for n in ast.walk(body) if isinstance(n, ast.Name)
+                 and n.id.startswith("_v")})
+    defaults = [FUNCTIONS[k] for k in used]
+    if overflow is not None:
+        node, message = overflow
+        call = ast.copy_location(ast.Call(func=ast.copy_location(
+            ast.Name(id="_f__overflow", ctx=ast.Load()), node), args=[], keywords=[]), node)
+        if node is body:
+            body = call
+        for parent in ast.walk(body):         # (the node's parent)
+            for field, value in ast.iter_fields(parent):
+                if value is node:
+                    setattr(parent, field, call)
+                elif isinstance(value, list):
+                    value[:] = [call if v is node else v for v in value]
+        used.append("_overflow")
+        defaults.append(functools.partial(_raise, message))
+    params = [ast.copy_location(ast.arg(arg=f"_v{i}"), body) for i in range(nvars)] + \
+        [ast.copy_location(ast.arg(arg=f"_f_{k}"), body) for k in used]
+    lam = ast.copy_location(ast.Lambda(args=ast.arguments(
+        posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[], defaults=[]), body=body), body)
+    try:
+        code = compile(ast.Expression(lam), f"<nclx.evaluate {_shown(text, 100)}>", "eval")
+    except RecursionError:     # the compiler's own limit, counted on the stack
+        raise _StackShort(text) from None
+    # real builtins: NumPy's error paths import.  The functions are defaults,
+    # not globals: the function reads no global, so nclx._fusewarn can run it
+    # with the caller's module globals (its warnings then name the caller's
+    # line, as the expression written there)
+    fn = eval(code, {"__builtins__": builtins})
+    fn.__defaults__ = tuple(defaults)
+    return fn
+
+
+class _Stop(Exception):
+    """Python raises here (``hit`` None) or an integer passes INT_BITS (node, bits)."""
+
+    def __init__(self, hit=None):
+        self.hit = hit
+
+
+def _grows(op, x, y):
+    """The bits (at least) of ``x op y`` when it would pass INT_BITS, else 0."""
+    if not (isinstance(x, int) and isinstance(y, int)) or op not in _GROWING:
+        return 0
+    if op is ast.Mult:
+        bits = x.bit_length() + y.bit_length() if x and y else 0
+    elif op is ast.Pow:
+        bits = (abs(x).bit_length() - 1) * y + 1 if y > 0 and abs(x) > 1 else 0
+    else:
+        bits = x.bit_length() + y if y >= 0 and x else 0
+    return bits if bits > INT_BITS else 0
+
+
+def _value(node, operands):
+    """``node`` (an operator) on Python numbers, as Python computes it; _Stop
+    where Python raises or an integer would grow past INT_BITS."""
+    try:
+        if isinstance(node, ast.UnaryOp):
+            (x,) = operands
+            if type(node.op) is ast.Invert and type(x) is bool:
+                return ~int(x)        # (Python 3.12+ warns for ~bool: not here, but eagerly)
+            return _UNARY[type(node.op)](x)
+        if isinstance(node, ast.Compare):
+            return _COMPARE[type(node.ops[0])](*operands)
+        bits = _grows(type(node.op), *operands)
+        if not bits:
+            return _OPS[type(node.op)](*operands)
+    except (ArithmeticError, TypeError, ValueError):
+        raise _Stop() from None
+    raise _Stop((node, bits))
+
+
+def _postorder(body):
+    """``body``'s nodes in evaluation order: (node, type(what), what: a number,
+    a variable's index, None (a call), else the places of its operands; the
+    node's place in ast.walk's order)."""
+    walk = {id(n): i for i, n in enumerate(ast.walk(body))}
+    order, place, stack = [], {}, [(body, None)]
+    while stack:
+        node, kids = stack.pop()
+        if kids is None:
+            kids = tuple(node.args) if isinstance(node, ast.Call) else _kids(node, "", [])
+            stack.append((node, kids))
+            stack.extend([(k, None) for k in reversed(kids)])
+            continue
+        place[id(node)] = len(order)
+        what = (node.value if isinstance(node, ast.Constant) else
+                int(node.id[2:]) if isinstance(node, ast.Name) else
+                None if isinstance(node, ast.Call) else tuple(place[id(k)] for k in kids))
+        order.append((node, type(what), what, walk[id(node)]))
+    return order
+
+
+def _first_overflow(order, values):
+    """(place in ast.walk's order, node, bits) of the first step in ``order``
+    (:func:`_postorder`) on Python numbers alone whose value would be an
+    integer of more than INT_BITS bits; None if Python raises first."""
+    got = []
+    try:
+        for node, kind, what, index in order:
+            if kind is tuple:
+                operands = [got[k] for k in what]
+                got.append(None if None in operands else _value(node, operands))
+            elif kind is int and isinstance(node, ast.Name):
+                v = values[what]
+                got.append(v if type(v) in _KNOWN else None)
+            else:                             # a number; None: a call's NumPy value
+                got.append(what)
+    except _Stop as stop:
+        return None if stop.hit is None else (index,) + stop.hit
+    return None
+
+
+#: the most nodes whose evaluation order an expression keeps (a larger one
+#: parses its string again where a call's Python integers need a look)
+_KEPT_NODES = 4096
+
+
+class Expression:
+    """A checked expression: ``names`` (its variables in order of first use)
+    and ``fn``, the function of them (:meth:`function`: for given values)."""
+
     def __init__(self, text):
         self.text = text
-        self.names = []
+        body, self.names = _parse(text)
+        self.growing = any(isinstance(n, ast.BinOp) and isinstance(n.op, _GROWING)
+                           for n in ast.walk(body))
+        self.compares = any(isinstance(n, ast.Compare) for n in ast.walk(body))
+        order = _postorder(body) if self.growing else ()
+        # an overflow of literals alone raises in every call
+        hit = _first_overflow(order, [None] * len(self.names))
+        self.static = None if hit is None else hit[0]
+        self.fn = _function(text, body) if hit is None else \
+            self._variant(hit[0], self._message(*hit[1:]))
+        self._order = order if len(order) <= _KEPT_NODES else None
+        self._variants = {}
+        self._lock = threading.Lock()
 
-    def fail(self, node, what, exc=SyntaxError):
-        raise exc(f"nclx.evaluate: {what} is not supported in {self.text!r}")
+    def _message(self, node, bits):
+        segment = ast.get_source_segment(self.text.strip(), node) or ast.dump(node)[:100]
+        about = f"{bits:,}" if bits.bit_length() <= 64 else f"2**{bits.bit_length() - 1}"
+        return (f"nclx.evaluate: {_shown(segment, 100)} would be a Python integer of at "
+                f"least {about} bits (more than {INT_BITS:,}), out of bounds for any NumPy "
+                f"dtype (not computed)")
 
-    def generic_visit(self, node):
-        self.fail(node, type(node).__name__)
+    def _variant(self, index, message):
+        """The function raising OverflowError at the node ``index`` (in
+        ast.walk's order) of a fresh tree (the kept one is shared)."""
+        body = _parse(self.text)[0]
+        node = next(n for i, n in enumerate(ast.walk(body)) if i == index)
+        return _function(self.text, body, (node, message))
 
-    def visit_Expression(self, node):
-        self.visit(node.body)
-
-    def visit_BinOp(self, node):
-        if not isinstance(node.op, _BINOPS):
-            self.fail(node, f"the operator {type(node.op).__name__}")
-        self.visit(node.left)
-        self.visit(node.right)
-
-    def visit_UnaryOp(self, node):
-        if not isinstance(node.op, _UNARY):
-            self.fail(node, f"the operator {type(node.op).__name__} (use ~ for not)")
-        self.visit(node.operand)
-
-    def visit_BoolOp(self, node):
-        self.fail(node, "'and'/'or' (use & and |)")
-
-    def visit_Compare(self, node):
-        if len(node.ops) != 1:
-            self.fail(node, "a chained comparison")
-        if not isinstance(node.ops[0], _COMPARE):
-            self.fail(node, f"the comparison {type(node.ops[0]).__name__}")
-        self.visit(node.left)
-        self.visit(node.comparators[0])
-
-    def visit_Call(self, node):
-        if not isinstance(node.func, ast.Name):
-            self.fail(node, "a call of anything but a function name")
-        if node.func.id not in FUNCTIONS:
-            self.fail(node, f"the function {node.func.id!r}", TypeError)
-        if node.keywords:
-            self.fail(node, f"keyword arguments to {node.func.id}", TypeError)
-        want = ARITY.get(node.func.id, (1,))
-        if len(node.args) not in want:
-            self.fail(node, f"{node.func.id} with {len(node.args)} argument"
-                      f"{'' if len(node.args) == 1 else 's'} (it takes "
-                      f"{' or '.join(map(str, want))})", TypeError)
-        for a in node.args:
-            if isinstance(a, ast.Starred):
-                self.fail(a, "a starred argument")
-            self.visit(a)
-
-    def visit_Name(self, node):
-        if node.id in FUNCTIONS:
-            self.fail(node, f"the function {node.id!r} as a value", TypeError)
-        if node.id not in self.names:
-            self.names.append(node.id)
-
-    def visit_Constant(self, node):
-        if type(node.value) not in (int, float, bool):
-            self.fail(node, f"the constant {node.value!r}")
+    def function(self, values):
+        """The function to call with the variables' ``values``: ``fn``, or one
+        raising OverflowError where a Python integer would pass INT_BITS."""
+        if not self.growing:
+            return self.fn
+        for v in values:                 # (a loop: no generator's frame near the limit)
+            t = type(v)
+            if t is int or t is bool or (self.compares and (t is float or t is complex)):
+                break
+        else:
+            return self.fn
+        order = self._order if self._order is not None else _postorder(_parse(self.text)[0])
+        hit = _first_overflow(order, values)
+        if hit is None or hit[0] == self.static:
+            return self.fn
+        index, node, bits = hit
+        with self._lock:                 # one function per node, its message per call
+            base = self._variants.get(index)
+            if base is None:
+                base = self._variants[index] = self._variant(index, "")
+        return types.FunctionType(base.__code__, base.__globals__, base.__name__,
+                                  base.__defaults__[:-1] +
+                                  (functools.partial(_raise, self._message(node, bits)),))
 
 
 def compile_expression(text):
-    """(names, function) for an expression string; see the module doc."""
+    """The :class:`Expression` of an expression string; see the module doc."""
     if not isinstance(text, str):      # before the cache hashes it (a list: "unhashable")
         raise TypeError(f"nclx.evaluate takes an expression string, not {type(text).__name__}")
     return _compiled(text)
 
 
+class _StackShort(SyntaxError):
+    """Python's parser or compiler ran out of the stack's recursion limit."""
+
+    def __init__(self, text):
+        super().__init__(f"nclx.evaluate: the expression ({len(text)} characters) is nested "
+                         f"too deeply for Python's parser and compiler")
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled(text):
     try:
+        return Expression(text)
+    except (_StackShort, RecursionError):
+        pass
+    # Python's parser and compiler count nesting on the caller's stack: near
+    # its limit "a*2.0+1.0" was "nested too deeply" (found by review).  On a
+    # thread's fresh stack what fails is the expression's own depth.
+    done, box = _thread.allocate_lock(), []
+    done.acquire()
+
+    def compile_there():
         try:
-            tree = ast.parse(text.strip(), mode="eval")
-        except SyntaxError as exc:
-            raise SyntaxError(f"nclx.evaluate: cannot parse {text[:200]!r}: {exc.msg}") from None
-        except UnicodeError:           # a lone surrogate: no source text (found by review)
-            raise SyntaxError(f"nclx.evaluate: cannot parse {text[:200]!r}: it holds a "
-                              f"character that is no valid source text (a lone "
-                              f"surrogate)") from None
-        except MemoryError as exc:
-            if exc.args and "pars" not in str(exc).lower():    # a real shortage of memory
-                raise
-            # CPython's parser gives up on deep nesting with a MemoryError
-            # (3.11: bare; 3.13: "Parser stack overflowed - Python source
-            # too complex to parse"; "-" * 100000 + "a"; found by review)
-            raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is "
-                              f"nested too deeply to parse") from None
-        check = _Check(text)
-        check.visit(tree)
-    except RecursionError:
-        raise SyntaxError(f"nclx.evaluate: the expression ({len(text)} characters) is nested "
-                          f"too deeply to check") from None
-    names = tuple(check.names)
-    rename = _Rename({n: f"_v{i}" for i, n in enumerate(names)})
-    body = rename.visit(tree.body)
-    # the functions are defaults, not globals: the function reads no global,
-    # so nclx._fusewarn can run it with the caller's module globals (its
-    # warnings then name the caller's line, as the expression written there)
-    used = sorted(rename.functions)
-    params = [ast.arg(arg=f"_v{i}") for i in range(len(names))] + \
-        [ast.arg(arg=f"_f_{k}") for k in used]
-    lam = ast.Expression(ast.Lambda(
-        args=ast.arguments(posonlyargs=[], args=params, kwonlyargs=[], kw_defaults=[],
-                           defaults=[ast.Name(id=f"_f_{k}", ctx=ast.Load()) for k in used]),
-        body=body))
-    ast.fix_missing_locations(lam)
-    fn = eval(compile(lam, f"<nclx.evaluate {text!r}>", "eval"),
-              # real builtins: NumPy's error paths import; the checked tree
-              # names nothing but its parameters and the _f_ functions
-              {"__builtins__": builtins, **{f"_f_{k}": v for k, v in FUNCTIONS.items()}})
-    return names, fn
-
-
-class _Rename(ast.NodeTransformer):
-    """Variables to positional parameters, function names to _f_<name>."""
-
-    def __init__(self, mapping):
-        self.mapping = mapping
-        self.functions = set()
-
-    def visit_Name(self, node):
-        return ast.copy_location(ast.Name(id=self.mapping[node.id], ctx=ast.Load()), node)
-
-    def visit_Call(self, node):
-        node.args = [self.visit(a) for a in node.args]
-        self.functions.add(node.func.id)
-        node.func = ast.copy_location(ast.Name(id=f"_f_{node.func.id}", ctx=ast.Load()),
-                                      node.func)
-        return node
+            box.append(Expression(text))
+        except (_StackShort, RecursionError):
+            box.append(SyntaxError(str(_StackShort(text))))
+        except BaseException as exc:             # noqa: BLE001 -- raised in the caller
+            box.append(exc)
+        finally:
+            done.release()
+    try:
+        _thread.start_new_thread(compile_there, ())
+    except RuntimeError:                         # no new thread (interpreter shutdown)
+        raise SyntaxError(str(_StackShort(text))) from None
+    done.acquire()
+    if isinstance(box[0], BaseException):
+        raise box[0].with_traceback(None) from None
+    return box[0]

@@ -13,6 +13,12 @@ real arrays take, whatever values the probes hold:
   handler a step's error would reach eagerly is never taken by the trace;
   such calls run eagerly (:func:`has_handlers`).
 
+And one thing a trace must not run at all: a call that sets a profile or
+trace function (``sys.setprofile``, ``sys.settrace``, ``breakpoint()``,
+``sys.monitoring``): the plain function leaves it set and the profiler
+sees its calls from then on, a fused one would not run it (:func:`sets_hooks`;
+what the scan misses, the trace undoes and refuses: nclx._trace).
+
 Both look at the function's code, the code nested in it (lambdas, inner
 functions, comprehensions) and the Python functions it names as globals
 or holds in closure cells and defaults (a decorator's wrapper; a
@@ -24,7 +30,7 @@ import dis
 import functools
 import types
 
-__all__ = ["calls_type", "has_handlers", "DEPTH"]
+__all__ = ["calls_type", "has_handlers", "sets_hooks", "DEPTH"]
 
 #: how many levels of global functions the scan follows
 DEPTH = 3
@@ -134,4 +140,15 @@ def has_handlers(fn):
         if table is None and any(ins.opname in ("SETUP_FINALLY", "SETUP_WITH")
                                  for ins in dis.get_instructions(code)):
             return code.co_name
+    return None
+
+
+def sets_hooks(fn, names):
+    """(the name of a function whose code names one of ``names``, that
+    name), or None: a function that may set a profile or trace function
+    (nclx._trace.HOOK_SETTERS) runs eagerly, before any trace runs it."""
+    for code, _, _ in _codes(fn):
+        found = names.intersection(code.co_names)
+        if found:
+            return code.co_name, min(found)
     return None

@@ -84,7 +84,12 @@ class _Same:
 _BY_VALUE = (str, bytes, complex, type(None), np.dtype, fractions.Fraction, decimal.Decimal)
 
 
-def _value_key(v):
+#: how deeply nested a tuple may be keyed (a deeper one runs the function
+#: eagerly: keying it recursed past the stack's limit)
+TUPLE_DEPTH = 32
+
+
+def _value_key(v, _depth=0):
     """A frozen value's part of a trace's key, or None (an array, a dtype
     with metadata, or a tuple holding one: the function runs eagerly): a
     scalar's type and bits; an immutable builtin (str, bytes, None, complex,
@@ -115,7 +120,9 @@ def _value_key(v):
     if t in _BY_VALUE:
         return ("v", t, v)
     if t is tuple:
-        keys = tuple(_value_key(x) for x in v)
+        if _depth >= TUPLE_DEPTH:
+            return None
+        keys = tuple(_value_key(x, _depth + 1) for x in v)
         return None if any(k is None for k in keys) else ("t", keys)
     try:
         return _Same(v, weakref.ref(v))

@@ -54,30 +54,28 @@ def _positions(frame):
     return pos
 
 
-def _varint(v):
-    out = bytearray()
-    while v >= 64:
-        out.append(0x40 | (v & 63))
-        v >>= 6
-    out.append(v)
-    return out
-
-
 def _linetable(code, positions):
     """A location table (PEP 657: Objects/locations.md in CPython) putting
     every instruction of ``code`` at its first line: with ``positions``'
-    columns (entries of the long form, code 14) or none (code 13)."""
+    columns (entries of the long form, code 14) or none (code 13).  (No
+    helper calls: near the recursion limit each frame counts.)"""
+    if positions is None:
+        fields = (0,)                                    # line delta 0
+    else:
+        line, end, col, end_col = positions
+        fields = (0, end - line, col + 1, end_col + 1)
+    entry = bytearray()
+    for v in fields:                                     # varints of 6 bits
+        while v >= 64:
+            entry.append(0x40 | (v & 63))
+            v >>= 6
+        entry.append(v)
     table = bytearray()
     units = len(code.co_code) // 2
     while units > 0:
         k = min(units, 8)
-        if positions is None:
-            table.append(0x80 | (13 << 3) | (k - 1))
-            table += _varint(0)                          # line delta 0
-        else:
-            line, end, col, end_col = positions
-            table.append(0x80 | (14 << 3) | (k - 1))
-            table += _varint(0) + _varint(end - line) + _varint(col + 1) + _varint(end_col + 1)
+        table.append(0x80 | ((13 if positions is None else 14) << 3) | (k - 1))
+        table += entry
         units -= k
     return bytes(table)
 

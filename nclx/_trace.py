@@ -35,17 +35,14 @@ int8..uint64, float32, float64, more than one output, anything after a
 final sum or product.  Callers then run the function eagerly.
 
 ``np.where(c, x, y)`` (three arguments) becomes a step of nclx's own
-``where`` ufunc (nclx.ufuncs.where: x where c else y, the element copied
-bit for bit) on the loop of np.where's result dtype: ``np.where``'s own
-result on the probes' values gives it (np.result_type of x and y, Python
-scalars weak: ``where(c, f32, 2.5)`` is float32).  The condition must be
-bool (np.where tests any other dtype against zero) and x and y of the
-result dtype already (no cast); a scalar becomes an operand slot holding
-the value np.where itself converts it to (``where(c, i8, 300)`` wraps as
-NumPy does; a conversion that flags a floating-point error stays eager,
-where NumPy reports it).
+``where`` ufunc on the loop of np.where's result dtype (nclx._probe).
+
+A profiler or tracer the traced run sets is undone and refuses the
+function (:class:`_Watch`); a RecursionError or MemoryError refuses the
+call only (:class:`NotNow`).
 """
 import sys
+import threading
 
 import numpy as np
 
@@ -106,7 +103,7 @@ def _extreme_values(a):
     return np.array(vals[:1] if a.ndim == 0 else vals, dtype=a.dtype)
 
 
-def _trace_once(fn, args, positions, values, same=()):
+def _trace_once(fn, args, positions, values, same=(), watch=True):
     """One run of ``fn`` on probes holding ``values`` (one array per array
     argument): its tape and what it returned.
 
@@ -118,7 +115,10 @@ def _trace_once(fn, args, positions, values, same=()):
     function runs eagerly.  An np.errstate set inside the function differs
     from the trace's own (the tape's baseline) and is refused: the executor
     reports under the caller's; so is an np.seterr the function leaves
-    set (the trace's errstate would undo it)."""
+    set (the trace's errstate would undo it).  ``watch``: the function's
+    reads of the errstate are watched (nclx.evaluate's read none); a hook
+    the run sets is undone and refuses the function (:class:`_Watch`); a
+    RecursionError or MemoryError refuses this call only (:class:`NotNow`)."""
     flagged = []
     # only what the caller does not ignore is reported eagerly (the plan's
     # key holds the caller's errstate)
@@ -135,7 +135,7 @@ def _trace_once(fn, args, positions, values, same=()):
         for j, i in same:               # one array passed twice: one probe (x is y)
             call[j] = call[i]
         kept = [v.copy() for v in values]
-        reads = _ErrstateReads()
+        reads = _Watch(watch)
         try:
             with reads:
                 out = fn(*call)
@@ -144,13 +144,24 @@ def _trace_once(fn, args, positions, values, same=()):
                 raise _refusal(tape) from None
             raise
         except Exception as exc:
+            if reads.hooks is not None or reads.shared is not None:
+                raise (NotNow if reads.hooks is None else Untraceable)(
+                    reads.hooks or reads.shared) from None
             if tape.poisoned is not None:
                 raise _refusal(tape) from None
+            if isinstance(exc, (RecursionError, MemoryError)):
+                # short of stack or memory here (a RecursionError was kept
+                # before: eager for good; found by review)
+                raise NotNow(f"tracing raised {type(exc).__name__}: {exc}") from None
             raise Untraceable(f"tracing raised {type(exc).__name__}: {exc}") from None
         if np.geterrcall() is not tape.errcall or np.geterr() != tape.err:
             # np.seterr inside the function: this context's state is undone
             # when the trace's errstate exits; eager runs keep it, as NumPy
             raise Untraceable("the function sets np.seterr (eager NumPy keeps it)")
+    if reads.hooks is not None:
+        raise Untraceable(reads.hooks)
+    if reads.shared is not None:
+        raise NotNow(reads.shared)
     if tape.poisoned is not None:             # refused, and the function caught it
         raise _refusal(tape)
     if reads.why is not None:
@@ -164,31 +175,64 @@ def _trace_once(fn, args, positions, values, same=()):
 
 
 class NotNow(Untraceable):
-    """Not traced at this call, for a reason that may pass (a profiler is
-    set): the call runs eagerly and the refusal is not kept."""
+    """Not traced at this call, for a reason that may pass (a profiler is set,
+    the stack is short): the call runs eagerly and the refusal is not kept."""
 
 
 #: NumPy's functions that read the errstate a trace replaces with its own
 _ERRSTATE_READS = frozenset(f.__code__ for f in (np.geterr, np.geterrcall)
                             if hasattr(f, "__code__"))
 
+#: names whose call sets a profile or trace function (nclx._fusecode.sets_hooks)
+HOOK_SETTERS = frozenset("setprofile settrace setprofile_all_threads settrace_all_threads "
+                         "monitoring breakpoint set_trace".split())
 
-class _ErrstateReads:
+
+def watchers():
+    """Why a profiler, tracer or debugger watches this thread (sys.setprofile,
+    sys.settrace, a sys.monitoring tool), or None: a fused function then runs
+    as the plain function, whose calls the watcher sees."""
+    if sys.getprofile() is not None:
+        return "a profiler is set (sys.setprofile)"
+    if sys.gettrace() is not None:
+        return "a tracer is set (sys.settrace: a debugger or coverage)"
+    mon = getattr(sys, "monitoring", None)
+    if mon is not None:
+        for i in range(6):
+            if mon.get_tool(i) is not None:
+                return f"a sys.monitoring tool is registered ({mon.get_tool(i)!r})"
+    return None
+
+
+def _hooks():
+    """This thread's profile and trace functions; the process's: threading's
+    and the sys.monitoring tools with their events."""
+    mon = getattr(sys, "monitoring", None)
+    tools = () if mon is None else tuple((mon.get_tool(i), mon.get_events(i)) for i in range(6))
+    return (sys.getprofile(), sys.gettrace(), getattr(threading, "_profile_hook", None),
+            getattr(threading, "_trace_hook", None), tools)
+
+
+class _Watch:
     """Around a traced call: whether the function (not nclx) read the
     errstate -- np.geterr() or np.geterrcall() -- which during the trace is
-    the trace's own (its modes 'call', its recorder), not the caller's, so
-    a branch taken on it is not the one eager calls take (found by review:
-    ``x*2.0 if np.geterr()["divide"] == "warn" else x*3.0`` fused as x*3).
-    Watched with a profile function of this thread alone (sys.setprofile);
-    where one is set already (a profiler), it is left alone and ``why``
-    says the trace cannot watch."""
+    the trace's own, not the caller's, so a branch taken on it is not the
+    one eager calls take (found by review: ``x*2.0 if np.geterr()["divide"]
+    == "warn" else x*3.0`` fused as x*3).  Watched (``watch``) with a
+    profile function of this thread alone; where one is set already, it is
+    left alone and ``why`` says the trace cannot watch.  And whether the
+    function set a profile or trace function (its sys.setprofile replaced
+    the watcher, which leaving set None where the plain function leaves the
+    user's; found by review): the hooks are restored as they were, and
+    ``hooks`` says why the function runs eagerly (for good: each call sets
+    them)."""
 
-    __slots__ = ("why", "unwatched", "_set")
+    __slots__ = ("why", "unwatched", "hooks", "shared", "_watch", "_hook", "_before")
 
-    def __init__(self):
-        self.why = None
+    def __init__(self, watch=True):
+        self.why = self.hooks = self.shared = self._hook = None
         self.unwatched = False
-        self._set = False
+        self._watch = watch
 
     def _profile(self, frame, event, arg):
         if event == "call" and frame.f_code in _ERRSTATE_READS and self.why is None:
@@ -199,19 +243,34 @@ class _ErrstateReads:
                             f"under an errstate of its own)")
 
     def __enter__(self):
-        if sys.getprofile() is not None:
+        self._before = _hooks()
+        if self._watch and sys.getprofile() is not None:
             self.why = ("a profiler is set (sys.setprofile): the trace cannot watch the "
                         "function's reads of the errstate")
             self.unwatched = True
-            return self
-        sys.setprofile(self._profile)
-        self._set = True
+        elif self._watch:
+            self._hook = self._profile       # one bound method: compared by identity
+            sys.setprofile(self._hook)
         return self
 
     def __exit__(self, *exc):
-        if self._set:
-            sys.setprofile(None)
-            self._set = False
+        before = self._before
+        if sys.getprofile() is not (before[0] if self._hook is None else self._hook) or \
+                sys.gettrace() is not before[1]:
+            # this thread's: the function set them (restored exactly and at
+            # once; the eager run sets them again, as the plain function does)
+            sys.setprofile(before[0])
+            sys.settrace(before[1])
+            self.hooks = ("the function sets a profile or trace function (sys.setprofile, "
+                          "sys.settrace): the plain function leaves it set")
+        elif self._hook is not None:
+            sys.setprofile(before[0])
+        now = _hooks()
+        if now[2] is not before[2] or now[3] is not before[3] or now[4] != before[4]:
+            # the process's: maybe another thread's, so left as they are
+            self.shared = ("a profile or trace hook of the process changed during the trace "
+                           "(threading.setprofile/settrace, sys.monitoring)")
+        self._hook = None
         return False
 
 
@@ -249,7 +308,7 @@ def _check_depends_on_an_array(tape, result, ndims):
                           "(NumPy gives it their shape)")
 
 
-def trace(fn, args):
+def trace(fn, args, watch=True):
     """Trace ``fn(*args)``; args: ndarrays (probed, in order: the operand
     slots; one array passed more than once is one probe and one slot, as
     ``x is y`` holds eagerly) and anything else (passed as it is, a
@@ -273,6 +332,10 @@ def trace(fn, args):
     if who is not None:
         raise Untraceable(f"{who} calls type(): the trace's probes are no numpy.ndarray "
                           f"(isinstance() and .__class__ answer as for one)")
+    who = _fusecode.sets_hooks(fn, HOOK_SETTERS)
+    if who is not None:
+        raise Untraceable(f"{who[0]} may set a profile or trace function ({who[1]}): the "
+                          f"plain function leaves it set")
     positions, same = [], []
     for i, a in enumerate(args):
         if isinstance(a, np.ndarray):
@@ -287,12 +350,12 @@ def trace(fn, args):
     _cledger.mute(1)            # the probes' small calls are no calls of the user's
     try:
         first = [_first_values(args[i]) for i in positions]
-        tape, out = _trace_once(fn, args, positions, first, same)
+        tape, out = _trace_once(fn, args, positions, first, same, watch)
         again, out2 = _trace_once(fn, args, positions,
                                   [_other_values(args[i], f) for i, f in zip(positions, first)],
-                                  same)
+                                  same, watch)
         third, out3 = _trace_once(fn, args, positions,
-                                  [_extreme_values(args[i]) for i in positions], same)
+                                  [_extreme_values(args[i]) for i in positions], same, watch)
     finally:
         _cledger.mute(-1)
     result = _result_slot(tape, out)

@@ -10,14 +10,14 @@ those of the same code run eagerly by NumPy.
 
 Whenever fusing could change what the user sees, the code runs eagerly
 instead (same results as without nclx): a user node in any hook chain or
-``checked()`` active (hooks see every call; the nodes of recording
-``nclx.ledger`` ledgers excepted: a fused run adds one row per step to
-them itself, see nclx.ledger), operands that are not plain
-ndarrays or scalars (subclasses, ``__array_ufunc__`` overriders), shapes
-other than one common shape (and 0-d / scalars), arrays that are not
+``checked()`` active (but recording ``nclx.ledger`` ledgers' nodes: a fused
+run adds its rows itself), operands that are not plain ndarrays or scalars,
+shapes other than one common shape (and 0-d / scalars), arrays that are not
 C-contiguous, aligned and native, dtypes other than bool, int8..uint64,
-float32, float64, fewer elements than ``fuse_threshold()``, or code the
-tracer cannot follow (nclx._trace says why: ``nclx.fuse(f).explain(...)``).
+float32, float64, fewer elements than ``fuse_threshold()``, code the tracer
+cannot follow (``nclx.fuse(f).explain(...)`` says why), a call within ROOM
+frames of the recursion limit, and a fused function while a profiler or
+tracer watches the thread (it sees the plain function's calls).
 """
 import sys
 import threading
@@ -134,47 +134,55 @@ def _why_not_args(args):
     return None
 
 
-def _run(fn, args, plans, out, frozen=(), where=None):
-    """fn(*args) fused when it may be, else eagerly; ``out`` as in evaluate;
-    ``frozen``: what else the trace depends on (part of the plan's key);
-    ``where``: the location every step's flags are reported at (else each
-    step's own, from the trace: nclx._fusewarn)."""
+#: ``_run``'s answer where the call runs eagerly (its caller calls the
+#: function: fewer frames) and the frames a fused call needs below the
+#: recursion limit (its keys, trace and run, warnings included, take fewer)
+EAGER, ROOM = object(), 64
+
+_NEAR_LIMIT = f"fewer than {ROOM} frames are left below the recursion limit (a fused call's)"
+
+
+def _descend(n):
+    return n <= 0 or _descend(n - 1)
+
+
+def near_limit(need=ROOM):
+    """Whether fewer than ``need`` frames are left below the recursion limit
+    (before, a fused call within about 10 frames of it raised RecursionError
+    where the plain call ran, and a trace that hit it was kept as a refusal;
+    found by review): a stack shallower than a third of the limit has room
+    (a frame takes one or two of it), else ``need`` frames are tried."""
+    limit = sys.getrecursionlimit()
+    if limit >= 3 * need:
+        try:
+            sys._getframe(limit // 3)
+        except ValueError:
+            return False
+    try:
+        return not _descend(need)
+    except RecursionError:
+        return True
+
+
+def _run(fn, args, plans, out, frozen=(), where=None, watch=True):
+    """(fn(*args) fused, or EAGER where it must run eagerly; why not fused,
+    or None); ``out`` as in evaluate; ``frozen``: what else the trace
+    depends on (part of the plan's key); ``where``: the location every
+    step's flags are reported at (else each step's own, from the trace:
+    nclx._fusewarn); ``watch``: the trace watches the function's reads of
+    the errstate (nclx._trace)."""
     why, ledgers = _why_not_now(args)
     plan = None
     if why is None:
-        # which arguments are one object (a trace sees ``x is y``)
-        ids = [id(a) for a in args]
-        same = () if len(set(ids)) == len(ids) else tuple(ids.index(i) for i in ids)
-        key = (tuple(_arg_key(a) for a in args), same, frozen, _state_key())
-        plan = plans.get(key)
-        if plan is None:
+        if near_limit():
+            why = _NEAR_LIMIT
+        else:
             try:
-                plan = _trace.trace(fn, args)
-                if where is not None:
-                    # the steps report at the caller's location: their traced
-                    # frames' globals (the first caller's module) are not kept
-                    program, constants, positions, wheres, variants = plan
-                    nsteps = len(program.steps)
-                    plan = (program, constants, positions, (None,) * nsteps + wheres[nsteps:],
-                            variants)
-                plans.put(key, plan)
-            except _trace.StateChanged as exc:
-                # kept only when it happens again: another thread's warning
-                # filters may have changed under this trace alone
-                plan = str(exc)
-                seen = (plans.get(("state changed", key)) or 0) + 1
-                plans.put(("state changed", key), seen)
-                if seen >= _STATE_CHANGES_KEPT:
-                    plans.put(key, plan)
-            except _trace.NotNow as exc:       # eager this time, traced again later
-                plan = str(exc)
-            except _trace.Untraceable as exc:
-                plan = str(exc)
-                plans.put(key, plan)
-        if isinstance(plan, str):
-            why, plan = plan, None
+                plan, why = _plan(fn, args, plans, frozen, where, watch)
+            except RecursionError:       # in nclx's steps: eager, nothing kept
+                plan, why = None, _NEAR_LIMIT
     if plan is None:
-        return _eager(fn, args, out), why
+        return EAGER, why
     program, constants, positions, wheres, variants = plan
     report = _fusewarn.Reporter(wheres, where, len(program.steps))
     shape = next(a.shape for a in args if type(a) is np.ndarray and a.ndim)
@@ -188,21 +196,55 @@ def _run(fn, args, plans, out, frozen=(), where=None):
     operands += constants
     if program.reduce is not None:
         if out is not None:
-            return _eager(fn, args, out), "out= with a reduction"
+            return EAGER, "out= with a reduction"
         return _execute(program, operands, None, ledgers, report), None
     flat = None
     if out is not None:
         want = np.dtype(program.steps[-1].chars[-1])
         if not (type(out) is np.ndarray and out.shape == shape and out.dtype == want
                 and out.flags.c_contiguous and out.flags.aligned and out.flags.writeable):
-            return _eager(fn, args, out), "out= not a C-contiguous array of the result's shape and dtype"
+            return EAGER, "out= not a C-contiguous array of the result's shape and dtype"
         flat = out.reshape(-1)
     # the result allocated in its shape: it owns its data, as eager NumPy's
-    # (before, a reshaped view of the executor's 1-d array: resize() refused
-    # it; found by review)
+    # (before, a view of the executor's 1-d array: resize() refused; review)
     result = _execute(program, operands, flat, ledgers, report,
                       None if flat is not None else shape)
     return (out if out is not None else result), None
+
+
+def _plan(fn, args, plans, frozen, where, watch):
+    """(the plan for these arguments, None) or (None, why they run eagerly),
+    traced and kept when there is none yet."""
+    # which arguments are one object (a trace sees ``x is y``)
+    ids = [id(a) for a in args]
+    same = () if len(set(ids)) == len(ids) else tuple(ids.index(i) for i in ids)
+    key = (tuple(_arg_key(a) for a in args), same, frozen, _state_key())
+    plan = plans.get(key)
+    if plan is not None:
+        return (None, plan) if isinstance(plan, str) else (plan, None)
+    try:
+        plan = _trace.trace(fn, args, watch)
+        if where is not None:
+            # the steps report at the caller's location: their traced
+            # frames' globals (the first caller's module) are not kept
+            program, constants, positions, wheres, variants = plan
+            nsteps = len(program.steps)
+            plan = (program, constants, positions, (None,) * nsteps + wheres[nsteps:],
+                    variants)
+        plans.put(key, plan)
+        return plan, None
+    except _trace.StateChanged as exc:
+        # kept only when it happens again: another thread's warning
+        # filters may have changed under this trace alone
+        seen = (plans.get(("state changed", key)) or 0) + 1
+        plans.put(("state changed", key), seen)
+        if seen >= _STATE_CHANGES_KEPT:
+            plans.put(key, str(exc))
+        return None, str(exc)
+    except _trace.Untraceable as exc:
+        if not isinstance(exc, _trace.NotNow):      # (NotNow: eager this time alone)
+            plans.put(key, str(exc))
+        return None, str(exc)
 
 
 def _execute(program, operands, out, ledgers, report, shape=None):
@@ -240,16 +282,14 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     fused runs write it directly).  Returns the result array, or the NumPy
     scalar of a final ``sum``/``prod``.
     """
-    names, fn = _expr.compile_expression(ex)
+    expression = _expr.compile_expression(ex)
+    names = expression.names
     try:
         frame = sys._getframe(1)
     except ValueError:            # called from no Python frame (atexit, a C callback)
         frame = where = None
     else:
-        # warnings name the caller's line, fused or eager: the expression as
-        # if written there (nclx._fusewarn)
         where = _fusewarn.caller(frame)
-        fn = _fusewarn.relocated(fn, where)
     if local_dict is None or global_dict is None:
         if frame is None:
             raise TypeError("nclx.evaluate: local_dict and global_dict are needed where "
@@ -266,7 +306,18 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
             args.append(global_dict[name])
         else:
             raise NameError(f"nclx.evaluate: name {name!r} is not defined")
-    return _run(fn, args, _expr_plans.setdefault(ex, _Plans), out, where=where)[0]
+    # one that raises OverflowError where a Python integer would grow past
+    # nclx._expr.INT_BITS (before, "2 ** 2**40" hung in Python's power)
+    fn = expression.function(args)
+    if where is not None:
+        # warnings name the caller's line, fused or eager: the expression as
+        # if written there (nclx._fusewarn)
+        fn = _fusewarn.relocated(fn, where)
+    # its functions read no errstate (names and nclx._expr.FUNCTIONS): no
+    # watch, so a profiler set does not keep it eager
+    result = _run(fn, args, _expr_plans.setdefault(ex, _Plans), out, where=where,
+                  watch=False)[0]
+    return _eager(fn, args, out) if result is EAGER else result
 
 
 def _handled_eagerly(fn):
@@ -295,19 +346,34 @@ class _Fused(_fusegate.FuseGate):
         self.__doc__ = getattr(fn, "__doc__", None)
 
     def _fused_call(self, args):
-        frozen = _frozen(self.fn)
-        if frozen is None or _handled_eagerly(self.fn) is not None:
+        # a profiler or tracer sees the plain function's calls (before, a kept
+        if _trace.watchers() is not None:     # plan ran none; found by review)
             return self.fn(*args)
-        return _run(self.fn, args, self.plans, None, frozen)[0]
+        try:
+            frozen = _frozen(self.fn)
+            eager = frozen is None or _handled_eagerly(self.fn) is not None
+        except RecursionError:           # near the limit: the plain call, nothing kept
+            eager = True
+        if not eager:
+            result = _run(self.fn, args, self.plans, None, frozen)[0]
+            if result is not EAGER:
+                return result
+        return self.fn(*args)
 
     def explain(self, *args):
         """'fused' when a call with these arguments runs on the block
         executor, else why it runs eagerly (the call is not made)."""
         why = _why_not_now(args)[0]
+        if why is None and _trace.watchers() is not None:
+            why = (f"{_trace.watchers()}: the function runs as the plain function, whose "
+                   f"calls it sees")
+        if why is None and near_limit():
+            why = _NEAR_LIMIT
         if why is None and _frozen(self.fn) is None:
             why = ("a global, closure cell, default or bound argument of the function is an "
-                   "array (or a tuple holding one, or a dtype with metadata), or the "
-                   "callable's state is not keyed (a callable object, a bound method)")
+                   "array (or a tuple holding one, or a dtype with metadata, or a tuple nested "
+                   "too deeply to key), or the callable's state is not keyed (a callable "
+                   "object, a bound method)")
         if why is None:
             why = _handled_eagerly(self.fn)
         if why is None:
