@@ -27,6 +27,8 @@ import types
 
 import numpy as np
 
+from nclx.errors import NclxError
+
 __all__ = ["FUNCTIONS", "INT_BITS", "MAX_NESTING", "Expression", "compile_expression"]
 
 #: the functions an expression may call: numexpr's real-valued ones
@@ -210,7 +212,7 @@ def _function(text, body, overflow=None):
     return fn
 
 
-class _Stop(Exception):
+class _Stop(NclxError):
     """Python raises here (``hit`` None) or an integer passes INT_BITS (node, bits)."""
 
     def __init__(self, hit=None):
@@ -361,7 +363,7 @@ def compile_expression(text):
     return _compiled(text)
 
 
-class _StackShort(SyntaxError):
+class _StackShort(NclxError, SyntaxError):
     """Python's parser or compiler ran out of the stack's recursion limit."""
 
     def __init__(self, text):

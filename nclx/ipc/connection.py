@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter, deque
 
+from nclx.errors import NclxError
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
 from nclx.ipc.transport import FrameSocket, tune
 from nclx.ipc.wire import (
@@ -38,7 +39,7 @@ QUEUE_BYTES = 4 << 20
 ECHO_TICKET = 1024
 
 
-class IdleTimeout(TimeoutError):
+class IdleTimeout(NclxError, TimeoutError):
     """A connection was idle past the server's ``idle_timeout``."""
 
 
