@@ -2,6 +2,7 @@
 the host and device spans, the kind of synchronisation, the SyncState, and
 the copies between the two sides."""
 from nclx.storage.devices import SyncState
+from nclx.storage.params import StorageError
 
 __all__ = ["Buffer", "KINDS", "locked"]
 
@@ -47,6 +48,12 @@ class Buffer:
         if self.host_span is not None:
             self.backend.copy_d2h(self.host_span, self.dev_span)
         else:
+            if not self.host_root.flags.writeable:
+                # a backend may write through the flag (CuPy's get(out=)
+                # copies into any host buffer): never into read-only memory
+                raise StorageError("device -> host copy into a read-only host buffer (the "
+                                   "storage wraps read-only data): device writes cannot be "
+                                   "copied back")
             self.backend.copy_d2h(self.host_root, self.dev_root)
 
     # -- the GDP-3 sync methods ---------------------------------------------

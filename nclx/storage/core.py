@@ -106,6 +106,13 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
             raise TypeError("iteration over a 0-d storage")
         return (self[i] for i in range(self.shape[0]))
 
+    def __contains__(self, value):
+        # ndarray's: (self == value).any() over the values (iteration would
+        # compare rows and ask a row's ambiguous truth value)
+        if isinstance(value, Storage):
+            value = value._value_array()
+        return bool(np.asarray(self._value_array() == value).any())
+
     # truth and scalar conversion as NumPy's (ambiguous for size > 1)
     def __bool__(self):
         return bool(self._value_array())
@@ -144,6 +151,9 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
             axes = tuple(normalize_axis_index(operator.index(a), nd) for a in axes)
         except TypeError:
             raise StorageTypeError(f"transpose axes={axes!r}: expected integers") from None
+        except OverflowError:       # (an axis past C long: a bare OverflowError; review)
+            raise np.exceptions.AxisError(f"transpose axes={axes!r}: an axis is out of bounds "
+                                          f"for {nd} dimensions") from None
         if sorted(axes) != list(range(nd)):
             raise ValueError(f"transpose axes={axes!r}: don't match the {nd} dimensions")
         host = None if self._host is None else self._host.transpose(axes)

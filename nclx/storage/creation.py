@@ -15,7 +15,7 @@ from nclx.storage.core import CPU_BUFFER, CPUStorage, Storage, allocate
 # pickles made before unpickling moved to core name nclx.storage.creation._rebuild
 from nclx.storage.core import _rebuild  # noqa: F401
 from nclx.storage.devices import SyncState
-from nclx.storage.params import StorageError, StorageTypeError
+from nclx.storage.params import StorageError, StorageTypeError, normalize_shape
 from nclx.storage.resolve import check_keys, recipe, resolve
 from nclx.storage.wrap import as_storage
 
@@ -87,9 +87,14 @@ def storage(data=None, device_data=None, *, dtype=None, copy=True, sync_state=No
             raise StorageTypeError("storage(): give data, device_data or shape=")
         shape = kwargs.pop("shape")
         return empty(shape, np.float64 if dtype is None else dtype, **kwargs)
-    kwargs.pop("shape", None)
+    shape = kwargs.pop("shape", None)
     if not (isinstance(src, Storage) or hasattr(src, "shape")):
         src = np.asarray(src)
+    if shape is not None and normalize_shape(shape) != tuple(src.shape):
+        # (found by review: ignored, even when malformed; as_storage refuses it)
+        raise StorageError(f"storage: shape={shape!r} disagrees with the data's shape "
+                           f"{tuple(src.shape)} (a copy keeps the data's shape; "
+                           "as_storage(buffer, shape=, dtype=) views raw bytes)")
     if device_data is not None and data is None and "device" not in kwargs \
             and not isinstance(src, Storage):
         kwargs["device"] = "gpu"

@@ -10,7 +10,7 @@ import numpy as np
 
 from nclx.storage.buffer import locked
 from nclx.storage.devices import SyncState
-from nclx.storage.params import NoSuchBufferError
+from nclx.storage.params import NoSuchBufferError, StorageError
 
 __all__ = ["BuffersMixin"]
 
@@ -55,12 +55,22 @@ class BuffersMixin:
             self._buf.mark(_HOST_DIRTY)
         return host
 
+    def _host_read_only(self):
+        """True when the host buffer is read-only (a wrapped read-only
+        array or bytes): a device write could never be copied back."""
+        return self._host is not None and not self._host.flags.writeable
+
     def to_cupy(self):
-        """The device buffer as a device array view (CuPy's ndarray)."""
+        """The device buffer as a device array view (CuPy's ndarray).  With
+        managed='gt4py' the device is brought up to date first and then
+        marked modified (the caller may write through the view) -- unless
+        the host buffer is read-only: a device write could never be copied
+        back, so the host stays the newer side and the next device access
+        copies it again (the view's interface is flagged read-only)."""
         dev = self._need_device()
         with locked(self._buf):
             self._buf.host_to_device()
-            self._buf.mark(_DEVICE_DIRTY)
+            self._buf.mark(_HOST_DIRTY if self._host_read_only() else _DEVICE_DIRTY)
         return dev
 
     def to_ndarray(self):
@@ -76,7 +86,15 @@ class BuffersMixin:
 
     @property
     def __cuda_array_interface__(self):
-        return self._buf.backend.interface(self.to_cupy())
+        return self._device_interface(self.to_cupy())
+
+    def _device_interface(self, dev):
+        """The device view's CUDA array interface, flagged read-only (as the
+        host's ``__array_interface__`` is) when the host buffer is read-only."""
+        iface = self._buf.backend.interface(dev)
+        if self._host_read_only():
+            iface = dict(iface, data=(iface["data"][0], True))
+        return iface
 
     def __array__(self, dtype=None, copy=None):
         host = self.to_numpy()
@@ -91,12 +109,16 @@ class BuffersMixin:
     def __gt_data_interface__(self):
         out = {}
         common = {"dims": self._dims, "halo": self._halo}
+        # explicit strides: GDP-3 gives every entry a tuple of strides (NumPy's
+        # and CuPy's own dicts say None for contiguous buffers)
         if self._host is not None:
-            out[None] = dict(self._host.__array_interface__, acquire=self.device_to_host,
-                             touch=self.set_host_modified, **common)
+            out[None] = dict(self._host.__array_interface__, strides=tuple(self._host.strides),
+                             acquire=self.device_to_host, touch=self.set_host_modified, **common)
         if self._dev is not None:
-            out["gpu"] = dict(self._buf.backend.interface(self._dev), acquire=self.host_to_device,
-                              touch=self.set_device_modified, **common)
+            out["gpu"] = dict(self._device_interface(self._dev),
+                              strides=tuple(int(x) for x in self._dev.strides),
+                              acquire=self.host_to_device, touch=self.set_device_modified,
+                              **common)
         return out
 
     # -- sync methods (no-ops where there is nothing to synchronise) --------
@@ -110,6 +132,9 @@ class BuffersMixin:
         self._buf.synchronize()
 
     def set_device_modified(self):
+        if self._buf.kind == "gt4py" and self._host_read_only():
+            raise StorageError(f"set_device_modified(): {type(self).__name__} wraps read-only "
+                               "host data; device writes cannot be copied back")
         self._buf.mark(_DEVICE_DIRTY)
 
     def set_host_modified(self):

@@ -136,6 +136,8 @@ class _Elementwise:
             [(x.validity, x.validity_offset, len(x)) for x in inputs if isinstance(x, ComputeMixin)])
         self.outs = outs
         self.make = type(first)._trusted
+        self.name, self.gufunc = name, ufunc.signature is not None
+        self.nvalues = len(self.windows[id(first)])
 
     def unwrap(self, x):
         return self.windows.get(id(x), x) if isinstance(x, ComputeMixin) else x
@@ -143,11 +145,18 @@ class _Elementwise:
     def wrap(self, res):
         if isinstance(res, ComputeMixin):
             return res
-        if isinstance(res, np.ndarray) and res.ndim >= 1:
+        if isinstance(res, np.ndarray) and res.ndim >= 1 and len(res) == self.nvalues:
             for o in self.outs:
                 if isinstance(o, ComputeMixin) and self.windows[id(o)] is res:
                     return o
             return self.make(self.offsets, res, self.validity, self.vbit, None)
+        if self.gufunc:
+            # the core dimensions took the values' first axis, the lists'
+            # own (found by review: np.matmul(r, r) gave one dot product of
+            # all the values): only trailing fixed dimensions can be core ones
+            raise TypeError(f"{self.name} on a Ragged: its core dimensions would take the "
+                            "axis of the lists' values; a generalized ufunc works on fixed "
+                            "dimensions inside every element (values of shape (n, k, ...))")
         return res
 
 

@@ -148,7 +148,8 @@ def list_array(offsets, values, validity=None, validity_offset=0, encoding=None,
     n = len(offsets) - 1
     vbuf = None
     if validity is not None:
-        vbuf = pa.py_buffer(_bits.realign(validity, validity_offset, n))
+        # (a strided bitmap is copied: pyarrow refused it, naming nothing)
+        vbuf = pa.py_buffer(np.ascontiguousarray(_bits.realign(validity, validity_offset, n)))
     obuf = pa.py_buffer(np.ascontiguousarray(offsets))
     large = offsets.dtype == np.int64
     if encoding is not None:

@@ -6,7 +6,10 @@ import numpy as np
 from nclx.types import _bits
 from nclx.types.ragged import Ragged
 
-__all__ = ["from_list", "from_strings"]
+__all__ = ["from_list", "from_strings", "MAX_DEPTH"]
+
+#: list levels below the outer one that from_list builds (NumPy's MAXDIMS)
+MAX_DEPTH = 64
 
 
 def _offsets_of(lengths, n, offsets_dtype):
@@ -31,6 +34,13 @@ def _depth(data):
         if leaf is not None:
             return depth, leaf
         depth += 1
+        if depth > MAX_DEPTH:
+            # (found by review: 600 levels raised a bare RecursionError, and
+            # a list that contains itself looped here for ever)
+            raise ValueError(f"data: lists nested more than {MAX_DEPTH + 1} levels deep "
+                             "(or a list that contains itself); from_list builds at most "
+                             f"{MAX_DEPTH} var dimensions below the outer one (NumPy's limit "
+                             "on dimensions)")
         level = list(itertools.chain.from_iterable(present))
 
 

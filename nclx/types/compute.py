@@ -151,6 +151,12 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
             threads = 1 if len(vals) < PARALLEL_MIN_VALUES else n
             _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads)
             return out
+    # offsets taken on trust: reduceat reads list i up to the next list's
+    # start, so a list that runs backwards or leaves the values would be
+    # reduced over other lists' values (found by review: max of bool or
+    # datetime64 lists, sums of complex ones); the kernels above check
+    # each list themselves
+    check_lists(offsets, len(values))
     lens = np.diff(offsets)
     nonempty = lens > 0
     if empty is not None:

@@ -135,16 +135,28 @@ def _from_arrow_values(arr):
                   for i in range(t.num_fields)]
         if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
             raise TypeError("record fields that are lists or hold nulls are not supported")
-        dtype = np.dtype([(t.field(i).name, f.dtype, f.shape[1:]) for i, f in enumerate(fields)])
-        out = np.empty(len(arr), dtype=dtype)
-        for i, f in enumerate(fields):
-            out[t.field(i).name] = f
-        return out
+        return _record([t.field(i).name for i in range(t.num_fields)], fields, len(arr))
     if pa.types.is_null(t):     # all missing; NumPy's default dtype under the mask
         return np.ma.masked_all(len(arr), dtype=np.float64)
     if pa.types.is_dictionary(t) or pa.types.is_union(t):
         raise TypeError(f"Arrow {t} values have no Ragged equivalent")
     return _np_of_primitive(arr)
+
+
+def _record(names, fields, n):
+    """A structured array of ``n`` records from the field arrays, with the
+    fields' own names (NumPy's list form renamed a field "" to "f0": found
+    by review, from_arrow then failed with "no field of name ")."""
+    names = list(names)
+    dup = next((k for i, k in enumerate(names) if k in names[:i]), None)
+    if dup is not None:
+        raise ValueError(f"record field {dup!r} occurs more than once (a NumPy record needs "
+                         "distinct field names)")
+    formats = [(f.dtype, f.shape[1:]) if f.ndim > 1 else f.dtype for f in fields]
+    out = np.empty(n, dtype=np.dtype({"names": list(names), "formats": formats}))
+    for k, f in zip(names, fields):
+        out[k] = f[:n]
+    return out
 
 
 def _unmask_if_complete(values):
@@ -255,11 +267,7 @@ def content_values(layout):
         fields = [content_values(c) for c in layout.contents]
         if any(isinstance(f, (Ragged, np.ma.MaskedArray)) for f in fields):
             raise TypeError("record fields that are lists or hold missing values are not supported")
-        dtype = np.dtype([(k, f.dtype, f.shape[1:]) for k, f in zip(layout.fields, fields)])
-        out = np.empty(layout.length, dtype=dtype)
-        for k, f in zip(layout.fields, fields):
-            out[k] = f[:layout.length]
-        return out
+        return _record(layout.fields, fields, layout.length)
     if isinstance(layout, ak.contents.EmptyArray):
         return np.zeros(0, dtype=np.float64)
     raise TypeError(f"awkward's {type(layout).__name__} has no Ragged equivalent")
@@ -273,7 +281,10 @@ def from_awkward(array):
     if layout.is_option:
         if isinstance(layout, ak.contents.BitMaskedArray) and layout.lsb_order and layout.valid_when:
             validity = np.asarray(layout.mask.data)
-            layout = layout.content
+            # its content may be longer than the array (found by review: the
+            # lists past its length came out as extra lists)
+            layout = layout.content if layout.content.length == layout.length \
+                else layout.content[:layout.length]
         else:
             valid = np.asarray(layout.mask_as_bool(valid_when=True))
             layout = layout.project() if not isinstance(layout, ak.contents.UnmaskedArray) \

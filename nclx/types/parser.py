@@ -50,6 +50,7 @@ _TOKEN = re.compile(r"""
 # low enough that str()/repr() of the deepest type (about six Python frames a
 # level for an option of a record) stay far inside the recursion limit
 _MAX_DEPTH = 100
+_INT64_MAX = 2**63 - 1
 
 
 class _Parser:
@@ -103,6 +104,9 @@ class _Parser:
         TypeStringError at ``col``."""
         if len(digits) > 19:
             self.fail(col, f"{what} of {len(digits)} digits is too large (int64 at most)")
+        if int(digits) > _INT64_MAX:
+            # (19 digits reach 9999999999999999999, past int64; found by review)
+            self.fail(col, f"{what} of {digits} is too large (int64 at most: {_INT64_MAX})")
         return int(digits)
 
     def type(self):
@@ -159,8 +163,11 @@ class _Parser:
                 text = unit[1]
                 if unit[0] == "int":      # e.g. 10s: an int then a name
                     text += self.take(kind="name", what="a time unit after the count")[1]
-                if not re.fullmatch(r"[0-9]*(Y|M|W|D|h|m|s|ms|us|ns|ps|fs|as)", text):
-                    self.fail(unit[2], f"unknown time unit {text!r}")
+                if not re.fullmatch(r"(?:[1-9][0-9]*)?(Y|M|W|D|h|m|s|ms|us|ns|ps|fs|as)", text):
+                    # (a count of 0, "datetime64[0s]", parsed and then failed
+                    # deep inside NumPy with an OverflowError; found by review)
+                    self.fail(unit[2], f"unknown time unit {text!r} (a unit, optionally after "
+                              "a count from 1 without leading zeros: s, ms, 10s)")
                 self.take("]", what=f"']' closing {value}[")
                 return Scalar(f"{value}[{text}]")
             return Scalar(value)

@@ -142,7 +142,8 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
     @property
     def lengths(self):
         """Length of every list (int64)."""
-        return np.diff(self._offsets).astype(np.int64, copy=False)
+        # (in int64: trusted int32 offsets 2**31 - 1..-2**31 gave 1; review)
+        return np.subtract(self._offsets[1:], self._offsets[:-1], dtype=np.int64)
 
     @property
     def dtype(self):
@@ -211,7 +212,8 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
 
     def _index(self, i):
         n = len(self)
-        if isinstance(i, (str, bytes, float)):
+        if isinstance(i, (str, bytes, float, bool, np.bool_)) or \
+                getattr(i, "dtype", None) == np.bool_:    # (r[True] gave list 1; review)
             raise TypeError(f"index must be an int, a slice or a tuple, not {type(i).__name__}")
         try:
             i = int(i)
@@ -250,7 +252,8 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
                 validity = self._validity[bit // 8:]
                 return Ragged._trusted(self._offsets[start:stop + 1], self._values, validity,
                                        bit % 8, self._encoding)
-            return self.take(np.arange(start, stop, step))
+            lim = max(len(self), 1)     # (r[::2**70]: np.arange gave objects; review)
+            return self.take(np.arange(start, stop, max(-lim, min(step, lim))))
         if isinstance(key, np.ndarray) and key.ndim == 1 and key.dtype.kind in "biu":
             if key.dtype.kind == "b":
                 if len(key) != len(self):

@@ -51,6 +51,8 @@ class _Buffers:
         else:
             try:
                 arr = np.frombuffer(buf, dtype=np.uint8)
+            except BufferError as exc:     # e.g. a strided memoryview
+                raise ValueError(f"buffer {k} ({role}) is not C-contiguous ({exc})") from None
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"buffer {k} ({role}) is a {type(buf).__name__}, not an "
                                 "ndarray or a bytes-like object") from exc
@@ -115,7 +117,7 @@ class _Buffers:
 
 
 def _record_dtype(t, where):
-    fields = []
+    names, formats = [], []
     for name, f in zip(t.names or [f"f{i}" for i in range(len(t.fields))], t.fields):
         shape = []
         while isinstance(f, Dim) and f.kind == "fixed":
@@ -128,9 +130,12 @@ def _record_dtype(t, where):
         else:
             raise TypeError(f"{where}: field {name!r} of type {f} has no fixed-width layout "
                             "(fields of a viewed record are scalars, records or fixed dims)")
-        fields.append((name, base, tuple(shape)) if shape else (name, base))
+        names.append(name)
+        formats.append((base, tuple(shape)) if shape else base)
     try:
-        return np.dtype(fields)
+        # NumPy's dict form, packed: the list form renames a field "" to
+        # "f0" (found by review: {"": int8} came back as {f0: int8})
+        return np.dtype({"names": names, "formats": formats})
     except ValueError as exc:     # e.g. a field's fixed dimensions NumPy cannot hold
         raise ValueError(f"{where}: record {t} has no NumPy layout ({exc})") from None
 
