@@ -76,7 +76,12 @@ def _leaves(flat, dtype):
     """1-D values (masked where None) from a flat list of scalars or records."""
     missing = [x is None for x in flat]
     if any(missing):
-        fill = next((x for x in flat if x is not None), 0)
+        fill = next((x for x in flat if x is not None), None)
+        if fill is None:
+            # every leaf missing: no value to type them, NumPy's default as
+            # for lists with no leaf at all (before, int64 from a 0 fill)
+            return np.ma.masked_array(np.zeros(len(flat), dtype=dtype or np.float64),
+                                      mask=np.ones(len(flat), dtype=bool))
         filled = [fill if m else x for x, m in zip(flat, missing)]
         data = np.array(filled, dtype=dtype)
         if data.ndim != 1:

@@ -209,3 +209,14 @@ def test_an_arrow_struct_field_named_empty_comes_back():
     dup = pa.StructArray.from_arrays([pa.array([1]), pa.array([2.0])], names=["a", "a"])
     with pytest.raises(ValueError, match="field 'a' occurs more than once"):
         from_arrow(pa.ListArray.from_arrays(pa.array([0, 1], pa.int32()), dup))
+
+
+def test_lists_whose_leaves_are_all_missing_hold_float64():
+    # (found after the review: every leaf None gave int64 values, where
+    # lists with no leaf at all give NumPy's default, float64, as documented)
+    from nclx.types import from_list
+    r = from_list([[None, None], []])
+    assert r.values.dtype == np.float64
+    assert r.to_list() == [[None, None], []]
+    assert from_list([[None]], dtype=np.int8).values.dtype == np.int8
+    assert from_list([[None, 2]]).values.dtype == np.int64
