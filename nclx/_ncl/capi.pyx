@@ -3,7 +3,7 @@
 capsule ``nclx._C_API``: compiled code reaches kernels and hook chains
 without Python-level addresses."""
 from cpython.pycapsule cimport PyCapsule_New
-from cpython.exc cimport PyErr_SetObject
+from cpython.exc cimport PyErr_SetObject, PyErr_SetString
 from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook_fn,
@@ -119,11 +119,30 @@ cdef int _api_hook_remove(ncl_node *node) noexcept with gil:
         return -1
 
 
+cdef void _null_argument(const char *message) noexcept nogil:
+    """A ValueError for the ufunc call to raise (as one a C hook sets with
+    the GIL taken), not a crash: a hook that passes NULL read through it
+    (found by review 16; the check costs one branch at the API boundary,
+    nclx's own walks call ncl_call_next directly)."""
+    with gil:
+        PyErr_SetString(ValueError, message)
+
+
 cdef int _api_call_next(ncl_node *node, ncl_call *call) noexcept nogil:
+    if node == NULL or call == NULL:
+        _null_argument(b"nclx C API call_next: node is NULL (pass the node your hook was "
+                       b"called with)" if node == NULL else
+                       b"nclx C API call_next: call is NULL (pass the call your hook was "
+                       b"called with); the call was not computed")
+        return -1
     return ncl_call_next(node, call)
 
 
 cdef void _api_status_add(ncl_call *call, int flag, long count) noexcept nogil:
+    if call == NULL:
+        _null_argument(b"nclx C API status_add: call is NULL (pass the call your hook was "
+                       b"called with)")
+        return
     ncl_status_add(call, flag, count)
 
 
