@@ -45,7 +45,9 @@ def serve(args):
         except (OSError, ValueError) as exc:
             print(f"cannot read {path}: {exc}", file=sys.stderr)
             return 1
-    server = Server(datasets, uri=args.uri, shm=args.shm)
+    server = Server(datasets, uri=args.uri, shm=args.shm,
+                    max_connections=args.max_connections,
+                    idle_timeout=None if args.idle_timeout == 0 else args.idle_timeout)
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)
     try:
@@ -144,6 +146,10 @@ def main(argv=None):
     p.add_argument("files", nargs="+", metavar="FILE.arrow")
     p.add_argument("--shm", action="store_true", help="bodies in shared memory")
     p.add_argument("--uri", default="tcp://127.0.0.1:0", help="where to listen")
+    p.add_argument("--max-connections", type=int, default=64,
+                   help="clients served at once (one more is told 'server_full')")
+    p.add_argument("--idle-timeout", type=float, default=300.0,
+                   help="seconds an idle connection is kept (0: for ever)")
     p = sub.add_parser("fetch", help="fetch a dataset into an Arrow IPC file")
     p.add_argument("uri")
     p.add_argument("ticket")

@@ -130,3 +130,23 @@ def test_fetch_progress_without_rich(tmp_path, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert "fetch t: 1 batches" in captured.err and "wrote" in captured.out
     assert pa.ipc.open_file(str(tmp_path / "o.arrow")).read_all().equals(t)
+
+
+def test_serve_takes_the_connection_cap_and_idle_timeout(tmp_path):
+    # (review 16: Server(max_connections=, idle_timeout=) had no flags)
+    p = tmp_path / "t.arrow"
+    with pa.OSFile(str(p), "wb") as f, pa.ipc.new_file(f, pa.schema([("a", pa.int8())])) as w:
+        w.write_table(pa.table({"a": pa.array([1], pa.int8())}))
+    proc, uri = _serve([str(p)], "--max-connections", "1", "--idle-timeout", "0")
+    try:
+        with ipc.Client(uri, timeout=TIMEOUT) as c:
+            assert c.fetch("t").column("a").to_pylist() == [1]
+            with pytest.raises(ipc.RemoteError, match="server full: max_connections=1"):
+                ipc.fetch(uri, "t", timeout=TIMEOUT)
+    finally:
+        rc, err = _stop(proc)
+    assert rc == 0, err
+    r = subprocess.run([sys.executable, "-m", "nclx.ipc", "serve", str(p),
+                        "--max-connections", "0"], capture_output=True, text=True,
+                       timeout=60, env=_env(), cwd=RUN_DIR)
+    assert r.returncode == 1 and "max_connections" in r.stderr
