@@ -46,14 +46,18 @@ import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import HUNG, N, collective_assert, rank, shared_tmpdir, within
+from npy_helpers import GAPS
+from npy_helpers import file_bytes as _file_bytes
+from npy_helpers import free as _free
+from npy_helpers import np_save as _np_save
+from npy_helpers import raw as _raw
+from npy_helpers import same_everywhere as _same_everywhere
+from mpi_helpers import N, collective_assert, rank, shared_tmpdir, within
 from nclx.dap import DapError, npyfile, npymap
 
 comm = MPI.COMM_WORLD
 last = N - 1
 META = "metadata on a dtype is not saved to an npy/npz"
-GAPS = np.dtype({"names": ["a", "b"], "formats": ["u1", "<i4"], "offsets": [0, 4],
-                 "itemsize": 12})
 #: bytes between the fields only: from_distarray refuses a buffer whose dtype
 #: ends in padding (NumPy's PEP 3118 format of it has another item size)
 INNER = np.dtype({"names": ["a", "b"], "formats": ["u1", "<i4"], "offsets": [0, 4],
@@ -70,31 +74,6 @@ def tmp():
 def writer(request, monkeypatch):
     monkeypatch.setattr(npymap, "MAPPED_WRITES", request.param == "mapped")
     return request.param
-
-
-def _same_everywhere(got):
-    every = comm.allgather(got)
-    return all(g == every[0] for g in every), every
-
-
-def _np_save(path, g):
-    if rank == 0:
-        np.save(path, g)
-    comm.Barrier()
-
-
-def _file_bytes(path):
-    """The file's bytes, read on rank 0, on every rank."""
-    return comm.bcast(open(path, "rb").read() if rank == 0 else None, root=0)
-
-
-def _free(sub):
-    if not HUNG:
-        sub.Free()
-
-
-def _raw(a):
-    return a.view(np.dtype((np.void, a.dtype.itemsize)))
 
 
 def _gapped(n, dtype=GAPS):
