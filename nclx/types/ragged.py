@@ -29,7 +29,16 @@ __all__ = ["Ragged"]
 _ENCODINGS = (None, "utf-8", "bytes")
 
 
+#: var dimensions a Ragged may have (from_list's limit: nclx.types.build.MAX_DEPTH + 1)
+_MAX_VAR = 65
+
+
 def _as_values(values):
+    depth, v = 1, values
+    while isinstance(v, Ragged):        # (before: 1000 by hand broke typeof, repr, to_list)
+        depth, v = depth + 1, v._values
+        if depth > _MAX_VAR:
+            raise ValueError(f"values nest more than {_MAX_VAR - 1} var dimensions")
     if isinstance(values, (Ragged, np.ndarray)):
         if isinstance(values, np.ndarray) and values.ndim == 0:
             raise ValueError("values must have at least one dimension, not a 0-d array")

@@ -220,3 +220,15 @@ def test_lists_whose_leaves_are_all_missing_hold_float64():
     assert r.to_list() == [[None, None], []]
     assert from_list([[None]], dtype=np.int8).values.dtype == np.int8
     assert from_list([[None, 2]]).values.dtype == np.int64
+
+
+def test_a_ragged_nested_too_deep_by_hand_is_refused():
+    # (found after the review: a Ragged nested 1000 deep by hand raised a bare
+    # RecursionError in typeof, repr and to_list; from_list refused it already)
+    r = Ragged(np.array([0, 1]), np.arange(1.0))
+    for _ in range(63):
+        r = Ragged(np.array([0, 1]), r)
+    assert len(repr(r)) > 0 and r.to_list()           # 64 var dimensions work
+    r = Ragged(np.array([0, 1]), r)                   # 65: from_list's limit
+    with pytest.raises(ValueError, match="more than 64 var dimensions"):
+        Ragged(np.array([0, 1]), r)
