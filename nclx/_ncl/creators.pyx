@@ -136,6 +136,18 @@ cdef object _make(int op, object shape, object fill, object dtype, object order,
     return res
 
 
+cdef dict _given(object dtype, object order, str default_order, object device,
+                 object subok=True, object shape=None):
+    """The arguments handed to NumPy's function that are not defaults, as
+    keywords: an ``__array_function__`` overrider gets NumPy's call (review
+    16: it got all of them positionally, and ``device=None``)."""
+    kw = {"dtype": dtype, "subok": subok, "shape": shape, "device": device}
+    kw = {k: v for k, v in kw.items() if v is not (True if k == "subok" else None)}
+    if not (type(order) is str and order == default_order):
+        kw["order"] = order
+    return kw
+
+
 cdef object _delegate(str name, object res, object align, bint touch):
     """A call NumPy's function made (like=, a foreign prototype): aligned
     again (a copy) when asked; ``touch`` needs nclx's memory."""
@@ -177,10 +189,8 @@ cdef object _make_like(int op, object npfunc, object proto, object fill, object 
     cdef cnp.ndarray p, res
     cdef bint zeroed = False
     if not _plain(proto):
-        if npfunc is np.full_like:
-            out = npfunc(proto, fill, dtype, order, subok, shape, device=device)
-        else:
-            out = npfunc(proto, dtype, order, subok, shape, device=device)
+        kw = _given(dtype, order, "K", device, subok, shape)
+        out = npfunc(proto, fill, **kw) if npfunc is np.full_like else npfunc(proto, **kw)
         return _delegate(npfunc.__name__, out, align, touch)
     p = <cnp.ndarray>proto
     descr = <cnp.dtype>cnp.PyArray_DESCR(p) if dtype is None else _descr(dtype)
@@ -230,21 +240,21 @@ cdef object _make_like(int op, object npfunc, object proto, object fill, object 
 
 cpdef _empty(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("empty", np.empty(shape, dtype, order, device=device, like=like),
+        return _delegate("empty", np.empty(shape, like=like, **_given(dtype, order, "C", device)),
                          align, touch)
     return _make(EMPTY, shape, None, dtype, order, device, align, touch)
 
 
 cpdef _zeros(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("zeros", np.zeros(shape, dtype, order, device=device, like=like),
+        return _delegate("zeros", np.zeros(shape, like=like, **_given(dtype, order, "C", device)),
                          align, touch)
     return _make(ZEROS, shape, None, dtype, order, device, align, touch)
 
 
 cpdef _ones(shape, dtype=None, order="C", device=None, like=None, align=None, touch=False):
     if _foreign_like(like):
-        return _delegate("ones", np.ones(shape, dtype, order, device=device, like=like),
+        return _delegate("ones", np.ones(shape, like=like, **_given(dtype, order, "C", device)),
                          align, touch)
     return _make(FULL, shape, 1, dtype, order, device, align, touch)
 
@@ -252,8 +262,8 @@ cpdef _ones(shape, dtype=None, order="C", device=None, like=None, align=None, to
 cpdef _full(shape, fill_value, dtype=None, order="C", device=None, like=None, align=None,
             touch=False):
     if _foreign_like(like):
-        return _delegate("full", np.full(shape, fill_value, dtype, order, device=device, like=like),
-                         align, touch)
+        return _delegate("full", np.full(shape, fill_value, like=like,
+                                         **_given(dtype, order, "C", device)), align, touch)
     if dtype is None:
         # NumPy: the dtype of np.asarray(fill_value), which then fills
         if type(fill_value) is float:
