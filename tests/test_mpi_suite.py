@@ -10,9 +10,9 @@ import sys
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: seconds one rank count may take: 6 ranks oversubscribed on 2 cores ran
-#: the suite in about 400 s alone and past 480 s beside other work (a run
-#: killed at 94%, not a hang); a hang still ends here
+#: seconds one rank count may take: in a CI run beside other work, 5 ranks
+#: oversubscribed on 2 cores took 389 s and 6 ranks passed 480 s (killed at
+#: 94%, not a hang); a hang still ends here
 TIMEOUT = 720
 
 
