@@ -5,9 +5,7 @@ A small C extension is compiled at test time against nclx.get_include()
 (as tests/test_c_api.py does); calls that crashed the process run in a
 subprocess with a timeout."""
 import os
-import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
@@ -18,6 +16,7 @@ import pytest
 import nclx
 import nclx.hooks as hooks
 import nclx.ledger
+from capi_probe import build_probe, run_with_probe
 
 SOURCE = r"""
 #include <Python.h>
@@ -129,19 +128,7 @@ INTS = (np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32, np.int64, n
 
 @pytest.fixture(scope="module")
 def probe_dir(tmp_path_factory):
-    build = tmp_path_factory.mktemp("r15_capi")
-    (build / "nclx_r15_probe.c").write_text(SOURCE)
-    (build / "setup.py").write_text(textwrap.dedent("""
-        import nclx
-        from setuptools import setup, Extension
-        setup(ext_modules=[Extension("nclx_r15_probe", ["nclx_r15_probe.c"],
-                                     include_dirs=[nclx.get_include()])],
-              script_args=["build_ext", "--inplace"])
-    """))
-    proc = subprocess.run([sys.executable, "setup.py"], cwd=build, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return str(build)
+    return build_probe(tmp_path_factory, "nclx_r15_probe", SOURCE)
 
 
 @pytest.fixture(scope="module")
@@ -162,15 +149,7 @@ def _clean():
     hooks.reset()
 
 
-def _run(probe_dir, code):
-    """Run ``code`` in a fresh interpreter that can import the probe."""
-    env = dict(os.environ)
-    nclx_root = os.path.dirname(os.path.dirname(os.path.abspath(nclx.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([probe_dir, nclx_root, env.get("PYTHONPATH", "")])
-    # from the probe's directory: a run from the repository's root would
-    # import the source tree's nclx (not built) before the installed one
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=probe_dir)
+_run = run_with_probe
 
 
 # ------------------------------------------------------------------ C API

@@ -7,14 +7,10 @@ an exception a C hook sets itself.  A small C extension is compiled at test
 time against nclx.get_include() (as tests/test_review15_capi.py does); the
 calls run in a subprocess so that the old crash fails the test instead of
 the suite."""
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
 import nclx
+from capi_probe import build_probe, run_with_probe
 
 SOURCE = r"""
 #include <Python.h>
@@ -55,29 +51,10 @@ PyMODINIT_FUNC PyInit_nclx_r16_probe(void) {
 
 @pytest.fixture(scope="module")
 def probe_dir(tmp_path_factory):
-    build = tmp_path_factory.mktemp("r16_capi")
-    (build / "nclx_r16_probe.c").write_text(SOURCE)
-    (build / "setup.py").write_text(textwrap.dedent("""
-        import nclx
-        from setuptools import setup, Extension
-        setup(ext_modules=[Extension("nclx_r16_probe", ["nclx_r16_probe.c"],
-                                     include_dirs=[nclx.get_include()])],
-              script_args=["build_ext", "--inplace"])
-    """))
-    proc = subprocess.run([sys.executable, "setup.py"], cwd=build, capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return str(build)
+    return build_probe(tmp_path_factory, "nclx_r16_probe", SOURCE)
 
 
-def _run(probe_dir, code):
-    env = dict(os.environ)
-    nclx_root = os.path.dirname(os.path.dirname(os.path.abspath(nclx.__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([probe_dir, nclx_root, env.get("PYTHONPATH", "")])
-    # from the probe's directory: the repository's root would import the
-    # unbuilt source tree's nclx
-    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=probe_dir)
+_run = run_with_probe
 
 
 @pytest.mark.parametrize("kind,words", [(0, "call_next: node is NULL"),

@@ -27,8 +27,6 @@ from nclx.types.datashape import Dim, Option, String, array_type
 __all__ = ["Ragged"]
 
 _ENCODINGS = (None, "utf-8", "bytes")
-
-
 #: var dimensions a Ragged may have (from_list's limit: nclx.types.build.MAX_DEPTH + 1)
 _MAX_VAR = 65
 
