@@ -11,31 +11,41 @@ a scope last.
 Here a scope puts one filter entry in front, ``("always", holders,
 category, None, 0)``, whose message field ``holders`` is no pattern: the
 warnings machinery calls its ``match(text)``, which is true in the threads
-that hold a scope of that category only.  Every other thread's warnings
-pass it by, to the filters as they are (an "error" still raises there, a
-"default" is still shown once).  A holding thread's warnings reach
-``warnings._showwarnmsg`` (the hook ``showwarning`` and ``catch_warnings``'
-``record=True`` sit behind, which neither replaces): while scopes are open
-it is :func:`_show`, which hands them to the thread's innermost scope
-(:func:`recording` appends to its list, :func:`ignoring` drops them) and
-every other warning to the hook it replaced.  Nothing touches the filters'
-version, so the registries of warnings already shown once stay (before,
-every scope reset them: a user's "default" warning came again after each
-nclx call; and a warning shown once from its line is not recorded again
-from there, as it would not be shown again).  The entries are counted
-under a lock and taken away, by identity, when the last scope of their
-category closes, in whatever order and thread -- from every filter list
-they were put in (a ``catch_warnings`` of another thread that copied the
-list with one in puts that list back later).
+that hold a scope of that category only.  ``match`` is a builtin (see
+:class:`_Holders`): no Python code of ours runs inside the machinery's walk
+over the filters, so no other thread runs in the middle of a walk either.
+Every other thread's warnings pass the entry by, to the filters as they
+are (an "error" still raises there, a "default" is still shown once).  A
+holding thread's warnings reach ``warnings._showwarnmsg`` (the hook
+``showwarning`` and ``catch_warnings``' ``record=True`` sit behind, which
+neither replaces): while scopes are open it is :func:`_show`, which hands
+them to the thread's innermost scope (:func:`recording` appends to its
+list, :func:`ignoring` drops them) and every other warning to the hook it
+replaced.  Nothing touches the filters' version, so the registries of
+warnings already shown once stay (before, every scope reset them: a user's
+"default" warning came again after each nclx call; and a warning shown
+once from its line is not recorded again from there, as it would not be
+shown again).  The entries are counted under a lock and taken away with
+``list.remove`` (one step: no other thread's insertion comes between
+finding and deleting), when the last scope of their category closes, in
+whatever order and thread -- from every filter list they were put in (a
+``catch_warnings`` of another thread that copied the list with one in puts
+that list back later).
 
 Left process-wide: a filter another thread puts in front while a scope is
-open applies to the scope's thread too (its "error" raises there).  Where
-Python keeps warning filters per context (``sys.flags.
+open applies to the scope's thread too (its "error" raises there).  A
+``catch_warnings`` that another thread opened before a scope and closes
+while it is open puts back a list without the scope's entry (Python: it is
+not thread-safe); until the scope closes, its warnings follow that list's
+filters.  Where Python keeps warning filters per context (``sys.flags.
 context_aware_warnings``, Python 3.14), these are plain ``catch_warnings``.
 """
+import functools
 import os
+import re
 import sys
 import threading
+import types
 import warnings
 
 __all__ = ["ignoring", "recording"]
@@ -54,57 +64,101 @@ def _context_aware():
     return bool(getattr(sys.flags, "context_aware_warnings", False))
 
 
-class _Holders:
-    """The message field of a scope's filter entry: matches in a thread that
-    holds a scope of ``category`` (the machinery then checks the category)."""
-    __slots__ = ("category",)
+class _Holders(threading.local):
+    """The message field of a scope's filter entry.  The warnings machinery
+    calls its ``match(text)``, which is builtin so that the machinery's walk
+    over the filters runs no Python code of ours.  Python code there lets
+    the interpreter switch threads in the middle of the walk, and another
+    thread's edit of the list then skips the filter after ours (an "error"
+    the user set was passed by) or frees the list being walked (a
+    ``catch_warnings`` that closed: a crash).
 
-    def __init__(self, category):
-        self.category = category
-
-    def match(self, text):
-        stack = getattr(_local, "stack", None)
-        return bool(stack) and any(s.category is self.category for s in stack)
+    Per thread: in a thread that has held a scope of the entry's category,
+    ``match`` is ``partial(getattr, box, "held")``, whose ``box.held`` any
+    thread that closes one of its scopes sets (the text is getattr's unused
+    default); in every other thread it is the class's, an empty set's
+    membership test, false."""
+    match = frozenset().__contains__
 
     def __repr__(self):
-        return f"<nclx: threads in a warnings scope of {self.category.__name__}>"
+        return f"<nclx: threads in a warnings scope of {_names.get(id(self), '?')}>"
 
 
 _entries = {}
+_twins = {}                 # a category's entry -> its twin (below)
+_names = {}                 # id of a _Holders -> its category's name
+_ANY_MODULE = re.compile("")
 
 
 def _entry(category):
+    """The filter entry of a scope of ``category``.  Its twin differs in the
+    module field only (a pattern every module name matches, where the entry
+    has None), so that the two compare unequal: moving the entry in front
+    puts the one not in the list there, then takes the other away with
+    ``list.remove``, each a single step no other thread comes between."""
     e = _entries.get(category)
     if e is None:
-        e = _entries.setdefault(category, ("always", _Holders(category), category, None, 0))
+        holders = _Holders()
+        e = _entries.setdefault(category, ("always", holders, category, None, 0))
+        _twins.setdefault(e, ("always", e[1], category, _ANY_MODULE, 0))
+        _names[id(e[1])] = category.__name__
     return e
+
+
+def _box(entry):
+    """The calling thread's switch for ``entry``."""
+    holders = entry[1]
+    match = holders.__dict__.get("match")
+    if match is None:
+        match = holders.match = functools.partial(getattr, types.SimpleNamespace(held=False), "held")
+    return match.args[0]
+
+
+def _hold(scope, stack):
+    """``scope``'s entry matches in the thread ``stack`` is of while it
+    holds a scope of that category."""
+    scope._box.held = any(s.category is scope.category for s in stack)
 
 
 def _ours(item):
     return type(item) is tuple and len(item) == 5 and isinstance(item[1], _Holders)
 
 
+def _remove(filters, item):
+    """Every ``item`` out of ``filters``: ``list.remove`` finds and deletes in
+    one step (an index found first may point at a user's filter once another
+    thread has put one in front)."""
+    while True:
+        try:
+            filters.remove(item)
+        except ValueError:
+            return
+
+
 def _drop(filters, entry):
     if isinstance(filters, list):
-        for i, item in enumerate(filters):
-            if item is entry:
-                del filters[i]
-                return
+        _remove(filters, entry)
+        _remove(filters, _twins[entry])
 
 
 def _to_front(entry):
-    """``entry`` ahead of every filter not ours (moved there where a user's
-    filter came in front since)."""
+    """``entry`` (or its twin) ahead of every filter not ours: where a user's
+    filter came in front since, the copy not in the list goes in front and
+    then the other goes away, so a holding thread never finds neither."""
     filters = warnings.filters
     if not isinstance(filters, list):
         return                      # the machinery refuses every warning anyway
+    twin = _twins[entry]
     for item in filters:
-        if item is entry:
+        if item is entry or item is twin:
             return
         if not _ours(item):
             break
-    _drop(filters, entry)
-    filters.insert(0, entry)
+    fresh, old = entry, twin
+    if any(item is entry for item in filters) and not any(item is twin for item in filters):
+        fresh, old = twin, entry
+    filters.insert(0, fresh)
+    _remove(filters, old)
     homes = _homes.setdefault(entry, [])
     if not any(h is filters for h in homes):
         homes.append(filters)
@@ -140,12 +194,13 @@ def _show(msg):
 
 
 class _Scope:
-    __slots__ = ("category", "log", "_stack", "_epoch", "_aware")
+    __slots__ = ("category", "log", "_stack", "_epoch", "_aware", "_box")
 
     def __init__(self, category, log):
         if not (isinstance(category, type) and issubclass(category, Warning)):
             raise TypeError(f"a warnings scope needs a Warning subclass, not {category!r}")
         self.category, self.log, self._stack, self._aware = category, log, None, None
+        self._box = None
 
     def __enter__(self):
         global _scopes, _beneath
@@ -164,7 +219,8 @@ class _Scope:
         entry = _entry(self.category)
         with _lock:
             stack.append(self)
-            self._stack, self._epoch = stack, _epoch
+            self._stack, self._epoch, self._box = stack, _epoch, _box(entry)
+            _hold(self, stack)
             _open[entry] = _open.get(entry, 0) + 1
             _scopes += 1
             if warnings._showwarnmsg is not _show:
@@ -186,6 +242,7 @@ class _Scope:
                 if stack[i] is self:
                     del stack[i]
                     break
+            _hold(self, stack)
             if self._epoch != _epoch:
                 return False        # opened before a fork by another thread: not counted here
             n = _open.get(entry, 0) - 1
