@@ -15,18 +15,19 @@ recursion (near the recursion limit a caller still compiles).
 A step on Python numbers alone (literals, names bound to them) whose result
 would be an integer of more than :data:`INT_BITS` bits raises OverflowError
 where Python would compute it (``2 ** 2**40``: minutes and gigabytes in
-Python's power, before anything meets an array; no NumPy dtype holds it).
+Python's power, before anything meets an array; no NumPy dtype holds it):
+see :mod:`nclx._intahead`.
 """
 import _thread
 import ast
 import builtins
 import functools
-import operator
 import threading
 import types
 
 import numpy as np
 
+from nclx._intahead import COMPARE, OPS, UNARY, GROWING, INT_BITS, first_overflow, plain_int, postorder
 from nclx.errors import NclxError
 
 __all__ = ["FUNCTIONS", "INT_BITS", "MAX_NESTING", "Expression", "compile_expression"]
@@ -47,20 +48,6 @@ ARITY = {"where": (3,), "sum": (1, 2), "prod": (1, 2), "arctan2": (2,), "fmod": 
 
 #: the deepest nesting an expression may have (levels of operators and calls)
 MAX_NESTING = 500
-
-#: the most bits a Python integer an expression computes may have (no NumPy
-#: dtype holds more than 64; a float64 takes up to 1024)
-INT_BITS = 1 << 16
-_KNOWN = (int, float, complex, bool)      # Python's numbers: computed ahead
-
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-        ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
-        ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
-_COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
-            ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
-_GROWING = (ast.Mult, ast.Pow, ast.LShift)
 
 #: what the message calls a construct the language lacks (its node type follows)
 _CONSTRUCTS = dict(
@@ -83,11 +70,11 @@ def _fail(text, what, exc=SyntaxError):
 def _kids(node, text, names):
     """Check ``node`` against the language; its operands in evaluation order."""
     if isinstance(node, ast.BinOp):
-        if type(node.op) not in _OPS:
+        if type(node.op) not in OPS:
             _fail(text, f"the operator {type(node.op).__name__}")
         return (node.left, node.right)
     if isinstance(node, ast.UnaryOp):
-        if type(node.op) not in _UNARY:
+        if type(node.op) not in UNARY:
             _fail(text, f"the operator {type(node.op).__name__} (use ~ for not)")
         return (node.operand,)
     if isinstance(node, ast.BoolOp):
@@ -95,7 +82,7 @@ def _kids(node, text, names):
     if isinstance(node, ast.Compare):
         if len(node.ops) != 1:
             _fail(text, "a chained comparison")
-        if type(node.ops[0]) not in _COMPARE:
+        if type(node.ops[0]) not in COMPARE:
             _fail(text, f"the comparison {type(node.ops[0]).__name__}")
         return (node.left, node.comparators[0])
     if isinstance(node, ast.Call):
@@ -212,86 +199,6 @@ def _function(text, body, overflow=None):
     return fn
 
 
-class _Stop(NclxError):
-    """Python raises here (``hit`` None) or an integer passes INT_BITS (node, bits)."""
-
-    def __init__(self, hit=None):
-        self.hit = hit
-
-
-def _grows(op, x, y):
-    """The bits (at least) of ``x op y`` when it would pass INT_BITS, else 0."""
-    if not (isinstance(x, int) and isinstance(y, int)) or op not in _GROWING:
-        return 0
-    if op is ast.Mult:
-        bits = x.bit_length() + y.bit_length() if x and y else 0
-    elif op is ast.Pow:
-        bits = (abs(x).bit_length() - 1) * y + 1 if y > 0 and abs(x) > 1 else 0
-    else:
-        bits = x.bit_length() + y if y >= 0 and x else 0
-    return bits if bits > INT_BITS else 0
-
-
-def _value(node, operands):
-    """``node`` (an operator) on Python numbers, as Python computes it; _Stop
-    where Python raises or an integer would grow past INT_BITS."""
-    try:
-        if isinstance(node, ast.UnaryOp):
-            (x,) = operands
-            if type(node.op) is ast.Invert and type(x) is bool:
-                return ~int(x)        # (Python 3.12+ warns for ~bool: not here, but eagerly)
-            return _UNARY[type(node.op)](x)
-        if isinstance(node, ast.Compare):
-            return _COMPARE[type(node.ops[0])](*operands)
-        bits = _grows(type(node.op), *operands)
-        if not bits:
-            return _OPS[type(node.op)](*operands)
-    except (ArithmeticError, TypeError, ValueError):
-        raise _Stop() from None
-    raise _Stop((node, bits))
-
-
-def _postorder(body):
-    """``body``'s nodes in evaluation order: (node, type(what), what: a number,
-    a variable's index, None (a call), else the places of its operands; the
-    node's place in ast.walk's order)."""
-    walk = {id(n): i for i, n in enumerate(ast.walk(body))}
-    order, place, stack = [], {}, [(body, None)]
-    while stack:
-        node, kids = stack.pop()
-        if kids is None:
-            kids = tuple(node.args) if isinstance(node, ast.Call) else _kids(node, "", [])
-            stack.append((node, kids))
-            stack.extend([(k, None) for k in reversed(kids)])
-            continue
-        place[id(node)] = len(order)
-        what = (node.value if isinstance(node, ast.Constant) else
-                int(node.id[2:]) if isinstance(node, ast.Name) else
-                None if isinstance(node, ast.Call) else tuple(place[id(k)] for k in kids))
-        order.append((node, type(what), what, walk[id(node)]))
-    return order
-
-
-def _first_overflow(order, values):
-    """(place in ast.walk's order, node, bits) of the first step in ``order``
-    (:func:`_postorder`) on Python numbers alone whose value would be an
-    integer of more than INT_BITS bits; None if Python raises first."""
-    got = []
-    try:
-        for node, kind, what, index in order:
-            if kind is tuple:
-                operands = [got[k] for k in what]
-                got.append(None if None in operands else _value(node, operands))
-            elif kind is int and isinstance(node, ast.Name):
-                v = values[what]
-                got.append(v if type(v) in _KNOWN else None)
-            else:                             # a number; None: a call's NumPy value
-                got.append(what)
-    except _Stop as stop:
-        return None if stop.hit is None else (index,) + stop.hit
-    return None
-
-
 #: the most nodes whose evaluation order an expression keeps (a larger one
 #: parses its string again where a call's Python integers need a look)
 _KEPT_NODES = 4096
@@ -304,12 +211,12 @@ class Expression:
     def __init__(self, text):
         self.text = text
         body, self.names = _parse(text)
-        self.growing = any(isinstance(n, ast.BinOp) and isinstance(n.op, _GROWING)
+        self.growing = any(isinstance(n, ast.BinOp) and isinstance(n.op, GROWING)
                            for n in ast.walk(body))
         self.compares = any(isinstance(n, ast.Compare) for n in ast.walk(body))
-        order = _postorder(body) if self.growing else ()
+        order = postorder(body, _kids) if self.growing else ()
         # an overflow of literals alone raises in every call
-        hit = _first_overflow(order, [None] * len(self.names))
+        hit = first_overflow(order, [None] * len(self.names))
         self.static = None if hit is None else hit[0]
         self.fn = _function(text, body) if hit is None else \
             self._variant(hit[0], self._message(*hit[1:]))
@@ -338,12 +245,13 @@ class Expression:
             return self.fn
         for v in values:                 # (a loop: no generator's frame near the limit)
             t = type(v)
-            if t is int or t is bool or (self.compares and (t is float or t is complex)):
+            if t is int or t is bool or (self.compares and (t is float or t is complex)) \
+                    or (isinstance(v, int) and plain_int(v) is not None):
                 break
         else:
             return self.fn
-        order = self._order if self._order is not None else _postorder(_parse(self.text)[0])
-        hit = _first_overflow(order, values)
+        order = self._order if self._order is not None else postorder(_parse(self.text)[0], _kids)
+        hit = first_overflow(order, values)
         if hit is None or hit[0] == self.static:
             return self.fn
         index, node, bits = hit

@@ -203,6 +203,18 @@ class _Probe(np.ndarray):
     __int__ = __float__ = __complex__ = __index__
 
 
+def _shown(x, limit=80):
+    """``repr(x)`` for a refusal's reason, cut after ``limit`` characters; a
+    Python int too long for ``repr`` (more than sys.get_int_max_str_digits()
+    digits: repr raises ValueError) by its size."""
+    try:
+        text = repr(x)
+    except ValueError:
+        return f"an int of {x.bit_length():,} bits" if isinstance(x, int) else \
+            f"a {type(x).__name__}"
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _dtype_key(x):
     """What resolve_dtypes takes for an operand: a dtype, or a Python
     scalar's type (weak)."""
@@ -250,7 +262,7 @@ def _record(tape, ufunc, inputs):
                     value = np.asarray(x).astype(dt, casting="unsafe") if type(x) not in \
                         _PY_SCALARS else np.asarray(x, dtype=dt)
             except Exception as exc:
-                raise Untraceable(f"{ufunc.__name__}: converting {x!r} to {dt}: {exc}") from None
+                raise Untraceable(f"{ufunc.__name__}: converting {_shown(x)} to {dt}: {exc}") from None
             slot = tape.new_slot()
             tape.constants.append((slot, value))
             ins.append(slot)
@@ -303,9 +315,9 @@ def _where(tape, args, kwargs):
             with np.errstate(all="raise"):
                 value = np.where(np.zeros(1, bool), np.zeros(1, want), x)
         except Exception as exc:        # eager np.where raises or warns it
-            raise Untraceable(f"where converting {x!r} to {want}: {exc}") from None
+            raise Untraceable(f"where converting {_shown(x)} to {want}: {exc}") from None
         if value.dtype != want:
-            raise Untraceable(f"where casts {x!r} to {value.dtype}, not {want}")
+            raise Untraceable(f"where casts {_shown(x)} to {value.dtype}, not {want}")
         slot = tape.new_slot()
         tape.constants.append((slot, value.reshape(())))
         ins.append(slot)

@@ -97,13 +97,21 @@ class BuffersMixin:
         return iface
 
     def __array__(self, dtype=None, copy=None):
-        host = self.to_numpy()
-        if dtype is not None and np.dtype(dtype) != host.dtype:
-            if copy is False:
-                raise ValueError(f"np.asarray(storage, dtype={dtype!r}, copy=False): "
-                                 f"the storage holds {host.dtype}; a cast needs a copy")
-            return host.astype(dtype)
-        return host.copy() if copy else host
+        """The host view (marked modified, as ``to_numpy``), or a copy when
+        ``copy=True`` or ``dtype`` asks for a cast: a copy is read with the
+        host brought up to date and leaves the sync state as it was (the
+        caller cannot write through it).  NumPy's own ``np.array(s)`` and
+        ``np.asarray(s)`` read ``__array_interface__`` instead (NumPy asks
+        it before ``__array__``), which cannot know that a copy follows."""
+        cast = dtype is not None and np.dtype(dtype) != self._need_host().dtype
+        if cast and copy is False:
+            raise ValueError(f"np.asarray(storage, dtype={dtype!r}, copy=False): "
+                             f"the storage holds {self._host.dtype}; a cast needs a copy")
+        if not (cast or copy):
+            return self.to_numpy()
+        with locked(self._buf):        # the transfer and the copy as one step
+            host = self._host_read()
+            return host.astype(dtype) if cast else host.copy()
 
     @property
     def __gt_data_interface__(self):

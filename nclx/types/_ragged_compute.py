@@ -114,6 +114,11 @@ class _Elementwise:
         where = kwargs.get("where", True)
         if isinstance(where, ComputeMixin):
             raggeds.append(where)
+        elif np.ndim(where) > 0:
+            # (found by review: a mask as long as the values was applied per
+            # value, one as long as the lists failed to broadcast)
+            raise ValueError(f"{name}: where= on a Ragged is a scalar or a Ragged of the same "
+                             f"list lengths, not an array of shape {np.shape(where)}")
         first = raggeds[0]
         for r in raggeds[1:]:
             if not compute.same_lengths(first.offsets, r.offsets):

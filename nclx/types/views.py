@@ -28,6 +28,17 @@ from nclx.types.ragged import Ragged
 
 __all__ = ["from_string"]
 
+#: buffer formats of single bytes: such a buffer object is raw bytes (Arrow's
+#: buffers say "b", bytes and bytearray "B", ctypes char arrays "c")
+_BYTE_FORMATS = ("B", "b", "c")
+
+
+def _raw_dtype(dtype):
+    """An ndarray of uint8 (or of plain void items) is raw bytes; any other
+    dtype is a typed buffer, read as that dtype or refused."""
+    return dtype == np.uint8 or (dtype.kind == "V" and dtype.names is None
+                                 and dtype.subdtype is None)
+
 
 class _Buffers:
     def __init__(self, buffers, offsets_dtype):
@@ -36,38 +47,54 @@ class _Buffers:
         self.offsets_dtype = np.dtype(offsets_dtype) if offsets_dtype is not None else None
 
     def _next(self, role):
+        """(array, index, typed): the next buffer as an ndarray; ``typed``
+        when it carries a dtype of its own (an ndarray, or a buffer object
+        of another format than single bytes) rather than raw bytes."""
         if self.i >= len(self.items):
             raise ValueError(f"{len(self.items)} buffer(s) given; the type needs another "
                              f"one for {role} (buffer {self.i})")
         buf, k = self.items[self.i], self.i
         self.i += 1
-        if isinstance(buf, np.ndarray):
-            if not buf.flags.c_contiguous:
-                raise ValueError(f"buffer {k} ({role}) is not C-contiguous")
-            if buf.dtype.hasobject:
-                raise TypeError(f"buffer {k} ({role}) is an ndarray of {buf.dtype}: Python "
-                                "objects are no buffer of values")
-            arr = buf
-        else:
+        if not isinstance(buf, np.ndarray):
             try:
-                arr = np.frombuffer(buf, dtype=np.uint8)
-            except BufferError as exc:     # e.g. a strided memoryview
-                raise ValueError(f"buffer {k} ({role}) is not C-contiguous ({exc})") from None
-            except (TypeError, ValueError) as exc:
+                with memoryview(buf) as mv:
+                    fmt, size = mv.format, mv.itemsize
+                raw = size == 1 and fmt.lstrip("@=<>!") in _BYTE_FORMATS
+            except TypeError as exc:
                 raise TypeError(f"buffer {k} ({role}) is a {type(buf).__name__}, not an "
                                 "ndarray or a bytes-like object") from exc
-        return arr, k
+            if raw:
+                try:
+                    return np.frombuffer(buf, dtype=np.uint8), k, False
+                except BufferError as exc:     # e.g. a strided memoryview
+                    raise ValueError(f"buffer {k} ({role}) is not C-contiguous ({exc})") from None
+            try:        # a typed buffer object (array.array, a memoryview of int64 ...)
+                buf = np.asarray(memoryview(buf))
+            except (TypeError, ValueError, NotImplementedError) as exc:
+                raise TypeError(f"buffer {k} ({role}) has the buffer format {fmt!r}, "
+                                "which NumPy cannot read: pass raw bytes or an ndarray") from exc
+        if not buf.flags.c_contiguous:
+            raise ValueError(f"buffer {k} ({role}) is not C-contiguous")
+        if buf.dtype.hasobject:
+            raise TypeError(f"buffer {k} ({role}) is an ndarray of {buf.dtype}: Python "
+                            "objects are no buffer of values")
+        return buf, k, not _raw_dtype(buf.dtype)
 
-    def raw(self, role, count, dtype):
-        arr, k = self._next(role)
-        if not arr.dtype.isnative:
-            # the buffer's own byte order is read as it says (found by
-            # review: a '>i4' buffer viewed as int32 gave 16777216 for 1);
-            # another dtype in a foreign order has no reading
-            if arr.dtype.newbyteorder("=") != dtype:
-                raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}, not in "
-                                f"the machine's byte order, and the type needs {dtype}: pass "
-                                "an array of that dtype (either byte order) or raw bytes")
+    def raw(self, role, count, dtype, text=False):
+        """``count`` items of ``dtype``; ``text``: a string's bytes, which
+        any array of single bytes (int8, S1 ...) holds as well as uint8."""
+        arr, k, typed = self._next(role)
+        if text and arr.dtype.itemsize == 1 and arr.dtype.kind in "iuSV":
+            typed = False
+        if typed:
+            # a typed buffer is read as its dtype says or not at all (found
+            # by review: an int64 or float32 array given for int32 values
+            # was reinterpreted byte by byte); its byte order may differ
+            if arr.dtype.newbyteorder("=") != dtype.newbyteorder("="):
+                order = "" if arr.dtype.isnative else ", not in the machine's byte order,"
+                raise TypeError(f"buffer {k} ({role}) is an array of {arr.dtype}{order} and "
+                                f"the type needs {dtype}: pass an array of {dtype} (either byte "
+                                "order) or raw bytes (bytes, bytearray, a uint8 array)")
             dtype = arr.dtype
         if dtype.itemsize == 0:          # e.g. "()": no bytes to view
             return np.empty(count, dtype), k
@@ -78,22 +105,25 @@ class _Buffers:
         return arr.reshape(-1).view(np.uint8)[:need].view(dtype), k
 
     def offsets(self, role, count):
-        arr, k = self._next(role)
-        if arr.dtype in (np.int32, np.int64) and self.offsets_dtype is None:
+        arr, k, typed = self._next(role)
+        if typed and arr.dtype in (np.int32, np.int64) and self.offsets_dtype is None:
             dtype = arr.dtype
         else:
             dtype = self.offsets_dtype or np.dtype(np.int64)
         if dtype not in (np.int32, np.int64):
             raise TypeError(f"offsets_dtype must be int32 or int64, not {dtype}")
-        # an ndarray is read as raw bytes only when no reading is lost
-        # (found by review: '>i8' and float64 offsets were reinterpreted)
-        if not arr.dtype.isnative:
-            raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}, not in the "
+        # a typed buffer is read as its dtype says or not at all (found by
+        # review: '>i8' and float64 offsets, then int16 ones, and int64 ones
+        # with offsets_dtype=int32, were reinterpreted byte by byte)
+        if typed and not arr.dtype.isnative:
+            raise TypeError(f"buffer {k} ({role}) is an array of {arr.dtype}, not in the "
                             "machine's byte order: offsets are int32 or int64 in native "
                             "byte order (or raw bytes)")
-        if arr.dtype.kind not in "iuV" and arr.dtype.itemsize > 1:
-            raise TypeError(f"buffer {k} ({role}) is an ndarray of {arr.dtype}: offsets are "
-                            "int32 or int64 (or raw bytes)")
+        if typed and arr.dtype != dtype:
+            given = "" if self.offsets_dtype is None else f" and offsets_dtype is {dtype}"
+            raise TypeError(f"buffer {k} ({role}) is an array of {arr.dtype}{given}: offsets "
+                            "are int32 or int64, read as their dtype says (or raw bytes: "
+                            "bytes, bytearray, a uint8 array)")
         need = (count + 1) * dtype.itemsize
         if arr.nbytes < need:
             raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; {count + 1} offsets "
@@ -101,7 +131,7 @@ class _Buffers:
         return arr.reshape(-1).view(np.uint8)[:need].view(dtype), k
 
     def validity(self, role, count):
-        arr, k = self._next(role)
+        arr, k, _ = self._next(role)
         need = _bits.nbytes_for(count)
         if arr.nbytes < need:
             raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; a bitmap of "
@@ -187,7 +217,7 @@ def _build(t, count, bufs, where):
         if count:
             validate_offsets(offsets, np.iinfo(np.int64).max)
         total = int(offsets[-1]) if count else 0
-        data, _ = bufs.raw(f"bytes of {where}", total, np.dtype(np.uint8))
+        data, _ = bufs.raw(f"bytes of {where}", total, np.dtype(np.uint8), text=True)
         try:
             return Ragged(offsets, data, encoding="utf-8" if t.kind == "string" else "bytes")
         except ValueError as exc:

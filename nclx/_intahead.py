@@ -1,0 +1,118 @@
+"""Python numbers of an expression computed ahead of the call: where a step
+on Python numbers alone (literals, names bound to them) would give an
+integer of more than :data:`INT_BITS` bits, nclx.evaluate raises
+OverflowError instead of letting Python compute it (``2 ** 2**40``: minutes
+and gigabytes in Python's power; no NumPy dtype holds it).  The operators
+here are Python's own, so the values are those the expression computes.
+"""
+import ast
+import operator
+
+from nclx.errors import NclxError
+
+#: the most bits a Python integer an expression computes may have (no NumPy
+#: dtype holds more than 64; a float64 takes up to 1024)
+INT_BITS = 1 << 16
+_KNOWN = (int, float, complex, bool)      # Python's numbers: computed ahead
+
+OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
+        ast.Pow: operator.pow, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+        ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert}
+COMPARE = {ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt,
+            ast.GtE: operator.ge, ast.Eq: operator.eq, ast.NotEq: operator.ne}
+GROWING = (ast.Mult, ast.Pow, ast.LShift)
+
+
+class _Stop(NclxError):
+    """Python raises here (``hit`` None) or an integer passes INT_BITS (node, bits)."""
+
+    def __init__(self, hit=None):
+        self.hit = hit
+
+
+def grows(op, x, y):
+    """The bits (at least) of ``x op y`` when it would pass INT_BITS, else 0."""
+    if not (isinstance(x, int) and isinstance(y, int)) or op not in GROWING:
+        return 0
+    if op is ast.Mult:
+        bits = x.bit_length() + y.bit_length() if x and y else 0
+    elif op is ast.Pow:
+        bits = (abs(x).bit_length() - 1) * y + 1 if y > 0 and abs(x) > 1 else 0
+    else:
+        bits = x.bit_length() + y if y >= 0 and x else 0
+    return bits if bits > INT_BITS else 0
+
+
+def _value(node, operands):
+    """``node`` (an operator) on Python numbers, as Python computes it; _Stop
+    where Python raises or an integer would grow past INT_BITS."""
+    try:
+        if isinstance(node, ast.UnaryOp):
+            (x,) = operands
+            if type(node.op) is ast.Invert and type(x) is bool:
+                return ~int(x)        # (Python 3.12+ warns for ~bool: not here, but eagerly)
+            return UNARY[type(node.op)](x)
+        if isinstance(node, ast.Compare):
+            return COMPARE[type(node.ops[0])](*operands)
+        bits = grows(type(node.op), *operands)
+        if not bits:
+            return OPS[type(node.op)](*operands)
+    except (ArithmeticError, TypeError, ValueError):
+        raise _Stop() from None
+    raise _Stop((node, bits))
+
+
+_INT_GROWING = ("__mul__", "__rmul__", "__pow__", "__rpow__", "__lshift__", "__rlshift__")
+
+
+def plain_int(v):
+    """An int subclass's value (an IntEnum) where the growing operators are
+    int's own, so that Python computes ``v op y`` as on the plain int; else
+    None (not computed ahead)."""
+    t = type(v)
+    if isinstance(v, int) and all(getattr(t, m, None) is getattr(int, m) for m in _INT_GROWING):
+        return int.__index__(v)
+    return None
+
+
+def postorder(body, kids_of):
+    """``body``'s nodes in evaluation order: (node, type(what), what: a number,
+    a variable's index, None (a call), else the places of its operands; the
+    node's place in ast.walk's order)."""
+    walk = {id(n): i for i, n in enumerate(ast.walk(body))}
+    order, place, stack = [], {}, [(body, None)]
+    while stack:
+        node, kids = stack.pop()
+        if kids is None:
+            kids = tuple(node.args) if isinstance(node, ast.Call) else kids_of(node, "", [])
+            stack.append((node, kids))
+            stack.extend([(k, None) for k in reversed(kids)])
+            continue
+        place[id(node)] = len(order)
+        what = (node.value if isinstance(node, ast.Constant) else
+                int(node.id[2:]) if isinstance(node, ast.Name) else
+                None if isinstance(node, ast.Call) else tuple(place[id(k)] for k in kids))
+        order.append((node, type(what), what, walk[id(node)]))
+    return order
+
+
+def first_overflow(order, values):
+    """(place in ast.walk's order, node, bits) of the first step in ``order``
+    (:func:`postorder`) on Python numbers alone whose value would be an
+    integer of more than INT_BITS bits; None if Python raises first."""
+    got = []
+    try:
+        for node, kind, what, index in order:
+            if kind is tuple:
+                operands = [got[k] for k in what]
+                got.append(None if None in operands else _value(node, operands))
+            elif kind is int and isinstance(node, ast.Name):
+                v = values[what]
+                got.append(v if type(v) in _KNOWN else plain_int(v))
+            else:                             # a number; None: a call's NumPy value
+                got.append(what)
+    except _Stop as stop:
+        return None if stop.hit is None else (index,) + stop.hit
+    return None
