@@ -14,13 +14,12 @@ the close.  (An MPI call that fails its argument checks on one rank before
 its own internal collective begins would leave the others inside it: no
 agreement can reach them there; the datatypes given to MPI are tested.)
 Few synchronisations: a read is one broadcast, two allgathers and MPI's own
-open / view / read / close; a write one allgather more.  After the open each
-rank reads the header again through its own handle (one independent read,
-no collective), so a file replaced since rank 0 read it, or a name that is
-another file on some rank, is an error on every rank, not silently wrong
-cells.
+open / view / read / close; a write one allgather more.  After the open a
+rank of a read reads the header again through its own handle, a rank of a
+save names the file its path names (no collective), so a file replaced since
+rank 0 read or wrote the header, or a name that is another file on some
+rank, is an error on every rank, not silently wrong cells or files.
 """
-import io
 import os
 
 import numpy as np
@@ -29,11 +28,12 @@ from nclx.dap import npymap
 from nclx.dap.collective import describe_error, failure_type
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
 from nclx.dap.maps import check_global_range
-from nclx.dap.npyheader import header_bytes, parse_header, read_header
+from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes,
+                                other_file, read_header)
 from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
-__all__ = ["header_bytes", "read_header", "read_npy", "write_npy"]
+__all__ = ["describe_save", "header_bytes", "read_header", "read_npy", "write_npy"]
 
 
 #: ROMIO hints for views whose contiguous pieces are long (>= LONG_PIECE
@@ -80,14 +80,18 @@ def _gather(comm, error, value=None):
         msg = str(error) if isinstance(error, DapError) else describe_error(error)
     parts = comm.allgather((msg, value))
     failed = [(r, m) for r, (m, _) in enumerate(parts) if m is not None]
-    values = [v for _, v in parts]
+    return _report(failed, len(parts)), [v for _, v in parts]
+
+
+def _report(failed, nranks):
+    """None for no ``failed`` ranks ``[(rank, message)]``, else their report."""
     if not failed:
-        return None, values
-    if len(failed) == len(parts) and len({m for _, m in failed}) == 1:
-        return _Failure(failed[0][1], failed[0][1]), values
+        return None
+    if len(failed) == nranks and len({m for _, m in failed}) == 1:
+        return _Failure(failed[0][1], failed[0][1])
     head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
-    return _Failure(f"{head} of {len(parts)} failed:" + "".join(
-        f"\n  rank {r}: {m}" for r, m in failed[:16]), failed[0][1]), values
+    return _Failure(f"{head} of {nranks} failed:" + "".join(
+        f"\n  rank {r}: {m}" for r, m in failed[:16]), failed[0][1])
 
 
 class _Failure(str):
@@ -119,12 +123,14 @@ def _agree(comm, error, what, value=None):
     return values
 
 
-def _open(comm, path, write, hints, error, what, same=None):
+def _open(comm, path, write, hints, error, what, same=None, check=None):
     """``MPI.File.Open`` (write-only or read-only) on every rank, agreed together with this rank's
     earlier ``error`` (a rank that failed before opens too, so that one
     agreement covers both): the handle, or the same DapError everywhere
     (the handles closed when every rank had one, else left: closing is
-    collective)."""
+    collective).  Every rank's ``same`` (the layout of a read) must be
+    equal, or ``check``, given the list of every rank's ``same()`` (called
+    after the open), returns None (else the report raised)."""
     from mpi4py import MPI   # optional dependency: nclx.dap loads without it
     fh = None
     amode = MPI.MODE_WRONLY if write else MPI.MODE_RDONLY
@@ -137,8 +143,12 @@ def _open(comm, path, write, hints, error, what, same=None):
         error = error or _local_error(exc)
     finally:
         info.Free()
+    if check is not None:
+        same = same()
     text, opened = _gather(comm, error, (fh is not None, same))
-    if text is None and any(s != opened[0][1] for _, s in opened):
+    if text is None and check is not None:
+        text = check([s for _, s in opened])
+    elif text is None and any(s != opened[0][1] for _, s in opened):
         # ``same`` (the layout of a read) differs between ranks: no rank may go on
         text = "the ranks disagree on the Distribution (every rank must pass the same " \
                "dist and keywords):" + "".join(f"\n  rank {r}: {s[:3]}"
@@ -185,38 +195,6 @@ def _finish(comm, fh, what, plan, buf, offset, data, write, error=None):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = error or _local_error(exc)
     _agree(comm, error, what)
-
-
-def _header_again(fh, head):
-    """None when the header read through this rank's handle ``fh`` is the
-    one rank 0 read before the open (``head``: dtype, shape, fortran order,
-    data offset), else a DapError: the file was replaced or rewritten in
-    between, or this rank opened another file of that name (a link that
-    differs between nodes).  Before, the data of the file opened was read
-    as the layout of the header rank 0 had read: silently wrong values
-    (found by review).  One independent read of the header's bytes, no
-    collective; :func:`_finish` agrees on the error."""
-    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
-    offset = head[3]
-    raw = bytearray(offset)
-    status = MPI.Status()
-    try:
-        fh.Read_at(0, [raw, MPI.BYTE], status)
-        # at most ``offset`` bytes of header: a longer one is another header
-        again = parse_header(io.BytesIO(bytes(raw[:status.Get_count(MPI.BYTE)])), offset)
-    except Exception as exc:  # noqa: BLE001 - reported as a changed header
-        again = describe_error(_local_error(exc))
-    if isinstance(again, tuple) and again == tuple(head):
-        return None
-
-    def text(h):
-        return f"descr {np.lib.format.dtype_to_descr(h[0])!r}, shape {h[1]}, " \
-               f"fortran_order {h[2]}"
-    seen = again if isinstance(again, str) else text(again)
-    return DapError(f"the file opened has another header than the one rank 0 read "
-                    f"({text(head)}): {seen} "
-                    f"(the file was replaced or rewritten meanwhile, or the path names "
-                    f"another file on this rank)")
 
 
 def _absolute(path):
@@ -282,7 +260,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
                    None if dist is None else layout_key(dist))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _finish(comm, fh, what, plan, block, offset, data, write=False,
-                error=_header_again(fh, head[1]))
+                error=header_again(fh, head[1], _local_error))
         if data:
             fill_duplicates(block, plan.selections)
     finally:
@@ -293,10 +271,15 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
 
 def write_npy(comm, path, block, dist, what):
     """Write the global array whose parts are the ranks' ``block``s
-    (distributed by ``dist``) as the .npy file ``path``, in C order."""
+    (distributed by ``dist``) as the .npy file ``path``, in C order.  Once
+    rank 0 wrote the header, every rank's path must name that file
+    (:func:`nclx.dap.npyheader.other_file`, in the next agreement), else
+    every rank raises naming the others, which write nothing (before, each
+    wrote its own file: found by review); a save failing after the header
+    leaves that file empty, not a header over stale or partial data."""
     rank = comm.Get_rank()
     block = np.asarray(block)
-    plan = header = error = None
+    plan = header = error = written = None
     try:
         # no path on one rank (None, a number): raised on every rank by the
         # agreement below (before, it raised alone before the agreement and
@@ -325,8 +308,9 @@ def write_npy(comm, path, block, dist, what):
     try:
         # a rank in another operation meets it here (the path is checked below)
         # and the layout: ranks holding the array in different layouts would
-        # leave cells unwritten
-        agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy")
+        # leave cells unwritten; a rank of nclx.dap.save_npy(comm=) passing no
+        # DistArray meets it here too, with its error (npyio.save_npy)
+        agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy", describe_save)
         parts = _agree(comm, error, what, ((path, _absolute(path)), block.dtype,
                                             None if header is None else
                                             len(header), None if plan is None else
@@ -350,27 +334,69 @@ def write_npy(comm, path, block, dist, what):
             try:
                 if mapped:
                     mapped = npymap.prepare(path, header, nbytes)
+                    written = file_identity(path)
                 else:
                     with open(path, "wb") as f:
                         f.write(header)
+                        written = file_identity(fd=f.fileno())
             except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
                 # an OSError, or a ValueError (a NUL in the path: before,
                 # raised on rank 0 alone while the others waited; found by review)
                 error = exc
         if planned:         # rank 0's reservation decides (and its error raises everywhere)
-            mapped = _agree(comm, error, what, mapped)[0]
-        if mapped:
-            unmappable = False
-            try:
-                npymap.write_box(path, parts[0][2], dist.shape, block, plan.selections)
-            except npymap.Unmappable:
-                unmappable = True           # every rank writes through MPI-IO below
-            except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
-                error = exc
-            if not any(_agree(comm, error, what, unmappable)):
-                return
-        fh = _open(comm, path, True, hints, error, what)
+            mapped, ref = _agree(comm, error, what, (mapped, written))[0]
+        if mapped and not _write_mapped(comm, path, parts[0][2], dist.shape, block, plan,
+                                        ref, what):
+            return
+        fh = _open(comm, path, True, hints, error, what,
+                   same=lambda: (file_identity(path), written), check=_one_file)
         _finish(comm, fh, what, plan, block, parts[0][2], nbytes > 0, write=True)
+    except Exception:
+        if written is not None:           # rank 0, after every rank's agreement
+            empty_file(path, written)
+        raise
     finally:
         if plan is not None:
             plan.free()
+
+
+def _write_mapped(comm, path, offset, shape, block, plan, ref, what):
+    """Stores into a shared mapping of ``path`` where it names rank 0's file
+    ``ref``, then one agreement: whether some rank could not map the file
+    (every rank then writes through MPI-IO)."""
+    unmappable = False
+    error = other = other_file(file_identity(path), ref)
+    try:
+        if other is None:
+            npymap.write_box(path, offset, shape, block, plan.selections)
+    except npymap.Unmappable:
+        unmappable = True           # every rank writes through MPI-IO
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = exc
+    text, values = _gather(comm, error, (unmappable, other is not None))
+    if text is not None:
+        if any(o for _, o in values):
+            text = _Failure(text + _LEFT, text.first)
+        raise _failed(what, text, error if isinstance(error, Exception) else None)
+    return any(u for u, _ in values)
+
+
+def describe_save(value):
+    """A rank's value in save_npy's first agreement, in words."""
+    if value[1][0] == "passed":                 # npyio.save_npy(comm=): no DistArray
+        return value[1][1]
+    shape, dist, grid, digest = value[1]
+    return f"a DistArray of global shape {shape}, dist {dist}, grid {grid} ({digest[:10]})"
+
+
+_LEFT = "\n  rank 0 empties the file it wrote the header into; no rank wrote into another"
+
+
+def _one_file(values):
+    """:func:`_open`'s check in a save: None when every rank's ``(file, rank
+    0's header file)`` is rank 0's header file, else the report."""
+    ref = values[0][1]
+    failed = [(r, m) for r, m in ((r, other_file(v[0], ref)) for r, v in enumerate(values))
+              if m is not None]
+    text = _report(failed, len(values))
+    return None if text is None else _Failure(text + _LEFT, text.first)

@@ -1,11 +1,16 @@
 """The ``.npy`` header: written by ``np.save``'s own writer (formats 1.0,
 2.0, 3.0, its warnings included) and read with NumPy's own checks, for
 :mod:`nclx.dap.npyfile` (rank 0 reads or writes it; every rank its part of
-the data)."""
+the data), and the file that holds it: every rank checks that the file it
+opened holds rank 0's header (a read: :func:`header_again`) or is the file
+rank 0 wrote the header into (a save: :func:`file_identity`,
+:func:`other_file`); a failed save leaves that file empty
+(:func:`empty_file`)."""
 import ast
 import io
 import math
 import os
+import stat
 import struct
 
 import numpy as np
@@ -20,7 +25,8 @@ except ImportError:                 # NumPy 2.0
 from nclx.dap.collective import describe_error
 from nclx.dap.validate import DapError
 
-__all__ = ["descr_of", "header_bytes", "parse_header", "read_header"]
+__all__ = ["descr_of", "empty_file", "file_identity", "header_again", "header_bytes",
+           "other_file", "parse_header", "read_header"]
 
 _FMT = np.lib.format
 
@@ -140,3 +146,87 @@ def read_header(path, max_header_size=10000):
         raise DapError(f"the file is truncated: {have} bytes of data, its header announces "
                        f"{nbytes} (shape {shape}, dtype {dtype})")
     return dtype, shape, fortran, offset
+
+
+def header_again(fh, head, local_error):
+    """None when the header read through this rank's handle ``fh`` is the
+    one rank 0 read before the open (``head``: dtype, shape, fortran order,
+    data offset), else a DapError: the file was replaced or rewritten in
+    between, or this rank opened another file of that name (a link that
+    differs between nodes).  Before, the data of the file opened was read
+    as the layout of the header rank 0 had read: silently wrong values
+    (found by review).  One independent read of the header's bytes, no
+    collective; npyfile's ``_finish`` agrees on the error (``local_error``:
+    an MPI error as an OSError)."""
+    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
+    offset = head[3]
+    raw = bytearray(offset)
+    status = MPI.Status()
+    try:
+        fh.Read_at(0, [raw, MPI.BYTE], status)
+        # at most ``offset`` bytes of header: a longer one is another header
+        again = parse_header(io.BytesIO(bytes(raw[:status.Get_count(MPI.BYTE)])), offset)
+    except Exception as exc:  # noqa: BLE001 - reported as a changed header
+        again = describe_error(local_error(exc))
+    if isinstance(again, tuple) and again == tuple(head):
+        return None
+
+    def text(h):
+        return f"descr {np.lib.format.dtype_to_descr(h[0])!r}, shape {h[1]}, " \
+               f"fortran_order {h[2]}"
+    seen = again if isinstance(again, str) else text(again)
+    return DapError(f"the file opened has another header than the one rank 0 read "
+                    f"({text(head)}): {seen} "
+                    f"(the file was replaced or rewritten meanwhile, or the path names "
+                    f"another file on this rank)")
+
+
+def file_identity(path=None, fd=None):
+    """``(node, st_dev, st_ino)`` of the file ``path`` names on this rank (or
+    of the open ``fd``), or ``(None, the error)``."""
+    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
+    try:
+        st = os.fstat(fd) if fd is not None else os.stat(path)
+    except (OSError, TypeError, ValueError) as exc:
+        return None, describe_error(exc)
+    return MPI.Get_processor_name(), st.st_dev, st.st_ino
+
+
+def other_file(mine, ref):
+    """None when this rank's file ``mine`` is ``ref``, the file rank 0 wrote
+    the header into (:func:`file_identity`), else what differs.  On one
+    node, one device and inode; across nodes the inode alone: a network file
+    system's device number is each node's own."""
+    if ref is None or ref[0] is None:
+        return f"rank 0 cannot name the file it wrote the header into " \
+               f"({None if ref is None else ref[1]})"
+    if mine[0] is None:
+        return f"the path names no file on this rank ({mine[1]}); rank 0 wrote the header " \
+               f"into {_named(ref, ref)}"
+    if mine[2] == ref[2] and (mine[0] != ref[0] or mine[1] == ref[1]):
+        return None
+    return f"the path names another file on this rank ({_named(mine, ref)}) than the one " \
+           f"rank 0 wrote the header into ({_named(ref, mine)}): a link, mount or " \
+           f"working directory that differs between the ranks?"
+
+
+def _named(ident, other):
+    text = f"device {os.major(ident[1])}:{os.minor(ident[1])}, inode {ident[2]}"
+    return text if ident[0] == other[0] else f"{text} on node {ident[0]}"
+
+
+def empty_file(path, written):
+    """Rank 0, after a failed save: cut the file it wrote the header into
+    (``written``) to 0 bytes, if ``path`` still names that regular file."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISREG(st.st_mode) and (st.st_dev, st.st_ino) == tuple(written[1:]):
+            os.ftruncate(fd, 0)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -15,9 +15,13 @@ import numbers
 import operator
 import os
 
+import numpy as np
+
+from nclx.dap.agreekeys import agree_quick
+from nclx.dap.collective import describe_error
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
-from nclx.dap.npyfile import read_npy
+from nclx.dap.npyfile import describe_save, read_npy, write_npy
 from nclx.dap.validate import DapError
 
 __all__ = ["load_npy", "save_npy"]
@@ -95,10 +99,63 @@ def _short(value):
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def save_npy(path, da):
+def save_npy(path, da, comm=None):
     """Write the DistArray ``da`` as the ``.npy`` file ``path``
     (:meth:`DistArray.save_npy`).  A rank passing no path raises on every
-    rank (:func:`nclx.dap.npyfile.write_npy` checks it in its agreement)."""
-    if not isinstance(da, DistArray):
-        raise DapError(f"save_npy needs a DistArray, not {type(da).__name__}")
-    da.save_npy(path)
+    rank (:func:`nclx.dap.npyfile.write_npy` checks it in its agreement).
+
+    Without ``comm`` a rank passing anything but a DistArray raises a
+    DapError at once, alone: it has no communicator, so ranks passing a
+    DistArray wait in the save's first agreement until that rank's next
+    nclx.dap call on theirs.  With ``comm`` (the DistArray's communicator,
+    or one of the same ranks in the same order) every rank takes part in
+    that first agreement whatever it passed: a rank passing an ndarray (or
+    anything else), or a DistArray of another communicator, raises the same
+    DapError on every rank, naming each rank and what it passed, as do
+    DistArrays of different global shapes or layouts (their dtypes are
+    compared next, also on every rank).  Ranks passing a DistArray without
+    ``comm`` (or ``np.save(path, da)``) meet a rank passing ``comm`` in the
+    same agreement when ``comm`` is the DistArray's own communicator."""
+    if comm is None:
+        if not isinstance(da, DistArray):
+            raise DapError(f"save_npy needs a DistArray, not {type(da).__name__} (no "
+                           f"communicator to join: pass comm= on every rank to have the "
+                           f"ranks agree, or np.save for a file of this rank's array)")
+        da.save_npy(path)
+        return
+    what = f"save_npy({path!r})"
+    error = _not_saveable(da, comm)
+    if error is None:
+        write_npy(comm, path, da._block, da.distribution, what)
+        return
+    # the first agreement of write_npy, with this rank's error: raises on every rank
+    agree_quick(comm, ("save_npy", ("passed", _passed(da))), error, "save_npy", describe_save)
+    raise DapError(f"{what}: {error}")      # not reached: the agreement raised
+
+
+def _passed(x):
+    """What a rank passed to save_npy, in words."""
+    if isinstance(x, DistArray):
+        return f"a DistArray of global shape {x.shape} and dtype {x.dtype}, on another " \
+               f"communicator than comm="
+    kind = f"{type(x).__module__}.{type(x).__qualname__}"
+    if isinstance(x, np.ndarray):
+        return f"a {kind} of shape {x.shape} and dtype {x.dtype}"
+    return f"a {kind}"
+
+
+def _not_saveable(da, comm):
+    """None when ``da`` is a DistArray on ``comm``'s ranks (in its order),
+    else this rank's DapError for the agreement."""
+    if isinstance(da, DistArray):
+        from mpi4py import MPI   # optional dependency: nclx.dap loads without it
+        try:
+            same = MPI.Comm.Compare(comm, da.comm) in (MPI.IDENT, MPI.CONGRUENT)
+        except Exception as exc:  # noqa: BLE001 - comm is no communicator
+            return DapError(f"comm= is no MPI communicator ({describe_error(exc)})")
+        if same:
+            return None
+        return DapError(f"save_npy(comm=...) needs a DistArray on comm's ranks in comm's "
+                        f"order: this rank's lives on another communicator ({da.comm!r})")
+    return DapError(f"save_npy needs a DistArray on every rank of comm: this rank passed "
+                    f"{_passed(da)}")

@@ -71,7 +71,8 @@ def _padded(buffer):
     dtype V item size 16"; before, a DapError[RuntimeError] on every rank,
     found by review).  An ndarray is taken as it is; a C-contiguous
     memoryview of one (the format its array exports) as its bytes viewed as
-    the array's dtype.  None for every other buffer (validated as before)."""
+    the array's dtype; a strided memoryview of a whole array (``memoryview(a[:, ::2])``)
+    as that array.  None for every other buffer (validated as before)."""
     try:
         np.asarray(memoryview(buffer))
         return None
@@ -84,9 +85,17 @@ def _padded(buffer):
     try:
         view = memoryview(buffer)
         base = view.obj
-        if isinstance(base, np.ndarray) and view.c_contiguous and \
-                base.dtype.itemsize == view.itemsize and memoryview(base).format == view.format:
-            return np.asarray(view.cast("B")).view(base.dtype).reshape(view.shape)
+        if isinstance(base, np.ndarray) and base.dtype.itemsize == view.itemsize and \
+                memoryview(base).format == view.format:
+            if view.c_contiguous:
+                return np.asarray(view.cast("B")).view(base.dtype).reshape(view.shape)
+            if view.shape == base.shape and view.strides == base.strides:
+                # the array's own export, strided: the array itself (read-only
+                # where the view is)
+                if view.readonly and base.flags.writeable:
+                    base = base.view()
+                    base.flags.writeable = False
+                return base
     except Exception:  # noqa: BLE001 - not recovered: validate() raises NumPy's error
         pass
     return None

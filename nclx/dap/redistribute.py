@@ -20,6 +20,7 @@ import numpy as np
 
 from nclx.dap.agreekeys import agree_quick, dtype_key, layout_key
 from nclx.dap.distribution import Distribution
+from nclx.dap.iotypes import raw_items
 from nclx.dap.maps import map_from_dim_dict
 from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.movewindows import (has_no_elements, indexed_dim, window_segments, window_settings,
@@ -136,7 +137,8 @@ def buffer_of(block):
     """``(buffer, byte strides)``: a C-contiguous array over ``block``'s
     memory and the strides that address ``block`` in it -- the block itself,
     or the base of a transposed view (no copy); any other layout is copied
-    (the one case a move copies: MPI addresses one contiguous buffer)."""
+    (the one case a move copies: MPI addresses one contiguous buffer), every
+    byte of each item."""
     if block is None:
         return None, None
     strides = list(block.strides)
@@ -149,6 +151,11 @@ def buffer_of(block):
     base = block.transpose(order)
     if base.flags.c_contiguous and min(block.strides, default=1) > 0:
         return base, tuple(strides)
+    # every byte of each item: NumPy's copy of a structured dtype copies its
+    # fields only, and the bytes between them came from np.empty (a gather
+    # of a strided block sent them: found by review)
+    if block.dtype.names is not None and not block.dtype.hasobject:
+        return buffer_of(np.ascontiguousarray(raw_items(block)).view(block.dtype))
     return buffer_of(np.ascontiguousarray(block))
 
 

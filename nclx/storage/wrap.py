@@ -28,15 +28,25 @@ def _host_array(data, kw):
     if isinstance(data, Storage):
         return data._host_read() if data._host is not None else None
     flat = {k: kw.get(k) for k in _BUFFER_KEYS if kw.get(k) is not None}
+    # NumPy's order: the buffer protocol (bytes aside, a scalar to NumPy),
+    # then __array_struct__, then __array_interface__ (found by review: a
+    # bytearray subclass with an interface describing other memory was read
+    # through the interface, where np.asarray reads its bytes)
+    buffer_first = not isinstance(data, (np.ndarray, bytes)) and _has_buffer(data)
     # read once: the array is built from the dict checked (a property could
     # describe another extent on the next read)
-    iface = None if isinstance(data, np.ndarray) else getattr(data, "__array_interface__", None)
-    if not (isinstance(data, np.ndarray) or iface is not None
+    iface = None if isinstance(data, np.ndarray) or buffer_first else \
+        getattr(data, "__array_interface__", None)
+    if not (isinstance(data, np.ndarray) or buffer_first or iface is not None
             or hasattr(data, "__array_struct__") or _has_buffer(data)):
         raise StorageTypeError(f"as_storage(data=<{type(data).__name__}>): wraps buffers "
                                "without copying; use storage(data) to copy a "
                                f"{type(data).__name__}")
-    if isinstance(data, np.ndarray) or iface is not None or hasattr(data, "__array_struct__"):
+    if buffer_first and (_declares(data, "__array_interface__")
+                         or _declares(data, "__array_struct__")):
+        arr = np.asarray(data)      # its buffer, as NumPy reads it (typed formats too)
+    elif not buffer_first and (isinstance(data, np.ndarray) or iface is not None
+                               or hasattr(data, "__array_struct__")):
         if iface is not None:
             _check_interface_extent(iface)
             data = _Interface(iface, data)
@@ -138,6 +148,12 @@ def _int_tuple(keyword, value):
                                    "integer")
         out.append(int(v))
     return tuple(out)
+
+
+def _declares(obj, name):
+    """Whether ``obj`` has the attribute ``name``, looked up without running
+    a property (NumPy, reading the buffer, never reads it)."""
+    return hasattr(type(obj), name) or name in getattr(obj, "__dict__", {})
 
 
 def _has_buffer(obj):
