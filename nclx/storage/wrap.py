@@ -2,10 +2,13 @@
 
 The buffers must agree with each other (shape, dtype, strides) and with the
 keywords given (layout, alignment_size, dims, halo, aligned_index); each
-disagreement is a :class:`StorageError` naming it.  A flat buffer (bytes-like,
-1-D uint8) may be given with ``shape=``, ``dtype=``, ``strides=`` and
-``offset=``: the extent those describe is checked against the buffer's
-length before any view is made, so nothing outside it is ever read.
+disagreement is a :class:`StorageError` naming it.  A flat buffer of raw
+bytes (bytes-like, 1-D uint8) may be given with ``shape=``, ``dtype=``,
+``strides=`` and ``offset=``: the extent those describe is checked against
+the buffer's length before any view is made, so nothing outside it is ever
+read.  Any other buffer object (array.array('d'), a memoryview of int64) is
+the array ``np.asarray`` makes of it and, like a typed ndarray, is never
+reinterpreted: ``dtype=``, ``shape=``, ``strides=`` must agree with it.
 """
 import numpy as np
 
@@ -42,24 +45,27 @@ def _host_array(data, kw):
         raise StorageTypeError(f"as_storage(data=<{type(data).__name__}>): wraps buffers "
                                "without copying; use storage(data) to copy a "
                                f"{type(data).__name__}")
+    from_buffer = False
     if buffer_first and (_declares(data, "__array_interface__")
                          or _declares(data, "__array_struct__")):
-        arr = np.asarray(data)      # its buffer, as NumPy reads it (typed formats too)
+        arr, from_buffer = np.asarray(data), True   # its buffer, as NumPy reads it
     elif not buffer_first and (isinstance(data, np.ndarray) or iface is not None
                                or hasattr(data, "__array_struct__")):
         if iface is not None:
             _check_interface_extent(iface)
             data = _Interface(iface, data)
         arr = np.asarray(data)
-    else:   # bytes, bytearray, memoryview, mmap: the raw bytes
-        arr = np.frombuffer(data, np.uint8) if memoryview(data).contiguous else np.asarray(data)
+    else:   # bytes, bytearray, memoryview, mmap, array.array, ctypes arrays
+        arr, from_buffer = _buffer_array(data), True
     if "shape" in flat and tuple(arr.shape) != normalize_shape(flat["shape"]):
-        # a raw byte buffer described by shape/dtype/strides/offset; a typed
-        # array of another shape is never reinterpreted
-        if not _raw_bytes(arr):
+        # a raw byte buffer described by shape/dtype/strides/offset (a buffer
+        # object of single bytes of any shape: its flat bytes, as before); a
+        # typed array of another shape is never reinterpreted
+        if not _raw_bytes(arr, any_ndim=from_buffer):
+            hint = "; memoryview(data).cast('B') gives its raw bytes" if from_buffer else ""
             raise StorageError(f"as_storage: shape={flat['shape']!r} disagrees with the "
                                f"{arr.dtype} array's shape {arr.shape} (only raw byte buffers "
-                               "are described by shape=/strides=/offset=)")
+                               f"are described by shape=/strides=/offset={hint})")
         mem = arr.reshape(-1) if arr.size else np.empty(0, np.uint8)
         return _view_flat(mem.view(np.uint8), flat, writeable=arr.flags.writeable)
     for key in ("dtype", "strides"):
@@ -74,6 +80,21 @@ def _host_array(data, kw):
         raise StorageError(f"as_storage: offset={flat['offset']!r} needs a flat buffer and shape=")
     normalize_dtype(arr.dtype, "data")
     return arr
+
+
+def _buffer_array(data):
+    """The array ``np.asarray`` makes of a buffer object, zero-copy: its
+    format's dtype and its shape (found by review: array.array('i'), a
+    memoryview of int64 or one cast to 'd' were wrapped as their uint8
+    bytes; bytes, bytearray, mmap give uint8 as before)."""
+    try:
+        return np.asarray(memoryview(data))
+    except (TypeError, ValueError, NotImplementedError) as exc:
+        with memoryview(data) as mv:
+            fmt = mv.format
+        raise StorageTypeError(f"as_storage(data=<{type(data).__name__}>): its buffer format "
+                               f"{fmt!r} is not one NumPy reads ({exc}); pass "
+                               "memoryview(data).cast('B') to wrap its raw bytes") from None
 
 
 class _Interface:
@@ -129,9 +150,9 @@ def _check_interface_extent(iface):
             f"buffer holds {size} bytes")
 
 
-def _raw_bytes(arr):
+def _raw_bytes(arr, any_ndim=False):
     """A contiguous buffer of single bytes (what shape=/strides= describe)."""
-    return arr.ndim <= 1 and arr.itemsize == 1 and arr.dtype.kind in "uiVSb" \
+    return (arr.ndim <= 1 or any_ndim) and arr.itemsize == 1 and arr.dtype.kind in "uiVSb" \
         and arr.flags.c_contiguous
 
 

@@ -119,6 +119,14 @@ class _Elementwise:
             # value, one as long as the lists failed to broadcast)
             raise ValueError(f"{name}: where= on a Ragged is a scalar or a Ragged of the same "
                              f"list lengths, not an array of shape {np.shape(where)}")
+        for o in outs:
+            # (found by review: an ndarray as long as the values was written
+            # and came back as a Ragged over it, the lists' shape unchecked)
+            if o is not None and not isinstance(o, ComputeMixin):
+                what = f"an array of shape {np.shape(o)}" if isinstance(o, np.ndarray) \
+                    else f"a {type(o).__name__}"
+                raise ValueError(f"{name}: out= on a Ragged is a Ragged of the same list "
+                                 f"lengths, not {what}")
         first = raggeds[0]
         for r in raggeds[1:]:
             if not compute.same_lengths(first.offsets, r.offsets):

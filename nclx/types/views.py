@@ -131,7 +131,15 @@ class _Buffers:
         return arr.reshape(-1).view(np.uint8)[:need].view(dtype), k
 
     def validity(self, role, count):
-        arr, k, _ = self._next(role)
+        arr, k, typed = self._next(role)
+        if typed and arr.dtype != np.int8:
+            # bits packed in bytes: raw bytes, or an int8 array as a buffer
+            # of format "b" is (found by review: a bool array, one byte per
+            # element, was read as bits)
+            raise TypeError(f"buffer {k} ({role}) is an array of {arr.dtype}: a validity "
+                            "bitmap is Arrow's, one bit per element, LSB first, in raw bytes "
+                            "(bytes, bytearray, a uint8 array; np.packbits(mask, "
+                            "bitorder='little') packs a bool mask)")
         need = _bits.nbytes_for(count)
         if arr.nbytes < need:
             raise ValueError(f"buffer {k} ({role}) has {arr.nbytes} bytes; a bitmap of "
