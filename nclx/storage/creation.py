@@ -45,8 +45,14 @@ def full(shape, fill_value, dtype=np.float64, **kwargs):
     return _fill(empty(shape, dtype, **kwargs), fill_value)
 
 
+def _array_like(x):
+    """An array of the host or a device (shape and dtype); a memoryview has
+    a shape but no dtype: NumPy reads it (before, AttributeError)."""
+    return hasattr(x, "shape") and hasattr(x, "dtype")
+
+
 def _like_shape(data):
-    if isinstance(data, Storage) or hasattr(data, "shape"):
+    if isinstance(data, Storage) or _array_like(data):
         return tuple(data.shape), data.dtype
     arr = np.asarray(data)
     return arr.shape, arr.dtype
@@ -88,7 +94,7 @@ def storage(data=None, device_data=None, *, dtype=None, copy=True, sync_state=No
         shape = kwargs.pop("shape")
         return empty(shape, np.float64 if dtype is None else dtype, **kwargs)
     shape = kwargs.pop("shape", None)
-    if not (isinstance(src, Storage) or hasattr(src, "shape")):
+    if not (isinstance(src, Storage) or _array_like(src)):
         src = np.asarray(src)
     if shape is not None and normalize_shape(shape) != tuple(src.shape):
         # (found by review: ignored, even when malformed; as_storage refuses it)

@@ -118,3 +118,19 @@ def test_byte_buffers_are_still_described_by_shape_and_dtype(make):
 def test_byte_buffers_still_give_uint8(make):
     s = st.as_storage(make())
     assert (s.dtype, s.shape) == (np.uint8, (5,))
+
+
+@pytest.mark.parametrize("make", ["storage", "empty_like", "zeros_like", "ones_like"])
+def test_creation_from_a_memoryview_reads_it_as_numpy_does(make):
+    """A memoryview has a shape but no dtype: storage() and the *_like
+    functions raised AttributeError ('memoryview' object has no attribute
+    'dtype')."""
+    import nclx.storage as st
+    src = np.arange(6, dtype=np.int32).reshape(2, 3)
+    view = memoryview(src)
+    got = getattr(st, make)(view)
+    arr = np.asarray(got)
+    assert arr.shape == (2, 3) and arr.dtype == np.int32
+    if make == "storage":
+        assert arr.tobytes() == src.tobytes()
+        assert not np.shares_memory(arr, src)
