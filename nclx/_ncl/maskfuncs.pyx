@@ -162,19 +162,22 @@ cdef object _assign(int op, cnp.ndarray a, object mask, object vals):
         return numpy_c(a, mask, vals)       # NumPy copies and writes back (or raises)
     if n < _small[op] and mask_quiet(k):
         return numpy_c(a, mask, vals)
+    # NumPy's conversions, made once: where NumPy's function takes over it
+    # gets the converted m and v, which it reads as they are (a mask's
+    # __bool__ or __array__ is not called a second time)
     m = cnp.PyArray_FROM_OTF(mask, _BOOL, _CARRAY | _FORCECAST)
     if cnp.PyArray_SIZE(m) != n:
-        return numpy_c(a, mask, vals)       # NumPy's "mask and data must be the same size"
+        return numpy_c(a, m, vals)          # NumPy's "mask and data must be the same size"
     Py_INCREF(<object>cnp.PyArray_DESCR(a))     # PyArray_FromAny steals it
     v = _from_any(vals, cnp.PyArray_DESCR(a), 0, 0, _CARRAY, NULL)
     nv = cnp.PyArray_SIZE(v)
     if nv == 0:
         if op == OP_PLACE and n and ncl_mask_count(<const unsigned char *>arr_data(m), n):
-            return numpy_c(a, mask, vals)   # "Cannot insert from an empty array!"
+            return numpy_c(a, m, v)         # "Cannot insert from an empty array!"
         return None
     if arr_overlap(v, a) or arr_overlap(m, a):
         if op == OP_PLACE:
-            return numpy_c(a, mask, vals)   # NumPy reads them while it writes: its order decides
+            return numpy_c(a, m, v)         # NumPy reads them while it writes: its order decides
         v = v.copy()                        # putmask reads what they held before the call
         m = m.copy()
     if n == 0:

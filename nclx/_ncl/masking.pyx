@@ -83,7 +83,7 @@ cdef void mask_plan(mjob *j, npy_intp n, int want) noexcept nogil:
     the minimum piece, each a multiple of 64."""
     cdef npy_intp np_ = 1, piece
     if want > 1:
-        np_ = min(<npy_intp>(PIECES_PER_THREAD * want), <npy_intp>MAX_PIECES,
+        np_ = min(<npy_intp>PIECES_PER_THREAD * want, <npy_intp>MAX_PIECES,
                   max(<npy_intp>1, n // _min_piece))
     piece = (n + np_ - 1) // np_
     piece = ((piece + 63) // 64) * 64
@@ -386,5 +386,9 @@ def piece_layout(npy_intp n, int threads):
     """(piece length, number of pieces) of a mask of ``n`` elements split for
     ``threads`` threads (tests use it to probe piece boundaries)."""
     cdef mjob j
+    if n < 0:
+        raise ValueError(f"piece_layout: n must be >= 0, got {n}")
+    if threads < 1:
+        raise ValueError(f"piece_layout: threads must be >= 1, got {threads}")
     mask_plan(&j, n, threads)
     return j.piece, j.npieces

@@ -12,7 +12,7 @@ True past the end, an ``out`` of the wrong shape -- NumPy's function is
 called so that it raises its own exception.
 """
 cimport numpy as cnp
-from cpython.ref cimport Py_INCREF
+from cpython.ref cimport PyObject, Py_INCREF
 
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.masking cimport (mjob, mask_slot, mask_quiet, mask_threads,
@@ -26,6 +26,8 @@ cnp.import_array()
 cdef extern from "numpy/arrayobject.h":
     object _new_from_descr "PyArray_SimpleNewFromDescr"(int nd, npy_intp *dims,
                                                          cnp.PyArray_Descr *descr)
+    object _from_any "PyArray_FromAny"(object op, cnp.PyArray_Descr *dtype, int mindepth,
+                                       int maxdepth, int flags, PyObject *context)
 
 cdef extern from "ncl_mask.h" nogil:
     npy_intp ncl_mask_count(const unsigned char *m, npy_intp n)
@@ -35,6 +37,9 @@ _np_extract = np.extract
 _np_compress = np.compress
 
 cdef int _BOOL = cnp.NPY_BOOL
+_BOOL_DESCR = np.dtype(bool)
+# NumPy reads compress's axis as a C int
+cdef object _AXIS_MAX = 2**31 - 1
 
 
 cdef cnp.ndarray _as_bool(cnp.ndarray c):
@@ -43,8 +48,14 @@ cdef cnp.ndarray _as_bool(cnp.ndarray c):
     None for other dtypes (strings, objects: NumPy's job)."""
     if cnp.PyArray_TYPE(c) == _BOOL:
         return c
-    if c.dtype.kind in "iufc":
+    if c.dtype.kind in "iu":
         return c.astype(bool)
+    if c.dtype.kind in "fc":
+        # NumPy's nonzero reads a signaling NaN without a word; the cast
+        # would warn "invalid value encountered in cast" (or raise, under
+        # np.errstate(invalid="raise"))
+        with np.errstate(invalid="ignore"):
+            return c.astype(bool)
     return None
 
 
@@ -94,19 +105,27 @@ cdef int _run(mjob *j, cnp.ndarray c, npy_intp n, cnp.ndarray a, cnp.ndarray out
 
 cdef object select_extract(object condition, object arr):
     """numpy.extract(condition, arr)."""
-    cdef cnp.ndarray c, a, out
+    cdef cnp.ndarray c, a, a0, c0, out
     cdef npy_intp nc, na
     cdef mjob j
     if not (arg_plain(condition) and arg_plain(arr)):
         return _np_extract(condition, arr)
-    try:
-        a = arr if type(arr) is cnp.ndarray else np.asarray(arr)
-        c = condition if type(condition) is cnp.ndarray else np.asarray(condition)
-    except Exception:
-        return _np_extract(condition, arr)      # NumPy's own error
-    c = _as_bool(c)
-    if c is None or not arr_served(a, OP_EXTRACT):
+    # NumPy's ravel reads arr, then condition, with asanyarray (an error is
+    # NumPy's own): an object whose __array__ gives a subclass (a masked
+    # array) keeps it, and that subclass's take and nonzero select, in
+    # NumPy's function
+    a0 = arr if type(arr) is cnp.ndarray else np.asanyarray(arr)
+    if type(a0) is not cnp.ndarray:
         return _np_extract(condition, arr)
+    c0 = condition if type(condition) is cnp.ndarray else np.asanyarray(condition)
+    if type(c0) is not cnp.ndarray:
+        return _np_extract(condition, a0)
+    # from here NumPy's function gets the arrays read above (it reads them
+    # as it would read the originals; an __array__ is not called twice)
+    c = _as_bool(c0)
+    if c is None or not arr_served(a0, OP_EXTRACT):
+        return _np_extract(c0, a0)
+    a = a0
     if not cnp.PyArray_IS_C_CONTIGUOUS(c):
         c = c.ravel()
     if not cnp.PyArray_IS_C_CONTIGUOUS(a):
@@ -115,47 +134,71 @@ cdef object select_extract(object condition, object arr):
     na = cnp.PyArray_SIZE(a)
     if nc > na:
         if ncl_mask_count(<const unsigned char *>arr_data(c) + na, nc - na):
-            return _np_extract(condition, arr)  # NumPy's IndexError
+            return _np_extract(c0, a0)          # NumPy's IndexError
         nc = na
     if nc < _small and mask_quiet(mask_slot(OP_EXTRACT, cnp.PyArray_TYPE(a))):
-        return _np_extract(condition, arr)
+        return _np_extract(c0, a0)
     mask_prepare(&j, OP_EXTRACT, arr_data(c), nc, a)
     out = _new(a, 1, &j.total)
     _run(&j, c, nc, a, out)
     return out
 
 
+cdef object _bool_condition(object condition):
+    """compress's condition as NumPy's PyArray_Compress reads one that is
+    not an array: converted to bool, arrays cast 'safe' (a memoryview or
+    array.array of ints raises NumPy's TypeError; lists of numbers do not)."""
+    Py_INCREF(<object>_BOOL_DESCR)              # PyArray_FromAny steals it
+    return _from_any(condition, <cnp.PyArray_Descr *>_BOOL_DESCR, 0, 0, 0, NULL)
+
+
 cdef object select_compress(object condition, object a, object axis, object out):
     """numpy.compress(condition, a, axis=axis, out=out)."""
-    cdef cnp.ndarray c, arr, res
+    cdef cnp.ndarray c, c0, arr, res
     cdef npy_intp S, Sm, L, pre = 1, post = 1
     cdef int nd, ax, i
     cdef npy_intp shape[64]
     cdef mjob j
-    if not (arg_plain(condition) and arg_plain(a) and (out is None or type(out) is cnp.ndarray)):
+    if not (arg_plain(condition) and arg_plain(a) and (out is None or type(out) is cnp.ndarray)
+            and (axis is None or type(axis) is int and -_AXIS_MAX <= axis <= _AXIS_MAX)):
+        # NumPy parses axis (a C int) and out before it reads the condition
         return _np_compress(condition, a, axis=axis, out=out)
-    try:
-        if type(a) is cnp.ndarray:
-            arr = a
-        elif type(a) is list or type(a) is tuple:
+    if type(a) is cnp.ndarray:
+        arr = a
+    elif type(a) is list or type(a) is tuple:
+        try:
             arr = np.asarray(a)
-        else:
-            return _np_compress(condition, a, axis=axis, out=out)
-        c = condition if type(condition) is cnp.ndarray else np.asarray(condition)
-    except Exception:
+        except Exception:
+            return _np_compress(condition, a, axis=axis, out=out)     # NumPy's own error
+    else:
         return _np_compress(condition, a, axis=axis, out=out)
+    # read as NumPy reads it, at the same point (after a, axis and out): an
+    # error here is NumPy's own
+    try:
+        c0 = condition if type(condition) is cnp.ndarray else _bool_condition(condition)
+    except TypeError:
+        if type(a) is cnp.ndarray:
+            # np.compress retries a.compress that raised a TypeError on the
+            # array it makes of a (numpy's _wrapfunc): the condition is read
+            # a second time there, and raises again
+            return arr.compress(condition, axis=axis, out=out)
+        raise
+    if type(c0) is not cnp.ndarray:
+        return _np_compress(condition, a, axis=axis, out=out)
+    # from here NumPy's function gets the condition read above (an array:
+    # NumPy reads it as it is, the conversion is not made twice)
     nd = cnp.PyArray_NDIM(arr)
-    if cnp.PyArray_NDIM(c) != 1 or not arr_served(arr, OP_EXTRACT):
-        return _np_compress(condition, a, axis=axis, out=out)
-    c = _as_bool(c)
+    if cnp.PyArray_NDIM(c0) != 1 or not arr_served(arr, OP_EXTRACT):
+        return _np_compress(c0, a, axis=axis, out=out)
+    c = _as_bool(c0)
     if c is None:
-        return _np_compress(condition, a, axis=axis, out=out)
-    if axis is None or nd == 1 and type(axis) is int and -1 <= axis <= 0:
+        return _np_compress(c0, a, axis=axis, out=out)
+    if axis is None or nd == 1 and -1 <= axis <= 0:
         ax = -1
         if not cnp.PyArray_IS_C_CONTIGUOUS(arr):
             arr = arr.ravel()
         S = cnp.PyArray_SIZE(arr)
-    elif type(axis) is int and 0 < nd and -nd <= axis < nd:
+    elif 0 < nd and -nd <= axis < nd:
         ax = axis + nd if axis < 0 else axis
         if not cnp.PyArray_IS_C_CONTIGUOUS(arr):
             arr = np.ascontiguousarray(arr)
@@ -165,16 +208,16 @@ cdef object select_compress(object condition, object a, object axis, object out)
         for i in range(ax + 1, nd):
             post *= cnp.PyArray_DIM(arr, i)
     else:
-        return _np_compress(condition, a, axis=axis, out=out)     # NumPy's AxisError, TypeError
+        return _np_compress(c0, a, axis=axis, out=out)      # NumPy's AxisError
     if not cnp.PyArray_IS_C_CONTIGUOUS(c):
         c = np.ascontiguousarray(c)
     L = cnp.PyArray_DIM(c, 0)
     if L > S and ncl_mask_count(<const unsigned char *>arr_data(c) + S, L - S):
-        return _np_compress(condition, a, axis=axis, out=out)     # NumPy's IndexError
+        return _np_compress(c0, a, axis=axis, out=out)      # NumPy's IndexError
     Sm = min(L, S)
     if (out is None and ax < 0 and Sm < _small
             and mask_quiet(mask_slot(OP_EXTRACT, cnp.PyArray_TYPE(arr)))):
-        return _np_compress(condition, a, axis=axis, out=out)
+        return _np_compress(c0, a, axis=axis, out=out)
     if ax >= 0:
         # along an axis the condition is read three times (count, kept
         # indices, rows): a private copy keeps them in step
@@ -192,7 +235,7 @@ cdef object select_compress(object condition, object a, object axis, object out)
     elif _fits(out, nd, shape, arr, c):
         res = out
     else:
-        return _np_compress(condition, a, axis=axis, out=out)     # NumPy's out= rules
+        return _np_compress(c0, a, axis=axis, out=out)      # NumPy's out= rules
     if pre * Sm * post == 0:
         return res
     if ax < 0 or pre == 1 and post == 1:
