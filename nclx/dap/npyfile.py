@@ -308,8 +308,7 @@ def write_npy(comm, path, block, dist, what):
     try:
         # a rank in another operation meets it here (the path is checked below)
         # and the layout: ranks holding the array in different layouts would
-        # leave cells unwritten; a rank of nclx.dap.save_npy(comm=) passing no
-        # DistArray meets it here too, with its error (npyio.save_npy)
+        # leave cells unwritten; a rank of save_npy(comm=) with no DistArray too
         agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy", describe_save)
         parts = _agree(comm, error, what, ((path, _absolute(path)), block.dtype,
                                             None if header is None else
@@ -393,8 +392,7 @@ _LEFT = "\n  rank 0 empties the file it wrote the header into; no rank wrote int
 
 
 def _one_file(values):
-    """:func:`_open`'s check in a save: None when every rank's ``(file, rank
-    0's header file)`` is rank 0's header file, else the report."""
+    """:func:`_open`'s check of a save: every rank's ``(file, rank 0's header file)``."""
     ref = values[0][1]
     failed = [(r, m) for r, m in ((r, other_file(v[0], ref)) for r, v in enumerate(values))
               if m is not None]
