@@ -267,15 +267,53 @@ def size_is_empty(size):
 
 def permutation_length(x):
     """(length, dtype of numpy.arange(x)) of an integer ``x``."""
+    if isinstance(x, np.timedelta64):
+        # an np.integer without __index__: arange reads it (its unit, NaT)
+        arr = np.arange(x)
+        return arr.size, arr.dtype
     n = operator.index(x)
     if n >= _HUGE:
         # NumPy's own outcome: its error, or what arange makes of it (an
         # empty float64 array for 2**63)
         arr = np.arange(x)
         return arr.size, arr.dtype
-    return max(n, 0), np.arange(type(x)(0)).dtype
+    # arange's dtype of a zero of x's type: a NumPy integer's own (type(x)(0)),
+    # a Python int's (an int subclass such as an IntEnum may have no 0)
+    return max(n, 0), np.arange(type(x)(0) if isinstance(x, np.integer) else 0).dtype
 
 
 #: lengths from which permutation(n) asks numpy.arange what n gives (no
 #: machine holds 2**40 int64)
 _HUGE = 1 << 40
+
+
+_STATE_ITEMS = ("position", "leftover half", "calls")
+
+
+def state(value):
+    """A Generator's ``state`` (position, leftover 32-bit half or None,
+    calls) checked, every item before any is stored: integers of [0,
+    2**64) (the half [0, 2**32)) -- a float is refused, not truncated --
+    else a TypeError / ValueError / OverflowError naming the item."""
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"state must be a tuple (position, leftover half or None, calls), "
+                        f"not {type(value).__name__}")
+    if len(value) != 3:
+        raise ValueError(f"state must have 3 items (position, leftover half or None, calls), "
+                         f"not {len(value)}")
+    items = []
+    for i, (v, bits) in enumerate(zip(value, (64, 32, 64))):
+        what = f"state[{i}] ({_STATE_ITEMS[i]})"
+        if i == 1 and v is None:
+            items.append(None)
+            continue
+        if isinstance(v, (bool, np.bool_)):
+            raise TypeError(f"{what} must be an integer, not bool")
+        try:
+            x = operator.index(v)
+        except TypeError:
+            raise TypeError(f"{what} must be an integer, not {type(v).__name__}") from None
+        if not 0 <= x < (1 << bits):
+            raise OverflowError(f"{what} must be in [0, 2**{bits}), not {x}")
+        items.append(x)
+    return tuple(items)

@@ -58,7 +58,7 @@ def _extra(**kwargs):
 def _restore(k0, k1, block, state):
     g = Generator.__new__(Generator)
     g._s = Stream(k0, k1, block)
-    g._s.state = state
+    g._s.state = A.state(state)
     g._seed_seq = None
     return g
 
@@ -111,7 +111,7 @@ class Generator:
 
     @state.setter
     def state(self, value):
-        self._s.state = value
+        self._s.state = A.state(value)
 
     def _walk(self, name, args, kwargs):
         return run_python_chain(_RNG, getattr(self, name), "__call__", args, kwargs, _final)
@@ -166,7 +166,9 @@ class Generator:
             A.non_negative(rng, "high - low")
             return self._fill(K_UNIFORM, size, d, out, lo, rng)
         rng = hi - lo
-        if not np.all(np.isfinite(rng)):
+        # float32: a range float32 cannot hold is the scalar path's error too
+        # (found by review: it gave inf)
+        if not np.all(np.isfinite(rng)) or np.any(np.abs(rng) > np.finfo(d).max):
             raise OverflowError("Range exceeds valid bounds")
         A.non_negative(rng, "high - low")
         arr, result = A.output(size, d, out, A.broadcast_shape(A.out_size(size, out), (lo, rng)))

@@ -79,16 +79,17 @@ ncl_fill_u01_f64(double *out, npy_intp n, uint64_t p, uint64_t k0, uint64_t k1,
     }
 }
 
-/* out[i] = lo + scale * u(half h + i): half h is the low (h even) or high
- * half of word h / 2 */
+/* out[i] = lo + scale * u(the i-th half from the low (odd = 0) or high
+ * half of word p): word and half apart, as a half index 2p + odd would
+ * overflow from p = 2^63 */
 static void
-ncl_fill_u01_f32(float *out, npy_intp n, uint64_t h, uint64_t k0, uint64_t k1,
+ncl_fill_u01_f32(float *out, npy_intp n, uint64_t p, int odd, uint64_t k0, uint64_t k1,
                  int affine, float lo, float scale)
 {
-    uint64_t w[4], q = h >> 3;
+    uint64_t w[4], q = p >> 2;
     uint32_t v[8];
     npy_intp i = 0;
-    int j = (int)(h & 7), t;
+    int j = (int)((p & 3) * 2) + odd, t;
     while (i < n) {
         ncl_philox(q + 1, 0, 0, 0, k0, k1, w);
         q++;

@@ -15,8 +15,8 @@ cdef struct rng_call:
     int kind
     int itemsize             # of the output's elements
     uint64_t k0, k1          # the key
-    uint64_t pos             # main stream: word (float64) or half (float32) of the
-                             # first element drawn there
+    uint64_t pos             # main stream: word of the first element drawn there
+                             # (float32: its low half)
     int lead                 # float32: out[0] is the leftover high half `half`
     uint32_t half
     uint64_t call            # block streams: the call number

@@ -45,8 +45,8 @@ cdef extern from "ncl_rng.h" nogil:
     npy_intp ncl_claim(npy_intp *next)
     void ncl_fill_u01_f64(double *out, npy_intp n, uint64_t p, uint64_t k0, uint64_t k1,
                           int affine, double lo, double scale)
-    void ncl_fill_u01_f32(float *out, npy_intp n, uint64_t h, uint64_t k0, uint64_t k1,
-                          int affine, float lo, float scale)
+    void ncl_fill_u01_f32(float *out, npy_intp n, uint64_t p, int odd, uint64_t k0,
+                          uint64_t k1, int affine, float lo, float scale)
     void ncl_fill_normal_f64(double *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
                              int affine, double loc, double scale)
     void ncl_fill_normal_f32(float *out, npy_intp n, ncl_stream *s, const ncl_zig *z,
@@ -220,8 +220,10 @@ cdef void _piece_body(void *ctx, int tid, int nthreads) noexcept nogil:
         elif c.itemsize == 8:
             ncl_fill_u01_f64(<double *>j.out + lo, m, c.pos + <uint64_t>lo, c.k0, c.k1, aff, c.a, c.b)
         else:
-            ncl_fill_u01_f32(<float *>j.out + lo, m, c.pos + <uint64_t>lo, c.k0, c.k1, aff,
-                             <float>c.a, <float>c.b)
+            # element lo is half lo of the call's: word pos + lo / 2 (a half
+            # index 2 * pos + lo overflowed from position 2**63)
+            ncl_fill_u01_f32(<float *>j.out + lo, m, c.pos + <uint64_t>(lo >> 1), <int>(lo & 1),
+                             c.k0, c.k1, aff, <float>c.a, <float>c.b)
         p = ncl_claim(&j.next)
 
 

@@ -108,6 +108,19 @@ cdef inline bint _is_negative(double x) noexcept:
     return signbit(x) and x == x
 
 
+cdef uint64_t _LAST = 0xFFFFFFFFFFFFFFFF
+
+
+cdef int _main_words(uint64_t pos, uint64_t words) except -1:
+    """Refuse a call whose ``words`` main-stream words from ``pos`` would go
+    past the stream's last position, 2**64 - 1 (the position would wrap
+    round to the stream's start)."""
+    if words > _LAST - pos:
+        raise OverflowError(f"nclx.random: the main stream ends at position 2**64 - 1; "
+                            f"{words} words from position {pos} go past it")
+    return 0
+
+
 def as_double(x):
     """``x`` as CPython's PyFloat_AsDouble takes it (numpy.random's scalar
     parameters): its errors included."""
@@ -137,6 +150,7 @@ cdef class Stream:
 
     @state.setter
     def state(self, value):
+        """Stored as given (nclx.random.Generator's setter checks it first)."""
         cdef uint64_t pos, ncall
         cdef uint32_t half = 0
         p, h, n = value
@@ -167,21 +181,25 @@ cdef class Stream:
         c.lead = 0
         c.scratch = NULL
         if kind > K_UNIFORM:
+            if self.ncall == _LAST:
+                raise OverflowError("nclx.random: no block-stream call number is left "
+                                    "(state[2] is 2**64 - 1)")
             c.call = self.ncall
             self.ncall += 1
         elif dt == 0:
+            _main_words(self.pos, <uint64_t>n)
             c.pos = self.pos
             self.pos += <uint64_t>n
         else:
             # 32-bit draws as numpy.random.Philox makes them: the high half a
             # former call left first, then low, high of each new word
-            m = n
-            if self.has_half and n > 0:
+            m = n - 1 if self.has_half and n > 0 else n
+            _main_words(self.pos, <uint64_t>((m + 1) // 2))
+            if m < n:
                 c.lead = 1
                 c.half = self.half
                 self.has_half = False
-                m -= 1
-            c.pos = 2 * self.pos
+            c.pos = self.pos
             if m % 2:
                 self.has_half = True
                 self.half = <uint32_t>(ncl_rng_word(self.k0, self.k1, self.pos + <uint64_t>(m // 2)) >> 32)
