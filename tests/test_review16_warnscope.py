@@ -11,7 +11,6 @@ after each nclx call); a scope closed by another thread (a generator)
 raised KeyError and left its filter in place.  Now the entry matches in the
 threads that hold such a scope only, and ``warnings._showwarnmsg`` sends
 those threads' warnings to their innermost scope."""
-import sys
 import threading
 import warnings
 
@@ -281,57 +280,3 @@ def test_a_fork_inside_the_forking_threads_own_scopes():
         status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         assert warnings.filters == before and warnings._showwarnmsg is hook
     assert status == 0
-
-
-def test_threads_in_scopes_while_others_change_the_filters():
-    """Four threads record or ignore 150 times each while two others warn
-    under "error" filters, open catch_warnings and add filters: each
-    recording holds exactly its own warnings, the others' errors raise,
-    and the filters and the hook are as before afterwards."""
-    bad, start = [], threading.Barrier(6)
-
-    def scoped(i):
-        start.wait(10)
-        for k in range(150):
-            if i % 2:
-                with recording() as log:
-                    warnings.warn(f"t{i} k{k}", UserWarning)
-                    warnings.warn(f"t{i} k{k} cast", CW)
-                if _texts(log) != [f"t{i} k{k}", f"t{i} k{k} cast"]:
-                    bad.append((i, k, _texts(log)))
-            else:
-                with ignoring(CW):
-                    warnings.warn("dropped", CW)
-
-    def user(i):
-        start.wait(10)
-        for k in range(150):
-            if i % 2:
-                try:
-                    warnings.warn("an error", UserWarning)
-                    bad.append((i, k, "no error"))
-                except UserWarning:
-                    pass
-            else:
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("error", message="nothing matches this")
-
-    interval = sys.getswitchinterval()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        before, hook = list(warnings.filters), warnings._showwarnmsg
-        threads = [threading.Thread(target=scoped, args=(i,)) for i in range(4)] + \
-            [threading.Thread(target=user, args=(i,)) for i in range(2)]
-        sys.setswitchinterval(1e-5)         # the threads take turns inside the scopes
-        try:
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join(60)
-        finally:
-            sys.setswitchinterval(interval)
-        assert not any(t.is_alive() for t in threads)
-        left = [f for f in warnings.filters if f not in before]
-        assert warnings._showwarnmsg is hook
-    assert not bad, bad[:3]
-    assert left == []
