@@ -81,12 +81,23 @@ class _Holders(threading.local):
     match = frozenset().__contains__
 
     def __repr__(self):
-        return f"<nclx: threads in a warnings scope of {_names.get(id(self), '?')}>"
+        category = _categories.get(id(self))
+        return f"<nclx: threads in a warnings scope of {getattr(category, '__name__', '?')}>"
+
+    def __reduce__(self):
+        # a copy (copy, deepcopy, pickle) of the filters is the same entry:
+        # a threading.local cannot be pickled, and a copy of ours would be
+        # no entry of ours (never taken away; its thread's switch a copy)
+        return _holders_of, (_categories[id(self)],)
+
+
+def _holders_of(category):
+    return _entry(category)[1]
 
 
 _entries = {}
 _twins = {}                 # a category's entry -> its twin (below)
-_names = {}                 # id of a _Holders -> its category's name
+_categories = {}            # id of a _Holders -> its category
 _ANY_MODULE = re.compile("")
 
 
@@ -98,10 +109,14 @@ def _entry(category):
     ``list.remove``, each a single step no other thread comes between."""
     e = _entries.get(category)
     if e is None:
-        holders = _Holders()
-        e = _entries.setdefault(category, ("always", holders, category, None, 0))
-        _twins.setdefault(e, ("always", e[1], category, _ANY_MODULE, 0))
-        _names[id(e[1])] = category.__name__
+        with _lock:         # published complete: another thread finds it with its twin
+            e = _entries.get(category)
+            if e is None:
+                holders = _Holders()
+                e = ("always", holders, category, None, 0)
+                _twins[e] = ("always", holders, category, _ANY_MODULE, 0)
+                _categories[id(holders)] = category
+                _entries[category] = e
     return e
 
 
@@ -186,11 +201,11 @@ def _show(msg):
         below = _ORIGINAL           # a hook above that calls this one back
     else:
         below = _beneath if _beneath is not None else _ORIGINAL
-    _local.showing = True
+    was, _local.showing = getattr(_local, "showing", False), True
     try:
         below(msg)
     finally:
-        _local.showing = False
+        _local.showing = was        # a hook above that calls back twice meets it again
 
 
 class _Scope:
