@@ -11,6 +11,7 @@ as shown, so it did not raise again), or a ``catch_warnings`` of a third
 thread closed and freed the list being walked (a segmentation fault).  An
 entry was also moved by finding its index and then deleting there, which
 could delete a filter another thread had put in front meanwhile."""
+import contextlib
 import os
 import subprocess
 import sys
@@ -41,15 +42,16 @@ def _frames_during(fn):
     return calls
 
 
-def test_the_filter_walk_runs_no_python_code_of_ours():
-    """A warning of a thread that holds no scope, while another thread
-    holds one, and a warning inside a scope: no Python function of
-    _warnscope.py runs in the walk (before: its match method, every
-    warning, in every thread)."""
+@contextlib.contextmanager
+def _held_in_another_thread(*scopes):
+    """Another thread holds ``scopes`` (made there, entered in order) for
+    the block."""
     opened, done = threading.Event(), threading.Event()
 
     def holder():
-        with ignoring(UserWarning), recording():
+        with contextlib.ExitStack() as stack:
+            for make in scopes:
+                stack.enter_context(make())
             opened.set()
             done.wait(10)
 
@@ -57,30 +59,39 @@ def test_the_filter_walk_runs_no_python_code_of_ours():
     t.start()
     try:
         assert opened.wait(10)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-
-            def outside():
-                try:
-                    warnings.warn("raises", UserWarning)
-                except UserWarning:
-                    pass
-                else:
-                    raise AssertionError("the user's error filter was passed by")
-
-            def inside():
-                with ignoring(UserWarning):
-                    warnings.warn("dropped", UserWarning)
-
-            calls_outside = _frames_during(outside)
-            mine = [c for c in calls_outside if c[0] == "_warnscope.py"]
-            assert mine == [], mine
-            calls_inside = _frames_during(inside)
-            assert ("_warnscope.py", "match") not in calls_inside, calls_inside
-            assert ("_warnscope.py", "_show") in calls_inside      # after the walk
+        yield
     finally:
         done.set()
         t.join(10)
+
+
+def test_the_filter_walk_runs_no_python_code_of_ours():
+    """A warning of a thread that holds no scope, while another thread
+    holds one, and a warning inside a scope: no Python function of
+    _warnscope.py runs in the walk (before: its match method, every
+    warning, in every thread)."""
+    with _held_in_another_thread(lambda: ignoring(UserWarning), recording), \
+            warnings.catch_warnings():
+        warnings.simplefilter("error")
+
+        def outside():
+            try:
+                warnings.warn("raises", UserWarning)
+            except UserWarning:
+                pass
+            else:
+                raise AssertionError("the user's error filter was passed by")
+
+        def inside():
+            with ignoring(UserWarning):
+                warnings.warn("dropped", UserWarning)
+
+        calls_outside = _frames_during(outside)
+        mine = [c for c in calls_outside if c[0] == "_warnscope.py"]
+        assert mine == [], mine
+        calls_inside = _frames_during(inside)
+        assert ("_warnscope.py", "match") not in calls_inside, calls_inside
+        assert ("_warnscope.py", "_show") in calls_inside      # after the walk
 
 
 def _stress(rounds, catch):
@@ -178,34 +189,20 @@ def test_a_scope_closed_by_another_thread_stops_matching_in_its_thread():
         with ignoring(CW):
             yield
 
-    opened, done = threading.Event(), threading.Event()
-
-    def other():
-        with ignoring(CW):
-            opened.set()
-            done.wait(10)
-
-    t = threading.Thread(target=other)
-    t.start()
-    try:
-        assert opened.wait(10)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            g = gen()
-            next(g)
-            warnings.warn("dropped", CW)
-            closer = threading.Thread(target=g.close)
-            closer.start()
-            closer.join(10)
-            try:
-                warnings.warn("raises", CW)
-            except CW:
-                pass
-            else:
-                raise AssertionError("a closed scope still dropped this thread's warnings")
-    finally:
-        done.set()
-        t.join(10)
+    with _held_in_another_thread(lambda: ignoring(CW)), warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g = gen()
+        next(g)
+        warnings.warn("dropped", CW)
+        closer = threading.Thread(target=g.close)
+        closer.start()
+        closer.join(10)
+        try:
+            warnings.warn("raises", CW)
+        except CW:
+            pass
+        else:
+            raise AssertionError("a closed scope still dropped this thread's warnings")
 
 
 def test_a_user_filter_in_front_of_a_held_entry_is_kept():
@@ -213,19 +210,9 @@ def test_a_user_filter_in_front_of_a_held_entry_is_kept():
     thread opens ignoring(CW): its entry goes in front again, the user's
     filters all stay, one copy of the entry is in the list, and the list
     is as before once both close."""
-    opened, done = threading.Event(), threading.Event()
-
-    def other():
-        with ignoring(CW):
-            opened.set()
-            done.wait(10)
-
     with warnings.catch_warnings():
         warnings.simplefilter("default")
-        t = threading.Thread(target=other)
-        t.start()
-        try:
-            assert opened.wait(10)
+        with _held_in_another_thread(lambda: ignoring(CW)):
             warnings.filterwarnings("error", message="a")
             warnings.filterwarnings("error", message="b")
             users = [f for f in warnings.filters if not type(f[1]).__name__ == "_Holders"]
@@ -235,7 +222,4 @@ def test_a_user_filter_in_front_of_a_held_entry_is_kept():
                 assert type(warnings.filters[0][1]).__name__ == "_Holders"
                 assert [f for f in warnings.filters if f not in ours] == users
                 warnings.warn("dropped", CW)
-        finally:
-            done.set()
-            t.join(10)
         assert warnings.filters == users
