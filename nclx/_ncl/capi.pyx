@@ -17,6 +17,10 @@ from nclx._ncl import spec
 from nclx._ncl.dtypes import DTYPES
 from nclx._ncl.ufuncs import kernel_module
 
+cdef extern from "nclx.h":
+    enum:
+        NCL_NODE_CAPI
+
 cdef enum:
     MAX_KERNELS = 1024
 
@@ -93,6 +97,7 @@ cdef ncl_node *_api_hook_add(ncl_chain *chain, const char *name, ncl_hook_fn fn,
         if chain == NULL or fn == NULL or name == NULL:
             raise ValueError("hook_add: chain, name and fn must not be NULL")
         node = ncl_new_node(name.decode(), fn, user, destroy, None)
+        node.flags |= NCL_NODE_CAPI
         try:
             ncl_link(chain, node, position, anchor.decode() if anchor != NULL else None)
         except BaseException:
@@ -112,6 +117,14 @@ cdef int _api_hook_remove(ncl_node *node) noexcept with gil:
         if not _registry.node_serial(<size_t>node):
             raise ValueError("hook_remove: no live nclx node at this address (already "
                              "removed and freed, e.g. by nclx.hooks.reset())")
+        if not (node.flags & NCL_NODE_CAPI):
+            # a stale pointer whose memory a node of Python's took (a hook,
+            # checked()'s or a ledger's node: removing it from C silently
+            # ended overflow checking; found by review 18)
+            raise ValueError(f"hook_remove: the node at this address ("
+                             f"{node.name.decode(errors='replace')!r}) was not added by "
+                             f"hook_add (a stale pointer, already removed?); remove "
+                             f"Python's hooks through their handles")
         ncl_unlink(node)
         return 0
     except BaseException as exc:

@@ -10,6 +10,7 @@ again once Python runs.
 from cpython.exc cimport PyErr_SetInterrupt
 import sys
 import threading
+import weakref
 
 from nclx._ncl.ncl cimport ncl_node
 from nclx._ncl import registry as _registry
@@ -17,10 +18,22 @@ from nclx._ncl import registry as _registry
 __all__ = ["Unraisable"]
 
 cdef dict _errors = {}             # node address -> (count, last exception)
+# serial of a live node -> its Handle (nclx._ncl.hooks), told the node's
+# last record when the node is freed: the address may then be another
+# node's, whose record the handle must not read (found by review 18)
+_watchers = weakref.WeakValueDictionary()
+
+
+def watch(serial, handle):
+    """``handle._freed(record)`` runs when the node of ``serial`` is freed."""
+    _watchers[serial] = handle
 
 
 def _forget_node(size_t address):
-    _errors.pop(address, None)
+    record = _errors.pop(address, None)
+    handle = _watchers.pop(_registry.node_serial(address), None)
+    if handle is not None:
+        handle._freed(record)
 
 _registry.set_free_observer(_forget_node)
 

@@ -24,6 +24,7 @@ from nclx._ncl.calls cimport Call
 from nclx._ncl.calls import take_loop_flags
 from nclx._ncl.modes import hold_checked_record, give_back_checked_record
 from nclx._ncl.hookerrors cimport ncl_hook_report, ncl_hook_record
+from nclx._ncl.hookerrors import watch as _watch_node
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 from nclx._ncl.targets import kernel_chain_name
@@ -35,8 +36,13 @@ cdef extern from "<fenv.h>":
     int feraiseexcept(int excepts) nogil
     int FE_ALL_EXCEPT
 
-cdef extern from "ncl_atomic.h":
-    void *ncl_load_ptr(void **p) nogil
+cdef extern from *:
+    """
+    /* the node whose Kernel.loop this thread runs: one Kernel may sit in
+     * several nodes, or have left its chain (review 18) */
+    static __thread void *ncl_kernel_node_tls = NULL;
+    """
+    void *ncl_kernel_node_tls
 
 
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
@@ -151,6 +157,9 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
     held = hold_checked_record() if call.caller_flags else None
     ncl_hook_depth_add(1)
+    cdef ncl_node *node = <ncl_node *>ncl_kernel_node_tls    # (for the error record)
+    if node != NULL and node.obj != <void *>k:
+        node = NULL             # (loop() called by other code than its node)
     c = Call.wrap(NULL, call)
     try:
         try:
@@ -162,13 +171,13 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
             rc = 1 if result is NotImplemented else 0
         except BaseException:
             rc = 1   # the next node computes the result
-            ncl_hook_report(_current_node_of(k, call), k, f"kernel {type(k).__name__}")
+            ncl_hook_report(node, k, f"kernel {type(k).__name__}")
         if rc == 0:
             try:
                 c._end()
             except BaseException:
                 rc = 1
-                ncl_hook_report(_current_node_of(k, call), k, f"kernel {type(k).__name__} (writing back)")
+                ncl_hook_report(node, k, f"kernel {type(k).__name__} (writing back)")
     finally:
         c._close()
         c.call = NULL
@@ -179,18 +188,13 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     return rc
 
 
-cdef ncl_node *_current_node_of(Kernel k, ncl_call *call):
-    """The node of ``call``'s kernel chain holding ``k`` (for error records)."""
-    cdef ncl_node *node = <ncl_node *>ncl_load_ptr(<void **>&call.kernel_chain.head)
-    while node != NULL:
-        if node.obj == <void *>k:
-            return node
-        node = <ncl_node *>ncl_load_ptr(<void **>&node.next)
-    return NULL
-
-
 cdef int _kernel_node_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    cdef int rc = (<Kernel>node.obj).loop(call.args, call.dimensions, call.steps, call)
+    global ncl_kernel_node_tls
+    cdef void *outer = ncl_kernel_node_tls
+    cdef int rc
+    ncl_kernel_node_tls = <void *>node
+    rc = (<Kernel>node.obj).loop(call.args, call.dimensions, call.steps, call)
+    ncl_kernel_node_tls = outer
     if rc != 0:
         return ncl_call_next(node, call)
     return 0
@@ -211,6 +215,11 @@ cdef class Handle:
     cdef readonly object target
     cdef readonly str name
     cdef readonly object hook
+    cdef object __weakref__
+
+    cdef bint _alive(self):
+        """Its node is not freed (the address may be another node's once it is)."""
+        return _registry.node_serial(self.address) == self.serial
 
     def remove(self):
         """Take the hook out of its chain (idempotent; safe while loops run)."""
@@ -218,19 +227,22 @@ cdef class Handle:
         if node == NULL:
             return
         self.node = NULL
-        self._final = ncl_hook_record(self.address) or (0, None)
-        if _registry.node_serial(self.address) != self.serial:
+        if not self._alive():
             return          # hooks.reset() already removed it and the node was freed
         ncl_unlink(node)
 
     @property
     def removed(self):
-        if self.node != NULL and (_registry.node_serial(self.address) != self.serial
+        if self.node != NULL and (not self._alive()
                                   or not (self.node.flags & NCL_NODE_LINKED)):
             # reset() took it (freed, or unlinked while a loop still ran it)
-            self._final = ncl_hook_record(self.address) or (0, None)
             self.node = NULL
         return self.node == NULL
+
+    def _freed(self, record):
+        """Its node is being freed: keep the node's last error record."""
+        if record is not None:
+            self._final = record
 
     def _pin(self):
         """Keep this hook through hooks.reset() (nclx's own modes: their
@@ -239,11 +251,9 @@ cdef class Handle:
             _registry.pin(self.address)
 
     cdef tuple _record(self):
-        if self.node == NULL and self._final is not None:
-            count, exc = self._final
-            later = ncl_hook_record(self.address)   # raised while a loop was still on it
-            return later if later is not None else self._final
-        return ncl_hook_record(self.address) or (0, None)
+        if self._alive():       # (also removed, while a loop still runs it)
+            return ncl_hook_record(self.address) or (0, None)
+        return self._final or (0, None)
 
     @property
     def errors(self):
@@ -290,7 +300,6 @@ cdef Handle _attach(str level, object target, ncl_chain *chain, str name, ncl_ho
     except BaseException:
         ncl_discard(node)
         raise
-    collect()
     h = Handle.__new__(Handle)
     h.node = node
     h.address = <size_t>node
@@ -299,6 +308,10 @@ cdef Handle _attach(str level, object target, ncl_chain *chain, str name, ncl_ho
     h.target = target
     h.name = name
     h.hook = obj
+    _watch_node(h.serial, h)
+    # last: freeing retired nodes may run a __del__ that frees this node too
+    # (hooks.reset()); the handle then reads removed (review 18)
+    collect()
     return h
 
 

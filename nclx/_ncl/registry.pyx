@@ -55,6 +55,10 @@ cdef ncl_node _python_terminals[NCL_NSUBSYSTEMS]
 cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
 cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
+# > 0 while reset() walks the chains: collect() frees nothing then (freeing a
+# node drops its hook, whose __del__ may remove -- and so free -- the node the
+# walk goes to next)
+cdef int _holding = 0
 cdef dict _live = {}               # address of every user node not yet freed -> serial
 cdef set _pinned = set()           # nodes of nclx's own modes (checked(), ledgers): reset() keeps them
 cdef object _serials = iter(range(1, 1 << 62))
@@ -311,7 +315,7 @@ def collect():
     cdef int left = 0
     if _retired == NULL:
         return 0
-    if ncl_readers_now() != 0:
+    if _holding or ncl_readers_now() != 0:
         node = _retired
         while node != NULL:
             left += 1
@@ -366,12 +370,17 @@ def reset():
     """Remove every hook from every chain: the registry as nclx ships it
     (the nodes of open ``checked()`` and ``ledger.recording()`` blocks stay
     until their blocks end)."""
+    global _holding
     cdef int s
-    for s in range(NCL_NSUBSYSTEMS):
-        _strip(&_python_chains[s])
-        _strip(&_funnel_chains[s])
-    for addr in _kernel_chains.values():
-        _strip(<ncl_chain *><size_t>addr)
+    _holding += 1
+    try:
+        for s in range(NCL_NSUBSYSTEMS):
+            _strip(&_python_chains[s])
+            _strip(&_funnel_chains[s])
+        for addr in list(_kernel_chains.values()):
+            _strip(<ncl_chain *><size_t>addr)
+    finally:
+        _holding -= 1
     return collect()
 
 

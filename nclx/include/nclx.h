@@ -62,7 +62,8 @@ enum ncl_position { NCL_FRONT = 0, NCL_BACK = 1, NCL_BEFORE = 2, NCL_AFTER = 3 }
 enum {
     NCL_NODE_DEFAULT = 1,   /* part of the default chain: never freed or removed */
     NCL_NODE_LINKED = 2,    /* currently reachable from the chain head */
-    NCL_NODE_PYTHON = 4     /* obj is a Python callable */
+    NCL_NODE_PYTHON = 4,    /* obj is a Python callable */
+    NCL_NODE_CAPI = 8       /* linked by hook_add: the only nodes hook_remove takes */
 };
 
 /* What hooks report to the calling thread (chunks may run on workers). */
@@ -139,7 +140,11 @@ typedef struct nclx_api {
      * anchor, duplicate name). */
     ncl_node *(*hook_add)(ncl_chain *chain, const char *name, ncl_hook_fn fn, void *user,
                           ncl_destroy_fn destroy, int position, const char *anchor);
-    /* Unlink a node added with hook_add (GIL); 0, or -1 with an exception. */
+    /* Unlink a node added with hook_add (GIL); 0, or -1 with an exception
+     * (ValueError for NULL, an address with no live node, or a node that
+     * hook_add did not make: a stale pointer whose memory a Python hook or
+     * checked()/ledger node took now).  A stale pointer whose address another
+     * hook_add node took is not told apart from it: remove each node once. */
     int (*hook_remove)(ncl_node *node);
     /* Pass a call on to the node after node ("punt"); no GIL needed. */
     int (*call_next)(ncl_node *node, ncl_call *call);
