@@ -67,6 +67,8 @@ class _Connection:
         self.writer = threading.Thread(target=self._write_loop, daemon=True,
                                        name=f"nclx.ipc writer {peer}")
         self.done = False
+        self.released = False            # leases dropped: no new one may be taken
+        self._running = 2                # threads to finish before the server forgets us
         self.serving = False             # the writer is serving a request
         self.last_active = time.monotonic()     # last frame in, or request served
         if server.idle_timeout is not None:
@@ -158,15 +160,34 @@ class _Connection:
 
     def _lease(self, msg, offsets):
         with self.lock:
+            # a writer still in a factory when the reader gave up (after
+            # ``timeout``) must not lease after _release_all: before, those
+            # offsets stayed leased for ever and their region never came back
+            if self.released:
+                raise ConnectionLostError(f"connection to {self.peer} closed: its "
+                                          f"shared-memory leases are released")
             for off in offsets:
                 self.held[off] += 1
-        with self.server._refs:
-            msg.region.refs += len(offsets)
+            with self.server._refs:
+                msg.region.refs += len(offsets)
 
     def _release_all(self):
         with self.lock:
+            self.released = True
             held, self.held = self.held, Counter()
         self.server._unref(held.items())
+
+    def _thread_done(self):
+        """One of the two threads ends; the last one takes the connection
+        off the server's list (before, the reader did even while the writer
+        was still in a factory: its slot was given to a new client, and
+        clients disconnecting from slow factories grew threads past
+        ``2 * max_connections + 1``)."""
+        with self.lock:
+            self._running -= 1
+            last = self._running <= 0
+        if last:
+            self.server._forget(self)
 
     def _shutdown(self):
         with self.wake:
@@ -177,7 +198,7 @@ class _Connection:
             self.writer.join(self.server.timeout or None)
         self._release_all()
         self.fs.close()
-        self.server._forget(self)
+        self._thread_done()
 
     def _send_error(self, code, message, ticket=None):
         try:
@@ -187,6 +208,12 @@ class _Connection:
 
     # --------------------------------------------------------------- writer
     def _write_loop(self):
+        try:
+            self._write_requests()
+        finally:
+            self._thread_done()
+
+    def _write_requests(self):
         while True:
             with self.wake:
                 while not self.requests and not self.done:

@@ -14,6 +14,7 @@ when the client exits, Python < 3.13).
 import mmap
 import os
 import secrets
+import stat
 import threading
 from bisect import bisect_right, insort
 
@@ -169,8 +170,14 @@ class Mapping:
         fd = None
         try:
             import _posixshmem
-            fd = _posixshmem.shm_open("/" + name, os.O_RDONLY, mode=0o600)
-            size = os.fstat(fd).st_size
+            # O_NONBLOCK: a FIFO of that name in /dev/shm opened read-only
+            # would wait for a writer for ever (before, Client() hung there)
+            fd = _posixshmem.shm_open("/" + name, os.O_RDONLY | os.O_NONBLOCK, mode=0o600)
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ProtocolError(f"remote_handle names {name!r}, which is not a "
+                                    f"shared-memory segment (a FIFO, directory or device)")
+            size = st.st_size
             if size == 0:
                 raise OSError(f"shared-memory segment {name!r} is empty")
             self._mmap = mmap.mmap(fd, size, prot=mmap.PROT_READ)
@@ -183,6 +190,12 @@ class Mapping:
         except FileNotFoundError:
             raise ProtocolError(f"remote_handle names shared-memory segment {name!r}, "
                                 f"which does not exist (server gone?)") from None
+        except OSError as exc:
+            if exc.errno is None:
+                raise
+            # ELOOP (a symbolic link), EACCES (another user's), ENODEV, ...
+            raise OSError(exc.errno, f"cannot map shared-memory segment {name!r} (the URI's "
+                          f"remote_handle): {exc.strerror}") from None
         finally:
             if fd is not None:
                 os.close(fd)

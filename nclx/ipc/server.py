@@ -103,6 +103,9 @@ class Server:
             ticket = key.encode() if isinstance(key, str) else key
             if not isinstance(ticket, bytes):
                 raise TypeError(f"ticket {key!r} must be bytes or str")
+            if ticket in self._datasets:
+                # {"t": a, b"t": b}: before, b replaced a without a word
+                raise ValueError(f"ticket {ticket!r} is given twice (as str and as bytes)")
             self._datasets[ticket] = _Dataset(ticket, obj)
         ep = parse_uri(uri, server=True)
         if ep.segment is not None:
@@ -196,7 +199,9 @@ class Server:
             except RuntimeError as exc:     # can't start new thread: drop this client
                 log.warning("nclx.ipc: %s: %s", conn.peer, exc)
                 conn.fs.stopping.set()
-                conn.done = True
+                with conn.wake:             # a writer that did start ends
+                    conn.done = True
+                    conn.wake.notify_all()
                 conn.fs.close()
                 self._forget(conn)
 
@@ -269,6 +274,7 @@ class Server:
             return sum(sum(c.held.values()) for c in self._conns)
 
     def _record(self, conn, exc):
+        _drop_tracebacks(exc)
         self.errors.append((conn.peer, exc))
         log.warning("nclx.ipc: %s: %s", conn.peer, exc)
 
@@ -373,3 +379,18 @@ class Server:
     def _maybe_free(self, region):
         if region.sealed and not region.pinned and region.refs <= 0:
             self.segment.free(region)
+
+
+def _drop_tracebacks(exc):
+    """Clear the tracebacks of ``exc`` and of the exceptions chained to it:
+    kept in ``Server.errors`` they held their frames, whose locals hold the
+    batch bodies being sent (before, 100 clients that stopped reading a
+    factory's stream kept 100 batches alive)."""
+    todo, seen = [exc], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        e.__traceback__ = None
+        todo += [e.__cause__, e.__context__]
