@@ -31,6 +31,12 @@ MAX_QUEUED = 1024
 #: their metadata bytes, beyond the first (a peer must not make the client
 #: hold every message it sends behind a body that never comes)
 MAX_QUEUED_BYTES = 64 << 20
+#: packed body bytes held before their message can be popped (bodies before
+#: their metadata, bodies of messages queued behind one whose body has not
+#: come), beyond the first such body (which ``max_frame`` bounds): before,
+#: 64 early bodies and 1024 queued ones of up to ``max_frame`` each could be
+#: held, 64 GiB and more from a hostile peer (found by review 18)
+MAX_HELD_BYTES = 256 << 20
 #: longest array (batch length, any field node) a batch may claim beyond
 #: one bit of body per element: the longest pyarrow's IPC writer writes
 #: without ``allow_64bit`` (``Client(max_rows=...)``).  A NullArray, an
@@ -143,7 +149,8 @@ class Reassembler:
     """Orders one stream's messages (see the module docstring)."""
 
     def __init__(self, first_seq=0, max_pending=64, max_queued=MAX_QUEUED,
-                 max_queued_bytes=MAX_QUEUED_BYTES, max_rows=MAX_ROWS):
+                 max_queued_bytes=MAX_QUEUED_BYTES, max_rows=MAX_ROWS,
+                 max_held_bytes=MAX_HELD_BYTES):
         if not 0 <= first_seq < SEQ_MOD:
             raise ValueError(f"first_seq {first_seq!r} is not a uint32")
         self.max_rows = max_rows
@@ -156,6 +163,8 @@ class Reassembler:
         self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self._queued_bytes = 0         # metadata bytes in _queue
+        self.max_held_bytes = max_held_bytes
+        self._held_bytes = 0           # packed body bytes in _early and _queue
         self._queue = deque()          # received, not yet popped, in order
         self._waiting = {}             # seq -> Entry awaiting its body
         self._early = {}               # seq -> (body_type, payload): body before metadata
@@ -235,11 +244,14 @@ class Reassembler:
             if len(self._early) >= self.max_pending:
                 raise ProtocolError(f"body for seq {seq}: {len(self._early)} bodies already "
                                     f"wait for their metadata (limit {self.max_pending})")
+            self._hold(seq, body_type, payload, "waits for its metadata")
             self._early[seq] = (body_type, payload)
             return
         entry = self._waiting.get(seq)
         if entry is not None:
             check_body(seq, entry.info, body_type, payload)
+            self._hold(seq, body_type, payload, "waits behind seq "
+                       f"{self._queue[0].seq if self._queue else seq}")
             del self._waiting[seq]
             entry.body_type, entry.body = body_type, payload
             return
@@ -255,6 +267,15 @@ class Reassembler:
         if had_body:
             raise ProtocolError(f"duplicate body for seq {seq}")
         raise ProtocolError(f"body for seq {seq}, whose message has no body")
+
+    def _hold(self, seq, body_type, payload, where):
+        n = len(payload) if body_type == BODY_PACKED else 0
+        if self._held_bytes and self._held_bytes + n > self.max_held_bytes:
+            raise ProtocolError(f"body for seq {seq} ({n} bytes) {where}: "
+                                f"{self._held_bytes} bytes of bodies are already held "
+                                f"before their messages can be read (limit "
+                                f"{self.max_held_bytes} bytes)")
+        self._held_bytes += n
 
     def eos(self, seq):
         if self.eos_seq is not None:
@@ -275,6 +296,8 @@ class Reassembler:
             return None
         entry = self._queue.popleft()
         self._queued_bytes -= len(entry.metadata)
+        if entry.body_type == BODY_PACKED:
+            self._held_bytes -= len(entry.body)
         self._recent[entry.seq] = entry.needs_body
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)

@@ -191,3 +191,59 @@ def test_recorded_errors_do_not_keep_the_batches_being_sent():
 def test_a_ticket_given_as_str_and_as_bytes_is_refused():
     with pytest.raises(ValueError, match="ticket b't' is given twice"):
         ipc.Server({"t": pa.table({"x": [1]}), b"t": pa.table({"x": [2]})})
+
+
+# ------------------------------------- bodies held before they can be read
+def _stream(n=4):
+    from ipc_helpers import stream_messages
+    msgs = stream_messages(pa.table({"a": np.arange(10 * n, dtype=np.int64)}), max_chunksize=10)
+    assert len(msgs) == 1 + n
+    return msgs
+
+
+def test_bodies_held_before_their_messages_are_bounded_in_bytes():
+    # before: 64 early bodies (and 1024 queued ones) of up to max_frame
+    # (1 GiB) each were held: a hostile server made a reader hold 64 GiB
+    from nclx.ipc.reassembly import MAX_HELD_BYTES, Reassembler
+    from nclx.ipc.wire import BODY_PACKED
+    big = memoryview(bytes(100 << 20))          # one buffer, lent three times
+    r = Reassembler()
+    r.body(1, BODY_PACKED, big)
+    r.body(2, BODY_PACKED, big)
+    with pytest.raises(ProtocolError, match=r"body for seq 3 \(104857600 bytes\) waits for "
+                       r"its metadata: 209715200 bytes .*limit 268435456"):
+        r.body(3, BODY_PACKED, big)
+    assert MAX_HELD_BYTES == 256 << 20
+
+
+def test_bodies_queued_behind_a_missing_one_count_too():
+    from nclx.ipc.reassembly import Reassembler
+    from nclx.ipc.wire import BODY_PACKED
+    msgs = _stream()
+    size = len(msgs[1][1])
+    r = Reassembler(max_held_bytes=2 * size)
+    for seq, (meta, body, info) in enumerate(msgs):
+        r.metadata(seq, info, meta)
+    assert r.pop() is not None                  # the schema
+    r.body(2, BODY_PACKED, msgs[2][1])          # seq 1's body has not come
+    r.body(3, BODY_PACKED, msgs[3][1])
+    with pytest.raises(ProtocolError, match=r"body for seq 4 .* waits behind seq 1: "
+                       rf"{2 * size} bytes of bodies are already held"):
+        r.body(4, BODY_PACKED, msgs[4][1])
+
+
+def test_a_stream_in_order_holds_one_body_at_a_time():
+    from nclx.ipc.reassembly import Reassembler
+    from nclx.ipc.wire import BODY_PACKED
+    msgs = _stream(6)
+    r = Reassembler(max_held_bytes=1)           # any second body would be refused
+    got = []
+    for seq, (meta, body, info) in enumerate(msgs):
+        if body is not None:
+            r.body(seq, BODY_PACKED, body)      # the body first, then its metadata
+        r.metadata(seq, info, meta)
+        while (e := r.pop()) is not None:
+            got.append(e.seq)
+    r.eos(len(msgs))
+    assert got == list(range(len(msgs))) and r.finished
+    assert r._held_bytes == 0
