@@ -119,10 +119,10 @@ def calibrate(small=4096, chunk=131072, int reps=7):
                     _point(arrs, proto.nargs, red, args, steps)
                     tn = _time_loop(nploop, npdata, args, n, steps, reps)
                     tc = _time_loop(proto.nclx_loop, NULL, args, n, steps, reps)
-                    # keep nclx's kernel unless NumPy's is clearly (> 5%) faster
-                    pol.prefer[red][ci] = tc > tn * 1.05 or (
-                        not red and spec.numpy_loop_only(
-                            op, spec.key_dtype(kernel_key(op, chars)[1])))
+                    # keep nclx's kernel unless NumPy's is clearly (> 5%) faster,
+                    # or only NumPy's loop gives NumPy's NaN (reductions too)
+                    pol.prefer[red][ci] = tc > tn * 1.05 or spec.numpy_loop_only(
+                        op, spec.key_dtype(kernel_key(op, chars)[1]), red)
                     pair.append(tc / tn if tn > 0 else 1.0)
                 ratios.append(tuple(pair))
             out[(op, chars)] = tuple(ratios)

@@ -192,12 +192,25 @@ NUMPY_LOOP_ONLY = ("remainder",)
 #: (found by review); NumPy's loop on chunks cut on 64 elements keeps
 #: NumPy's pattern.
 NUMPY_FLOAT_LOOP_ONLY = ("add", "multiply")
+#: Reductions follow the same rule, and float maximum/minimum ones too
+#: (NumPy reduces them in SIMD lanes: which NaN survives is the lanes'
+#: choice), also after nclx.calibrate(), which applied the rule to
+#: elementwise calls only and kept nclx's kernel for whole float remainder
+#: reductions (measured ~10x faster): np.remainder.reduce over NaNs of
+#: other payloads or signs gave another NaN than stock (review 18).  The
+#: shipped table (default_preference) already runs these reductions whole
+#: on NumPy's loop; their chunks are NumPy's pairwise leaves (add), or
+#: exist only under config(reassociate=True) (multiply, maximum, minimum)
+#: or never (remainder).
+NUMPY_FLOAT_REDUCE_ONLY = NUMPY_FLOAT_LOOP_ONLY + ("maximum", "minimum")
 
 
-def numpy_loop_only(op, dtype):
-    """Whether elementwise calls and chunks of ``op`` on ``dtype`` (its key
-    dtype's name) always run NumPy's loop."""
-    return op in NUMPY_LOOP_ONLY or (op in NUMPY_FLOAT_LOOP_ONLY and dtype in FLOATS)
+def numpy_loop_only(op, dtype, reduce=False):
+    """Whether elementwise calls and chunks (``reduce``: reductions, whole
+    and chunks) of ``op`` on ``dtype`` (its key dtype's name) always run
+    NumPy's loop."""
+    floats = NUMPY_FLOAT_REDUCE_ONLY if reduce else NUMPY_FLOAT_LOOP_ONLY
+    return op in NUMPY_LOOP_ONLY or (op in floats and dtype in FLOATS)
 
 
 def default_preference(op, dtype=None):
