@@ -306,3 +306,42 @@ def test_hook_remove_refuses_a_python_hook_and_keeps_it(installed, probe):
     p = probe.add("mine", sub)
     probe.remove(p)
     assert hooks.chain("funnel", "binary") == ["threader", "kernel"]
+
+
+# ------------------------------------- a function hook returning NotImplemented
+
+@pytest.mark.parametrize("level", ["funnel", "kernel"])
+def test_a_function_hook_returning_notimplemented_passes_the_call_on(installed, quiet, level):
+    # before: the call counted as done and the output was never written
+    # (np.empty's bytes, or out='s old values, came back as the result)
+    seen = []
+
+    def declines(call):
+        seen.append(1)
+        return NotImplemented
+
+    target = "binary" if level == "funnel" else "add_float64"
+    h = hooks.register(level, target, declines, name="declines")
+    try:
+        a = np.arange(1000.0)
+        out = np.full(1000, -7.0)
+        np.add(a, 1.5, out=out)
+        assert seen
+        assert out.tobytes() == (np.arange(1000.0) + 1.5).tobytes()
+        assert h.errors == 0
+    finally:
+        h.remove()
+
+
+def test_notimplemented_after_next_keeps_the_result(installed, quiet):
+    def runs_then_declines(call):
+        call.next()
+        return NotImplemented           # too late to decline: the loop ran
+
+    h = hooks.register("funnel", "binary", runs_then_declines, name="late")
+    try:
+        out = np.full(100, -7.0)
+        np.multiply(np.arange(100.0), 2.0, out=out)
+        assert out.tobytes() == (np.arange(100.0) * 2.0).tobytes()
+    finally:
+        h.remove()

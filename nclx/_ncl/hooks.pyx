@@ -38,8 +38,7 @@ cdef extern from "<fenv.h>":
 
 cdef extern from *:
     """
-    /* the node whose Kernel.loop this thread runs: one Kernel may sit in
-     * several nodes, or have left its chain (review 18) */
+    /* the node whose Kernel.loop this thread runs (review 18) */
     static __thread void *ncl_kernel_node_tls = NULL;
     """
     void *ncl_kernel_node_tls
@@ -48,6 +47,7 @@ cdef extern from *:
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     """Run a Python hook; 1 when the rest of the chain must still run."""
     cdef bint failed = False
+    cdef bint declined = False
     cdef bint punted
     cdef Call c = None
     # the flags this thread's earlier pieces of the ufunc call raised: the
@@ -63,8 +63,9 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     try:
         hook = <object>node.obj
         c = Call.wrap(node, call)
+        result = None
         try:
-            hook(c)
+            result = hook(c)
         except BaseException as exc:
             if exc is not c.loop_error:
                 failed = True
@@ -72,9 +73,11 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
         # output itself: the call is done, even if the hook then failed
         punted = c.punted or c.ran
+        # NotImplemented with no loop run declines, as a Kernel's (review 18)
+        declined = not failed and not punted and result is NotImplemented
         loop_error = c.loop_error
         try:
-            if failed:
+            if failed or declined:
                 # what the hook wrote to its mirror before failing is dropped,
                 # never written back: the output holds the loop's result, or
                 # the rest of the chain computes it (an in-place call, a
@@ -100,7 +103,7 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         PyErr_SetObject(type(loop_error), loop_error)
         return 0
     # a failed hook must not lose the result: the rest of the chain computes it
-    return 1 if (failed and not punted) else 0
+    return 1 if ((failed or declined) and not punted) else 0
 
 
 cdef int _python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
