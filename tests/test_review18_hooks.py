@@ -345,3 +345,23 @@ def test_notimplemented_after_next_keeps_the_result(installed, quiet):
         assert out.tobytes() == (np.arange(100.0) * 2.0).tobytes()
     finally:
         h.remove()
+
+
+def test_a_stale_c_pointer_is_refused_while_hook_add_makes_new_nodes(installed, probe):
+    # before: malloc handed a removed node's memory to the next hook_add,
+    # and a second hook_remove of the stale pointer removed that new node;
+    # freed C API nodes now wait in a ring of 1024 before malloc reuses them
+    sub = hooks.SUBSYSTEMS.index("binary")
+    hooks.collect()
+    stale = probe.add("old", sub)
+    probe.remove(stale)
+    hooks.collect()
+    fresh = [probe.add(f"n{i}", sub) for i in range(64)]
+    try:
+        assert stale not in fresh
+        with pytest.raises(ValueError, match="no live nclx node"):
+            probe.remove(stale)
+        assert hooks.chain("funnel", "binary")[:64] == [f"n{i}" for i in range(63, -1, -1)]
+    finally:
+        for p in fresh:
+            probe.remove(p)

@@ -8,7 +8,7 @@ from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook_fn,
                             ncl_destroy_fn, nclx_api, NCLX_API_VERSION, NCL_NOPS,
-                            NCL_NSUBSYSTEMS, ncl_op_names, ncl_dtype_from_typenum)
+                            NCL_NSUBSYSTEMS, NCL_NODE_CAPI, ncl_op_names, ncl_dtype_from_typenum)
 from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard)
 from nclx._ncl.walk cimport ncl_call_next, ncl_status_add
@@ -16,10 +16,6 @@ from nclx._ncl import registry as _registry
 from nclx._ncl import spec
 from nclx._ncl.dtypes import DTYPES
 from nclx._ncl.ufuncs import kernel_module
-
-cdef extern from "nclx.h":
-    enum:
-        NCL_NODE_CAPI
 
 cdef enum:
     MAX_KERNELS = 1024

@@ -73,6 +73,7 @@ cdef extern from "nclx.h" nogil:
         NCL_NODE_DEFAULT
         NCL_NODE_LINKED
         NCL_NODE_PYTHON
+        NCL_NODE_CAPI
         NCL_STATUS_INT_OVERFLOW
         NCL_CALLER_CHECKED
         NCLX_API_VERSION

@@ -31,8 +31,12 @@ from libc.string cimport memcpy, strcmp
 from nclx._ncl.walk cimport (ncl_readers_now, ncl_chain_is_default, ncl_funnel_terminal_fn,
                              ncl_nclx_kernel_fn, ncl_numpy_loop_fn, ncl_python_terminal_fn)
 from nclx._ncl.ncl cimport (NCL_NSUBSYSTEMS, NCL_LEVEL_PYTHON, NCL_LEVEL_FUNNEL,
-                            NCL_LEVEL_KERNEL, NCL_NODE_DEFAULT, NCL_NODE_LINKED, NCL_FRONT,
-                            NCL_BACK, NCL_BEFORE, NCL_AFTER, ncl_subsystem_names)
+                            NCL_LEVEL_KERNEL, NCL_NODE_DEFAULT, NCL_NODE_LINKED,
+                            NCL_NODE_CAPI, NCL_FRONT, NCL_BACK, NCL_BEFORE, NCL_AFTER,
+                            ncl_subsystem_names)
+
+cdef extern from "ncl_quarantine.h":
+    void *ncl_quarantine(void *p)   # a freed C API node's memory waits (review 18)
 
 cdef extern from "ncl_atomic.h":
     void ncl_store_ptr(void **p, void *v) nogil
@@ -55,9 +59,8 @@ cdef ncl_node _python_terminals[NCL_NSUBSYSTEMS]
 cdef dict _kernel_chains = {}      # kernel name -> address of its ncl_chain
 cdef ncl_node *_retired = NULL
 cdef object _free_observer = None  # called with a node's address when it is freed
-# > 0 while reset() walks the chains: collect() frees nothing then (freeing a
-# node drops its hook, whose __del__ may remove -- and so free -- the node the
-# walk goes to next)
+# > 0 while reset() walks the chains: collect() frees nothing (a freed hook's
+# __del__ may remove, and so free, the node the walk goes to next)
 cdef int _holding = 0
 cdef dict _live = {}               # address of every user node not yet freed -> serial
 cdef set _pinned = set()           # nodes of nclx's own modes (checked(), ledgers): reset() keeps them
@@ -200,6 +203,8 @@ cdef void _free_node(ncl_node *node):
     if node.obj != NULL:
         Py_XDECREF(<PyObject *>node.obj)
     free(node.name)
+    if node.flags & NCL_NODE_CAPI:     # a stale pointer to it stays refused a while
+        node = <ncl_node *>ncl_quarantine(node)
     free(node)
 
 

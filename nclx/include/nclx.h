@@ -143,8 +143,10 @@ typedef struct nclx_api {
     /* Unlink a node added with hook_add (GIL); 0, or -1 with an exception
      * (ValueError for NULL, an address with no live node, or a node that
      * hook_add did not make: a stale pointer whose memory a Python hook or
-     * checked()/ledger node took now).  A stale pointer whose address another
-     * hook_add node took is not told apart from it: remove each node once. */
+     * checked()/ledger node took now).  A freed hook_add node's memory is
+     * reused only after 1024 more are freed; past that, a stale pointer whose
+     * address another hook_add node took is not told apart from it: remove
+     * each node once. */
     int (*hook_remove)(ncl_node *node);
     /* Pass a call on to the node after node ("punt"); no GIL needed. */
     int (*call_next)(ncl_node *node, ncl_call *call);
