@@ -150,21 +150,25 @@ print("done")
 """
 
 
-def test_a_handle_whose_node_was_freed_while_it_was_made_reads_removed(tmp_path):
+def _run_with_freed_memory_overwritten(script, tmp_path):
+    """stdout of ``script`` in a child whose glibc overwrites freed memory
+    (tcache off), so reading or unlinking a freed node fails instead of
+    reading stale bytes; the child must exit 0."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([_nclx_root(), env.get("PYTHONPATH", "")])
-    # glibc: freed memory is overwritten (tcache off), so reading or
-    # unlinking the freed node fails instead of reading stale bytes
     env["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
     env["MALLOC_PERTURB_"] = "90"
-    proc = subprocess.run([sys.executable, "-c", _FREED_BY_DEL], env=env, cwd=str(tmp_path),
+    proc = subprocess.run([sys.executable, "-c", script], env=env, cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-2000:])
-    out = proc.stdout
+    return proc.stdout
+
+
+def test_a_handle_whose_node_was_freed_while_it_was_made_reads_removed(tmp_path):
+    out = _run_with_freed_memory_overwritten(_FREED_BY_DEL, tmp_path)
     assert "chain ['threader', 'kernel']" in out
     assert "removed True 0" in out
     assert "again ['new', 'threader', 'kernel'] False" in out and "done" in out
-
 
 
 _RESET_DEL = """
@@ -196,14 +200,7 @@ def test_reset_survives_a_hook_whose_del_removes_the_next_node(tmp_path):
     # before: reset() freed each node as it unlinked it; the node's __del__
     # removed (and freed) the next node, which the walk then read: a
     # segmentation fault with freed memory overwritten (review 18)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([_nclx_root(), env.get("PYTHONPATH", "")])
-    env["GLIBC_TUNABLES"] = "glibc.malloc.tcache_count=0"
-    env["MALLOC_PERTURB_"] = "90"
-    proc = subprocess.run([sys.executable, "-c", _RESET_DEL], env=env, cwd=str(tmp_path),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-2000:])
-    out = proc.stdout
+    out = _run_with_freed_memory_overwritten(_RESET_DEL, tmp_path)
     assert "left 0" in out
     assert "chain ['threader', 'kernel'] True" in out
     assert "sum [1, 2, 3]" in out and "done" in out
