@@ -92,7 +92,9 @@ _CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 
 
 def _served(dt, role):
-    if fixed_width(dt.newbyteorder("=")) is None:
+    # fixed_width reads the type number alone: a new-style DType (number -1,
+    # no newbyteorder) is refused here too
+    if fixed_width(dt) is None:
         raise TypeError(f"nclx.convert: the {role} dtype {dt} is not one of nclx's fixed-width "
                         f"dtypes (bool, int8..int64, uint8..uint64, float32, float64)")
     return dt.newbyteorder("=")
@@ -101,7 +103,9 @@ def _served(dt, role):
 def convert(a, dtype, casting="unsafe"):
     """``a`` converted to ``dtype`` as ``numpy.asarray(a).astype(dtype,
     casting=casting)`` does, through nclx's Convert chain (see nclx.convert)."""
-    if casting == "unsafe":
+    # (an array as casting= gets NumPy's own error below, not "truth value
+    # of an array is ambiguous" from these comparisons)
+    if isinstance(casting, str) and casting == "unsafe":
         out = _fast(a, dtype)
         if out is not None:
             return out
@@ -110,7 +114,7 @@ def convert(a, dtype, casting="unsafe"):
         # a subclass (masked arrays...) keeps its own astype: its type, its mask
         return a.astype(to, casting=casting)
     arr = np.asarray(a)
-    if casting not in _CASTINGS:
+    if not isinstance(casting, str) or casting not in _CASTINGS:
         # NumPy's own answer: its error for a bad rule, or a rule this nclx
         # does not implement ('same_value', NumPy 2.4)
         return arr.astype(to, casting=casting)
@@ -164,7 +168,8 @@ cdef object _fast(object a, object dtype):
     src = <cnp.dtype>cnp.PyArray_DESCR(arr)
     tin = src.type_num
     tout = to.type_num
-    if tin >= NTYPES or tout >= NTYPES or _entry[tin][tout] == NULL:
+    # a new-style DType (NumPy's DType API: quaddtype...) has type number -1
+    if not (0 <= tin < NTYPES and 0 <= tout < NTYPES) or _entry[tin][tout] == NULL:
         return None
     if not (src.isnative and to.isnative):
         return None
