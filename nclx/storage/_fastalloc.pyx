@@ -222,6 +222,10 @@ cpdef object cache_key(shape, dtype, dict kwargs):
     compares equal to a valid value must take the validating path)."""
     if not _plain_value(shape):
         return None
+    if isinstance(dtype, np.dtype) and (dtype.names is not None or dtype.metadata is not None):
+        # dtypes equal to a cached one but not the same: align=True structs,
+        # metadata= (before, a later call got the cached dtype; review 18)
+        return None
     if not kwargs:
         return (shape, dtype)
     for v in kwargs.values():

@@ -21,7 +21,7 @@ from nclx.storage.buffer import Buffer, locked
 from nclx.storage.devices import SyncState
 from nclx.storage.indexing import IndexingMixin, _is_int
 from nclx.storage.interfaces import BuffersMixin
-from nclx.storage.params import (StorageTypeError, default_dims,
+from nclx.storage.params import (StorageTypeError, default_dims, fit_alignment,
                                  layout_from_strides, normalize_aligned_index,
                                  normalize_alignment, normalize_device, normalize_dims,
                                  normalize_dtype, normalize_halo, normalize_layout,
@@ -38,6 +38,10 @@ _HOST_DIRTY = SyncState.SYNC_HOST_DIRTY
 class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
     """Base class of nclx's GDP-3 storages (use the creation functions)."""
     __slots__ = ()      # the fields live in StorageBase's C slots
+
+    def __init__(self, *args, **kwargs):    # constructors fill the C slots without it
+        raise TypeError(f"{type(self).__name__}() would have no buffers (review): use "
+                        "nclx.storage.empty, zeros, ..., as_storage or storage")
 
     # -- basic attributes ---------------------------------------------------
     @property
@@ -148,6 +152,8 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
         nd = self.ndim
         axes = tuple(range(nd - 1, -1, -1)) if axes is None or len(axes) == 0 else tuple(axes)
         try:
+            if any(isinstance(a, (bool, np.bool_)) for a in axes):
+                raise TypeError     # not axes: NumPy's "an integer is required" (review)
             axes = tuple(normalize_axis_index(operator.index(a), nd) for a in axes)
         except TypeError:
             raise StorageTypeError(f"transpose axes={axes!r}: expected integers") from None
@@ -231,7 +237,7 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
         device = None if kind == "cpu" else "gpu"
         return dict(shape=self.shape, dtype=dt, dims=self._dims, halo=self._halo,
                     layout=self._layout,
-                    alignment=normalize_alignment(self._alignment, dt.itemsize),
+                    alignment=fit_alignment(self._alignment, dt.itemsize),
                     aligned_index=normalize_aligned_index(self._aligned_index, self.shape,
                                                           self._halo),
                     device=device, managed=_MANAGED_OF_KIND[kind],

@@ -15,7 +15,8 @@ from nclx.storage.core import CPU_BUFFER, CPUStorage, Storage, allocate
 # pickles made before unpickling moved to core name nclx.storage.creation._rebuild
 from nclx.storage.core import _rebuild  # noqa: F401
 from nclx.storage.devices import SyncState
-from nclx.storage.params import StorageError, StorageTypeError, normalize_shape
+from nclx.storage.params import (StorageError, StorageTypeError, normalize_dtype,
+                                 normalize_shape)
 from nclx.storage.resolve import check_keys, recipe, resolve
 from nclx.storage.wrap import as_storage
 
@@ -29,11 +30,24 @@ _RECIPES = _CREATOR.recipes   # cache_key -> _fastalloc.Recipe (filled by Creato
 
 
 def _fill(s, value):
-    if s._host is not None:
-        s._buf.device_to_host()     # managed memory: let the device finish first
-        s._host[...] = value
-    if s._dev is not None and s._buf.kind != "cuda":
-        s._dev.fill(value)
+    """Fill as ``np.full`` does: NumPy's unsafe cast of ``value`` (its
+    warnings and errors, once), the same bytes on every side (found by
+    review: a NaN into integers raised where np.full warns, and a device
+    side was filled with the uncast value)."""
+    buf = s._buf
+    if s._dev is not None and buf.kind != "cuda":
+        shape = () if np.ndim(value) == 0 else s.shape
+        v = np.empty(shape, s.dtype)
+        np.copyto(v, value, casting="unsafe")
+        if s._host is not None:
+            s._host[...] = v
+        if shape == ():
+            s._dev.fill(v[()])
+        else:
+            s._dev[...] = buf.backend.to_device(v)
+    elif s._host is not None:
+        buf.device_to_host()        # managed memory: let the device finish first
+        np.copyto(s._host, value, casting="unsafe")
     return s
 
 
@@ -95,7 +109,10 @@ def storage(data=None, device_data=None, *, dtype=None, copy=True, sync_state=No
         return empty(shape, np.float64 if dtype is None else dtype, **kwargs)
     shape = kwargs.pop("shape", None)
     if not (isinstance(src, Storage) or _array_like(src)):
-        src = np.asarray(src)
+        # np.array(data, dtype=)'s conversion: a list's items are read as the
+        # dtype (found by review: read as float64 or int64 first, then cast,
+        # [300] as uint8 gave 44 where NumPy raises OverflowError)
+        src = np.asarray(src) if dtype is None else np.asarray(src, normalize_dtype(dtype))
     if shape is not None and normalize_shape(shape) != tuple(src.shape):
         # (found by review: ignored, even when malformed; as_storage refuses it)
         raise StorageError(f"storage: shape={shape!r} disagrees with the data's shape "

@@ -85,7 +85,8 @@ class IndexingMixin:
             if isinstance(k, StorageBase):
                 if device:
                     return k._dev if k._dev is not None else self._buf.backend.to_device(k._host_read())
-                return k._host_read() if k._host is not None else self._buf.backend.to_host(k._dev)
+                # a device-only key's own backend (a CPU storage has none; found by review)
+                return k._host_read() if k._host is not None else k._buf.backend.to_host(k._dev)
             return k
         return tuple(conv(k) for k in key) if isinstance(key, tuple) else (conv(key),)
 
@@ -114,7 +115,8 @@ class IndexingMixin:
             if device:
                 return value._device_read() if value._dev is not None \
                     else backend.to_device(value._host_read())
-            return value._host_read() if value._host is not None else backend.to_host(value._dev)
+            return value._host_read() if value._host is not None \
+                else value._buf.backend.to_host(value._dev)
         if device:
             return value if np.isscalar(value) else backend.to_device(value)
         if backend is not None and backend.is_device_array(value):

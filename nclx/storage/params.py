@@ -7,6 +7,7 @@ Every check raises :class:`StorageError` (a ``ValueError``) or
 keyword and the value it got.
 """
 import operator
+from collections.abc import Mapping, Set
 
 import numpy as np
 
@@ -16,7 +17,7 @@ __all__ = ["StorageError", "StorageTypeError", "NoSuchBufferError", "DeviceUnava
            "PRESETS", "normalize_shape", "normalize_dims", "normalize_halo",
            "normalize_layout", "normalize_aligned_index", "normalize_alignment",
            "normalize_device", "normalize_managed", "preset", "layout_from_strides",
-           "default_dims", "normalize_dtype", "MAX_DIMS", "MAX_ALIGNMENT"]
+           "default_dims", "normalize_dtype", "fit_alignment", "MAX_DIMS", "MAX_ALIGNMENT"]
 
 
 class StorageError(NclxError, ValueError):
@@ -73,6 +74,10 @@ def _as_int(keyword, value, what, whole=None):
 def _as_sequence(keyword, value):
     if isinstance(value, (str, bytes)) or not hasattr(value, "__len__"):
         _fail(keyword, value, "expected a sequence", StorageTypeError)
+    if isinstance(value, (Mapping, Set)):
+        # (found by review: a dict was read as its keys, a set in hash order)
+        _fail(keyword, value, f"expected a sequence, got an unordered {type(value).__name__}",
+              StorageTypeError)
     return tuple(value)
 
 
@@ -171,6 +176,18 @@ def normalize_alignment(alignment_size, itemsize=None):
     if itemsize is not None and a % itemsize and itemsize % a:
         _fail("alignment_size", alignment_size,
               f"and the item size {itemsize} must divide one another")
+    return a
+
+
+def fit_alignment(alignment, itemsize):
+    """The alignment of a new field of ``itemsize`` laid out like one of
+    ``alignment`` bytes (a ufunc result of another dtype): that alignment
+    when the two divide one another, else the largest power of two dividing
+    the item size (found by review: ``np.add`` of an 'S4' storage aligned to
+    4 bytes and b'x', an 'S5' result, raised StorageError where NumPy computes)."""
+    a = normalize_alignment(alignment)
+    if a % itemsize and itemsize % a:
+        a = min(a, itemsize & -itemsize)
     return a
 
 

@@ -53,7 +53,7 @@ def _host_array(data, kw):
                                or hasattr(data, "__array_struct__")):
         if iface is not None:
             _check_interface_extent(iface)
-            data = _Interface(iface, data)
+            data = _Interface(_pinned(iface), data)
         arr = np.asarray(data)
     else:   # bytes, bytearray, memoryview, mmap, array.array, ctypes arrays
         arr, from_buffer = _buffer_array(data), True
@@ -116,6 +116,17 @@ def _interface_itemsize(iface):
     if iface.get("descr") is not None:
         probe["descr"] = iface["descr"]
     return np.asarray(_Interface(probe, None)).dtype.itemsize
+
+
+def _pinned(iface):
+    """The interface with a buffer ``data`` held exported for the array's
+    life: NumPy releases its export at once, and a bytearray could then be
+    resized under the storage, which would read and write freed memory
+    (found by review)."""
+    buf = iface.get("data") if isinstance(iface, dict) else None
+    if buf is None or isinstance(buf, tuple) or not _has_buffer(buf):
+        return iface
+    return dict(iface, data=memoryview(buf))
 
 
 def _check_interface_extent(iface):
@@ -284,6 +295,10 @@ def as_storage(data=None, device_data=None, *, sync_state=None, **kwargs):
     kw.setdefault("device", want_device)
     r = resolve(ref.shape, ref.dtype, tmpl, kw)
     if r["device"] is None and dev is not None:
+        if device_data is None:     # (review: the message named a device_data never given)
+            raise StorageError(f"as_storage(<{type(data).__name__}>, device=None): data has a "
+                               "device buffer, and a host-only wrap of it would not be kept in "
+                               "sync; copy it (storage(data, device=None)) or use to_numpy()")
         raise StorageError("as_storage: device=None but device_data was given")
     _check_layout(r, ref)
     _check_alignment(r, ref, backend if host is None else None)
