@@ -19,10 +19,8 @@ hook that removes itself while it runs can still punt.  Each chain counts its
 user nodes (``nuser``): the loop entries' fast path is "no user node in the
 funnel chain nor in the kernel chain", wherever in the chain a node sits.
 
-This module is the writer side (chains, nodes, linking, freeing); walking
-is nclx._ncl.walk.  It has no Python-facing hook objects (nclx._ncl.hooks)
-and knows nothing of loop entries or threads (nclx._ncl.entries,
-nclx._ncl.threader).
+The writer side (chains, nodes, linking, freeing); walking is in walk, hook
+objects in hooks; nothing of loop entries or threads (entries, threader).
 """
 from cpython.ref cimport PyObject, Py_XINCREF, Py_XDECREF
 from libc.stdlib cimport calloc, free, malloc
@@ -35,9 +33,8 @@ from nclx._ncl.ncl cimport (NCL_NSUBSYSTEMS, NCL_LEVEL_PYTHON, NCL_LEVEL_FUNNEL,
                             NCL_NODE_CAPI, NCL_FRONT, NCL_BACK, NCL_BEFORE, NCL_AFTER,
                             ncl_subsystem_names)
 
-cdef extern from "ncl_quarantine.h":
-    void *ncl_quarantine(void *p)   # a freed C API node's memory waits (review 18)
-
+cdef extern from "ncl_quarantine.h":   # freed C API nodes wait (review 18)
+    void *ncl_quarantine(void *p)
 cdef extern from "ncl_atomic.h":
     void ncl_store_ptr(void **p, void *v) nogil
     void ncl_add_int(int *p, int v) nogil
@@ -45,8 +42,6 @@ cdef extern from "ncl_atomic.h":
 LEVELS = ("python", "funnel", "kernel")
 SUBSYSTEMS = tuple(ncl_subsystem_names[s].decode() for s in range(NCL_NSUBSYSTEMS))
 POSITIONS = {"front": NCL_FRONT, "back": NCL_BACK, "before": NCL_BEFORE, "after": NCL_AFTER}
-
-
 from nclx.errors import HookError
 
 
