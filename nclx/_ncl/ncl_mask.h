@@ -7,7 +7,9 @@
  * byte words: the kernels never look at values, so every fixed-width dtype
  * of that size shares one kernel.  Mask bytes are read eight at a time: a
  * word of zeros skips eight elements, a word without a zero byte moves
- * eight at once, a mixed word moves them one by one without branches.
+ * eight at once; in a mixed word extract moves them one by one without
+ * branches (into its own output), place and putmask store its selected
+ * elements only (the array's other elements are never written).
  */
 #ifndef NCLX_NCL_MASK_H
 #define NCLX_NCL_MASK_H
@@ -24,10 +26,6 @@ typedef uint16_t ncl_w2 __attribute__((may_alias));
 typedef uint32_t ncl_w4 __attribute__((may_alias));
 typedef uint64_t ncl_w8 __attribute__((may_alias));
 
-/* c ? a : b without a branch (a branch on a random mask mispredicts half
- * the time; compilers turn the plain conditional into one) */
-#define NCL_SEL(T, c, a, b) ((T)(((a) & (T)-(T)(c)) | ((b) & (T)~(T)-(T)(c))))
-
 #define NCL_ONES8 0x0101010101010101ULL
 #define NCL_HIGH8 0x8080808080808080ULL
 
@@ -42,6 +40,26 @@ static inline uint64_t ncl_mask_word(const uint8_t *m)
 static inline int ncl_mask_full(uint64_t w)
 {
     return ((w - NCL_ONES8) & ~w & NCL_HIGH8) == 0;
+}
+
+/* the high bit of every nonzero byte of w, exactly (no carry crosses a byte) */
+static inline uint64_t ncl_mask_nz(uint64_t w)
+{
+    return (((w & ~NCL_HIGH8) + ~NCL_HIGH8) | w) & NCL_HIGH8;
+}
+
+/* the first element (0..7, memory order) whose bit is in nz, cleared from nz */
+static inline int ncl_mask_pop(uint64_t *nz)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    int b = __builtin_clzll(*nz);
+    *nz ^= (uint64_t)1 << (63 - b);
+    return b >> 3;
+#else
+    int b = __builtin_ctzll(*nz);
+    *nz &= *nz - 1;
+    return b >> 3;
+#endif
 }
 
 /* nonzero bytes of m[0:n] */
@@ -131,7 +149,10 @@ static void ncl_extract_##NAME(const uint8_t *m, const T *s, T *d,              
 /*
  * place: the selected elements of d[lo:hi] take v[j], v[j+1], ... in turn,
  * wrapping to v[0] after v[nv-1] (j: the values used before this piece,
- * modulo nv).
+ * modulo nv).  Only selected elements are stored, as NumPy stores them:
+ * another Python thread may be writing the others meanwhile (a store of
+ * an unselected element's old value would undo its write).  A mixed word
+ * visits its selected bytes only (no branch per element).
  */
 #define NCL_MASK_PLACE(NAME, T)                                                     \
 static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,        \
@@ -139,7 +160,7 @@ static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,   
 {                                                                                   \
     npy_intp i = lo;                                                                \
     for (; hi - i >= 8; i += 8) {                                                   \
-        uint64_t w = ncl_mask_word(m + i);                                          \
+        uint64_t w = ncl_mask_word(m + i), nz;                                      \
         int t;                                                                      \
         if (w == 0) continue;                                                       \
         if (ncl_mask_full(w) && nv - j >= 8) {                                      \
@@ -148,11 +169,11 @@ static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,   
             if (j == nv) j = 0;                                                     \
             continue;                                                               \
         }                                                                           \
-        for (t = 0; t < 8; t++) {                                                   \
-            int b = m[i + t] != 0;                                                  \
-            d[i + t] = NCL_SEL(T, b, v[j], d[i + t]);                               \
-            j += b;                                                                 \
-            j = j == nv ? 0 : j;                                                    \
+        nz = ncl_mask_nz(w);                                                        \
+        while (nz) {                                                                \
+            t = ncl_mask_pop(&nz);                                                  \
+            d[i + t] = v[j];                                                        \
+            j = j + 1 == nv ? 0 : j + 1;                                            \
         }                                                                           \
     }                                                                               \
     for (; i < hi; i++) {                                                           \
@@ -164,20 +185,29 @@ static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,   
 }
 
 /*
- * putmask: the selected elements of d[lo:hi] take v[i % nv] (by position).
+ * putmask: the selected elements of d[lo:hi] take v[i % nv] (by position);
+ * only selected elements are stored (as place).
  */
 #define NCL_MASK_PUTMASK(NAME, T)                                                   \
 static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,      \
                                npy_intp lo, npy_intp hi)                            \
 {                                                                                   \
-    npy_intp i = lo, j;                                                             \
+    npy_intp i = lo, j, jj;                                                         \
+    uint64_t w, nz;                                                                 \
+    int t;                                                                          \
     if (nv == 1) {                                                                  \
         const T v0 = v[0];                                                          \
         for (; hi - i >= 8; i += 8) {                                               \
-            int t;                                                                  \
-            if (ncl_mask_word(m + i) == 0) continue;                                \
-            for (t = 0; t < 8; t++) {                                               \
-                d[i + t] = NCL_SEL(T, m[i + t] != 0, v0, d[i + t]);                 \
+            w = ncl_mask_word(m + i);                                               \
+            if (w == 0) continue;                                                   \
+            if (ncl_mask_full(w)) {                                                 \
+                for (t = 0; t < 8; t++) d[i + t] = v0;                              \
+                continue;                                                           \
+            }                                                                       \
+            nz = ncl_mask_nz(w);                                                    \
+            while (nz) {                                                            \
+                t = ncl_mask_pop(&nz);                                              \
+                d[i + t] = v0;                                                      \
             }                                                                       \
         }                                                                           \
         for (; i < hi; i++) {                                                       \
@@ -187,15 +217,16 @@ static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d, 
     }                                                                               \
     if (nv >= hi) {                                                                 \
         for (; hi - i >= 8; i += 8) {                                               \
-            uint64_t w = ncl_mask_word(m + i);                                      \
-            int t;                                                                  \
+            w = ncl_mask_word(m + i);                                               \
             if (w == 0) continue;                                                   \
             if (ncl_mask_full(w)) {                                                 \
                 memcpy(d + i, v + i, 8 * sizeof(T));                                \
                 continue;                                                           \
             }                                                                       \
-            for (t = 0; t < 8; t++) {                                               \
-                d[i + t] = NCL_SEL(T, m[i + t] != 0, v[i + t], d[i + t]);           \
+            nz = ncl_mask_nz(w);                                                    \
+            while (nz) {                                                            \
+                t = ncl_mask_pop(&nz);                                              \
+                d[i + t] = v[i + t];                                                \
             }                                                                       \
         }                                                                           \
         for (; i < hi; i++) {                                                       \
@@ -203,19 +234,23 @@ static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d, 
         }                                                                           \
         return;                                                                     \
     }                                                                               \
-    j = lo % nv;                                                                    \
+    j = lo % nv;                /* the value of element i */                        \
     for (; hi - i >= 8; i += 8) {                                                   \
-        uint64_t w = ncl_mask_word(m + i);                                          \
-        int t;                                                                      \
-        if (w == 0) {                                                               \
-            j += 8;                                                                 \
-            if (j >= nv) j %= nv;                                                   \
-            continue;                                                               \
+        w = ncl_mask_word(m + i);                                                   \
+        if (w != 0) {                                                               \
+            int pt = 0;                                                             \
+            jj = j;                     /* the value of element i + pt */           \
+            nz = ncl_mask_nz(w);                                                    \
+            while (nz) {                                                            \
+                t = ncl_mask_pop(&nz);                                              \
+                jj += t - pt;                                                       \
+                pt = t;                                                             \
+                while (jj >= nv) jj -= nv;                                          \
+                d[i + t] = v[jj];                                                   \
+            }                                                                       \
         }                                                                           \
-        for (t = 0; t < 8; t++) {                                                   \
-            d[i + t] = NCL_SEL(T, m[i + t] != 0, v[j], d[i + t]);                   \
-            j = j + 1 == nv ? 0 : j + 1;                                            \
-        }                                                                           \
+        j += 8;                                                                     \
+        while (j >= nv) j -= nv;                                                    \
     }                                                                               \
     for (; i < hi; i++) {                                                           \
         if (m[i]) d[i] = v[j];                                                      \
