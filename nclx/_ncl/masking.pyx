@@ -48,6 +48,8 @@ cdef extern from "ncl_mask.h" nogil:
                            npy_intp lo, npy_intp hi)
     void ncl_gather_piece(npy_intp rowbytes, const char *s, char *d, const npy_intp *idx,
                           npy_intp cnt, npy_intp S, npy_intp r0, npy_intp r1)
+    int ncl_maskstore_isa()
+    int ncl_maskstore_set_limit(int k)
 
 # NumPy's own functions, for the chains' "numpy" node (saved at import, so
 # that a routed NumPy never calls back into nclx)
@@ -380,6 +382,14 @@ cdef int mask_prepare(mjob *j, int op, const char *m, npy_intp n, cnp.ndarray a)
     else:
         j.cnt[0] = 0
     return 0
+
+
+def maskstore_isa(limit=None):
+    """place/putmask's vector ISA (2: AVX-512, 1: AVX2, 0: none); tests cap
+    it with ``limit``, which returns the previous cap."""
+    if limit not in (None, 0, 1, 2):
+        raise ValueError(f"maskstore_isa: limit must be 0, 1 or 2, got {limit!r}")
+    return ncl_maskstore_isa() if limit is None else ncl_maskstore_set_limit(limit)
 
 
 def piece_layout(npy_intp n, int threads):

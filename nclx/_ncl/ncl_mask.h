@@ -62,6 +62,24 @@ static inline int ncl_mask_pop(uint64_t *nz)
 #endif
 }
 
+/* putmask's word whose values wrap around v's end: d[i + t] = v[(j + t) %
+ * nv] for each selected byte t of w, one by one (j < nv: element i's value) */
+#define NCL_MASK_WRAP_WORD(d, v, nv, i, j, w)                                       \
+    do {                                                                            \
+        uint64_t nz_ = ncl_mask_nz(w);                                              \
+        npy_intp jj_ = (j);             /* the value of element i + pt_ */          \
+        int t_, pt_ = 0;                                                            \
+        while (nz_) {                                                               \
+            t_ = ncl_mask_pop(&nz_);                                                \
+            jj_ += t_ - pt_;                                                        \
+            pt_ = t_;                                                               \
+            while (jj_ >= (nv)) jj_ -= (nv);                                        \
+            (d)[(i) + t_] = (v)[jj_];                                               \
+        }                                                                           \
+    } while (0)
+
+#include "ncl_maskstore.h"
+
 /* nonzero bytes of m[0:n] */
 static npy_intp ncl_mask_count(const uint8_t *m, npy_intp n)
 {
@@ -192,7 +210,7 @@ static void ncl_place_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,   
 static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d,      \
                                npy_intp lo, npy_intp hi)                            \
 {                                                                                   \
-    npy_intp i = lo, j, jj;                                                         \
+    npy_intp i = lo, j;                                                             \
     uint64_t w, nz;                                                                 \
     int t;                                                                          \
     if (nv == 1) {                                                                  \
@@ -237,18 +255,8 @@ static void ncl_putmask_##NAME(const uint8_t *m, const T *v, npy_intp nv, T *d, 
     j = lo % nv;                /* the value of element i */                        \
     for (; hi - i >= 8; i += 8) {                                                   \
         w = ncl_mask_word(m + i);                                                   \
-        if (w != 0) {                                                               \
-            int pt = 0;                                                             \
-            jj = j;                     /* the value of element i + pt */           \
-            nz = ncl_mask_nz(w);                                                    \
-            while (nz) {                                                            \
-                t = ncl_mask_pop(&nz);                                              \
-                jj += t - pt;                                                       \
-                pt = t;                                                             \
-                while (jj >= nv) jj -= nv;                                          \
-                d[i + t] = v[jj];                                                   \
-            }                                                                       \
-        }                                                                           \
+        if (w != 0)                                                                 \
+            NCL_MASK_WRAP_WORD(d, v, nv, i, j, w);                                  \
         j += 8;                                                                     \
         while (j >= nv) j -= nv;                                                    \
     }                                                                               \
@@ -311,6 +319,9 @@ static void ncl_extract_piece(int isz, const uint8_t *m, const char *s, char *d,
 static void ncl_place_piece(int isz, const uint8_t *m, const char *v, npy_intp nv, char *d,
                             npy_intp lo, npy_intp hi, npy_intp j)
 {
+#if NCL_MASKSTORE_VEC
+    lo = ncl_place_vec(isz, m, v, nv, d, lo, hi, &j);    /* ncl_maskstore.h */
+#endif
     switch (isz) {
     case 1: ncl_place_1(m, (const ncl_w1 *)v, nv, (ncl_w1 *)d, lo, hi, j); break;
     case 2: ncl_place_2(m, (const ncl_w2 *)v, nv, (ncl_w2 *)d, lo, hi, j); break;
@@ -322,6 +333,9 @@ static void ncl_place_piece(int isz, const uint8_t *m, const char *v, npy_intp n
 static void ncl_putmask_piece(int isz, const uint8_t *m, const char *v, npy_intp nv, char *d,
                               npy_intp lo, npy_intp hi)
 {
+#if NCL_MASKSTORE_VEC
+    lo = ncl_putmask_vec(isz, m, v, nv, d, lo, hi);  /* ncl_maskstore.h */
+#endif
     switch (isz) {
     case 1: ncl_putmask_1(m, (const ncl_w1 *)v, nv, (ncl_w1 *)d, lo, hi); break;
     case 2: ncl_putmask_2(m, (const ncl_w2 *)v, nv, (ncl_w2 *)d, lo, hi); break;
