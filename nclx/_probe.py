@@ -273,6 +273,14 @@ def _record(tape, ufunc, inputs):
         raise Untraceable(f"{ufunc.__name__}: {exc}") from None
     if result.dtype != resolved[-1]:
         raise Untraceable(f"{ufunc.__name__} gave {result.dtype}, resolved {resolved[-1]}")
+    if not any(i in tape.wide for i in ins) and \
+            any(i == st.out for st in tape.steps for i in ins):
+        # a step on 0-d arrays alone gives a NumPy scalar in eager code, and
+        # the next one on it alone runs NumPy's scalar math (which checks
+        # integer overflow and says "scalar multiply"); before, a ufunc step
+        # in the plan, silent (found by review)
+        raise Untraceable(f"{ufunc.__name__} on the NumPy scalar an earlier step on 0-d arrays "
+                          f"gives (eager NumPy runs scalar math there)")
     out = tape.new_slot()
     tape.steps.append(Step(ufunc, chars, tuple(ins), out))
     if any(i in tape.wide for i in ins):

@@ -14,6 +14,7 @@ cdef struct ncl_policy:
     int reduce_split         # NCL_SPLIT_* for its reductions
     int prefer[2][2]         # [reduce][per-thread chunk]: NumPy's loop measured faster
     int whole_only           # never split: NumPy's loop may set a Python error (spec.WHOLE_ONLY)
+    int clears_flags         # NumPy's loop ends with no FP flag up (entries' probe)
 
 cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil
 cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads) noexcept nogil

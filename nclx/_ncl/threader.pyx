@@ -37,11 +37,13 @@ cnp.import_array()
 cdef extern from *:
     """
     #include <Python.h>
+    #include "ncl_fpe.h"
     static int ncl_reassoc = 0;
     static int ncl_gil_held(void) { return PyGILState_Check(); }
     """
     int ncl_reassoc
     int ncl_gil_held() nogil
+    void ncl_fpe_clear() nogil
 
 cdef enum:
     CHUNK_ALIGN = 64          # chunk starts are multiples of this many elements
@@ -258,6 +260,13 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
             job.n[t] = min(<npy_intp>(t + 1) * per, n) - job.lo[t]
         job.pieces = nthreads
     ncl_team_run(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
+    if pol.clears_flags:
+        # NumPy's loop clears the status at its end (comparisons, maximum,
+        # absolute ...; reductions run the same loop): the flags up before
+        # the call -- an input cast in NumPy's buffers -- and any a piece
+        # raised are dropped, as one run of NumPy's loop drops them (before,
+        # reported; found by review)
+        ncl_fpe_clear()
     if job.reduce == NCL_SPLIT_PAIRWISE:
         # NumPy: acc += pairwise(values); the pieces added in the tree's order.
         # Finite sums have NumPy's bits.  A NaN result does not tell which

@@ -16,7 +16,7 @@ from nclx.dap.crossrank import same_dim_dict
 from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
-__all__ = ["layout_key", "agree_quick", "agree_layout", "layout_differences", "dtype_key",
+__all__ = ["layout_key", "layout_words", "agree_quick", "agree_layout", "layout_differences", "dtype_key",
            "operation_of"]
 
 
@@ -27,6 +27,25 @@ def layout_key(dist):
     if k is None:
         k = dist._nclx_key = _fingerprint(dist)
     return k
+
+
+def layout_words(dist):
+    """What the keywords of ``Distribution.from_shape`` made of ``dist``,
+    per dimension, in words (equal for equal keywords): the type, and the
+    padding and periodic flag of block dimensions, the block size of cyclic
+    ones -- where a digest differs, the part a reader can compare."""
+    out = []
+    for d, col in enumerate(dist._dims):
+        dd = col[0]
+        kind = dd["dist_type"]
+        words = f"{d}: {kind!r}"
+        if kind in ("b", "n"):
+            pad = max((max(c.get("padding", (0, 0))) for c in col), default=0)
+            words += f" padding ({pad},) periodic {bool(dd.get('periodic', False))}"
+        elif kind == "c":
+            words += f" block_size ({dd.get('block_size', 1)},)"
+        out.append(words)
+    return "; ".join(out)
 
 
 def _fingerprint(dist):

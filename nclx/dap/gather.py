@@ -64,9 +64,25 @@ def scatter_into(array, out, target, comm, root):
 
 
 def _argkey(dist, root, kw):
-    """What every rank must pass alike to ``from_global(..., root=)``."""
-    d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) else repr(dist)
-    return (d, repr(sorted(kw.items())), repr(_rank_of(root)))
+    """What every rank must pass alike to ``from_global``: ``dist`` and the
+    keywords by value (``[np.int64(1)]`` and ``(1,)`` alike, as
+    ``redistribute`` and ``load_npy`` take them; before, by repr: refused
+    as a disagreement, found by review)."""
+    d = ("Distribution", layout_key(dist)) if isinstance(dist, Distribution) \
+        else repr(_by_value(dist))
+    return (d, repr(sorted((k, _by_value(v)) for k, v in kw.items())), repr(_rank_of(root)))
+
+
+def _by_value(v):
+    """``v`` with NumPy scalars as Python numbers and sequences as tuples
+    (bools stay bools: ``True`` and ``1`` still differ)."""
+    if isinstance(v, np.ndarray):
+        return v.item() if v.ndim == 0 else tuple(_by_value(x) for x in v.tolist())
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, (list, tuple)):
+        return tuple(_by_value(x) for x in v)
+    return v
 
 
 def _rank_of(root):

@@ -28,8 +28,9 @@ from nclx.dap import npymap
 from nclx.dap.collective import describe_error, failure_type
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
 from nclx.dap.maps import check_global_range
-from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes,
+from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes, open_file,
                                 other_file, read_header)
+from nclx.dap.agreekeys import layout_words
 from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
@@ -150,8 +151,9 @@ def _open(comm, path, write, hints, error, what, same=None, check=None):
         text = check([s for _, s in opened])
     elif text is None and any(s != opened[0][1] for _, s in opened):
         # ``same`` (the layout of a read) differs between ranks: no rank may go on
+        # shape, dist and grid, and (where those agree) the keywords' part
         text = "the ranks disagree on the Distribution (every rank must pass the same " \
-               "dist and keywords):" + "".join(f"\n  rank {r}: {s[:3]}"
+               "dist and keywords):" + "".join(f"\n  rank {r}: {s[0][:3]}, dimensions {s[1]}"
                                                for r, (_, s) in enumerate(opened[:16]))
     if text is not None:
         if all(o for o, _ in opened):
@@ -237,7 +239,9 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     dtype, shape, fortran, offset = head[1]
     plan = block = dist = error = hints = None
     try:
-        if root_path != path or root_abs != _absolute(path):
+        # by absolute name: 'd/x.npy', 'd/./x.npy' and b'd/x.npy' name one
+        # file (before, the strings too: refused; found by review)
+        if root_abs != _absolute(path):
             raise DapError(f"rank {rank} reads {path!r} ({_absolute(path)!r}), rank 0 "
                            f"{root_path!r} ({root_abs!r})")
         dist = make_dist(shape)
@@ -257,7 +261,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     try:
         # every rank opens rank 0's path (a rank passing another fails at the agreement)
         fh = _open(comm, root_abs, False, hints, error, what,
-                   None if dist is None else layout_key(dist))
+                   None if dist is None else (layout_key(dist), layout_words(dist)))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _finish(comm, fh, what, plan, block, offset, data, write=False,
                 error=header_again(fh, head[1], _local_error))
@@ -318,7 +322,7 @@ def write_npy(comm, path, block, dist, what):
                                             plan is not None and npymap.MAPPED_WRITES
                                             and npymap.is_box(plan.selections)))
         for r, (p, dt, _, _, _) in enumerate(parts):
-            if p != parts[0][0] or dt != parts[0][1]:
+            if p[1] != parts[0][0][1] or dt != parts[0][1]:      # by absolute name
                 raise DapError(f"{what}: rank {r} writes {p[0]!r} ({p[1]!r}) from a {dt} block, "
                                f"rank 0 {parts[0][0][0]!r} ({parts[0][0][1]!r}) from a "
                                f"{parts[0][1]} block")
@@ -335,7 +339,8 @@ def write_npy(comm, path, block, dist, what):
                     mapped = npymap.prepare(path, header, nbytes)
                     written = file_identity(path)
                 else:
-                    with open(path, "wb") as f:
+                    with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                                             "save_npy"), "wb") as f:
                         f.write(header)
                         written = file_identity(fd=f.fileno())
             except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement

@@ -7,6 +7,7 @@ rank 0 wrote the header into (a save: :func:`file_identity`,
 :func:`other_file`); a failed save leaves that file empty
 (:func:`empty_file`)."""
 import ast
+import errno
 import io
 import math
 import os
@@ -26,7 +27,7 @@ from nclx.dap.collective import describe_error
 from nclx.dap.validate import DapError
 
 __all__ = ["descr_of", "empty_file", "file_identity", "header_again", "header_bytes",
-           "other_file", "parse_header", "read_header"]
+           "open_file", "other_file", "parse_header", "read_header"]
 
 _FMT = np.lib.format
 
@@ -69,13 +70,20 @@ def header_bytes(dtype, shape):
 def _read_header_3_0(f, max_header_size):
     """(shape, fortran_order, dtype) of a format 3.0 header (no public reader)."""
     (hlen,) = struct.unpack("<I", f.read(4))
+    # a header the file is too short for first, as np.load (which reads it
+    # before it compares with the limit): before, one longer than the limit
+    # and than the file was called too long (found by review); the bytes
+    # left are counted, not read, so a length near 4 GiB allocates nothing
+    here = f.tell()
+    left = f.seek(0, io.SEEK_END) - here
+    f.seek(here)
+    if left < hlen:
+        # np.load's words; before, the short header was parsed and the file
+        # called truncated (its data, not its header; found by review)
+        raise ValueError(f"EOF: reading array header, expected {hlen} bytes got {left}")
     if hlen > max_header_size:
         raise ValueError(f"header length {hlen} is over max_header_size={max_header_size}")
     text = f.read(hlen)
-    if len(text) != hlen:
-        # np.load's words; before, the short header was parsed and the file
-        # called truncated (its data, not its header; found by review)
-        raise ValueError(f"EOF: reading array header, expected {hlen} bytes got {len(text)}")
     try:
         d = ast.literal_eval(text.decode("utf8"))
     except (SyntaxError, ValueError, UnicodeDecodeError) as exc:
@@ -129,13 +137,51 @@ def parse_header(f, max_header_size=10000):
     return dtype, tuple(shape), bool(fortran), offset
 
 
+def open_file(path, flags, what, mode=0o666):
+    """``os.open(path, flags)`` that never blocks: a FIFO (or socket) is
+    refused with a DapError naming it -- MPI-IO reads and writes each
+    rank's cells at their offsets, which a pipe cannot serve -- instead of
+    waiting for its other end (before, rank 0 blocked in ``open()`` and the
+    other ranks in a collective, for ever; found by review).  The file
+    descriptor, blocking again."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK, mode)
+    except OSError as exc:
+        # ENXIO: a FIFO opened for writing with no reader
+        if exc.errno == errno.ENXIO and _is_pipe(path):
+            raise _pipe_error(path, what) from None
+        raise
+    try:
+        if _is_pipe(fd):
+            raise _pipe_error(path, what)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _is_pipe(path_or_fd):
+    try:
+        st = os.fstat(path_or_fd) if isinstance(path_or_fd, int) else os.stat(path_or_fd)
+    except OSError:
+        return False
+    return stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)
+
+
+def _pipe_error(path, what):
+    return DapError(f"{os.fsdecode(path)!r} is a FIFO or socket: {what} reads and writes each "
+                    f"rank's part at its offset in the file (MPI-IO), which a pipe cannot "
+                    f"serve; use a regular file")
+
+
 def read_header(path, max_header_size=10000):
     """``(dtype, shape, fortran_order, data_offset)`` of a .npy file (format
     1.0, 2.0 or 3.0); DapError for a bad header (or one over
     ``max_header_size`` bytes, as np.load), an object dtype or a file
     shorter than its data, OSError when it cannot be opened, np.load's
     EOFError for an empty file."""
-    with open(path, "rb") as f:
+    with os.fdopen(open_file(path, os.O_RDONLY, "load_npy"), "rb") as f:
         size = os.fstat(f.fileno()).st_size
         if size == 0:
             raise EOFError("No data left in file")        # np.load's, for an empty file

@@ -27,6 +27,7 @@ import stat
 
 import numpy as np
 
+from nclx.dap.npyheader import open_file
 from nclx.errors import NclxError
 
 __all__ = ["MAPPED_WRITES", "Unmappable", "one_node", "is_box", "prepare", "write_box"]
@@ -81,7 +82,7 @@ def prepare(path, header, nbytes):
     regular file (the caller falls back to MPI-IO: the header and the
     length are right for it too); a full disk or quota raises OSError."""
     total = len(header) + nbytes
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o666)
+    fd = open_file(path, os.O_WRONLY | os.O_CREAT, "save_npy")    # a FIFO: DapError
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             # a device or pipe (the null device): no length to cut, nothing

@@ -6,6 +6,7 @@ from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
 from nclx.dap.iotypes import raw_items
+from nclx.dap.redistribute import check_partition
 from nclx.dap.validate import DapError, validate
 
 __all__ = ["from_distarray"]
@@ -59,7 +60,24 @@ def from_distarray(obj, comm=None):
         if tuple(shape) != dist.local_shape(r):
             raise DapError(f"from_distarray: rank {r}'s buffer has shape {tuple(shape)}, its "
                            f"dim_data gives {dist.local_shape(r)}")
+    _check_one_to_one(dist)
     return DistArray._of(buf, dist, comm)
+
+
+def _check_one_to_one(dist):
+    """DAP 0.10: a 'u' dimension marked ``'one_to_one': True`` holds each
+    global index in exactly one rank's indices; an export that says so and
+    does not is refused (every rank holds every rank's dim_data: the same
+    verdict everywhere).  Before, imported, and the first move or reduction
+    failed naming neither the key nor the export (found by review)."""
+    for d, col in enumerate(dist._dims):
+        if col[0]["dist_type"] == "u" and any(dd.get("one_to_one") for dd in col):
+            try:
+                check_partition(dist, "from_distarray")
+            except DapError as exc:
+                raise DapError(f"{exc} (dimension {d} is marked 'one_to_one': True: each "
+                               f"global index must be in exactly one rank's indices)") from None
+            return
 
 
 def _padded(buffer):

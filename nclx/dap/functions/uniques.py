@@ -250,7 +250,10 @@ def _first_seen(ar, uniq):
     them; one ``Allreduce`` of a flag, and where a rank holds a cell whose
     bits differ from its entry's, one of the entries' first indices and one
     of their bits (:func:`_bits_at`)."""
-    own = np.asarray(ar.owned).reshape(-1)
+    # contiguous: owned cells of a padded block are a strided view, whose
+    # byte view raised on that rank alone while the others waited in the
+    # Allreduce below (found by review)
+    own = np.ascontiguousarray(np.asarray(ar.owned).reshape(-1))
     inv = np.searchsorted(uniq, own)
     nans = np.isnan(own)
     inv[nans] = np.searchsorted(np.isnan(uniq), True)
