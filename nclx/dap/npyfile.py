@@ -20,6 +20,7 @@ save names the file its path names (no collective), so a file replaced since
 rank 0 read or wrote the header, or a name that is another file on some
 rank, is an error on every rank, not silently wrong cells or files.
 """
+import errno
 import os
 
 import numpy as np
@@ -294,6 +295,10 @@ def write_npy(comm, path, block, dist, what):
             kind, path = type(path).__name__, None
             raise TypeError(f"the path must be a str, bytes or os.PathLike object, "
                             f"not {kind}") from None
+        if not path:
+            # made absolute it would name the working directory (before,
+            # "Is a directory: '<cwd>'"; found by review)
+            raise FileNotFoundError(errno.ENOENT, "the path is empty", path)
         check_global_range(dist)
         check_covered(dist)
         # on every rank (rank 0 writes it): np.save's warnings (dtype

@@ -30,7 +30,22 @@ code before its fix, at the rank counts it says):
 - R8: ``np.nanquantile``/``np.nanpercentile`` of an empty bool DistArray
   raised NumPy's "boolean subtract" TypeError (a probe on two bools) where
   NumPy gives NaN; ``np.quantile`` of it raised that TypeError where NumPy
-  raises IndexError.
+  raises IndexError;
+- R9: ``cumsum``/``cumprod`` along a distributed axis reported the flags of
+  each rank's own cells on that rank alone, those of adding the prefix
+  under the ufunc's name ("overflow encountered in add"), and under
+  'raise' the ranks raised different errors; now NumPy's "overflow
+  encountered in accumulate" on every rank, once (2+ ranks);
+- R10: a flag met adding the ranks' partial dot products was reported as
+  "... in reduce" (``np.dot``: NumPy says "in dot"; ``np.vdot`` and a
+  weighted ``np.histogram``: NumPy reports none, and 'raise' raised where
+  NumPy gives inf) (2+ ranks);
+- R11: the warnings of ``np.dot``'s, ``np.var``'s/``np.nanstd``'s local
+  steps and of a joining cast (``np.concatenate(..., dtype=int64)``) came
+  on the ranks whose cells met them only; now on every rank, once (2+
+  ranks);
+- R12: ``save_npy('')`` named the working directory ("Is a directory:
+  '<cwd>'"): the empty path made absolute; now "the path is empty".
 """
 import os
 import struct
@@ -218,3 +233,64 @@ def test_r8_quantiles_of_empty_bools(shape, axis, fn, q):
     else:
         # NumPy's error class (a DapError of that class: raised on every rank)
         assert got[0] != "ok" and issubclass(got[0], want[0]), (got, want)
+
+
+def _warned(fn):
+    """(outcome, sorted warning messages) of ``fn()`` under warn-always."""
+    import warnings
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        try:
+            r = fn()
+            if isinstance(r, dap.DistArray):
+                r = r.gather(root=None)
+            out = ("ok", np.asarray(r).tobytes())
+        except FloatingPointError as exc:
+            out = ("FloatingPointError", str(exc).splitlines()[0].split(": ")[-1])
+    return out, sorted({str(w.message) for w in rec})
+
+
+def _same_as_numpy_on_every_rank(g_args, fn, mode):
+    da_args = [dap.DistArray.from_global(x, comm=comm) for x in g_args]
+    with np.errstate(all=mode):
+        want = _warned(lambda: fn(*g_args))
+        got = _warned(lambda: fn(*da_args))
+    everyone = comm.allgather(got)
+    collective_assert(all(g == want for g in everyone), f"NumPy {want}, ranks {everyone}")
+
+
+@pytest.mark.skipif(N < 2, reason="needs 2+ ranks: one rank's cells overflow")
+@pytest.mark.parametrize("fn", [np.cumsum, np.cumprod])
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_r9_scan_flags_on_every_rank(fn, mode):
+    g = np.full(N, 1e308)
+    _same_as_numpy_on_every_rank([g], fn, mode)
+
+
+@pytest.mark.skipif(N < 2, reason="needs 2+ ranks: the partials' sum overflows")
+@pytest.mark.parametrize("name", ["dot", "vdot", "inner", "histogram"])
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_r10_flags_of_adding_partials(name, mode):
+    g, one = np.full(N, 1e308), np.ones(N)
+    fn = {"dot": np.dot, "vdot": np.vdot, "inner": np.inner,
+          "histogram": lambda x, y: np.histogram(y, bins=1, weights=x)[0]}[name]
+    _same_as_numpy_on_every_rank([g, one], fn, mode)
+
+
+@pytest.mark.skipif(N < 2, reason="needs 2+ ranks: one rank's cells warn")
+@pytest.mark.parametrize("name", ["dot", "var", "nanstd", "concatenate"])
+def test_r11_local_steps_warn_on_every_rank(name):
+    g = np.arange(4.0 * N)
+    g[0] = np.inf
+    z = np.arange(4.0 * N)
+    fn = {"dot": np.dot, "var": lambda x, y: np.var(x), "nanstd": lambda x, y: np.nanstd(x),
+          "concatenate": lambda x, y: np.concatenate([x, y], dtype=np.int64,
+                                                     casting="unsafe")}[name]
+    _same_as_numpy_on_every_rank([g, z], fn, "warn")
+
+
+def test_r12_empty_path(tmp):
+    a = dap.DistArray.from_global(np.arange(4.0), comm=comm)
+    with pytest.raises(FileNotFoundError) as info:
+        a.save_npy("")
+    assert "the path is empty" in str(info.value) and os.getcwd() not in str(info.value)

@@ -14,24 +14,36 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from nclx._fpflags import recorded_flags
+from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError, DapTypeError
 
 
-def _sum_of_partials(da, compute, dtype, what):
+def _sum_of_partials(da, compute, dtype, what, report=None):
     """The sum over ranks of ``compute()`` (this rank's partial value, of
     ``dtype``), in rank order: one collective that also carries an error
-    raised by ``compute`` on any rank to every rank."""
+    raised by ``compute`` on any rank to every rank, and the floating-point
+    flags of every rank's ``compute`` and of adding the partials, reported
+    on every rank as NumPy's ``report`` ("overflow encountered in dot"), or
+    not at all without one (np.vdot reports none).  Before, each rank's own
+    step warned on that rank alone and the adding as "... in reduce"
+    (found by review)."""
     error = value = None
+    flags = 0
     try:
-        value = np.asarray(compute(), dtype=dtype)
+        value, flags = recorded_flags(lambda: np.asarray(compute(), dtype=dtype))
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     verdict, total = allreduce_agreed(da.comm, np.add, value, ((), np.dtype(dtype)), error,
-                                      key=repr((what, np.dtype(dtype).str)))
-    raise_verdict(verdict, da.comm.Get_size(), da.comm.Get_rank(), what, error)
+                                      fp=flags, key=repr((what, np.dtype(dtype).str)))
+    if verdict is not None:
+        flags = verdict[4]
+        raise_verdict(verdict[:4] + (0,), da.comm.Get_size(), da.comm.Get_rank(), what, error)
+    if report is not None:
+        give_fp_errors(report.encode(), flags)
     return total[()]
 
 
@@ -72,7 +84,7 @@ def _product(what, a, b, conj):
             if mode == "warn":
                 warnings.warn("overflow encountered in dot", RuntimeWarning, stacklevel=4)
         return r
-    return _sum_of_partials(da, lambda: fn(xo, yo), dtype, what)
+    return _sum_of_partials(da, lambda: fn(xo, yo), dtype, what, None if conj else "dot")
 
 
 def _raise(exc):

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from nclx.dap.fold import agreed_call
+from nclx.dap.functions._agreed import agreed_warnings_call
 from nclx.dap.layout import ravel, reshape
 from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import (Layout, check_movable, check_partition, move_many,
@@ -154,11 +155,14 @@ def _cast_blocks(arrays, dt, what):
     """Each operand's block in ``dt``: one agreement where any is cast (a
     cast's error -- a NaN made an integer under errstate 'raise', a
     ComplexWarning made an error -- raised on every rank; before, the rank
-    meeting it raised alone and the others waited in the move)."""
+    meeting it raised alone and the others waited in the move), and its
+    warnings ("invalid value encountered in cast") on every rank, once
+    (before, on the ranks whose cells met them; found by review)."""
     if all(x.dtype == dt for x in arrays):
         return [x._block for x in arrays]
-    return agreed_call(arrays[0].comm, lambda: [x._block.astype(dt, copy=False) for x in arrays],
-                       f"{what}:cast", what)
+    return agreed_warnings_call(arrays[0].comm,
+                                lambda: [x._block.astype(dt, copy=False) for x in arrays],
+                                f"{what}:cast", what)
 
 
 @implements(np.concatenate)

@@ -26,7 +26,10 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         check_permutation, from_owned)
 from nclx.dap.functions._flatten import flat_block
-from nclx.dap.fold import guarded_call
+from nclx._fpflags import recorded_flags
+from nclx._ncl.blockexec import give_fp_errors
+from nclx.dap.fold import allreduce_agreed, raise_verdict
+from nclx.dap.functions._agreed import agreed_flags
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError
@@ -34,40 +37,53 @@ from nclx.dap.validate import DapError
 
 def _scan_block(comm, owned, axis, ufunc, dtype, whole):
     """Scan ``owned`` along a block ``axis`` split over ``comm``'s ranks (in
-    order).  Where a floating-point flag can raise, an error of any rank's
-    step (its own scan, the ranks' combined prefix, adding that prefix) is
-    raised on every rank of ``whole`` (the array's communicator: the other
-    columns of a grid would wait in the next collective); the ``exscan``
-    itself never raises (an exception inside it would leave the collective
-    unfinished)."""
+    order).  The floating-point flags of every rank's steps (its own scan,
+    the ranks' combined prefix, adding that prefix) are recorded, ORed over
+    ``whole`` (the array's communicator) in one agreement that also raises
+    any rank's exception on every rank, and reported on every rank as
+    NumPy reports its scan's ("overflow encountered in accumulate"), once
+    per kind; before, each rank reported the flags of its own cells, those
+    of adding the prefix under the ufunc's name ("... in add"), and under
+    'raise' the ranks raised different errors (found by review).  The
+    ``exscan`` itself never raises (an exception inside it would leave the
+    collective unfinished)."""
     key = f"scan {ufunc.__name__}"
-    local = guarded_call(whole, lambda: ufunc.accumulate(owned, axis=axis, dtype=dtype), key,
-                         f"np.{ufunc.__name__}.accumulate")
-    rest = tuple(s for d, s in enumerate(local.shape) if d != axis)
-    if local.shape[axis]:
+    error = local = None
+    flags = 0
+    try:
+        local, flags = recorded_flags(lambda: ufunc.accumulate(owned, axis=axis, dtype=dtype))
+    except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
+        error = exc
+    rest = tuple(s for d, s in enumerate(owned.shape) if d != axis)
+    if local is not None and local.shape[axis]:
         total = np.take(local, -1, axis=axis)
-    else:
-        total = np.full(rest, ufunc.identity, dtype=local.dtype)
+    else:                           # no cells, or this rank failed: the identity
+        total = np.full(rest, ufunc.identity,
+                        dtype=local.dtype if local is not None else owned.dtype)
     met = []
 
     def op(x, y):                  # runs inside the collective: flags noted, never raised
-        with np.errstate(all="call", call=lambda kind, flag: met.append(kind)):
+        with np.errstate(all="call", call=lambda kind, flag: met.append(flag)):
             return ufunc(x, y)
 
-    def finish():
-        before = comm.exscan(np.array(total), op=op)
-        # a flag met here is met again by the rank before, adding the same
-        # two numbers to its last cell (its own report follows its mode):
-        # raised here too under 'raise', never reported twice otherwise
-        mode = np.geterr()
-        for kind in dict.fromkeys(met):
-            if mode.get(kind) == "raise":
-                raise FloatingPointError(f"{kind} encountered in accumulate")
-        if comm.Get_rank() != 0 and before is not None:
-            ufunc(local, np.expand_dims(before, axis), out=local)
-        return local
-
-    return guarded_call(whole, finish, key + " prefix", f"np.{ufunc.__name__}.accumulate")
+    before = comm.exscan(np.array(total), op=op)
+    for flag in met:
+        flags |= flag
+    if error is None and comm.Get_rank() != 0 and before is not None:
+        try:
+            flags |= recorded_flags(lambda: ufunc(local, np.expand_dims(before, axis),
+                                                  out=local))[1]
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
+            error = exc
+    verdict, _ = allreduce_agreed(whole, np.add, None, None, error, fp=flags,
+                                  key=key + " prefix", kind="call")
+    if verdict is not None:
+        flags = verdict[4]
+        # the flags are the scan's, named below, not a reduction's
+        raise_verdict(verdict[:4] + (0,), whole.Get_size(), whole.Get_rank(),
+                      f"np.{ufunc.__name__}.accumulate", error)
+    give_fp_errors(b"accumulate", flags)
+    return local
 
 
 def _scan(name, ufunc, a, axis, dtype, out):
@@ -99,8 +115,9 @@ def _scan(name, ufunc, a, axis, dtype, out):
         scanned = _scan_block(comm, part, 0, ufunc, dtype, comm)
         return from_owned(DistArray, target, comm, scanned, rdtype)
     if dist.grid_shape[ax] == 1:
-        done = guarded_call(comm, lambda: along_whole_axis(
-            a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=dtype)), f"np.{name} lines",
+        # each rank scans whole lines; their flags reported on every rank
+        done = agreed_flags(comm, lambda: along_whole_axis(
+            a, ax, lambda x: ufunc.accumulate(x, axis=-1, dtype=dtype)), "accumulate",
             f"np.{name}")
         return from_owned(DistArray, dist, comm, done, rdtype)
     scanned = _scan_block(axis_comm(a, ax), a.owned, ax, ufunc, dtype, comm)

@@ -16,11 +16,10 @@ import warnings
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
-from nclx.dap.functions._agreed import agreed_flags
+from nclx.dap.functions._agreed import agreed_flags, agreed_warnings_call
 from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, finish, is_da,
                                         reduce_parts, value_out, wrap)
 from nclx.dap.distarray import DistArray
-from nclx.dap.fold import guarded_call
 from nclx.dap.registry import implements, issued_first
 from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
@@ -98,7 +97,10 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False, 
         x[own] = sq
         return x
 
-    x = guarded_call(a.comm, squares, "var squares", "np.var")
+    # the steps' warnings (NumPy's "invalid value encountered in subtract")
+    # on every rank, whatever rank's cells met them (before, on those ranks
+    # alone; found by review), and an error under 'raise' on every rank
+    x = agreed_warnings_call(a.comm, squares, "var squares", "np.var")
     ss = reduce_parts(a, x, np.add, axis, dtype=dtype, keepdims=keepdims, where=where)
     return ss, n
 
