@@ -12,6 +12,8 @@ reinterpreted: ``dtype=``, ``shape=``, ``strides=`` must agree with it.
 """
 import numpy as np
 
+from nclx._ncl.extent import c_strides as _c_strides, has_buffer as _has_buffer
+from nclx._ncl.extent import interface_overrun
 from nclx.storage import devices
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, Storage, make
@@ -107,17 +109,6 @@ class _Interface:
         self.owner = owner
 
 
-def _interface_itemsize(iface):
-    """The item size of the dtype NumPy builds from the interface (its
-    ``descr`` wins over ``typestr``: ``|V1`` with ``descr=[('a', '<f8')]`` is
-    8 bytes), asked of NumPy with an empty array at a null address (no
-    memory is touched)."""
-    probe = {"data": (0, True), "shape": (0,), "typestr": iface["typestr"], "version": 3}
-    if iface.get("descr") is not None:
-        probe["descr"] = iface["descr"]
-    return np.asarray(_Interface(probe, None)).dtype.itemsize
-
-
 def _pinned(iface):
     """The interface with a buffer ``data`` held exported for the array's
     life: NumPy releases its export at once, and a bytearray could then be
@@ -131,34 +122,10 @@ def _pinned(iface):
 
 def _check_interface_extent(iface):
     """An ``__array_interface__`` whose ``data`` is a buffer object must hold
-    every byte its shape, strides and offset address (NumPy does not check,
-    and would read past the end).  A raw ``(pointer, read_only)`` address, and
-    ``__array_struct__``, are trusted: their length is unknown."""
-    if not isinstance(iface, dict):
-        return
-    buf = iface.get("data")
-    if buf is None or isinstance(buf, tuple) or not _has_buffer(buf):
-        return
-    try:
-        shape = tuple(int(n) for n in iface["shape"])
-        itemsize = _interface_itemsize(iface)
-    except (KeyError, TypeError, ValueError):
-        return          # malformed: NumPy's own error follows
-    strides = iface.get("strides")
-    if strides is None:
-        strides = _c_strides(shape, itemsize)
-    strides = tuple(int(s) for s in strides)
-    offset = int(iface.get("offset", 0) or 0)
-    size = memoryview(buf).nbytes
-    if any(n == 0 for n in shape):
-        return
-    lo = offset + sum(min(0, (n - 1) * s) for n, s in zip(shape, strides))
-    hi = offset + sum(max(0, (n - 1) * s) for n, s in zip(shape, strides)) + itemsize
-    if lo < 0 or hi > size:
-        raise StorageError(
-            f"as_storage: __array_interface__ shape={shape} strides={strides} "
-            f"offset={offset} (itemsize {itemsize}) addresses bytes [{lo}, {hi}) but its data "
-            f"buffer holds {size} bytes")
+    every byte its shape, strides and offset address (:mod:`nclx._ncl.extent`)."""
+    overrun = interface_overrun(iface)
+    if overrun is not None:
+        raise StorageError(f"as_storage: {overrun}")
 
 
 def _raw_bytes(arr, any_ndim=False):
@@ -186,14 +153,6 @@ def _declares(obj, name):
     """Whether ``obj`` has the attribute ``name``, looked up without running
     a property (NumPy, reading the buffer, never reads it)."""
     return hasattr(type(obj), name) or name in getattr(obj, "__dict__", {})
-
-
-def _has_buffer(obj):
-    try:
-        memoryview(obj)
-    except TypeError:
-        return False
-    return True
 
 
 def _view_flat(mem, flat, writeable):
@@ -236,14 +195,6 @@ def _extent(shape, strides, itemsize):
     lo = sum(s * (n - 1) for s, n in zip(strides, shape) if s < 0)
     hi = sum(s * (n - 1) for s, n in zip(strides, shape) if s > 0)
     return lo, hi + itemsize
-
-
-def _c_strides(shape, itemsize):
-    strides, step = [], itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 def _device_array(device_data, backend):

@@ -34,17 +34,19 @@ class ComputeMixin:
         raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
                         ".to_list() or pad it yourself")
 
-    def sum(self, axis=-1, dtype=None):
-        return self._reduce("sum", axis, dtype)
+    # out= and keepdims= as np.sum(r) / np.max(r) pass them (before, a
+    # TypeError of unexpected keywords from inside NumPy; found by review)
+    def sum(self, axis=-1, dtype=None, out=None, keepdims=False):
+        return self._reduce("sum", axis, _no_out("sum", dtype, out, keepdims))
 
-    def prod(self, axis=-1, dtype=None):
-        return self._reduce("prod", axis, dtype)
+    def prod(self, axis=-1, dtype=None, out=None, keepdims=False):
+        return self._reduce("prod", axis, _no_out("prod", dtype, out, keepdims))
 
-    def max(self, axis=-1):
-        return self._reduce("max", axis, None)
+    def max(self, axis=-1, out=None, keepdims=False):
+        return self._reduce("max", axis, _no_out("max", None, out, keepdims))
 
-    def min(self, axis=-1):
-        return self._reduce("min", axis, None)
+    def min(self, axis=-1, out=None, keepdims=False):
+        return self._reduce("min", axis, _no_out("min", None, out, keepdims))
 
     def count(self, axis=-1):
         """Number of values (not missing) in every list."""
@@ -86,6 +88,19 @@ class ComputeMixin:
         if self._validity is not None:
             return compute.mask_missing(out, self.valid())
         return out
+
+
+def _no_out(name, dtype, out, keepdims):
+    """``dtype``, where ``out`` and ``keepdims`` are their defaults; else a
+    TypeError naming the keyword (a Ragged's reduction makes a new array,
+    one value per list)."""
+    if out is not None:
+        raise TypeError(f"{name} of a Ragged: out= is not supported (the result is a new "
+                        f"array, one value per list)")
+    if keepdims:
+        raise TypeError(f"{name} of a Ragged: keepdims=True is not supported (the lists' "
+                        f"lengths differ)")
+    return dtype
 
 
 def _reduce_call(ufunc, method, inputs, kwargs):

@@ -30,6 +30,13 @@ def values_array(values):
     if getattr(type(values), "__arrow_array__", None) is not None:
         return values.__arrow_array__()
     if values.ndim > 1 and values.dtype.names is None:
+        if 0 in values.shape[1:]:
+            # Arrow has no fixed-size list of 0 (before, pyarrow's own
+            # "list_size needs to be a strict positive integer"; found by review)
+            d = values.shape[1:].index(0) + 1
+            raise TypeError(f"a fixed inner dimension of 0 (dimension {d} of the values, "
+                            f"shape {values.shape}) does not go to Arrow: its fixed-size "
+                            f"lists need a size of 1 or more (to_awkward takes it)")
         # the mask of a masked array travels with its values to the leaves
         arr = values_array(values.reshape(-1))
         for k in reversed(values.shape[1:]):

@@ -25,6 +25,7 @@ import weakref
 
 import numpy as np
 
+from nclx._ncl.extent import interface_overrun
 from nclx._ncl import forksafe as _forksafe
 
 from nclx.types._arrmeta_nodes import (IMMUTABLE, READ, WRITE, Arrmeta, EmptyMeta,
@@ -145,6 +146,12 @@ def _target(x):
         if gdi and None not in gdi:
             raise TypeError("arrmeta: a device-only storage has no host data to describe")
     if hasattr(type(x), "__array_interface__"):       # a storage's host buffer, ...
+        # bytes past a buffer ``data`` refused, as as_storage refuses them:
+        # NumPy reads there (before, a tree over bytes the buffer does not
+        # hold; found by review)
+        overrun = interface_overrun(x.__array_interface__)
+        if overrun is not None:
+            raise ValueError(f"arrmeta: {overrun}")
         arr = np.asarray(x)
         dtype = interface_dtype(x.__array_interface__)
         if arr.dtype != dtype and arr.dtype.itemsize == dtype.itemsize:
@@ -190,7 +197,8 @@ def _layout(x):
     ``x`` lives (``a.shape = ...``, ``a.dtype = ...``, ``a.resize``): a
     cached entry is served only while this is unchanged (found by review:
     arrmeta(a) kept the old shape after ``a.shape = (2, 3)``).  None for
-    data that cannot change (pyarrow, awkward, storages)."""
+    data that cannot change (pyarrow, storages); an awkward Array's layout
+    object."""
     if isinstance(x, np.ndarray):
         mask = np.ma.getmask(x) if isinstance(x, np.ma.MaskedArray) else None
         return (x.shape, x.strides, x.dtype, x.__array_interface__["data"], x.flags.writeable,
@@ -198,7 +206,14 @@ def _layout(x):
     if isinstance(x, Ragged):
         validity = None if x.validity is None else _layout(x.validity)
         return (_layout(x.offsets), _layout(x.values), validity, x.validity_offset, x.encoding)
-    if (type(x).__module__ or "").startswith(("pyarrow", "awkward")):
+    mod = type(x).__module__ or ""
+    if mod.startswith("awkward"):
+        # an ak.Array changes in place (``a["y"] = ...``, ``a.layout = ...``):
+        # its layout object names what it holds now (before, the first tree
+        # was served for ever; found by review)
+        lay = getattr(x, "layout", x)
+        return ("awkward", id(lay), lay)
+    if mod.startswith("pyarrow"):
         return None
     if hasattr(type(x), "__distarray__"):
         return _layout(x.__distarray__()["buffer"])

@@ -207,10 +207,24 @@ def mask_missing(out, valid):
 def values_equal(a, b):
     """Same missing entries and the same values where present (NaN equal
     to NaN); ``a`` and ``b`` are ndarrays or masked arrays."""
-    ma, mb = np.ma.getmaskarray(a), np.ma.getmaskarray(b)
+    ma, mb = _element_mask(a), _element_mask(b)
     if not np.array_equal(ma, mb):
         return False
     da, db = np.ma.getdata(a)[~ma], np.ma.getdata(b)[~mb]
     if da.dtype.names is not None:
         return bool(np.array_equal(da, db))
-    return bool(np.array_equal(da, db, equal_nan=da.dtype.kind in "fc"))
+    # NaT equal to NaT too (before, a Ragged of datetimes holding NaT did
+    # not equal itself; found by review)
+    return bool(np.array_equal(da, db, equal_nan=da.dtype.kind in "fcmM"))
+
+
+def _element_mask(x):
+    """Which elements of ``x`` are missing: a record only where all its
+    fields are (a structured mask's ``~`` raised TypeError before; found
+    by review)."""
+    m = np.ma.getmask(x)
+    if m is np.ma.nomask:
+        return np.zeros(np.shape(x), bool)
+    if m.dtype.names is not None:
+        return np.asarray(np.ma.MaskedArray(np.ma.getdata(x), mask=m).recordmask, bool)
+    return np.asarray(m, bool)
