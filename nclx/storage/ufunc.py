@@ -186,7 +186,19 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
                     new_outs = None      # NumPy 2.4 bug: let it allocate, then copy (below)
                 else:
                     kwargs["out"] = new_outs
-        result = aware.run_unwrapped(side.fn, method, inputs, kwargs, side.operand)
+        unwrap, padded = side.operand, _padded_outs(side, method, kwargs)
+        if padded:
+            # NumPy 2.4's bug (_no_unit_stride) for an out= storage too: the
+            # ufunc writes a contiguous copy of it (the operand that is out
+            # reads the copy: its values, where= keeps them), copied back
+            # after (before, np.negative(s, out=s) on a padded column wrote
+            # wrong values; found by review)
+            def unwrap(x):
+                hit = padded.get(id(x))
+                return hit[1] if hit is not None and hit[0] is x else side.operand(x)
+        result = aware.run_unwrapped(side.fn, method, inputs, kwargs, unwrap)
+        for o, tmp in padded.values():
+            np.copyto(o._host, tmp, casting="no")
         touched = list(aware.outs_of(kwargs))
         if method == "at" and inputs and isinstance(inputs[0], StorageBase):
             touched.append(inputs[0])                 # ufunc.at works in place
@@ -210,6 +222,16 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
 
     return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=side.operand, wrap=wrap,
                              compute=compute)
+
+
+def _padded_outs(side, method, kwargs):
+    """{id: (out storage, contiguous copy of its host view)} for the host
+    out= storages of a ufunc call that :func:`_no_unit_stride` names."""
+    if method != "__call__" or side.state != _HOST_DIRTY:
+        return {}
+    return {id(o): (o, np.array(o._host_read(), order="C", copy=True))
+            for o in aware.outs_of(kwargs)
+            if isinstance(o, StorageBase) and o._host is not None and _no_unit_stride(o._host)}
 
 
 def _no_unit_stride(a):
