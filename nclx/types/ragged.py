@@ -243,6 +243,10 @@ class Ragged(ComputeMixin, NDArrayOperatorsMixin):
                     raise IndexError(f"list {head} is missing (None); it has no element {rest[0]}")
                 if isinstance(item, (str, bytes)):
                     raise IndexError("too many indices: the elements of a string Ragged are strings")
+                plain = sum(1 for k in rest if k is not None and k is not Ellipsis)
+                if isinstance(item, np.ndarray) and plain > item.ndim:   # (NumPy counts rest)
+                    raise IndexError(f"too many indices for the Ragged: it has {item.ndim + 1} "
+                                     f"dimensions, but {plain + 1} were indexed")
                 return item[rest if len(rest) > 1 else rest[0]]
             if isinstance(head, slice) and len(rest) == 1 and isinstance(rest[0], (int, np.integer)):
                 return self[head]._column(int(rest[0]))

@@ -11,7 +11,9 @@
 - T5: ``arrmeta`` of an ``__array_interface__`` addressing bytes past its
   ``data`` buffer built a tree over them (``as_storage`` refuses it);
 - T6: ``to_arrow`` of values with a fixed inner dimension of 0 leaked
-  pyarrow's "list_size needs to be a strict positive integer".
+  pyarrow's "list_size needs to be a strict positive integer";
+- T7: too many indices on a Ragged (``r[0, 0, 0]`` of a 2-dimensional one)
+  gave NumPy's count of the rest of the key ("but 2 were indexed").
 """
 import numpy as np
 import pytest
@@ -82,3 +84,10 @@ def test_t6_to_arrow_of_a_zero_width_fixed_dimension():
     pytest.importorskip("pyarrow", reason="pyarrow is an optional dependency")
     with pytest.raises(TypeError, match="fixed inner dimension of 0"):
         to_arrow(Ragged(np.array([0, 1, 3]), np.zeros((3, 0))))
+
+
+def test_t7_too_many_indices_counts_the_whole_key():
+    r = from_list([[1.0, 2.0], [], [3.0]])
+    assert r[0, 1] == 2.0
+    with pytest.raises(IndexError, match="it has 2 dimensions, but 3 were indexed"):
+        r[0, 0, 0]
