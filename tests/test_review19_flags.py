@@ -102,3 +102,60 @@ def test_the_probe_finds_numpys_clearing_loops():
     assert clears[("greater_equal", "dd?")] == 1
     assert clears[("maximum", "ddd")] == 1
     assert clears[("add", "ddd")] == 0
+
+
+# -------------------------------------------- calls down the hook chains
+def test_flags_cleared_after_a_hook_or_checked_run():
+    """A call down the chains (a kernel hook passing it on, checked(), the
+    ledger, nclx's kernel on the whole call) ends as NumPy's loop ends: with
+    the cast's flags cleared (before, only split and fast-path calls did)."""
+    import nclx.hooks as hooks
+    x, z = SNAN32, Z64
+    want = [_outcome(CASES[op], x, z, m) for op in ("greater_equal", "maximum")
+            for m in ("warn", "raise")]
+    nclx.install()
+    try:
+        h = hooks.register("kernel", ("greater_equal", "float64"), lambda call: call.next())
+        h2 = hooks.register("kernel", ("maximum", "float64"), lambda call: call.next())
+        try:
+            got = [_outcome(CASES[op], x, z, m) for op in ("greater_equal", "maximum")
+                   for m in ("warn", "raise")]
+        finally:
+            h.remove()
+            h2.remove()
+        assert got == want
+        policy.set_preference("maximum", "ddd", False, False, False)   # nclx's kernel, whole
+        for scope in (nclx.checked, nclx.ledger.recording):
+            with scope():
+                got = [_outcome(CASES["maximum"], x, z, m) for m in ("warn", "raise")]
+            assert got == want[2:], scope
+    finally:
+        nclx.uninstall()
+
+
+# ----------------------------------------- a short last piece of a split call
+@pytest.mark.parametrize("op", [np.add, np.multiply], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dt, bits", [("f8", (0x7FF0000000000001, 0x7FF8000020000000)),
+                                      ("f4", (0x7F800001, 0x7FC00020))])
+def test_short_last_piece_keeps_numpys_nan(op, dt, bits):
+    """A last piece shorter than one vector ran NumPy's loop for a short
+    call, which keeps the other operand's NaN than a whole call's tail: the
+    last piece now joins the one before it."""
+    u = np.uint64 if dt == "f8" else np.uint32
+    for n, threads, threshold in [(64 * 3 + 1, 2, 64), (64 * 5 + 7, 3, 64),
+                                  (64 * 2 + 15, 2, 64), (65537, 33, None)]:
+        a = np.full(n, bits[0], u).view(dt)
+        b = np.full(n, bits[1], u).view(dt)
+        with np.errstate(all="ignore"):
+            want = [op(a, b).tobytes(), op(b, a).tobytes()]
+        nclx.install()
+        try:
+            nclx.set_num_threads(threads)
+            if threshold is not None:
+                nclx.set_threshold(threshold)
+            with np.errstate(all="ignore"):
+                got = [op(a, b).tobytes(), op(b, a).tobytes()]
+        finally:
+            nclx.uninstall()
+            nclx.reset_thresholds()
+        assert got == want, (n, threads)

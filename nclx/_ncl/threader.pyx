@@ -258,6 +258,16 @@ cdef void ncl_run_split(ncl_call *call, ncl_node *node, int reduce, int nthreads
         for t in range(nthreads):
             job.lo[t] = min(<npy_intp>t * per, n)
             job.n[t] = min(<npy_intp>(t + 1) * per, n) - job.lo[t]
+        # a last piece shorter than CHUNK_ALIGN joins the one before it:
+        # NumPy's loop on fewer elements than one vector takes another
+        # scalar path than a whole call's tail (float add and multiply keep
+        # the other operand's NaN there; found by review)
+        t = nthreads - 1
+        while t > 0 and job.n[t] == 0:
+            t -= 1
+        if t > 0 and job.n[t] < CHUNK_ALIGN:
+            job.n[t - 1] += job.n[t]
+            job.n[t] = 0
         job.pieces = nthreads
     ncl_team_run(nthreads if job.pieces > nthreads else job.pieces, _team_body, &job)
     if pol.clears_flags:
