@@ -33,8 +33,9 @@ def isa(request):
 
 
 def test_limit_is_checked_and_restored():
-    with pytest.raises(ValueError, match="limit must be 0, 1 or 2"):
-        masking.maskstore_isa(3)
+    for bad in (3, -1, True, 1.0, "1"):
+        with pytest.raises(ValueError, match="limit must be 0, 1 or 2"):
+            masking.maskstore_isa(bad)
     old = masking.maskstore_isa(0)
     try:
         assert masking.maskstore_isa() == 0

@@ -387,7 +387,7 @@ cdef int mask_prepare(mjob *j, int op, const char *m, npy_intp n, cnp.ndarray a)
 def maskstore_isa(limit=None):
     """place/putmask's vector ISA (2: AVX-512, 1: AVX2, 0: none); tests cap
     it with ``limit``, which returns the previous cap."""
-    if limit not in (None, 0, 1, 2):
+    if limit is not None and (type(limit) is not int or limit not in (0, 1, 2)):
         raise ValueError(f"maskstore_isa: limit must be 0, 1 or 2, got {limit!r}")
     return ncl_maskstore_isa() if limit is None else ncl_maskstore_set_limit(limit)
 

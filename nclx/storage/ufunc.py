@@ -196,9 +196,13 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
             def unwrap(x):
                 hit = padded.get(id(x))
                 return hit[1] if hit is not None and hit[0] is x else side.operand(x)
-        result = aware.run_unwrapped(side.fn, method, inputs, kwargs, unwrap)
-        for o, tmp in padded.values():
-            np.copyto(o._host, tmp, casting="no")
+        try:
+            result = aware.run_unwrapped(side.fn, method, inputs, kwargs, unwrap)
+        finally:
+            # also when NumPy raises a floating-point error after writing
+            # its output (errstate 'raise'): out= holds what NumPy wrote
+            for o, tmp in padded.values():
+                np.copyto(o._host, tmp, casting="no")
         touched = list(aware.outs_of(kwargs))
         if method == "at" and inputs and isinstance(inputs[0], StorageBase):
             touched.append(inputs[0])                 # ufunc.at works in place

@@ -294,3 +294,14 @@ def test_r12_empty_path(tmp):
     with pytest.raises(FileNotFoundError) as info:
         a.save_npy("")
     assert "the path is empty" in str(info.value) and os.getcwd() not in str(info.value)
+
+
+@pytest.mark.parametrize("dt", [bool, float])
+@pytest.mark.parametrize("fn, q", [(np.nanquantile, 2.0), (np.nanpercentile, 200),
+                                   (np.quantile, -0.5)])
+def test_r8_q_still_checked_for_empty_arrays(dt, fn, q):
+    a = dap.DistArray.from_global(np.zeros(0, dt), comm=comm)
+    with pytest.raises(ValueError):
+        fn(np.zeros(0, dt), q)
+    with pytest.raises(ValueError):
+        fn(a, q)

@@ -42,3 +42,14 @@ def test_where_keeps_the_out_storage_values():
     mask = (np.arange(7) % 2 == 0)[:, None]
     np.negative(c, out=m, where=mask)
     assert np.asarray(m)[:, 0].tolist() == [-1.0, 5.0, -3.0, 5.0, -5.0, 5.0, -7.0]
+
+
+def test_out_storage_written_when_numpy_raises_after_writing():
+    # NumPy writes the whole output, then raises the FP error: out= holds it
+    c = _column(np.array([1.0, -2.0, 4.0, -9.0, 16.0]))
+    out = _column(np.zeros(5))
+    with np.errstate(invalid="raise"), pytest.raises(FloatingPointError):
+        np.sqrt(c, out=out)
+    with np.errstate(invalid="ignore"):
+        want = np.sqrt(np.array([1.0, -2.0, 4.0, -9.0, 16.0]))
+    assert np.asarray(out)[:, 0].tobytes() == want.tobytes()

@@ -290,11 +290,12 @@ def _quantile_impl(name, a, q, axis, out, overwrite_input, method, keepdims, wei
             _check_weights(name, a, weights, axes if axes is None or len(axes) > 1 else axes[0])
             kw["weights"] = np.ones(2, np.asarray(weights.owned if isinstance(
                 weights, DistArray) else weights).dtype)
-        # an empty array is NumPy's business below (a nan-quantile of empty
-        # bools is NaN, where this probe on two bools raised NumPy's
-        # "boolean subtract" TypeError: found by review)
-        if _size(a):
-            numpy_fn(np.zeros(2, a.dtype), q, method=method, **kw)
+        # q and method checked as NumPy checks them first; an empty array's
+        # values are NumPy's business below (a nan-quantile of empty bools
+        # is NaN, where a probe on two bools raised NumPy's "boolean
+        # subtract" TypeError: found by review)
+        empty_bools = a.dtype == np.bool_ and not _size(a)
+        numpy_fn(np.zeros(2, np.float64 if empty_bools else a.dtype), q, method=method, **kw)
 
     def local(a, ax, keepdims, weights=weights):
         if weights is None:
