@@ -6,7 +6,10 @@ import warnings
 
 import numpy as np
 
+from nclx._fpflags import recorded_flags
+from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap import ufuncs as _ufuncs
+from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.reduce import join_failed, normalize_axes
@@ -98,8 +101,19 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
     if isinstance(total, base):
         blk = total._block.copy()          # counted cells only: padding holds no count
         own = total.distribution.owned_slices(total.comm.Get_rank())
-        np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
-                       casting="unsafe")
+
+        def divide():
+            np.true_divide(blk[own], count[own] if np.ndim(count) else count, out=blk[own],
+                           casting="unsafe")
+        if (count == 0) if plain else empty:
+            # empty slices (the same verdict on every rank): 0 / 0's flag
+            # reported on every rank, as NumPy's one division reports it
+            # (before, on the ranks holding such slices alone: a rank with
+            # no cells did not warn, and under 'raise' raised alone; found
+            # by review)
+            _agreed_divide(total.comm, divide)
+        else:
+            divide()
         result = cls._of(blk.astype(np.float16) if f16 else blk, total.distribution,
                          total.comm)
     elif np.ndim(total):
@@ -118,3 +132,20 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         out[...] = result
         return out
     return result
+
+
+def _agreed_divide(comm, divide):
+    """``divide()`` with its floating-point flags recorded, ORed over
+    ``comm`` in one agreement (which also raises any rank's exception on
+    every rank) and reported as NumPy's "... encountered in divide"."""
+    error, flags = None, 0
+    try:
+        flags = recorded_flags(divide)[1]
+    except Exception as exc:  # noqa: BLE001 - raised on every rank below
+        error = exc
+    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, fp=flags,
+                                  key="mean divide", kind="call")
+    if verdict is not None:
+        flags = verdict[4]
+        raise_verdict(verdict[:4] + (0,), comm.Get_size(), comm.Get_rank(), "mean", error)
+    give_fp_errors(b"divide", flags)

@@ -45,7 +45,12 @@ code before its fix, at the rank counts it says):
   on the ranks whose cells met them only; now on every rank, once (2+
   ranks);
 - R12: ``save_npy('')`` named the working directory ("Is a directory:
-  '<cwd>'"): the empty path made absolute; now "the path is empty".
+  '<cwd>'"): the empty path made absolute; now "the path is empty";
+- R13: the mean of empty slices along an axis (``np.mean(da, axis=1)`` of
+  shape (3, 0)) warned 0 / 0's "invalid value encountered in divide" on the
+  ranks holding rows only: a rank with none (4+ ranks) did not warn, and
+  under 'raise' the ranks raised alone; now agreed (found by this file's
+  R8 test at 5 ranks).
 """
 import os
 import struct
@@ -305,3 +310,10 @@ def test_r8_q_still_checked_for_empty_arrays(dt, fn, q):
         fn(np.zeros(0, dt), q)
     with pytest.raises(ValueError):
         fn(a, q)
+
+
+@pytest.mark.parametrize("fn", [np.mean, np.nanmean])
+@pytest.mark.parametrize("mode", ["warn", "raise"])
+def test_r13_mean_of_empty_slices_on_ranks_without_rows(fn, mode):
+    g = np.zeros((3, 0), bool)
+    _same_as_numpy_on_every_rank([g], lambda x: fn(x, axis=1), mode)
