@@ -6,10 +6,8 @@ import warnings
 
 import numpy as np
 
-from nclx._fpflags import recorded_flags
-from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap import ufuncs as _ufuncs
-from nclx.dap.fold import allreduce_agreed, raise_verdict
+from nclx.dap.agreedflags import agreed_flags
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.reduce import join_failed, normalize_axes
@@ -111,7 +109,7 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
             # (before, on the ranks holding such slices alone: a rank with
             # no cells did not warn, and under 'raise' raised alone; found
             # by review)
-            _agreed_divide(total.comm, divide)
+            agreed_flags(total.comm, divide, "divide", "mean")
         else:
             divide()
         result = cls._of(blk.astype(np.float16) if f16 else blk, total.distribution,
@@ -133,19 +131,3 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         return out
     return result
 
-
-def _agreed_divide(comm, divide):
-    """``divide()`` with its floating-point flags recorded, ORed over
-    ``comm`` in one agreement (which also raises any rank's exception on
-    every rank) and reported as NumPy's "... encountered in divide"."""
-    error, flags = None, 0
-    try:
-        flags = recorded_flags(divide)[1]
-    except Exception as exc:  # noqa: BLE001 - raised on every rank below
-        error = exc
-    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, fp=flags,
-                                  key="mean divide", kind="call")
-    if verdict is not None:
-        flags = verdict[4]
-        raise_verdict(verdict[:4] + (0,), comm.Get_size(), comm.Get_rank(), "mean", error)
-    give_fp_errors(b"divide", flags)

@@ -16,9 +16,8 @@ import warnings
 import numpy as np
 
 from nclx._warnscope import recording
-from nclx._fpflags import recorded_flags
-from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.collective import allgather_checked
+from nclx.dap.agreedflags import agreed_flags
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 
 __all__ = ["agreed_flags", "agreed_warnings_call"]
@@ -27,28 +26,6 @@ _WARNED = 1 << 8        # no NumPy flag: "this rank recorded warnings"
 #: NumPy warns these once per slice (its nan-quantiles' lines): the ranks'
 #: counts add up; any other warning NumPy gives once per vectorised step
 _PER_SLICE = frozenset(["All-NaN slice encountered"])
-
-
-def agreed_flags(comm, fn, name, what):
-    """``fn()``, a local step on this rank's cells, with the floating-point
-    flags it meets recorded, ORed over ``comm`` (one ``Allreduce``, which
-    also raises an exception of ``fn`` on every rank) and reported on every
-    rank as NumPy reports ufunc ``name``'s ("overflow encountered in
-    multiply") under the caller's ``np.errstate``."""
-    error = result = None
-    flags = 0
-    try:
-        result, flags = recorded_flags(fn)
-    except Exception as exc:  # noqa: BLE001 - raised on every rank below
-        error = exc
-    verdict, _ = allreduce_agreed(comm, np.add, None, None, error, fp=flags,
-                                  key=f"{what} flags of {name}", kind="call")
-    if verdict is not None:
-        flags = verdict[4]
-        # the flags are the step's, named below, not a reduction's
-        raise_verdict(verdict[:4] + (0,), comm.Get_size(), comm.Get_rank(), what, error)
-    give_fp_errors(name.encode(), flags)
-    return result
 
 
 def agreed_warnings_call(comm, fn, key, what):
