@@ -9,7 +9,7 @@ their length is unknown).  Below every subpackage: both import it.
 """
 import numpy as np
 
-__all__ = ["c_strides", "has_buffer", "interface_itemsize", "interface_overrun"]
+__all__ = ["c_strides", "declares", "has_buffer", "interface_itemsize", "interface_overrun"]
 
 
 class _Interface:
@@ -26,6 +26,13 @@ def interface_itemsize(iface):
     if iface.get("descr") is not None:
         probe["descr"] = iface["descr"]
     return np.asarray(_Interface(probe)).dtype.itemsize
+
+
+def declares(obj, name):
+    """Whether ``obj`` has the attribute ``name`` on its type or in its
+    instance ``__dict__`` (NumPy looks ``__array_interface__`` up on the
+    instance too), looked up without running a property."""
+    return hasattr(type(obj), name) or name in getattr(obj, "__dict__", {})
 
 
 def has_buffer(obj):

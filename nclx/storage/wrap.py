@@ -13,7 +13,7 @@ reinterpreted: ``dtype=``, ``shape=``, ``strides=`` must agree with it.
 import numpy as np
 
 from nclx._ncl.extent import c_strides as _c_strides, has_buffer as _has_buffer
-from nclx._ncl.extent import interface_overrun
+from nclx._ncl.extent import declares, interface_overrun
 from nclx.storage import devices
 from nclx.storage.buffer import Buffer
 from nclx.storage.core import CLASS_OF_KIND, Storage, make
@@ -48,8 +48,8 @@ def _host_array(data, kw):
                                "without copying; use storage(data) to copy a "
                                f"{type(data).__name__}")
     from_buffer = False
-    if buffer_first and (_declares(data, "__array_interface__")
-                         or _declares(data, "__array_struct__")):
+    if buffer_first and (declares(data, "__array_interface__")
+                         or declares(data, "__array_struct__")):
         arr, from_buffer = np.asarray(data), True   # its buffer, as NumPy reads it
     elif not buffer_first and (isinstance(data, np.ndarray) or iface is not None
                                or hasattr(data, "__array_struct__")):
@@ -147,12 +147,6 @@ def _int_tuple(keyword, value):
                                    "integer")
         out.append(int(v))
     return tuple(out)
-
-
-def _declares(obj, name):
-    """Whether ``obj`` has the attribute ``name``, looked up without running
-    a property (NumPy, reading the buffer, never reads it)."""
-    return hasattr(type(obj), name) or name in getattr(obj, "__dict__", {})
 
 
 def _view_flat(mem, flat, writeable):

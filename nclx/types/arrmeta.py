@@ -25,7 +25,7 @@ import weakref
 
 import numpy as np
 
-from nclx._ncl.extent import interface_overrun
+from nclx._ncl.extent import declares, interface_overrun
 from nclx._ncl import forksafe as _forksafe
 
 from nclx.types._arrmeta_nodes import (IMMUTABLE, READ, WRITE, Arrmeta, EmptyMeta,
@@ -145,7 +145,9 @@ def _target(x):
                             f"{type(gdi).__name__}, not the dict of buffers GDP-3 specifies")
         if gdi and None not in gdi:
             raise TypeError("arrmeta: a device-only storage has no host data to describe")
-    if hasattr(type(x), "__array_interface__"):       # a storage's host buffer, ...
+    # on the type or the instance, where NumPy looks too (before, an instance
+    # attribute was not seen; found by review)
+    if declares(x, "__array_interface__"):       # a storage's host buffer, ...
         # bytes past a buffer ``data`` refused, as as_storage refuses them:
         # NumPy reads there (before, a tree over bytes the buffer does not
         # hold; found by review)
@@ -217,7 +219,7 @@ def _layout(x):
         return None
     if hasattr(type(x), "__distarray__"):
         return _layout(x.__distarray__()["buffer"])
-    if hasattr(type(x), "__gt_data_interface__") or not hasattr(type(x), "__array_interface__"):
+    if hasattr(type(x), "__gt_data_interface__") or not declares(x, "__array_interface__"):
         return None
     iface = x.__array_interface__
     return tuple(repr(iface.get(k)) for k in ("shape", "strides", "typestr", "descr", "data"))

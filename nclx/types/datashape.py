@@ -106,6 +106,18 @@ class Record(Type):
     fields: Tuple[Type, ...]
     names: Optional[Tuple[str, ...]] = None   # None: a tuple type
 
+    def __post_init__(self):
+        # a name given twice is no datashape record: parse() refuses the
+        # string it prints (before, typeof of an Arrow struct with duplicate
+        # names printed one; found by review)
+        if self.names is not None:
+            seen = set()
+            for name in self.names:
+                if name in seen:
+                    raise ValueError(f"record: duplicate field name {name!r} "
+                                     "(datashape record field names are unique)")
+                seen.add(name)
+
     @property
     def is_tuple(self):
         return self.names is None

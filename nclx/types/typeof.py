@@ -12,6 +12,7 @@ dimensions into the fields).
 """
 import numpy as np
 
+from nclx._ncl.extent import declares
 from nclx.types.datashape import (Categorical, Dim, Option, Record, Scalar, String, Type,
                                   Union, array_type, dtype_type, interface_dtype, shape_type)
 from nclx.types.ragged import Ragged
@@ -63,7 +64,7 @@ def _exported(x):
                         lambda gdi: _interface_type(_one_entry(gdi)) if gdi else None)
         if got is not None:
             return got
-    if hasattr(t, "__array_interface__"):
+    if declares(x, "__array_interface__"):    # the instance too, as NumPy
         return _protocol(x, "__array_interface__", _interface_type)
     return None
 
