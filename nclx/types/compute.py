@@ -212,10 +212,28 @@ def values_equal(a, b):
         return False
     da, db = np.ma.getdata(a)[~ma], np.ma.getdata(b)[~mb]
     if da.dtype.names is not None:
-        return bool(np.array_equal(da, db))
+        # field by field, each with its own mask: NaN equal to NaN inside a
+        # record, and a masked field's hidden bytes not compared (before,
+        # ``==`` of whole records: a record holding NaN did not equal
+        # itself; found by review)
+        if da.dtype != db.dtype:
+            return False
+        fa, fb = _field_masks(a, ~ma), _field_masks(b, ~mb)
+        return all(values_equal(_masked(da[n], fa, n), _masked(db[n], fb, n))
+                   for n in da.dtype.names)
     # NaT equal to NaT too (before, a Ragged of datetimes holding NaT did
     # not equal itself; found by review)
     return bool(np.array_equal(da, db, equal_nan=da.dtype.kind in "fcmM"))
+
+
+def _field_masks(x, keep):
+    """The structured mask of the kept records of ``x``, or None."""
+    m = np.ma.getmask(x)
+    return None if m is np.ma.nomask or m.dtype.names is None else m[keep]
+
+
+def _masked(field, masks, name):
+    return field if masks is None else np.ma.MaskedArray(field, mask=masks[name])
 
 
 def _element_mask(x):

@@ -44,3 +44,38 @@ def test_typeof_arrow_struct_with_duplicate_names_is_a_clear_error():
     s = pa.StructArray.from_arrays([pa.array([1, 2]), pa.array([3.0, 4.0])], names=["x", "x"])
     with pytest.raises(ValueError, match="duplicate field name 'x'"):
         typeof(s)
+
+
+def test_equals_of_records_holding_nan():
+    from nclx.types import Ragged
+    dt = np.dtype([("a", "f8"), ("b", "i4")])
+    d = np.array([(1.0, 1), (2.0, 2), (np.nan, 3)], dt)
+    off = np.array([0, 1, 3])
+    assert Ragged(off, d).equals(Ragged(off, d.copy()))
+    e = d.copy()
+    e["b"][2] = 4
+    assert not Ragged(off, d).equals(Ragged(off, e))
+
+
+def test_values_equal_of_partially_masked_records():
+    from nclx.types.compute import values_equal
+    dt = np.dtype([("a", "f8"), ("b", "i4"), ("c", [("x", "f4", (2,))])])
+    d = np.zeros(3, dt)
+    d["a"] = [1, 2, np.nan]
+    d["b"] = [1, 2, 3]
+    d["c"]["x"][2] = [np.nan, 1]
+    hidden = d.copy()
+    hidden["b"][1] = 99                       # under the mask: not compared
+    m = np.zeros(3, np.ma.make_mask_descr(dt))
+    m["b"][1] = True
+    assert values_equal(np.ma.MaskedArray(d, mask=m), np.ma.MaskedArray(hidden, mask=m))
+    assert not values_equal(d, hidden)
+    other = m.copy()
+    other["b"][1], other["a"][1] = False, True   # a different field masked
+    assert not values_equal(np.ma.MaskedArray(d, mask=m), np.ma.MaskedArray(d, mask=other))
+    sub = m.copy()
+    sub["c"]["x"][0] = [True, False]             # masks inside a subarray field
+    assert not values_equal(np.ma.MaskedArray(d, mask=sub), np.ma.MaskedArray(d, mask=m))
+    moved = d.copy()
+    moved["c"]["x"][0, 0] = 5
+    assert values_equal(np.ma.MaskedArray(d, mask=sub), np.ma.MaskedArray(moved, mask=sub))
