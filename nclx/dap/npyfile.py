@@ -29,6 +29,8 @@ from nclx.dap import npymap
 from nclx.dap.collective import describe_error, failure_type
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
 from nclx.dap.maps import check_global_range
+from nclx.dap.npyagree import Failure as _Failure, agree as _agree, failed as _failed
+from nclx.dap.npyagree import gather as _gather, local_error as _local_error, report as _report
 from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes, open_file,
                                 other_file, read_header)
 from nclx.dap.agreekeys import layout_words
@@ -61,68 +63,6 @@ def _hints(views):
            for mean, largest, contiguous in views):
         return HINTS
     return None
-
-
-def _local_error(exc):
-    """An MPI error as an OSError with the first line of MPI's message (its
-    error stack follows on other lines); other exceptions as they are."""
-    from mpi4py import MPI   # optional dependency: nclx.dap loads without it
-    if isinstance(exc, MPI.Exception):
-        return OSError(f"{MPI.Get_error_string(exc.Get_error_class())} "
-                       f"({str(exc).splitlines()[0]})")
-    return exc
-
-
-def _gather(comm, error, value=None):
-    """One allgather of (this rank's error, ``value``): ``(text, values)``,
-    ``text`` None when no rank failed, else its message alone when every
-    rank failed alike, or each failing rank with its message."""
-    msg = None
-    if error is not None:
-        msg = str(error) if isinstance(error, DapError) else describe_error(error)
-    parts = comm.allgather((msg, value))
-    failed = [(r, m) for r, (m, _) in enumerate(parts) if m is not None]
-    return _report(failed, len(parts)), [v for _, v in parts]
-
-
-def _report(failed, nranks):
-    """None for no ``failed`` ranks ``[(rank, message)]``, else their report."""
-    if not failed:
-        return None
-    if len(failed) == nranks and len({m for _, m in failed}) == 1:
-        return _Failure(failed[0][1], failed[0][1])
-    head = f"rank {failed[0][0]}" if len(failed) == 1 else f"{len(failed)} ranks"
-    return _Failure(f"{head} of {nranks} failed:" + "".join(
-        f"\n  rank {r}: {m}" for r, m in failed[:16]), failed[0][1])
-
-
-class _Failure(str):
-    """A failure report; ``first``: the lowest failing rank's message
-    ('TypeName: message'), whose type the agreement raises as."""
-
-    def __new__(cls, text, first):
-        self = super().__new__(cls, text)
-        self.first = first
-        return self
-
-
-def _failed(what, text, error):
-    """The exception every rank raises for the report ``text``: a DapError
-    that is also the lowest failing rank's exception type (an OSError for a
-    path no rank could write, as MPI-IO's error; before: a plain DapError,
-    found by review)."""
-    err = failure_type(text.first)(f"{what}: {text}")
-    err.__cause__ = error
-    return err
-
-
-def _agree(comm, error, what, value=None):
-    """Every rank's ``value``, or the same DapError on every rank if any
-    passed an ``error`` (:func:`_gather`)."""
-    text, values = _gather(comm, error, value)
-    if text is not None:
-        raise _failed(what, text, error)
-    return values
 
 
 def _open(comm, path, write, hints, error, what, same=None, check=None):
