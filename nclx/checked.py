@@ -54,7 +54,7 @@ from nclx._ncl import modes as _modes
 from nclx._ncl import hooks as _hooks
 
 OPS = _checked.OPS
-_lock = threading.Lock()
+_lock = threading.RLock()    # RLock: a fork from inside its critical section (forksafe)
 _forksafe.guard(sys.modules[__name__], "_lock")
 _mine = threading.local()          # .n: this thread's share of _shared["users"]
 _shared = {"users": 0, "handles": []}

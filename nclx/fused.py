@@ -50,7 +50,7 @@ class _Plans:
     """Traced programs (or why not) per key, least recently used dropped."""
 
     def __init__(self):
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         _forksafe.guard(self, "lock")
         self.items = OrderedDict()
 

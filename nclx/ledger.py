@@ -54,7 +54,7 @@ def _subsystem(op, kind):
     return "reduce" if kind == "reduce" else _spec.SUBSYSTEM_OF_KIND[_spec.OPS[op][0]]
 
 _ids = itertools.count()
-_lock = threading.Lock()
+_lock = threading.RLock()    # RLock: a fork from inside its critical section (forksafe)
 _forksafe.guard(sys.modules[__name__], "_lock")
 _recording = []          # the Ledgers recording now, in start order
 
@@ -89,7 +89,7 @@ class Ledger:
         self._table = _cledger.LedgerTable()
         self._handles = []
         self._extra = {}             # fused runs' rows: (op, kind, dtypes) -> counters
-        self._extra_lock = threading.Lock()
+        self._extra_lock = threading.RLock()
         _forksafe.guard(self, "_extra_lock")
         self.name = f"ledger#{next(_ids)}"
 

@@ -147,3 +147,27 @@ nclx.uninstall()
 """, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "0 0", proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("owner, name", [
+    ("nclx._ncl.install", "_lock"),
+    ("nclx.checked", "_lock"),
+    ("nclx.ledger", "_lock"),
+    ("nclx.fused", "_expr_plans"),      # its .lock
+    ("nclx.types.arrmeta", "_LOCK"),
+])
+def test_the_forking_thread_itself_holds_the_lock(owner, name):
+    # a signal handler or __del__ that forks inside one of nclx's critical
+    # sections: the fork must not wait for a lock its own thread holds
+    # (before, a plain Lock there deadlocked the parent at the fork; review 20)
+    proc = run_script(CHILD + f"""
+import importlib
+mod = importlib.import_module({owner!r})
+obj = getattr(mod, {name!r})
+lock = getattr(obj, "lock", obj)
+with lock:
+    code = fork_child(installs_and_sorts)
+print(code, lock.acquire(timeout=5))
+""", timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "0 True", proc.stderr[-3000:]   # a hang: TimeoutExpired

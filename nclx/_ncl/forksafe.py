@@ -11,7 +11,8 @@ and replaced by a new, free lock in the child.
 The attribute is read at each use (``with module._lock:``), so guarding
 costs nothing outside a fork.  Locks are taken in the order they were
 guarded and released in reverse; a guarded critical section must not wait
-for another guarded lock, nor call code that could fork.
+for another guarded lock.  Guarded locks are reentrant, so a fork from
+inside one's critical section, on the thread holding it, takes it again.
 """
 import os
 import threading
@@ -24,8 +25,11 @@ _order = []                       # weak references to the owners, in the order 
 _taken = threading.local()
 
 
-def guard(owner, name, factory=threading.Lock):
-    """Guard ``owner.<name>`` (a lock ``factory()`` made) across ``os.fork()``."""
+def guard(owner, name, factory=threading.RLock):
+    """Guard ``owner.<name>`` (a lock ``factory()`` made) across ``os.fork()``.
+    The lock must be reentrant (an RLock): a thread that forks inside its
+    critical section (a signal handler, a ``__del__``) takes it again at
+    the fork (before, a plain Lock deadlocked the parent there; review 20)."""
     entries = _owners.get(owner)
     if entries is None:
         entries = _owners[owner] = []
