@@ -121,8 +121,10 @@ def convert(a, dtype, casting="unsafe"):
     src = _served(arr.dtype, "input")
     dst = _served(to, "target")
     if not np.can_cast(arr.dtype, to, casting=casting):
-        raise TypeError(f"Cannot cast array data from {arr.dtype!r} to {to!r} according "
-                        f"to the rule {casting!r}")
+        # NumPy's own TypeError, word for word ("Cannot cast scalar ..." for
+        # 0-d input, the rule unquoted from an np.str_; before, nclx wrote
+        # "array data" and repr(casting); found by review 20)
+        return arr.astype(to, casting=casting)
     out = np.empty_like(arr, dtype=to)
     if arr.size:
         CAST(arr, out=out, signature=(src, dst), casting="unsafe")

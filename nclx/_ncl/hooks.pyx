@@ -16,7 +16,8 @@ from cpython.exc cimport PyErr_SetObject
 cimport numpy as cnp
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
-                           NCL_NODE_LINKED)
+                           NCL_NODE_LINKED, NCL_NSLOTS, NCL_MAX_ARGS)
+from nclx._ncl.overlap cimport ncl_input_overlaps_output
 from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
@@ -106,8 +107,39 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     return 1 if ((failed or declined) and not punted) else 0
 
 
+cdef inline bint _each(ncl_call *call) noexcept nogil:
+    """Whether a Python hook sees ``call`` one element at a time: an input
+    overlaps the output shifted (``accumulate``: ``args[0]`` is the output
+    one element back), so that each element needs the one before it, which
+    mirrors copied up front do not hold (before, a hook computing the call
+    from its views gave wrong cumsums; found by review 20)."""
+    return call.slot < NCL_NSLOTS and ncl_input_overlaps_output(call, call.dimensions[0])
+
+
+cdef inline void _element(ncl_call *call, ncl_call *one, char **args, npy_intp *dims,
+                          npy_intp k) noexcept nogil:
+    """``one``: element ``k`` of ``call``."""
+    cdef int i
+    one[0] = call[0]
+    for i in range(call.nargs):
+        args[i] = call.args[i] + k * call.steps[i]
+    dims[0] = 1
+    one.args = args
+    one.dimensions = dims
+
+
 cdef int _python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     """A Python callable at the funnel or kernel level (takes the GIL)."""
+    cdef ncl_call one
+    cdef char *args[NCL_MAX_ARGS]
+    cdef npy_intp dims[1]
+    cdef npy_intp k
+    if _each(call):
+        for k in range(call.dimensions[0]):
+            _element(call, &one, args, dims, k)
+            if _run_python_hook(node, &one):
+                ncl_call_next(node, &one)
+        return 0
     if _run_python_hook(node, call):
         return ncl_call_next(node, call)
     return 0
@@ -139,8 +171,23 @@ cdef class Kernel:
 
     cdef int loop(self, char **args, const npy_intp *dimensions,
                   const npy_intp *steps, ncl_call *call) noexcept nogil:
-        # The Python face: take the GIL, show the buffers as mirrors.
+        # The Python face: take the GIL, show the buffers as mirrors (one
+        # element at a time where the output feeds an input: _each; an
+        # element passed on passes the whole call on, whose loop recomputes
+        # every element in order from the untouched first input)
         cdef int rc = 1
+        cdef ncl_call one
+        cdef char *ones[NCL_MAX_ARGS]
+        cdef npy_intp dims[1]
+        cdef npy_intp k
+        if _each(call):
+            for k in range(call.dimensions[0]):
+                _element(call, &one, ones, dims, k)
+                with gil:
+                    rc = _python_kernel_loop(self, &one)
+                if rc != 0:
+                    return rc
+            return 0
         with gil:
             rc = _python_kernel_loop(self, call)
         return rc

@@ -31,6 +31,7 @@ from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_dtype_sizes, NCL_S
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_set_default_front
 from nclx._ncl.walk cimport ncl_call_next
 from nclx._ncl.team cimport MAX_THREADS, ncl_threads_now, ncl_team_run
+from nclx._ncl.overlap cimport ncl_input_overlaps_output
 
 cnp.import_array()
 
@@ -138,21 +139,6 @@ cdef void _team_body(void *ctx, int tid, int nthreads) noexcept nogil:
         t += nthreads
 
 
-cdef inline bint _overlaps(char *a, npy_intp sa, char *o, npy_intp so, npy_intp n, int size) noexcept nogil:
-    """Whether two strided ranges share bytes without being the same operand."""
-    cdef char *alo = a
-    cdef char *ahi = a + sa * (n - 1)
-    cdef char *olo = o
-    cdef char *ohi = o + so * (n - 1)
-    if a == o and sa == so:
-        return False
-    if ahi < alo:
-        alo, ahi = ahi, alo
-    if ohi < olo:
-        olo, ohi = ohi, olo
-    return not (ahi + size <= olo or ohi + size <= alo)
-
-
 cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
     """How many threads this call should use (1: run it whole, here)."""
     cdef const ncl_policy *pol = <const ncl_policy *>call.policy
@@ -173,10 +159,8 @@ cdef int ncl_team_size(ncl_call *call, int reduce) noexcept nogil:
     else:
         if call.steps[out] == 0:
             return 1     # one shared accumulator: never split
-        for i in range(out):
-            if _overlaps(call.args[i], call.steps[i], call.args[out], call.steps[out], n,
-                         ncl_dtype_sizes[call.dtypes[out]]):
-                return 1   # e.g. accumulate: each element needs the previous one
+        if ncl_input_overlaps_output(call, n):
+            return 1     # e.g. accumulate: each element needs the previous one
     if t > MAX_THREADS:
         t = MAX_THREADS
     return t

@@ -1,0 +1,38 @@
+"""Whether a loop call's input overlaps its output without being it (the
+threader leaves such a call whole; Python hooks see it one element at a
+time).  NumPy's ufunc machinery copies overlapping operands before its
+loops run, except for ``accumulate``, whose loop reads the previous output
+element as its first input (``args[0]`` is ``out`` one element back)."""
+from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_dtype_sizes
+
+
+cdef inline bint ncl_overlaps(char *a, npy_intp sa, char *o, npy_intp so, npy_intp n,
+                              int size) noexcept nogil:
+    """Whether two strided ranges share bytes without being the same operand."""
+    cdef char *alo = a
+    cdef char *ahi = a + sa * (n - 1)
+    cdef char *olo = o
+    cdef char *ohi = o + so * (n - 1)
+    if a == o and sa == so:
+        return False
+    if ahi < alo:
+        alo, ahi = ahi, alo
+    if ohi < olo:
+        olo, ohi = ohi, olo
+    return not (ahi + size <= olo or ohi + size <= alo)
+
+
+cdef inline bint ncl_input_overlaps_output(ncl_call *call, npy_intp n) noexcept nogil:
+    """Whether an input of ``call`` (``n`` elements) overlaps its output
+    without being it (each element then needs the ones before it)."""
+    cdef int i, size
+    cdef int out = call.nargs - 1
+    if n < 2 or call.steps[out] == 0:
+        return False
+    for i in range(out):
+        size = ncl_dtype_sizes[call.dtypes[out]]
+        if ncl_dtype_sizes[call.dtypes[i]] > size:
+            size = ncl_dtype_sizes[call.dtypes[i]]
+        if ncl_overlaps(call.args[i], call.steps[i], call.args[out], call.steps[out], n, size):
+            return True
+    return False
