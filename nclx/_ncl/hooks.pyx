@@ -5,19 +5,18 @@ sees, Kernel and Handle.
 The C side is nclx._ncl.registry (chains, nodes) and nclx._ncl.walk
 (walking without the GIL); python-level chains are walked by
 nclx._ncl.pychain; what hooks raise inside loops is kept by
-nclx._ncl.hookerrors.
+nclx._ncl.hookerrors; a Python hook runs as a C node through nclx._ncl.pyhook.
 
 Buffers handed to Python hooks (``Call.views()``, ``Kernel.__call__``) are
 private mirrors of the loop's operands (nclx._ncl.calls).
 """
 
-from cpython.exc cimport PyErr_SetObject
-
 cimport numpy as cnp
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
                            NCL_NODE_LINKED, NCL_NSLOTS, NCL_MAX_ARGS)
-from nclx._ncl.overlap cimport ncl_input_overlaps_output
+from nclx._ncl.overlap cimport ncl_each_element, ncl_element_call
+from nclx._ncl.pyhook cimport ncl_python_hook_fn
 from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
@@ -43,106 +42,6 @@ cdef extern from *:
     static __thread void *ncl_kernel_node_tls = NULL;
     """
     void *ncl_kernel_node_tls
-
-
-cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
-    """Run a Python hook; 1 when the rest of the chain must still run."""
-    cdef bint failed = False
-    cdef bint declined = False
-    cdef bint punted
-    cdef Call c = None
-    # the flags this thread's earlier pieces of the ufunc call raised: the
-    # hook's own NumPy calls clear them (NumPy clears the flags around each
-    # ufunc call), so they are raised again when the hook ends, with those
-    # of the loops it ran (kept by its Call)
-    cdef int flags = fetestexcept(FE_ALL_EXCEPT)
-    # and inside checked() the overflow record of those pieces (kept only
-    # while FE_OVERFLOW is set)
-    held = hold_checked_record() if call.caller_flags else None
-    loop_error = None
-    ncl_hook_depth_add(1)
-    try:
-        hook = <object>node.obj
-        c = Call.wrap(node, call)
-        result = None
-        try:
-            result = hook(c)
-        except BaseException as exc:
-            if exc is not c.loop_error:
-                failed = True
-                ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
-        # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
-        # output itself: the call is done, even if the hook then failed
-        punted = c.punted or c.ran
-        # NotImplemented with no loop run declines, as a Kernel's (review 18)
-        declined = not failed and not punted and result is NotImplemented
-        loop_error = c.loop_error
-        try:
-            if failed or declined:
-                # what the hook wrote to its mirror before failing is dropped,
-                # never written back: the output holds the loop's result, or
-                # the rest of the chain computes it (an in-place call, a
-                # reduction's accumulator or an overlapping copy would read
-                # the hook's values back as input; and a loop's result
-                # recomputed from an in-place output counts twice)
-                c._close()
-                c.call = NULL
-                c.node = NULL
-            else:
-                c._end()
-        except BaseException:
-            ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
-    finally:
-        ncl_hook_depth_add(-1)
-        if c is not None:
-            flags |= take_loop_flags(c)
-        feraiseexcept(flags)
-        give_back_checked_record(held)
-    if loop_error is not None:
-        # the chain's loop failed under next(): NumPy raises its error (also
-        # where the hook caught it)
-        PyErr_SetObject(type(loop_error), loop_error)
-        return 0
-    # a failed hook must not lose the result: the rest of the chain computes it
-    return 1 if ((failed or declined) and not punted) else 0
-
-
-cdef inline bint _each(ncl_call *call) noexcept nogil:
-    """Whether a Python hook sees ``call`` one element at a time: an input
-    overlaps the output shifted (``accumulate``: ``args[0]`` is the output
-    one element back), so that each element needs the one before it, which
-    mirrors copied up front do not hold (before, a hook computing the call
-    from its views gave wrong cumsums; found by review 20)."""
-    return call.slot < NCL_NSLOTS and ncl_input_overlaps_output(call, call.dimensions[0])
-
-
-cdef inline void _element(ncl_call *call, ncl_call *one, char **args, npy_intp *dims,
-                          npy_intp k) noexcept nogil:
-    """``one``: element ``k`` of ``call``."""
-    cdef int i
-    one[0] = call[0]
-    for i in range(call.nargs):
-        args[i] = call.args[i] + k * call.steps[i]
-    dims[0] = 1
-    one.args = args
-    one.dimensions = dims
-
-
-cdef int _python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
-    """A Python callable at the funnel or kernel level (takes the GIL)."""
-    cdef ncl_call one
-    cdef char *args[NCL_MAX_ARGS]
-    cdef npy_intp dims[1]
-    cdef npy_intp k
-    if _each(call):
-        for k in range(call.dimensions[0]):
-            _element(call, &one, args, dims, k)
-            if _run_python_hook(node, &one):
-                ncl_call_next(node, &one)
-        return 0
-    if _run_python_hook(node, call):
-        return ncl_call_next(node, call)
-    return 0
 
 
 cdef int _python_level_fn(ncl_node *node, ncl_call *call) noexcept nogil:
@@ -180,9 +79,9 @@ cdef class Kernel:
         cdef char *ones[NCL_MAX_ARGS]
         cdef npy_intp dims[1]
         cdef npy_intp k
-        if _each(call):
+        if ncl_each_element(call):
             for k in range(call.dimensions[0]):
-                _element(call, &one, ones, dims, k)
+                ncl_element_call(call, &one, ones, dims, k)
                 with gil:
                     rc = _python_kernel_loop(self, &one)
                 if rc != 0:
@@ -426,7 +325,7 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
             raise HookError(f"a Kernel belongs at the kernel level, not {level!r}")
         fn = _kernel_node_fn
     elif callable(hook):
-        fn = _python_level_fn if level == "python" else _python_hook_fn
+        fn = _python_level_fn if level == "python" else ncl_python_hook_fn
     else:
         raise TypeError(f"hook must be callable or a Kernel, not {type(hook).__name__}")
     return _attach(level, target, chain, name, fn, NULL, hook, position, before, after)

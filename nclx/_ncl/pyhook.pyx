@@ -1,0 +1,98 @@
+"""A Python callable as a node of a C chain (funnel or kernel level): the
+node's function takes the GIL, hands the hook a Call (nclx._ncl.calls) and
+decides whether the rest of the chain still runs; calls whose output feeds
+an input (accumulate) go to the hook one element at a time
+(nclx._ncl.overlap)."""
+from cpython.exc cimport PyErr_SetObject
+
+from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, NCL_MAX_ARGS
+from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
+from nclx._ncl.calls cimport Call
+from nclx._ncl.calls import take_loop_flags
+from nclx._ncl.modes import hold_checked_record, give_back_checked_record
+from nclx._ncl.hookerrors cimport ncl_hook_report
+from nclx._ncl.overlap cimport ncl_each_element, ncl_element_call
+
+cdef extern from "<fenv.h>":
+    int fetestexcept(int excepts) nogil
+    int feraiseexcept(int excepts) nogil
+    int FE_ALL_EXCEPT
+
+
+cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
+    """Run a Python hook; 1 when the rest of the chain must still run."""
+    cdef bint failed = False
+    cdef bint declined = False
+    cdef bint punted
+    cdef Call c = None
+    # the flags this thread's earlier pieces of the ufunc call raised: the
+    # hook's own NumPy calls clear them (NumPy clears the flags around each
+    # ufunc call), so they are raised again when the hook ends, with those
+    # of the loops it ran (kept by its Call)
+    cdef int flags = fetestexcept(FE_ALL_EXCEPT)
+    # and inside checked() the overflow record of those pieces (kept only
+    # while FE_OVERFLOW is set)
+    held = hold_checked_record() if call.caller_flags else None
+    loop_error = None
+    ncl_hook_depth_add(1)
+    try:
+        hook = <object>node.obj
+        c = Call.wrap(node, call)
+        result = None
+        try:
+            result = hook(c)
+        except BaseException as exc:
+            if exc is not c.loop_error:
+                failed = True
+                ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
+        # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
+        # output itself: the call is done, even if the hook then failed
+        punted = c.punted or c.ran
+        # NotImplemented with no loop run declines, as a Kernel's (review 18)
+        declined = not failed and not punted and result is NotImplemented
+        loop_error = c.loop_error
+        try:
+            if failed or declined:
+                # what the hook wrote to its mirror before failing is dropped,
+                # never written back: the output holds the loop's result, or
+                # the rest of the chain computes it (an in-place call, a
+                # reduction's accumulator or an overlapping copy would read
+                # the hook's values back as input; and a loop's result
+                # recomputed from an in-place output counts twice)
+                c._close()
+                c.call = NULL
+                c.node = NULL
+            else:
+                c._end()
+        except BaseException:
+            ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
+    finally:
+        ncl_hook_depth_add(-1)
+        if c is not None:
+            flags |= take_loop_flags(c)
+        feraiseexcept(flags)
+        give_back_checked_record(held)
+    if loop_error is not None:
+        # the chain's loop failed under next(): NumPy raises its error (also
+        # where the hook caught it)
+        PyErr_SetObject(type(loop_error), loop_error)
+        return 0
+    # a failed hook must not lose the result: the rest of the chain computes it
+    return 1 if ((failed or declined) and not punted) else 0
+
+
+cdef int ncl_python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
+    """A Python callable at the funnel or kernel level (takes the GIL)."""
+    cdef ncl_call one
+    cdef char *args[NCL_MAX_ARGS]
+    cdef npy_intp dims[1]
+    cdef npy_intp k
+    if ncl_each_element(call):
+        for k in range(call.dimensions[0]):
+            ncl_element_call(call, &one, args, dims, k)
+            if _run_python_hook(node, &one):
+                ncl_call_next(node, &one)
+        return 0
+    if _run_python_hook(node, call):
+        return ncl_call_next(node, call)
+    return 0
