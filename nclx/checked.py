@@ -38,7 +38,15 @@ to the surrounding callback or log object unchanged.  An
 (``over="ignore"`` silences integer overflow too).
 
 Not covered (NumPy does not call a replaced loop there): NumPy scalar math
-(``np.int64(2**62) * 4``) and ``ufunc.at``.
+(``np.int64(2**62) * 4``) and ``ufunc.at``.  Not covered either:
+``np.divmod`` (its quotient of the minimum by -1 gets NumPy's warning, as
+``floor_divide`` did before), ``np.gcd``/``np.lcm``, ``matmul``/``dot``;
+NumPy calls a Python hook makes (they run the kernels directly, not
+through the chains: no recursion); and other coroutines of an asyncio
+loop while one awaits inside the block (the mode is the thread's, the
+errstate the coroutine's: their integer overflow then warns or raises as
+NumPy's float-style "overflow encountered", review 20) -- do not await
+inside ``checked()``.
 """
 import contextlib
 import sys
