@@ -40,7 +40,7 @@ to the surrounding callback or log object unchanged.  An
 Not covered (NumPy does not call a replaced loop there): NumPy scalar math
 (``np.int64(2**62) * 4``) and ``ufunc.at``.  Not covered either:
 ``np.divmod`` (its quotient of the minimum by -1 gets NumPy's warning, as
-``floor_divide`` did before), ``np.gcd``/``np.lcm``, ``matmul``/``dot``;
+``floor_divide`` did before), ``matmul``/``dot``;
 NumPy calls a Python hook makes (they run the kernels directly, not
 through the chains: no recursion); and other coroutines of an asyncio
 loop while one awaits inside the block (the mode is the thread's, the
@@ -131,12 +131,13 @@ class _Writer:
 def _acquire():
     with _lock:
         if _shared["users"] == 0:
-            fn = _checked.checked_hook_address()
             try:
-                for (op, dtype), addr in _checked.checked_loops().items():
-                    h = _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME)
-                    _shared["handles"].append(h)
-                    h._pin()           # hooks.reset() leaves it to this block
+                for fn, loops in ((_checked.checked_hook_address(), _checked.checked_loops()),
+                                  (_checked.counted_hook_address(), _checked.counted_loops())):
+                    for (op, dtype), addr in loops.items():
+                        h = _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME)
+                        _shared["handles"].append(h)
+                        h._pin()       # hooks.reset() leaves it to this block
             except BaseException:
                 for h in _shared["handles"]:
                     h.remove()

@@ -6,6 +6,8 @@
   1..6 read [1 3 3 5 5 8]): the accumulate loop's first input is its
   output one element back, which the up-front mirrors did not hold.  Such
   calls are now shown to Python hooks one element at a time.
+- H4: ``checked()`` let ``np.gcd``/``np.lcm`` results outside the type
+  wrap silently (``lcm(2**62, 3)``, ``gcd(MIN, 0)``).
 - C1: ``nclx.convert`` refusing a cast of a 0-d array said "array data"
   where NumPy says "scalar", and printed an ``np.str_`` rule by its repr.
 """
@@ -125,3 +127,57 @@ def test_c1_convert_refusal_words_are_numpys():
         with pytest.raises(TypeError) as got:
             nclx.convert(arr, to, casting=rule)
         assert str(got.value) == str(want.value)
+
+
+_INTS = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+
+
+def _exact(op, x, y):
+    import math
+    g = math.gcd(int(x), int(y))
+    if op is np.gcd:
+        return g
+    return 0 if g == 0 else abs(int(x) * int(y)) // g
+
+
+@pytest.mark.parametrize("dt", _INTS)
+@pytest.mark.parametrize("op", [np.gcd, np.lcm], ids=["gcd", "lcm"])
+def test_h4_checked_gcd_lcm(dt, op):
+    # before, checked() let gcd(MIN, 0) and lcm(2**62, 3) wrap silently
+    info = np.iinfo(dt)
+    rng = np.random.default_rng(4)
+    edges = [0, 1, 2, 3, 7, 100, 128, 255, 256, 2**31, 2**32, 2**62, 3**20,
+             -1, -2, -3, -128, info.min, info.max, info.min + 1, info.max - 1]
+    vals = [v for v in edges if info.min <= v <= info.max]
+    vals += rng.integers(info.min, info.max, 40, dtype=dt, endpoint=True).tolist()
+    vals = np.array(vals, dtype=dt)
+    a, b = (m.ravel() for m in np.meshgrid(vals, vals))
+    want = op(a, b)
+    wrapped = sum(not info.min <= _exact(op, x, y) <= info.max
+                  for x, y in zip(a.tolist(), b.tolist()))
+    with nclx.checked(), np.errstate(over="ignore"):
+        assert op(a, b).tobytes() == want.tobytes()      # NumPy's values
+    with nclx.checked():
+        if wrapped:
+            with pytest.raises(OverflowError, match=f"in {op.__name__} .*{wrapped} element"):
+                op(a, b)
+        else:
+            assert op(a, b).tobytes() == want.tobytes()
+    assert op(a, b).tobytes() == want.tobytes()           # outside: NumPy's, no error
+
+
+def test_h4_checked_lcm_reduce_and_accumulate_in_order():
+    x = np.array([2**40, 3**20, 5], np.int64)
+    small = np.array([4, 6, 10], np.int8)
+    with nclx.checked():
+        with pytest.raises(OverflowError, match="lcm"):
+            np.lcm.reduce(x)
+        with pytest.raises(OverflowError, match="lcm"):
+            np.lcm.accumulate(x)
+        assert np.lcm.reduce(small) == 60
+        assert np.lcm.accumulate(small).tobytes() == np.array([4, 12, 60], np.int8).tobytes()
+        with pytest.raises(OverflowError, match="lcm"):
+            np.lcm.accumulate(np.array([4, 6, 10, 7], np.int8))   # 420 > 127
+    want = np.lcm.accumulate(x)
+    with nclx.checked(), np.errstate(over="ignore"):
+        assert np.lcm.accumulate(x).tobytes() == want.tobytes()
