@@ -38,9 +38,14 @@ def set_num_threads(n):
     use, is left alone.  ``threadpoolctl.threadpool_limits(k, "openmp")``
     caps nclx at ``k`` inside its block.  Without a call,
     ``NCLX_NUM_THREADS`` or the number of cores available to the process
-    decides.
+    decides.  A split call uses at most 64 threads: a larger ``n`` is 64.
     """
-    _team.set_num_threads(_count(n, "the number of threads"))
+    n = _count(n, "the number of threads")
+    if n < 1:
+        raise ValueError(f"number of threads must be >= 1, not {n}")
+    # one split call uses at most 64 threads: larger counts are that many
+    # (before, 2**31 and up raised a bare OverflowError; review 20)
+    _team.set_num_threads(min(n, 64))
 
 
 def get_num_threads():
@@ -52,7 +57,12 @@ def get_num_threads():
 def set_threshold(n, op=None, kind=None, dtype=None):
     """Split loop calls of at least ``n`` elements: for ``op`` (or every op),
     ``kind`` ("elementwise", "reduce" or both) and input ``dtype`` (or all)."""
-    _policy.set_threshold(_count(n, "the threshold"), op, kind, dtype)
+    n = _count(n, "the threshold")
+    if n < 1:
+        raise ValueError(f"threshold must be >= 1 element, not {n}")
+    # a threshold past any array's length never splits: held at 2**62
+    # (before, 2**63 raised a bare OverflowError; review 20)
+    _policy.set_threshold(min(n, 2 ** 62), op, kind, dtype)
 
 
 def get_threshold(op="add", kind="elementwise", dtype=None):

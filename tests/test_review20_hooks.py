@@ -8,6 +8,8 @@
   calls are now shown to Python hooks one element at a time.
 - H4: ``checked()`` let ``np.gcd``/``np.lcm`` results outside the type
   wrap silently (``lcm(2**62, 3)``, ``gcd(MIN, 0)``).
+- N1: ``set_num_threads(2**31)`` and ``set_threshold(2**63)`` raised a bare
+  OverflowError; now 64 threads and a threshold of 2**62 (never splits).
 - C1: ``nclx.convert`` refusing a cast of a 0-d array said "array data"
   where NumPy says "scalar", and printed an ``np.str_`` rule by its repr.
 """
@@ -181,3 +183,20 @@ def test_h4_checked_lcm_reduce_and_accumulate_in_order():
     want = np.lcm.accumulate(x)
     with nclx.checked(), np.errstate(over="ignore"):
         assert np.lcm.accumulate(x).tobytes() == want.tobytes()
+
+
+def test_n1_huge_thread_counts_and_thresholds():
+    # before: a bare OverflowError ("value too large to convert to int")
+    threads, threshold = nclx.get_num_threads(), nclx.get_threshold()
+    try:
+        nclx.set_num_threads(2**31)
+        assert 1 <= nclx.get_num_threads() <= 64         # (threadpoolctl may cap it lower)
+        nclx.set_threshold(2**70)
+        assert nclx.get_threshold() == 2**62
+        with pytest.raises(ValueError, match=">= 1"):
+            nclx.set_num_threads(-2**70)
+        with pytest.raises(ValueError, match=">= 1"):
+            nclx.set_threshold(-2**70)
+    finally:
+        nclx.set_num_threads(threads)
+        nclx.set_threshold(threshold)
