@@ -40,13 +40,18 @@ def serve_arrays(arrays, *, uri="tcp://127.0.0.1:0", shm=False, **kw):
 
     Each array travels as one row of Arrow's fixed-shape tensor type under
     the ticket ``name.encode()``; values may also be DistArrays (their local
-    block) or nclx storages.  ``kw`` go to :class:`Server`.
+    block) or nclx storages.  ``kw`` go to :class:`Server`.  An array of more
+    than 2**31 - 1 values (Arrow's fixed_size_list size is an int32; two per
+    complex element) is a ValueError naming it.
     """
     data = {}
     for name, arr in dict(arrays).items():
         if not isinstance(name, str):
             raise TypeError(f"array names must be str, not {type(name).__name__} ({name!r})")
-        data[name.encode()] = array_to_table(arr)
+        try:
+            data[name.encode()] = array_to_table(arr)
+        except ValueError as exc:      # too many values for one tensor
+            raise ValueError(f"array {name!r}: {exc}") from None
     return Server(data, uri=uri, shm=shm, **kw).start()
 
 

@@ -93,6 +93,8 @@ class _Dataset:
             except TypeError as exc:
                 raise TypeError(f"dataset {ticket!r}: {exc} (a Table, RecordBatch, "
                                 f"RecordBatchReader factory or NumPy array)") from None
+            except ValueError as exc:      # more values than one tensor holds
+                raise ValueError(f"dataset {ticket!r}: {exc}") from None
         self.table = table
 
     def batches(self, batch_bytes):

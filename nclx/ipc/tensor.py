@@ -15,6 +15,12 @@ The dtype is written twice: in the extension metadata JSON
 schema; pyarrow ignores the extra key) and in the field's metadata
 (``nclx:dtype``), which survives pyarrow's conversion to the extension type
 and is what :func:`table_to_array` reads.
+
+Tensors from other writers: Arrow bool values (bits) are unpacked and date32
+(int32 days) converted to ``datetime64[D]``, both into a new array; integer,
+floating, date64, timestamp (without time zone) and duration values are
+viewed as they are; any other value type is a ProtocolError naming the field
+and the type (review 20).
 """
 import json
 
@@ -24,6 +30,9 @@ import pyarrow as pa
 from nclx.ipc.errors import ProtocolError
 
 COLUMN = "tensor"
+#: most values one tensor holds: Arrow's fixed_size_list ``list_size`` is an
+#: int32 (a complex element is two values)
+MAX_VALUES = (1 << 31) - 1
 EXT_NAME = b"arrow.fixed_shape_tensor"
 DTYPE_KEY = b"nclx:dtype"
 _KINDS = "biufc"
@@ -35,7 +44,9 @@ def as_array(obj):
     ``obj``: an ndarray, anything ``np.asarray`` takes (an nclx storage), or a
     DistArray / DAP producer (its local block, ``__distarray__()['buffer']``,
     padding included).  A non-contiguous or byte-swapped array is copied
-    once; object, string, datetime and structured dtypes raise TypeError.
+    once; object, string, datetime and structured dtypes raise TypeError;
+    more than :data:`MAX_VALUES` values (elements, two per complex one) a
+    ValueError, before any copy.
     """
     if hasattr(obj, "__distarray__"):
         obj = obj.__distarray__()["buffer"]
@@ -48,6 +59,13 @@ def as_array(obj):
         raise TypeError(f"cannot serve dtype {dt}: Arrow has no {dt.itemsize // 2}-byte float")
     if dt.kind == "f" and dt.itemsize not in (2, 4, 8):
         raise TypeError(f"cannot serve dtype {dt}: Arrow has no {dt.itemsize}-byte float")
+    count = a.size * (2 if dt.kind == "c" else 1)
+    if count > MAX_VALUES:
+        raise ValueError(f"cannot serve an array of {a.size} elements (shape {a.shape}, "
+                         f"dtype {dt}): a fixed-shape tensor holds at most {MAX_VALUES} "
+                         f"values (Arrow's fixed_size_list list_size is an int32"
+                         + (", and a complex element is two values)" if dt.kind == "c"
+                            else ")"))
     if not dt.isnative:
         a = a.astype(dt.newbyteorder("="))
     return a if a.flags.c_contiguous else a.copy(order="C")  # (ascontiguousarray makes 0-d 1-d)
@@ -78,9 +96,44 @@ def array_to_table(obj):
     return pa.Table.from_arrays([storage], schema=pa.schema([field]))
 
 
-def _declared_dtype(field, vtype):
+def _value_dtypes(field, vtype):
+    """``(raw, result)``: the NumPy dtype of a tensor's values buffer as it
+    lies in memory and the dtype of the returned array, for Arrow value type
+    ``vtype``.  ``raw`` is None for bool (Arrow packs it in bits); for date32
+    (int32 days) the result is a converted ``datetime64[D]``.  Any other type
+    without an exact fixed-width NumPy equal is a ProtocolError (before,
+    strings, decimals and fixed_size_binary gave NumPy's "cannot create an
+    OBJECT array", date32 was read as 8-byte datetime64[ms], pairs of days)."""
+    if pa.types.is_boolean(vtype):
+        return None, np.dtype(np.bool_)
+    if pa.types.is_date32(vtype):
+        return np.dtype(np.int32), np.dtype("M8[D]")
+    if pa.types.is_date64(vtype):
+        return np.dtype("M8[ms]"), np.dtype("M8[ms]")
+    if pa.types.is_integer(vtype) or pa.types.is_floating(vtype):
+        dt = np.dtype(vtype.to_pandas_dtype())
+        return dt, dt
+    if pa.types.is_duration(vtype):
+        dt = np.dtype(f"m8[{vtype.unit}]")
+        return dt, dt
+    if pa.types.is_timestamp(vtype):
+        try:
+            tz = vtype.tz
+        except UnicodeDecodeError:
+            tz = "(not UTF-8)"
+        if tz is None:
+            dt = np.dtype(f"M8[{vtype.unit}]")
+            return dt, dt
+        why = f"timestamp with time zone {tz!r} (NumPy's datetime64 has none)"
+    else:
+        why = str(vtype)
+    raise ProtocolError(f"field {field.name!r}: tensor value type {why} has no fixed-width "
+                        f"NumPy equal: nclx reads tensors of bool, integer, floating, "
+                        f"date, timestamp (no time zone) and duration values")
+
+
+def _declared_dtype(field, vtype, base):
     name = (field.metadata or {}).get(DTYPE_KEY)
-    base = np.dtype(vtype.to_pandas_dtype())
     if name is None:
         return base
     try:
@@ -94,6 +147,22 @@ def _declared_dtype(field, vtype):
         raise ProtocolError(f"field {field.name!r}: nclx:dtype {dt} does not travel as "
                             f"Arrow {vtype}")
     return dt
+
+
+def _unpack_bits(field, values, n):
+    """The ``n`` bools of an Arrow boolean array (bit-packed, LSB first, from
+    bit ``values.offset``) as a new ndarray: bits past the values (padding,
+    which Arrow leaves undefined) are never read."""
+    start = values.offset
+    first, nbytes = start // 8, (start % 8 + n + 7) // 8
+    data = values.buffers()[1]
+    if data is None or data.size < first + nbytes:
+        raise ProtocolError(f"field {field.name!r}: the tensor's bool values buffer holds "
+                            f"{0 if data is None else data.size} bytes, {n} values from "
+                            f"bit {start} need {first + nbytes}")
+    raw = np.frombuffer(data, np.uint8, count=nbytes, offset=first)
+    bits = np.unpackbits(raw, bitorder="little")
+    return bits[start % 8:start % 8 + n].astype(np.bool_)
 
 
 def _dims(field, what, value):
@@ -143,8 +212,8 @@ def table_to_array(table):
     if perm is not None and list(perm) != list(range(len(perm))):
         raise ProtocolError(f"tensor permutation {list(perm)} is not supported")
     shape = tuple(_dims(field, "shape", list(shape)))
-    dt = _declared_dtype(field, vtype)
-    vdt = np.dtype(vtype.to_pandas_dtype())
+    raw, base = _value_dtypes(field, vtype)
+    dt = _declared_dtype(field, vtype, base)
     if dt.kind == "c":
         if not shape or shape[-1] != 2:
             raise ProtocolError(f"complex tensor of shape {list(shape)}: the last dimension "
@@ -160,17 +229,27 @@ def table_to_array(table):
                             f"({values.null_count} null)")
     if n == 0:
         try:
-            out = np.empty(shape, vdt)
+            out = np.empty(shape, base)
         except ValueError as exc:      # dimensions beside a 0 too large for NumPy
             raise ProtocolError(f"field {field.name!r}: empty tensor of shape "
                                 f"{list(shape)}: {exc}") from None
+    elif raw is None:                  # Arrow bool: bits, unpacked into a new array
+        return _unpack_bits(field, values, n).reshape(shape)
     else:
         data = values.buffers()[1]
-        out = np.frombuffer(data, dtype=vdt, count=n,
-                            offset=values.offset * vdt.itemsize).reshape(shape)
-    if dt.kind == "b":
+        need = (values.offset + n) * raw.itemsize
+        if data is None or data.size < need:
+            raise ProtocolError(f"field {field.name!r}: the tensor's {vtype} values buffer "
+                                f"holds {0 if data is None else data.size} bytes, "
+                                f"{n} values from {values.offset} need {need}")
+        out = np.frombuffer(data, dtype=raw, count=n,
+                            offset=values.offset * raw.itemsize).reshape(shape)
+        if raw != base:                # date32: int32 days -> datetime64[D] (a copy)
+            out = out.astype(base)
+    if dt.kind == "b" and base != dt:  # nclx's bool: bytes 0/1
         if n and out.max() > 1:
-            raise ProtocolError("a bool tensor holds values other than 0 and 1")
+            raise ProtocolError(f"field {field.name!r}: a bool tensor holds values other "
+                                f"than 0 and 1")
         return out.view(np.bool_)
     if dt.kind == "c":
         out = out.view(dt)

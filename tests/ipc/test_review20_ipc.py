@@ -1,0 +1,140 @@
+"""Defects review 20 found in nclx.ipc; each test failed before its fix
+(the docs-only item 7 pins the behaviour the docs now describe):
+
+1. ``table_to_array`` / ``fetch_array`` of fixed-shape tensors whose value
+   type is not a fixed-width primitive of the NumPy itemsize: Arrow bool
+   (bit-packed) was read as bytes (a False whose byte had padding bits set
+   came back True), date32 (int32 days) as 8-byte datetime64[ms] (pairs of
+   days), strings, decimals and fixed_size_binary gave NumPy's "cannot
+   create an OBJECT array", a timestamp with a time zone needed pandas;
+2. a Client reconnecting after the server's idle timeout to a server
+   restarted on the same port read the old server's unlinked segment;
+3. shared-memory bodies arriving before their metadata were not counted
+   against ``MAX_HELD_BYTES`` (128 MiB of them grew a client by 758 MiB);
+4. ``check_schema`` passed a timestamp time zone that is not UTF-8 and
+   the YEAR_MONTH / DAY_TIME interval types, which pyarrow cannot hand to
+   Python (UnicodeDecodeError, KeyError 21/22 later);
+5. a ``stream()`` iterated to its end kept its connection (and a server
+   slot) until the BatchStream was collected;
+6. ``array_to_table`` / ``serve_arrays`` of 2**31 elements or more raised a
+   bare OverflowError from pyarrow (after copying a non-contiguous one);
+7. (docs) when arrays are snapshotted, and which ``fetch_array`` results
+   are read-only.
+"""
+import gc
+import time
+import tracemalloc
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import nclx.ipc as ipc
+from nclx.ipc.errors import ProtocolError
+
+
+def _tensor(values, shape, rows=1):
+    ty = pa.fixed_shape_tensor(values.type, shape)
+    n = int(np.prod(shape))
+    storage = pa.FixedSizeListArray.from_arrays(values, n)
+    assert len(storage) == rows
+    return pa.table({"t": pa.ExtensionArray.from_storage(ty, storage)})
+
+
+# ------------------------------------------------ 1. tensor value types
+def test_arrow_bool_values_are_unpacked_from_bits_padding_ignored():
+    # one False whose byte has the 7 padding bits set (Arrow leaves them undefined)
+    vals = pa.Array.from_buffers(pa.bool_(), 1, [None, pa.py_buffer(bytes([0xFE]))])
+    t = _tensor(vals, [1])
+    assert t.column(0).chunk(0).storage.flatten().to_pylist() == [False]
+    a = ipc.table_to_array(t)
+    assert a.dtype == np.bool_ and a.tolist() == [False]
+
+
+def test_arrow_bool_values_of_a_sliced_tensor_row():
+    bits = [True, False, True, True, False, True, False, False, True, True, False, True]
+    t = _tensor(pa.array(bits), [2, 3], rows=2).slice(1, 1)      # values from bit 6
+    a = ipc.table_to_array(t)
+    assert a.dtype == np.bool_ and a.ravel().tolist() == bits[6:]
+
+
+@pytest.mark.parametrize("shm", [False, True])
+def test_arrow_bool_tensor_over_the_wire(shm):
+    vals = pa.Array.from_buffers(pa.bool_(), 3, [None, pa.py_buffer(bytes([0b11111010]))])
+    t = _tensor(vals, [3])
+    with ipc.Server({"b": t}, shm=shm) as srv:
+        srv.start()
+        a = ipc.fetch_array(srv.uri, "b", timeout=10)
+    assert a.tolist() == [False, True, False]
+
+
+def test_date32_values_become_datetime64_days():
+    t = _tensor(pa.array(list(range(12)), pa.date32()), [2, 3], rows=2).slice(0, 1)
+    a = ipc.table_to_array(t)
+    assert a.dtype == np.dtype("M8[D]")
+    assert a.ravel().astype(np.int64).tolist() == list(range(6))
+    t = _tensor(pa.array(list(range(12)), pa.date32()), [2, 3], rows=2).slice(1, 1)
+    assert ipc.table_to_array(t).ravel().astype(np.int64).tolist() == list(range(6, 12))
+
+
+@pytest.mark.parametrize("values, shown", [
+    (pa.array(list("abcdef")), "string"),
+    (pa.array([1, 2, 3, 4, 5, 6], pa.decimal128(5, 0)), "decimal128(5, 0)"),
+    (pa.array([b"ab"] * 6, pa.binary(2)), "fixed_size_binary[2]"),
+    (pa.array(list(range(6)), pa.timestamp("s", tz="UTC")), "time zone 'UTC'"),
+    (pa.array(list(range(6)), pa.time32("s")), "time32[s]"),
+])
+def test_value_types_without_a_numpy_equal_are_refused(values, shown):
+    t = _tensor(values, [2, 3])
+    with pytest.raises(ProtocolError, match=r"field 't': tensor value type .*"
+                       + shown.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+                       .replace("]", r"\]")):
+        ipc.table_to_array(t)
+
+
+def test_refused_value_type_over_the_wire():
+    t = _tensor(pa.array(list("abcdef")), [2, 3])
+    with ipc.Server({"s": t}) as srv:
+        srv.start()
+        with pytest.raises(ProtocolError, match="field 't': tensor value type string"):
+            ipc.fetch_array(srv.uri, "s", timeout=10)
+
+
+def test_fixed_width_value_types_still_read_as_views():
+    for values, dt in [(pa.array(np.arange(6, dtype=np.float16)), np.float16),
+                       (pa.array(range(6), pa.duration("ms")), np.dtype("m8[ms]")),
+                       (pa.array(range(6), pa.timestamp("us")), np.dtype("M8[us]")),
+                       (pa.array(range(6), pa.date64()), np.dtype("M8[ms]"))]:
+        a = ipc.table_to_array(_tensor(values, [2, 3]))
+        assert a.dtype == dt and a.ravel().astype(np.int64).tolist() == list(range(6))
+    for dt in (np.bool_, np.complex64, np.int16):
+        src = np.arange(6).astype(dt).reshape(2, 3)
+        assert np.array_equal(ipc.table_to_array(ipc.array_to_table(src)), src)
+
+
+# ---------------------------------------------- 6. 2**31 values and more
+def test_array_of_2_31_elements_is_a_clear_error():
+    a = np.zeros(2**31, np.int8)          # calloc: no page is touched
+    with pytest.raises(ValueError, match=r"2147483648 elements.*at most 2147483647 values"
+                                         r".*fixed_size_list list_size is an int32"):
+        ipc.array_to_table(a)
+    with pytest.raises(ValueError, match=r"array 'big': cannot serve an array of 2147483648"):
+        ipc.serve_arrays({"big": a})
+    with pytest.raises(ValueError, match=r"dataset b'big':.*2147483648 elements"):
+        ipc.Server({"big": a})
+
+
+def test_complex_counts_two_values_and_nothing_is_copied_first():
+    c = np.zeros(2**30, np.complex64)     # 2**31 float32 values
+    with pytest.raises(ValueError, match="a complex element is two values"):
+        ipc.array_to_table(c)
+    # a non-contiguous array would be copied (2 GiB) before being refused
+    b = np.broadcast_to(np.zeros(1, np.int8), (2**31,))
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="2147483648 elements"):
+            ipc.array_to_table(b)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
