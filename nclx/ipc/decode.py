@@ -75,17 +75,50 @@ def _children(t):
     return [t.field(i) for i in range(t.num_fields)]
 
 
+#: Arrow type ids pyarrow reads from IPC but cannot wrap as Python objects
+#: (``KeyError: 21`` / ``22`` on access): interval YEAR_MONTH and DAY_TIME
+_UNWRAPPABLE = {pa.lib.Type_INTERVAL_MONTHS: "interval YEAR_MONTH",
+                pa.lib.Type_INTERVAL_DAY_TIME: "interval DAY_TIME"}
+
+
+def _check_type(t, path):
+    """Raise ProtocolError if type ``t`` (of the column at ``path``; not its
+    children) is one pyarrow cannot hand to Python."""
+    while True:
+        if isinstance(t, pa.DictionaryType):
+            _check_type(t.index_type, path)
+            t = t.value_type
+        elif isinstance(t, pa.BaseExtensionType):
+            t = t.storage_type
+        else:
+            break
+    if t.id in _UNWRAPPABLE:
+        raise ProtocolError(f"schema: column {path!r} has type {_UNWRAPPABLE[t.id]}, which "
+                            f"pyarrow reads but cannot give to Python")
+    if pa.types.is_timestamp(t):
+        try:
+            t.tz
+        except UnicodeDecodeError:
+            raise ProtocolError(f"schema: column {path!r} is a timestamp whose time zone "
+                                f"is not UTF-8") from None
+
+
 def check_schema(schema):
-    """Raise ProtocolError if a field name (nested ones too) is not UTF-8:
-    pyarrow takes such names but cannot give them to Python."""
+    """Raise ProtocolError if a field name (nested ones too) is not UTF-8, a
+    timestamp's time zone is not UTF-8, or a type is an interval YEAR_MONTH
+    or DAY_TIME: pyarrow takes those but cannot give them to Python (before
+    review 20, a UnicodeDecodeError or KeyError at first use).  The error
+    names the column (its path for nested fields)."""
     def walk(field, path):
         try:
             name = field.name
         except UnicodeDecodeError:
             raise ProtocolError(f"schema: a field name in {path or 'the schema'} is not "
                                 f"UTF-8") from None
+        here = f"{path}.{name}" if path else name
+        _check_type(field.type, here)
         for child in _children(field.type):
-            walk(child, f"{path}.{name}" if path else name)
+            walk(child, here)
     for field in schema:
         walk(field, "")
     return schema
