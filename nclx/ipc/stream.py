@@ -134,6 +134,14 @@ class BatchStream:
         client._active = None
         if exc is not None and not (isinstance(exc, RemoteError) and exc.code in _USABLE):
             client._fail(exc)
+        if self.owns_client:
+            # the stream's own connection (ipc.stream) is done with: it closes
+            # now, or once the last shared-memory view is released (before
+            # review 20, only when this BatchStream was collected: a stream
+            # iterated to its end and kept held a server slot)
+            client._auto_close = True
+            if not client._leases:
+                client.close()
 
     def _open(self):
         self.client._check_process()

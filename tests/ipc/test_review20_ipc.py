@@ -211,3 +211,34 @@ def test_check_schema_sees_dictionary_values_and_keeps_good_schemas():
                       ("iv", pa.month_day_nano_interval()),
                       ("d", pa.dictionary(pa.int8(), pa.string()))])
     assert check_schema(good) is good
+
+
+# ------------------------------------ 5. a stream iterated to its end
+def test_streams_iterated_to_the_end_free_their_server_slots():
+    t = pa.table({"x": np.arange(10)})
+    with ipc.Server({"t": t}, max_connections=2, timeout=10) as srv:
+        srv.start()
+        kept = []
+        for _ in range(2):
+            s = ipc.stream(srv.uri, "t", timeout=10)
+            assert sum(b.num_rows for b in s) == 10
+            kept.append(s)                   # kept, e.g. for s.num_batches
+        assert all(s.client._closed for s in kept)
+        from ipc_helpers import wait_for
+        assert wait_for(lambda: not srv._conns)
+        assert ipc.fetch(srv.uri, "t", timeout=10).num_rows == 10   # a slot is free
+
+
+def test_shm_stream_closes_when_its_last_view_goes():
+    from ipc_helpers import wait_for
+    t = pa.table({"x": np.arange(10)})
+    with ipc.Server({"t": t}, shm=True, timeout=10) as srv:
+        srv.start()
+        s = ipc.stream(srv.uri, "t", timeout=10)
+        batches = list(s)
+        assert not s.client._closed          # the batches are views of the segment
+        assert batches[0].column(0).to_pylist() == list(range(10))
+        del batches
+        gc.collect()
+        assert wait_for(lambda: s.client._closed and not srv._conns)
+        assert srv.held() == 0
