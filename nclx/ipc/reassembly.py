@@ -31,12 +31,18 @@ MAX_QUEUED = 1024
 #: their metadata bytes, beyond the first (a peer must not make the client
 #: hold every message it sends behind a body that never comes)
 MAX_QUEUED_BYTES = 64 << 20
-#: packed body bytes held before their message can be popped (bodies before
+#: body bytes held before their message can be popped (bodies before
 #: their metadata, bodies of messages queued behind one whose body has not
 #: come), beyond the first such body (which ``max_frame`` bounds): before,
 #: 64 early bodies and 1024 queued ones of up to ``max_frame`` each could be
 #: held, 64 GiB and more from a hostile peer (found by review 18)
 MAX_HELD_BYTES = 256 << 20
+#: what one (offset, length) pair of a shared-memory body (type 1) costs
+#: held, decoded: a list slot, a 2-tuple and two ints below 2**60 (8 + 56 +
+#: 32 + 32 bytes).  Such bodies count against ``max_held_bytes`` at this
+#: size: before review 20 they counted 0, and 128 MiB of early ones on the
+#: wire grew a client by 758 MiB.
+SHM_PAIR_BYTES = 128
 #: longest array (batch length, any field node) a batch may claim beyond
 #: one bit of body per element: the longest pyarrow's IPC writer writes
 #: without ``allow_64bit`` (``Client(max_rows=...)``).  A NullArray, an
@@ -145,6 +151,15 @@ def check_body(seq, info, body_type, payload):
                             f"total_size {total} plus {slack} bytes of padding")
 
 
+def held_size(body_type, payload):
+    """Bytes a body costs while held: a packed body its length, a
+    shared-memory body (``(total_size, pairs)``) its decoded pairs
+    (:data:`SHM_PAIR_BYTES` each, and 16 for the header)."""
+    if body_type == BODY_PACKED:
+        return len(payload)
+    return 16 + SHM_PAIR_BYTES * len(payload[1])
+
+
 class Reassembler:
     """Orders one stream's messages (see the module docstring)."""
 
@@ -164,7 +179,7 @@ class Reassembler:
         self.max_queued_bytes = max_queued_bytes
         self._queued_bytes = 0         # metadata bytes in _queue
         self.max_held_bytes = max_held_bytes
-        self._held_bytes = 0           # packed body bytes in _early and _queue
+        self._held_bytes = 0           # held_size() of the bodies in _early and _queue
         self._queue = deque()          # received, not yet popped, in order
         self._waiting = {}             # seq -> Entry awaiting its body
         self._early = {}               # seq -> (body_type, payload): body before metadata
@@ -269,7 +284,7 @@ class Reassembler:
         raise ProtocolError(f"body for seq {seq}, whose message has no body")
 
     def _hold(self, seq, body_type, payload, where):
-        n = len(payload) if body_type == BODY_PACKED else 0
+        n = held_size(body_type, payload)
         if self._held_bytes and self._held_bytes + n > self.max_held_bytes:
             raise ProtocolError(f"body for seq {seq} ({n} bytes) {where}: "
                                 f"{self._held_bytes} bytes of bodies are already held "
@@ -296,8 +311,8 @@ class Reassembler:
             return None
         entry = self._queue.popleft()
         self._queued_bytes -= len(entry.metadata)
-        if entry.body_type == BODY_PACKED:
-            self._held_bytes -= len(entry.body)
+        if entry.body_type is not None:
+            self._held_bytes -= held_size(entry.body_type, entry.body)
         self._recent[entry.seq] = entry.needs_body
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)

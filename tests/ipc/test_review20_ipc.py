@@ -242,3 +242,80 @@ def test_shm_stream_closes_when_its_last_view_goes():
         gc.collect()
         assert wait_for(lambda: s.client._closed and not srv._conns)
         assert srv.held() == 0
+
+
+# ----------------------------- 3. early shared-memory bodies are counted
+def _shm_body(nbuf, base=1000):
+    """A type 1 body of ``nbuf`` distinct (offset, 0) pairs (every offset a new int)."""
+    pairs = np.zeros((nbuf, 2), "<u8")
+    pairs[:, 0] = base + np.arange(nbuf) % 60000
+    return np.array([0, nbuf], "<u8").tobytes() + pairs.tobytes()
+
+
+def test_reassembler_counts_shm_bodies_waiting_for_their_metadata():
+    from nclx.ipc.reassembly import Reassembler
+    from nclx.ipc.wire import BODY_SHM, decode_shm_body
+    body = decode_shm_body(_shm_body(10000))
+    r = Reassembler(max_held_bytes=1 << 20)
+    r.body(1, BODY_SHM, body)             # the first held body always fits
+    assert r._held_bytes >= 10000 * 16    # at least its size on the wire
+    with pytest.raises(ProtocolError, match=r"body for seq 2 .* waits for its metadata: "
+                                            r"\d+ bytes of bodies are already held"):
+        r.body(2, BODY_SHM, body)
+
+
+def test_shm_counts_come_back_when_messages_are_popped():
+    from ipc_helpers import stream_messages
+    from nclx.ipc.reassembly import Reassembler
+    from nclx.ipc.wire import BODY_SHM
+    msgs = stream_messages(pa.table({"x": np.arange(4)}), max_chunksize=1)
+    r = Reassembler(max_held_bytes=4096)
+    for seq, (meta, body, info) in enumerate(msgs):
+        pairs = [(64 + off, length) for off, length in info.buffers]
+        if body is not None:                # bodies first, each popped before the next
+            r.body(seq, BODY_SHM, (sum(n for _, n in pairs), pairs))
+        r.metadata(seq, info, meta)
+        assert r.pop() is not None
+        assert r._held_bytes == 0
+    assert len(msgs) == 5
+
+
+def test_early_shm_bodies_do_not_grow_the_client_past_the_bound(monkeypatch):
+    """End to end: a fake server sends 16 early shm bodies of 2**15 pairs
+    (8 MiB on the wire, about 50 MiB decoded) with a 4 MiB bound."""
+    import base64
+    import functools
+    import sys
+    from multiprocessing import shared_memory
+
+    from ipc_helpers import FakeServer
+
+    from nclx.ipc import wire
+    from nclx.ipc.reassembly import Reassembler
+    stream_mod = sys.modules["nclx.ipc.stream"]      # (nclx.ipc.stream is the function)
+    monkeypatch.setattr(stream_mod, "Reassembler",
+                        functools.partial(Reassembler, max_held_bytes=4 << 20))
+    seg = shared_memory.SharedMemory(create=True, size=1 << 16)
+    try:
+        handle = base64.urlsafe_b64encode(seg.name.lstrip("/").encode()).decode().rstrip("=")
+        body = _shm_body(1 << 15)
+        frames = b"".join(wire.encode_frame(wire.KIND_TAGGED, wire.make_tag(seq, wire.BODY_SHM),
+                                            body) for seq in range(1, 17))
+
+        def script(conn, want):
+            conn.sendall(frames)
+            time.sleep(0.5)
+
+        with FakeServer(script, query=f"want_data=1&free_data=2&remote_handle={handle}") as fk:
+            tracemalloc.start()
+            try:
+                with pytest.raises(ProtocolError, match="bytes of bodies are already held"):
+                    with ipc.Client(fk.uri, timeout=5) as c:
+                        c.fetch("t")
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+    finally:
+        seg.close()
+        seg.unlink()
+    assert peak < 24 << 20, f"the client peaked at {peak / 2**20:.0f} MiB"
