@@ -165,12 +165,20 @@ class Client:
         """A new connection in place of one the server closed as idle
         (``Server(idle_timeout=...)``); False when this client holds views
         of shared memory (the server does not close such a connection as
-        idle, and their offsets died with it)."""
+        idle, and their offsets died with it).  With shared memory the
+        segment must still be the one mapped: a server restarted on the
+        same port has a new one, and its offsets read in the old mapping
+        were silently wrong data (review 20); ProtocolError then, as a new
+        Client with the old URI gets."""
         if self._leases:
             return False
         self.fs.close()
         self._pending.clear()        # the server freed them with the old connection
         self.fs = self._connect()
+        if self.segment is not None:
+            ep = self.endpoint
+            self.segment.check_current(f"reconnecting to {ep.host}:{ep.port} after its "
+                                       f"idle timeout")
         return True
 
     # ------------------------------------------------------------ sending

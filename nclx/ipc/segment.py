@@ -167,6 +167,7 @@ class Mapping:
 
     def __init__(self, name):
         self.name = name
+        self.identity = None        # (st_dev, st_ino) of the mapped segment (POSIX)
         fd = None
         try:
             import _posixshmem
@@ -178,6 +179,7 @@ class Mapping:
                 raise ProtocolError(f"remote_handle names {name!r}, which is not a "
                                     f"shared-memory segment (a FIFO, directory or device)")
             size = st.st_size
+            self.identity = (st.st_dev, st.st_ino)
             if size == 0:
                 raise OSError(f"shared-memory segment {name!r} is empty")
             self._mmap = mmap.mmap(fd, size, prot=mmap.PROT_READ)
@@ -203,6 +205,34 @@ class Mapping:
         self._view = memoryview(self._mmap)
         self._pa = pa.py_buffer(self._view)
         self.address = self._pa.address
+
+    def check_current(self, why):
+        """Raise ProtocolError unless the segment's name still names the
+        segment mapped here (same device and inode): after a server restart
+        the old one is unlinked, or the name reused, and offsets from the
+        new server must never be read in the old mapping (``why``: what
+        happened, for the message)."""
+        if self.identity is None:           # pragma: no cover - no POSIX shm
+            return
+        import _posixshmem
+        fd = None
+        try:
+            fd = _posixshmem.shm_open("/" + self.name, os.O_RDONLY | os.O_NONBLOCK, mode=0o600)
+            st = os.fstat(fd)
+            now = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            now = None
+        except OSError as exc:
+            raise ProtocolError(f"{why}: cannot open shared-memory segment {self.name!r} "
+                                f"again: {exc.strerror}") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
+        if now != self.identity:
+            state = "no longer exists" if now is None else "is another segment now"
+            raise ProtocolError(f"{why}: shared-memory segment {self.name!r} (the URI's "
+                                f"remote_handle) {state}: the server was restarted; open a "
+                                f"new Client with its new URI")
 
     def check(self, offset, length, what):
         if offset > self.size or length > self.size - offset:

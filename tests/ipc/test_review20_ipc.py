@@ -319,3 +319,62 @@ def test_early_shm_bodies_do_not_grow_the_client_past_the_bound(monkeypatch):
         seg.close()
         seg.unlink()
     assert peak < 24 << 20, f"the client peaked at {peak / 2**20:.0f} MiB"
+
+
+# ------------------------- 2. reconnecting to a restarted shm server
+def test_reconnect_after_idle_to_a_restarted_server_refuses_the_old_segment():
+    a = ipc.Server({"t": pa.table({"x": np.arange(5)})}, shm=True, idle_timeout=0.3,
+                   timeout=10).start()
+    port = a.endpoint.port
+    c = ipc.Client(a.uri, timeout=5)
+    b = None
+    try:
+        assert c.fetch("t").column("x").to_pylist() == list(range(5))
+        gc.collect()
+        from ipc_helpers import wait_for
+        assert wait_for(lambda: not a._conns)        # closed as idle by the server
+        a.close()
+        b = ipc.Server({"t": pa.table({"x": np.arange(100, 105)})},
+                       uri=f"tcp://127.0.0.1:{port}", shm=True, timeout=10).start()
+        with pytest.raises(ProtocolError, match=r"reconnecting to 127\.0\.0\.1:\d+ after its "
+                                                r"idle timeout: shared-memory segment .* no "
+                                                r"longer exists"):
+            c.fetch("t")                         # before: [0..4] read in the old mapping
+        with pytest.raises(ProtocolError, match="unusable"):
+            c.fetch("t")
+    finally:
+        c.close()
+        a.close()
+        if b is not None:
+            b.close()
+
+
+def test_a_segment_name_reused_by_another_segment_is_refused():
+    from multiprocessing import shared_memory
+
+    from nclx.ipc.segment import Mapping
+    first = shared_memory.SharedMemory(create=True, size=4096)
+    name = first.name.lstrip("/")
+    m = Mapping(name)
+    m.check_current("test")                       # the same segment: fine
+    first.close()
+    first.unlink()
+    again = shared_memory.SharedMemory(name=name, create=True, size=4096)
+    try:
+        with pytest.raises(ProtocolError, match="is another segment now"):
+            m.check_current("test")
+    finally:
+        again.close()
+        again.unlink()
+
+
+def test_reconnect_after_idle_to_the_same_shm_server_still_works():
+    with ipc.Server({"t": pa.table({"x": np.arange(5)})}, shm=True, idle_timeout=0.3,
+                    timeout=10) as srv:
+        srv.start()
+        with ipc.Client(srv.uri, timeout=5) as c:
+            assert c.fetch("t").column("x").to_pylist() == list(range(5))
+            gc.collect()
+            from ipc_helpers import wait_for
+            assert wait_for(lambda: not srv._conns)
+            assert c.fetch("t").column("x").to_pylist() == list(range(5))
