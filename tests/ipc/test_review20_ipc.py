@@ -378,3 +378,27 @@ def test_reconnect_after_idle_to_the_same_shm_server_still_works():
             from ipc_helpers import wait_for
             assert wait_for(lambda: not srv._conns)
             assert c.fetch("t").column("x").to_pylist() == list(range(5))
+
+
+# ------------------------- 7. snapshots and read-only results (docs/ipc.md)
+@pytest.mark.parametrize("shm", [False, True])
+def test_when_arrays_are_snapshotted_and_which_results_are_read_only(shm):
+    c = np.arange(6.0)
+    nc = np.arange(12.0)[::2]                       # non-contiguous: copied at once
+    sw = np.arange(6.0).astype(">f8")               # byte-swapped: copied at once
+    srv = ipc.serve_arrays({"c": c, "nc": nc, "sw": sw, "e": np.zeros((0, 3))}, shm=shm)
+    try:
+        c[0] = nc[0] = sw[0] = -1                   # before the first request
+        got = {k: ipc.fetch_array(srv.uri, k, timeout=10) for k in ("c", "nc", "sw", "e")}
+        assert got["c"][0] == -1                    # contiguous: snapshot at first request
+        assert got["nc"][0] == 0 and got["sw"][0] == 0
+        c[0] = -2                                   # after it: not served
+        assert ipc.fetch_array(srv.uri, "c", timeout=10)[0] == -1
+        for k in ("c", "nc", "sw"):
+            assert not got[k].flags.writeable, k    # TCP too
+        assert got["e"].flags.writeable and got["e"].shape == (0, 3)
+    finally:
+        srv.close()
+    x = np.arange(3.0)
+    y = ipc.table_to_array(ipc.array_to_table(x))
+    assert np.shares_memory(x, y) and y.flags.writeable
