@@ -35,13 +35,17 @@ def installs_and_sorts():
 """
 
 
-@pytest.mark.parametrize("owner, name", [
+#: nclx's guarded locks: (module, attribute; an object's own .lock where it has one)
+LOCKS = [
     ("nclx._ncl.install", "_lock"),
     ("nclx.checked", "_lock"),
     ("nclx.ledger", "_lock"),
     ("nclx.fused", "_expr_plans"),      # its .lock
     ("nclx.types.arrmeta", "_LOCK"),
-])
+]
+
+
+@pytest.mark.parametrize("owner, name", LOCKS)
 def test_a_lock_held_by_another_thread_at_fork_is_free_in_the_child(owner, name):
     # the holder keeps the lock 0.3 s: the fork waits for it, and the child
     # gets a free lock and a whole state
@@ -149,13 +153,7 @@ nclx.uninstall()
     assert proc.stdout.strip() == "0 0", proc.stderr[-3000:]
 
 
-@pytest.mark.parametrize("owner, name", [
-    ("nclx._ncl.install", "_lock"),
-    ("nclx.checked", "_lock"),
-    ("nclx.ledger", "_lock"),
-    ("nclx.fused", "_expr_plans"),      # its .lock
-    ("nclx.types.arrmeta", "_LOCK"),
-])
+@pytest.mark.parametrize("owner, name", LOCKS)
 def test_the_forking_thread_itself_holds_the_lock(owner, name):
     # a signal handler or __del__ that forks inside one of nclx's critical
     # sections: the fork must not wait for a lock its own thread holds

@@ -71,7 +71,7 @@ cdef class Kernel:
     cdef int loop(self, char **args, const npy_intp *dimensions,
                   const npy_intp *steps, ncl_call *call) noexcept nogil:
         # The Python face: take the GIL, show the buffers as mirrors (one
-        # element at a time where the output feeds an input: _each; an
+        # element at a time where the output feeds an input: ncl_each_element; an
         # element passed on passes the whole call on, whose loop recomputes
         # every element in order from the untouched first input)
         cdef int rc = 1
