@@ -72,7 +72,7 @@ class FrameSocket:
         self._view = memoryview(self._buf)
         self._start = self._end = 0
         self.bytes_received = 0
-        self._hard = None            # (time, seconds) the frame being read must end by
+        self._hard = None            # (end by, seconds, start time, bytes received at start)
         self.idle_check = None
         sock.settimeout(poll if poll is not None else timeout)
 
@@ -107,11 +107,25 @@ class FrameSocket:
             if self.per_frame and deadline is not None and n and time.monotonic() > deadline:
                 raise TimeoutError(f"{self.peer} did not complete {what} within "
                                    f"{self.timeout} s")
-            if self._hard is not None and n and time.monotonic() > self._hard[0]:
-                raise TimeoutError(f"{self.peer} did not complete {what} within "
-                                   f"{self._hard[1]:.1f} s (timeout {self.timeout} s, then "
-                                   f"min_rate {self.min_rate} bytes/s)")
+            if self._hard is not None and n:
+                self._check_rate(what)
             return n
+
+    def _check_rate(self, what):
+        """A client's frame must end by its deadline, and after the first
+        ``timeout`` seconds arrive at ``min_rate`` on average: a server
+        declaring a GiB frame and trickling a byte now and then is cut off
+        within about ``timeout`` seconds (before review 20 the deadline came
+        from the declared length alone: 36 hours for 1 GiB at 8 KiB/s)."""
+        end, allowed, t0, b0 = self._hard
+        now = time.monotonic()
+        late = now - t0 - self.timeout
+        got = self.bytes_received - b0
+        if now > end or (late > 0 and got < self.min_rate * late):
+            raise TimeoutError(f"{self.peer} did not complete {what} within "
+                               f"{now - t0:.1f} s: {got} bytes came, slower than min_rate "
+                               f"{self.min_rate} bytes/s after the first {self.timeout} s "
+                               f"(timeout)")
 
     def _fill(self, need, deadline, what, at_boundary):
         """Make ``need`` bytes available in the read buffer."""
@@ -143,13 +157,19 @@ class FrameSocket:
         return time.monotonic() + self.timeout if self.timeout is not None else None
 
     def _frame_limit(self, nbytes):
-        """A frame of ``nbytes`` started now: when it must be complete (a
-        client's; a server's frames have ``per_frame``)."""
+        """A frame of ``nbytes`` whose first byte came: when it must be
+        complete, from when and from how many bytes received its rate is
+        counted (a client's; a server's frames have ``per_frame``)."""
         if self.per_frame or self.timeout is None or not self.min_rate:
             self._hard = None
+            return
+        allowed = self.timeout + nbytes / self.min_rate
+        if self._hard is None:     # the frame's start: its bytes counted from here
+            t0 = time.monotonic()
+            b0 = self.bytes_received - (self._end - self._start)
         else:
-            allowed = self.timeout + nbytes / self.min_rate
-            self._hard = (time.monotonic() + allowed, allowed)
+            t0, b0 = self._hard[2], self._hard[3]
+        self._hard = (t0 + allowed, allowed, t0, b0)
 
     def recv_frame(self, idle=False):
         """The next frame, or None at end of file between frames."""

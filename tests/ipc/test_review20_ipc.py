@@ -19,7 +19,10 @@
 6. ``array_to_table`` / ``serve_arrays`` of 2**31 elements or more raised a
    bare OverflowError from pyarrow (after copying a non-contiguous one);
 7. (docs) when arrays are snapshotted, and which ``fetch_array`` results
-   are read-only.
+   are read-only;
+8. a server declaring a huge frame and trickling a byte now and then held a
+   client for ``timeout + declared / min_rate`` seconds (36 hours for 1 GiB
+   at 8 KiB/s): the rate is now checked as bytes come, after ``timeout``.
 """
 import gc
 import time
@@ -402,3 +405,30 @@ def test_when_arrays_are_snapshotted_and_which_results_are_read_only(shm):
     x = np.arange(3.0)
     y = ipc.table_to_array(ipc.array_to_table(x))
     assert np.shares_memory(x, y) and y.flags.writeable
+
+
+def test_a_trickled_huge_frame_is_cut_off_by_its_rate_not_its_declared_length():
+    import threading
+    from ipc_helpers import FakeServer
+    from nclx.ipc import wire
+    declared = 512 << 20                     # 512 MiB: before, 1 + 65536 s allowed
+    header = wire.encode_frame_header(wire.KIND_UNTAGGED, None, declared)
+    stop = threading.Event()
+
+    def script(conn, want):
+        try:
+            conn.sendall(header)
+            while not stop.is_set():
+                conn.sendall(b"\0")
+                time.sleep(0.1)
+        except OSError:
+            return
+
+    with FakeServer(script) as fake:
+        t0 = time.monotonic()
+        with ipc.Client(fake.uri, timeout=1.0) as c:
+            with pytest.raises(TimeoutError, match="slower than min_rate"):
+                c.fetch("t")
+        took = time.monotonic() - t0
+        stop.set()
+    assert took < 10.0, took
