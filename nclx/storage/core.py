@@ -26,7 +26,7 @@ from nclx.storage.params import (StorageTypeError, default_dims, fit_alignment,
                                  normalize_alignment, normalize_device, normalize_dims,
                                  normalize_dtype, normalize_halo, normalize_layout,
                                  normalize_managed, normalize_shape)
-from nclx.storage.ufunc import host_result_like, storage_ufunc
+from nclx.storage.ufunc import host_result_like, storage_compare, storage_ufunc
 
 __all__ = ["Storage", "CPUStorage", "GPUStorage", "SoftwareManagedGPUStorage",
            "CUDAManagedGPUStorage", "make", "allocate", "wrap_host", "wrap_device",
@@ -221,6 +221,12 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
     # -- NumPy ufuncs -------------------------------------------------------------
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         return storage_ufunc(self, ufunc, method, inputs, kwargs)
+
+    def __eq__(self, other):          # ndarray's where the ufunc has no loop
+        return storage_compare(self, other, "__eq__")
+
+    def __ne__(self, other):
+        return storage_compare(self, other, "__ne__")
 
     #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
     _nclx_array_function = True

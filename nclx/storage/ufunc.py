@@ -248,6 +248,29 @@ def _no_unit_stride(a):
     return bool(moving) and min(moving) != a.itemsize
 
 
+def storage_compare(anchor, other, name):
+    """``anchor == other`` (``name`` '__eq__') or ``!=`` as ndarray's: the
+    ufunc, and where it has no loop (a string or a datetime against numbers,
+    structured records) ndarray's own comparison of the host values -- all
+    False / all True, records field by field, or NumPy's own TypeError --
+    laid out like ``anchor`` (before review 20, NumPy's mixin raised
+    UFuncTypeError where an ndarray compares)."""
+    if getattr(other, "__array_ufunc__", False) is None:
+        return NotImplemented                     # the mixin's rule: it opted out
+    try:
+        return (np.equal if name == "__eq__" else np.not_equal)(anchor, other)
+    except TypeError:
+        if anchor._host is None:
+            raise                                 # device-only: the backend's answer
+        theirs = other._value_array() if isinstance(other, StorageBase) else other
+        r = getattr(anchor._host_read(), name)(theirs)
+        if not isinstance(r, np.ndarray) or r.ndim == 0:
+            return r                              # NotImplemented, or a 0-d result's scalar
+        if r.shape == anchor.shape:
+            return _like(_HostSide, r, anchor)
+        return anchor._wrap_host(r, *_meta(r.shape, anchor, "__call__", {}))
+
+
 def host_result_like(r, tmpl):
     """A host result ``r`` (``tmpl``'s host view ** a scalar) as a storage
     laid out like ``tmpl`` when the shapes match."""
