@@ -106,7 +106,7 @@ def _kids(node, text, names):
             names.append(node.id)
         return ()
     if isinstance(node, ast.Constant):
-        if type(node.value) not in (int, float, bool):
+        if type(node.value) not in (int, float, bool, complex):
             r = repr(node.value)
             _fail(text, f"the constant {r[:40]}{'...' * (len(r) > 40)}")
         return ()
