@@ -27,12 +27,11 @@ cdef inline bint ncl_input_overlaps_output(ncl_call *call, npy_intp n) noexcept 
     without being it (each element then needs the ones before it)."""
     cdef int i, size
     cdef int out = call.nargs - 1
+    cdef int osize = ncl_dtype_sizes[call.dtypes[out]]
     if n < 2 or call.steps[out] == 0:
         return False
     for i in range(out):
-        size = ncl_dtype_sizes[call.dtypes[out]]
-        if ncl_dtype_sizes[call.dtypes[i]] > size:
-            size = ncl_dtype_sizes[call.dtypes[i]]
+        size = osize if osize > ncl_dtype_sizes[call.dtypes[i]] else ncl_dtype_sizes[call.dtypes[i]]
         if ncl_overlaps(call.args[i], call.steps[i], call.args[out], call.steps[out], n, size):
             return True
     return False
@@ -50,7 +49,7 @@ cdef inline bint ncl_each_element(ncl_call *call) noexcept nogil:
 cdef inline void ncl_element_call(ncl_call *call, ncl_call *one, char **args, npy_intp *dims,
                           npy_intp k) noexcept nogil:
     """``one``: element ``k`` of ``call``."""
-    cdef int i
+    cdef int i, size
     one[0] = call[0]
     for i in range(call.nargs):
         args[i] = call.args[i] + k * call.steps[i]

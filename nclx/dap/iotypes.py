@@ -252,11 +252,9 @@ def _darray_args(dist, MPI):
 
 def _mpi_block(dist, d, step):
     """Whether every grid coordinate ``c`` of block dimension ``d`` owns
-    ``[c * step, (c + 1) * step)``, as MPI's BLOCK deals it.  An imported
-    irregular split (6 rows as 4 + 2 on 2 ranks) is not: darray would
-    select the balanced rows (review 20: beside a cyclic dimension a save
-    wrote rows shifted, lost and zero-filled, silently, and a load of the
-    same layout failed as if the file were short)."""
+    ``[c * step, (c + 1) * step)``, as MPI's BLOCK deals it; an imported
+    irregular split (6 rows as 4 + 2) does not, and darray would select the
+    balanced rows (review 20: a save wrote rows shifted, lost and zeroed)."""
     for c in range(dist.grid_shape[d]):
         m = dist.column_map(d, c)
         if (m.start + m.comm_padding[0], m.stop - m.comm_padding[1]) != (c * step, (c + 1) * step):

@@ -130,4 +130,3 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         out[...] = result
         return out
     return result
-
