@@ -14,7 +14,7 @@ from nclx import aware
 from nclx.types import compute
 from nclx.types._offsets import check_lists
 
-__all__ = ["ComputeMixin", "ragged_ufunc"]
+__all__ = ["ComputeMixin", "ragged_compare", "ragged_ufunc"]
 
 
 class ComputeMixin:
@@ -29,6 +29,12 @@ class ComputeMixin:
 
     def __array_function__(self, func, types, args, kwargs):
         return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+
+    def __eq__(self, other):          # ndarray's where the ufunc has no loop
+        return ragged_compare(self, other, "__eq__")
+
+    def __ne__(self, other):
+        return ragged_compare(self, other, "__ne__")
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a Ragged has no fixed shape to become an ndarray: use .values, "
@@ -200,3 +206,24 @@ def ragged_ufunc(ufunc, method, inputs, kwargs):
     call = _Elementwise(ufunc, inputs, kwargs)
     return aware.array_ufunc(ufunc, method, inputs, kwargs, unwrap=call.unwrap,
                              wrap=call.wrap, kernels=aware.nclx_ufunc)
+
+
+def ragged_compare(r, other, name):
+    """``r == other`` (``name`` '__eq__') or ``!=`` as ndarray's on the
+    values: the ufunc, and where it has no loop (structured records, a
+    datetime against a number) ndarray's own comparison of the values the
+    lists reach -- records field by field, all False / all True -- on the
+    same offsets (before review 21, UFuncTypeError where an ndarray
+    compares)."""
+    if getattr(other, "__array_ufunc__", False) is None or \
+            aware.foreign((r, other), {}, own=(ComputeMixin,)):
+        return NotImplemented                     # the mixin's rule: the other is asked
+    ufunc = np.equal if name == "__eq__" else np.not_equal
+    try:
+        return ufunc(r, other)
+    except TypeError:
+        call = _Elementwise(ufunc, (r, other), {})    # the lists' checks, as the ufunc's
+        res = getattr(call.unwrap(r), name)(call.unwrap(other))
+        if not isinstance(res, np.ndarray) or res.ndim == 0:
+            raise
+        return call.wrap(res)

@@ -57,6 +57,10 @@ def values_array(values):
     elif values.dtype == np.bool_:
         arr = pa.array(values)
     else:
+        if values.dtype.kind in "mM" and np.isnat(values).any():
+            # NaT is a null, as pyarrow makes it (before review 21 it went over as
+            # int64's minimum, a valid timestamp that broke to_pylist)
+            mask = np.isnat(values) if mask is None else mask | np.isnat(values)
         arr = _primitive_array(values, mask)
     if mask is not None:
         validity = pa.py_buffer(_bits.pack(~mask))

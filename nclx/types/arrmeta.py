@@ -24,6 +24,7 @@ import threading
 import weakref
 
 import numpy as np
+from numpy.lib.array_utils import byte_bounds
 
 from nclx._ncl.extent import declares, interface_overrun
 from nclx._ncl import forksafe as _forksafe
@@ -54,7 +55,13 @@ def _owner(a):
         ptr = np.frombuffer(mv, dtype=np.uint8).__array_interface__["data"][0] if mv.nbytes else 0
         return base, ptr, mv.nbytes
     except (TypeError, ValueError):
-        return base, a.__array_interface__["data"][0], a.nbytes
+        # the elements' own extent, strides and their signs included (before
+        # review 21, nbytes from the first element: a padded or reversed view
+        # of a storage reached past its block)
+        if a.size == 0:
+            return base, a.__array_interface__["data"][0], 0
+        lo, hi = byte_bounds(a)
+        return base, lo, hi - lo
 
 
 def _block(a, holder):

@@ -50,17 +50,24 @@ def from_strings(strings, *, offsets_dtype=np.int64):
     if offsets_dtype not in (np.int32, np.int64):
         raise TypeError(f"offsets_dtype must be int32 or int64, not {offsets_dtype}")
     items = list(strings)
-    kinds = {type(s) for s in items if s is not None}
-    if kinds <= {str}:
-        encoding = "utf-8"
-        raw = [b"" if s is None else s.encode("utf-8") for s in items]
-    elif kinds <= {bytes, bytearray}:
-        encoding = "bytes"
-        raw = [b"" if s is None else bytes(s) for s in items]
+    def kind(i, s):
+        if isinstance(s, str):
+            return "utf-8"
+        if isinstance(s, (bytes, bytearray)):
+            return "bytes"
+        raise TypeError(f"strings[{i}] is a {type(s).__name__}; from_strings takes "
+                        "str (or bytes) items and None")
+    kinds = [(i, kind(i, s)) for i, s in enumerate(items) if s is not None]
+    encoding = kinds[0][1] if kinds else "utf-8"
+    for i, k in kinds:
+        if k != encoding:   # (a str/bytes mix: before, a bare StopIteration; review 21)
+            raise TypeError(f"strings[{i}] is a {type(items[i]).__name__} after a "
+                            f"{type(items[kinds[0][0]]).__name__} at strings[{kinds[0][0]}]; "
+                            "from_strings takes str or bytes items and None, not a mix")
+    if encoding == "utf-8":
+        raw = [b"" if s is None else str(s).encode("utf-8") for s in items]
     else:
-        bad = next(i for i, s in enumerate(items) if s is not None and not isinstance(s, (str, bytes)))
-        raise TypeError(f"strings[{bad}] is a {type(items[bad]).__name__}; from_strings takes "
-                        "str (or bytes) items and None, not a mix")
+        raw = [b"" if s is None else bytes(s) for s in items]
     n = len(raw)
     offsets = _offsets_of(map(len, raw), n, offsets_dtype)
     if offsets_dtype == np.int32 and n and offsets[-1] != sum(map(len, raw)):
@@ -106,12 +113,19 @@ def from_list(data, dtype=None, *, offsets_dtype=np.int64):
             return from_strings(items, offsets_dtype=offsets_dtype)
         raise TypeError(f"data[{bad}] = {items[bad]!r} is not a list: from_list takes a list "
                         "of lists (None for a missing list)")
-    depth, leaf = _depth(items)
-    return _build(items, max(depth, 1), dtype, offsets_dtype,
-                  leaf_is_str=isinstance(leaf, (str, bytes)))
+    depth, _ = _depth(items)
+    return _build(items, max(depth, 1), dtype, offsets_dtype)
 
 
-def _build(items, depth, dtype, offsets_dtype, leaf_is_str):
+def _all_strings(flat):
+    """Leaves that are all str or all bytes (None between) become a string Ragged; a
+    mix with numbers goes to NumPy, which makes them all str, in any order (before,
+    the first leaf decided: [1, 'a'] gave strings, ['a', 1] a TypeError; review 21)."""
+    present = [x for x in flat if x is not None]
+    return bool(present) and all(isinstance(x, (str, bytes)) for x in present)
+
+
+def _build(items, depth, dtype, offsets_dtype):
     n = len(items)
     missing = [x is None for x in items]
     lists = [() if x is None else x for x in items]
@@ -123,8 +137,8 @@ def _build(items, depth, dtype, offsets_dtype, leaf_is_str):
         if any(x is not None and not _is_list(x) for x in flat):
             bad = next(x for x in flat if x is not None and not _is_list(x))
             raise ValueError(f"lists of different depths: {bad!r} where a list was expected")
-        values = _build(flat, depth - 1, dtype, offsets_dtype, leaf_is_str)
-    elif leaf_is_str:
+        values = _build(flat, depth - 1, dtype, offsets_dtype)
+    elif _all_strings(flat):
         values = from_strings(flat, offsets_dtype=offsets_dtype)
     else:
         if any(_is_list(x) for x in flat):

@@ -21,11 +21,15 @@ A type is a tree of immutable nodes:
 back: ``str(parse(s)) == s`` for every canonical ``s``.
 """
 import json
+import operator
 import re
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
 import numpy as np
+
+#: the largest fixed dimension a type string holds (the parser's int64)
+_MAX_SIZE = 2 ** 63 - 1
 
 __all__ = ["Type", "Dim", "Scalar", "String", "Record", "Option", "Categorical", "Union",
            "Pointer", "SCALAR_NAMES", "scalar_of_dtype", "dtype_of_scalar", "dtype_type",
@@ -76,8 +80,22 @@ class Dim(Type):
             raise ValueError(f"dimension kind must be 'fixed', 'var' or 'strided', not {self.kind!r}")
         if (self.kind == "fixed") != (self.size is not None):
             raise ValueError("a fixed dimension needs a size; var and strided ones take none")
-        if self.size is not None and self.size < 0:
-            raise ValueError(f"dimension size must be >= 0, not {self.size}")
+        if self.size is not None:
+            # an int the parser reads back: not a bool, a float or past int64
+            # (before review 21, Dim('fixed', t, True) printed 'True * ...')
+            if isinstance(self.size, (bool, np.bool_)):
+                raise TypeError(f"dimension size must be an integer, not {self.size!r}")
+            try:
+                size = operator.index(self.size)
+            except TypeError:
+                raise TypeError(f"dimension size must be an integer, not "
+                                f"{type(self.size).__name__} {self.size!r}") from None
+            if size < 0 or size > _MAX_SIZE:
+                raise ValueError(f"dimension size must be in 0..2**63-1, not {size}")
+            object.__setattr__(self, "size", int(size))
+        if not isinstance(self.element, Type):
+            raise TypeError(f"a dimension's element must be a Type, not "
+                            f"{type(self.element).__name__}")
 
     def __str__(self):
         head = str(self.size) if self.kind == "fixed" else self.kind
@@ -110,6 +128,15 @@ class Record(Type):
         # a name given twice is no datashape record: parse() refuses the
         # string it prints (before, typeof of an Arrow struct with duplicate
         # names printed one; found by review)
+        bad = next((f for f in self.fields if not isinstance(f, Type)), None) \
+            if isinstance(self.fields, tuple) else self.fields
+        if bad is not None:
+            raise TypeError(f"record: fields must be a tuple of Types, not holding "
+                            f"{type(bad).__name__} {bad!r}")
+        if self.names is not None and len(self.names) != len(self.fields):
+            # (before review 21, zip() dropped the extra fields from str(): a
+            # record printing '{x: int32}' unequal to parse('{x: int32}'))
+            raise ValueError(f"record: {len(self.names)} names for {len(self.fields)} fields")
         if self.names is not None:
             seen = set()
             for name in self.names:

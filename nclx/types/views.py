@@ -73,6 +73,14 @@ class _Buffers:
             except (TypeError, ValueError, NotImplementedError) as exc:
                 raise TypeError(f"buffer {k} ({role}) has the buffer format {fmt!r}, "
                                 "which NumPy cannot read: pass raw bytes or an ndarray") from exc
+        if isinstance(buf, np.ma.MaskedArray):
+            # (before review 21, NumPy's "cannot reshape array of size 2 into
+            # shape (8,)" from inside numpy.ma, naming no buffer)
+            raise TypeError(f"buffer {k} ({role}) is a masked array: a buffer holds values "
+                            "only; pass its .data, and the mask as a validity bitmap of an "
+                            "option type")
+        if type(buf) is not np.ndarray:
+            buf = np.asarray(buf)     # a subclass's bytes as a plain ndarray (np.matrix ...)
         if not buf.flags.c_contiguous:
             raise ValueError(f"buffer {k} ({role}) is not C-contiguous")
         if buf.dtype.hasobject:
