@@ -6,6 +6,8 @@ face to NumPy (``__array_ufunc__`` through :mod:`nclx.dap.ufuncs`,
 ``__array_function__`` through :mod:`nclx.dap.registry`).
 """
 
+import copy
+
 import numpy as np
 
 from nclx.dap import registry
@@ -364,6 +366,20 @@ class DistArray:
         if n != 1:
             return bool(np.zeros(min(n, 2), self.dtype))    # NumPy's error (or answer)
         return bool(self.gather(root=None))
+
+    # copies as ndarray's (local, no collective); no pickling (review 21:
+    # copy.copy shared the block, and a pickled DistArray sent to another
+    # rank arrived holding the sender's block -- silently wrong gathers)
+    def __copy__(self):
+        return type(self)._of(self._block.copy(), self.distribution, self.comm)
+
+    def __deepcopy__(self, memo):
+        return type(self)._of(copy.deepcopy(self._block, memo), self.distribution, self.comm)
+
+    def __reduce_ex__(self, protocol):
+        raise TypeError("a DistArray cannot be pickled: its block is one rank's part of a "
+                        "communicator's array; send da.gather() (or the block, "
+                        "da.local, with its distribution) instead")
 
     def __repr__(self):
         return (f"<DistArray shape={self.shape} dtype={self.dtype} rank "

@@ -85,8 +85,11 @@ def numpy_refusal(func, probe_dtype, ndim, out, /, **kwargs):
     ``out``'s shape and dtype.  The same on every rank."""
     probe = np.ones((1,) * ndim, probe_dtype)
     with ignoring(), np.errstate(all="ignore"):
-        # a DistArray out= (an axis reduction's): the probe's own result shape
-        shape = np.shape(func(probe, **kwargs)) if is_da(out) else np.shape(out)
+        # the probe's own result shape: only out='s dtype is probed here (its
+        # shape is checked against the result's by the callers; before review
+        # 21, an ndarray out= of the global result's shape met the probe's
+        # and raised NumPy's broadcast error, naming no out=)
+        shape = np.shape(func(probe, **kwargs))
         func(probe, out=np.empty(shape, out.dtype), **kwargs)
 
 
@@ -123,6 +126,9 @@ def finish(result, out, what, refusal=None):
             return blocks_into(out, result, what)
         out._block[...] = result._block
         return out
+    if is_da(out):      # (before review 21: np.shape's "not implemented" TypeError)
+        raise DapError(f"{what}: out= is a DistArray where the result is a value on every "
+                       f"rank (shape {np.shape(result)}): pass an ndarray of that shape")
     if np.shape(out) != np.shape(result):     # NumPy refuses it; [...] = would broadcast
         raise ValueError(f"{what}: out= has shape {np.shape(out)}, the result "
                          f"{np.shape(result)}")

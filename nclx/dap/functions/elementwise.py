@@ -53,12 +53,27 @@ def clip(a, a_min=np._NoValue, a_max=np._NoValue, out=None, *, min=np._NoValue,
         if type(hi) is int and hi >= np.iinfo(dt).max:
             hi = None
     if lo is None and hi is None:
-        return np.positive(a, out=out, **kwargs)
+        return _ufunc(np.positive, a, out=out, **kwargs)
     if lo is None:
-        return np.minimum(a, hi, out=out, **kwargs)
+        return _ufunc(np.minimum, a, hi, out=out, **kwargs)
     if hi is None:
-        return np.maximum(a, lo, out=out, **kwargs)
-    return np._core.umath.clip(a, lo, hi, out=out, **kwargs)
+        return _ufunc(np.maximum, a, lo, out=out, **kwargs)
+    return _ufunc(np._core.umath.clip, a, lo, hi, out=out, **kwargs)
+
+
+def _ufunc(ufunc, *args, out, **kwargs):
+    """``ufunc(*args, out=out, **kwargs)`` as NumPy's ``_clip`` calls it: with
+    ``where=`` and no out=, its explicit ``out=None`` (NumPy drops that on the
+    way to ``__array_ufunc__``, and a where= without out= warns "'where'
+    used without 'out'"; np.clip does not: review 21) goes to the blocks as
+    ``out=(None,)``, through the DistArray's own ufunc protocol."""
+    da = next((x for x in args if is_da(x)), None) if out is None and "where" in kwargs \
+        else None
+    if da is not None:
+        r = da.__array_ufunc__(ufunc, "__call__", *args, out=(None,), **kwargs)
+        if r is not NotImplemented:
+            return r
+    return ufunc(*args, out=out, **kwargs)
 
 
 @implements(np.copy)
@@ -73,8 +88,21 @@ def copy(a, order="K", subok=False):
 @implements(np.isclose)
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """A boolean DistArray of ``a``'s distribution (NumPy's isclose per block)."""
-    da, (x, y) = blocks("np.isclose", a, b)
+    da, (x, y, rtol, atol) = blocks("np.isclose", a, b, *_tolerances("np.isclose", rtol, atol))
     return wrap(np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan), da)
+
+
+def _tolerances(what, rtol, atol):
+    """``rtol``/``atol`` as operands: scalars, or DistArrays (aligned as the
+    values); an ndarray would broadcast against each rank's block -- wrong
+    cells on some ranks, an error on others (before review 21: silent wrong
+    values, or one rank raising while the others waited)."""
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if not is_da(v) and np.ndim(v) != 0:
+            raise DapError(f"{what}: {name}= of shape {np.shape(v)}: a tolerance is a scalar "
+                           f"or a DistArray of the values' global shape (an array would meet "
+                           f"each rank's block, not the global array)")
+    return rtol, atol
 
 
 def _all(da, mask):
@@ -84,7 +112,7 @@ def _all(da, mask):
 @implements(np.allclose)
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     """``bool``: every counted cell is close (one collective)."""
-    da, (x, y) = blocks("np.allclose", a, b)
+    da, (x, y, rtol, atol) = blocks("np.allclose", a, b, *_tolerances("np.allclose", rtol, atol))
     return _all(da, np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

@@ -17,6 +17,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
+from nclx.dap.functions._agreed import agreed_warnings_call
 from nclx.dap.functions._common import blocks, counted, is_da, reduce_parts
 from nclx.dap.registry import implements
 from nclx.dap.validate import DapError, DapTypeError
@@ -95,7 +96,7 @@ def _raise(exc):
 def dot(a, b, out=None):
     """1-D: the sum of the ranks' partial dot products (1e-12 relative for floats)."""
     if out is not None:
-        raise DapError("np.dot of DistArrays: out= is not supported (a scalar result)")
+        raise DapTypeError("np.dot of DistArrays: out= is not supported (a scalar result)")
     return _product("np.dot", a, b, False)
 
 
@@ -122,6 +123,12 @@ def _owned_map(x, blk, fn, what):
         full = np.zeros(blk.shape, v.dtype)
         full[own] = v
         return full
+    if "warn" in np.geterr().values():
+        # its warnings ("divide by zero encountered in reciprocal" of a zero
+        # under a negative ord, an overflow in multiply) warned on every rank,
+        # once, as NumPy's one step on the global array (before review 21:
+        # on the ranks whose cells met them only)
+        return agreed_warnings_call(x.comm, run, repr((what, "norm step")), what)
     return guarded_call(x.comm, run, repr((what, "norm step")), what)
 
 

@@ -20,6 +20,7 @@ from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, re
 from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, nan_dof_first, sqrt_keep,
                                            var, var_parts)
 from nclx.dap.registry import implements
+from nclx.dap.validate import DapTypeError
 from nclx.dap.outloop import loop_with_out
 from nclx.dap.outwrite import blocks_into, divided_into
 
@@ -149,10 +150,19 @@ def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
            mean=np._NoValue, correction=np._NoValue):
     """NumPy's two passes over the non-NaN cells (1e-12 relative)."""
     if a.dtype.kind not in "fc":           # NumPy's np.var (no NaN to drop)
+        _no_mean(mean, "np.nanvar")
         return var(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                    correction=correction)
     return _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, "np.nanvar",
                    False)
+
+
+def _no_mean(mean, what):
+    """The keyword no DistArray takes: a TypeError (DapTypeError) naming the
+    function the user called (review 21: np.nanstd of integers named np.var,
+    its floats raised a plain TypeError)."""
+    if mean is not np._NoValue:
+        raise DapTypeError(f"{what}(DistArray, mean=...) is not implemented")
 
 
 def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqrt):
@@ -160,8 +170,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, 
     _check_inexact(dtype, out)
     if correction is not np._NoValue:
         ddof = correction
-    if mean is not np._NoValue:
-        raise TypeError(f"{what}(DistArray, mean=...) is not implemented")
+    _no_mean(mean, what)
     ss, n = var_parts(a, axis, dtype, keepdims, _mask(a, where, what), quiet=True)
     if value_out(out, ss):
         return _nanvar_into(out, ss, n, ddof, what, sqrt)
@@ -207,6 +216,7 @@ def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=
     # NumPy's nanstd of integers: np.var into out=, then the square root
     # there, in out's dtype (before: taken in the variance's dtype, then
     # cast -- float32 digits in a float64 out=; found by review)
+    _no_mean(mean, "np.nanstd")
     v = nanvar(a, axis, dtype, out, ddof, keepdims, where=where, mean=mean,
                correction=correction)
     return sqrt_keep(v) if out is None else np.sqrt(v, out=v)

@@ -27,7 +27,7 @@ from nclx.dap.movetypes import RangeMap
 from nclx.dap.redistribute import (Layout, check_movable, check_partition, move_many,
                                    target_distribution)
 from nclx.dap.registry import implements
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, DapTypeError
 
 
 class MappedMap:
@@ -135,7 +135,7 @@ def _operands(arrays, what):
 
 def _no_out(out, what):
     if out is not None:
-        raise DapError(f"{what}: out= is not supported for DistArrays")
+        raise DapTypeError(f"{what}: out= is not supported for DistArrays")
 
 
 def _joined_dtype(arrays, dtype, casting, what):

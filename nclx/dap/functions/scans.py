@@ -25,6 +25,7 @@ import numpy as np
 from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         check_permutation, from_owned)
+from nclx.dap.functions._common import counted
 from nclx.dap.functions._flatten import flat_block
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
@@ -32,7 +33,7 @@ from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.functions._agreed import agreed_flags
 from nclx.dap.redistribute import redistribute
 from nclx.dap.registry import implements
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, DapTypeError
 
 
 def _scan_block(comm, owned, axis, ufunc, dtype, whole):
@@ -86,12 +87,26 @@ def _scan_block(comm, owned, axis, ufunc, dtype, whole):
     return local
 
 
+def _cast(a, dtype, name):
+    """``a``'s counted cells cast to the scan's ``dtype=`` first, their flags
+    reported as NumPy reports its cast's ("invalid value encountered in
+    cast"; before review 21, under the scan's name); padding cells zero."""
+    own = counted(a)
+
+    def cast():
+        blk = np.zeros(a._block.shape, dtype)
+        blk[own] = a._block[own].astype(dtype)
+        return blk
+    return DistArray._of(agreed_flags(a.comm, cast, "cast", f"np.{name}"), a.distribution,
+                         a.comm)
+
+
 def _scan(name, ufunc, a, axis, dtype, out):
     comm, dist = a.comm, a.distribution
     error = ax = rdtype = None
     try:
         if out is not None:
-            raise DapError(f"np.{name}: out= is not supported for a DistArray")
+            raise DapTypeError(f"np.{name}: out= is not supported for a DistArray")
         numpy_fn = np.cumsum if ufunc is np.add else np.cumprod
         rdtype = numpy_fn(np.zeros(1, a.dtype), dtype=dtype).dtype   # NumPy's (and errors)
         # the accumulation's dtype=: NumPy's result dtype (native: a byte
@@ -106,6 +121,8 @@ def _scan(name, ufunc, a, axis, dtype, out):
     except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_call()
         error = exc
     agree_call(comm, error, f"np.{name}", (axis, None if dtype is None else np.dtype(dtype).str))
+    if dtype is not None and a.dtype != dtype:
+        a = _cast(a, dtype, name)
     if axis is not None and dist.grid_shape[ax] != 1 and dist.dist[ax] != "b":
         # a cyclic or 'u' axis: block-distributed first (one Alltoallw), on the same grid
         a = redistribute(a, ("b",) * dist.ndim, grid_shape=dist.grid_shape)

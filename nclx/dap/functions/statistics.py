@@ -23,7 +23,7 @@ from nclx.dap.distarray import DistArray
 from nclx.dap.registry import implements, issued_first
 from nclx.dap.outwrite import blocks_into, divided_into
 from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, DapTypeError
 
 
 def _mean_dtype(a, dtype):
@@ -217,7 +217,7 @@ def _var(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, sqr
     if correction is not np._NoValue:
         ddof = correction
     if mean is not np._NoValue:
-        raise DapError(f"{what}(DistArray, mean=...) is not implemented")
+        raise DapTypeError(f"{what}(DistArray, mean=...) is not implemented")
     # the "Degrees of freedom" warning is var_parts's, as soon as the count is known
     ss, n = var_parts(a, axis, dtype, keepdims, _where(a, where, what), ddof=ddof)
     if value_out(out, ss):
