@@ -49,6 +49,7 @@ NumPy's float-style "overflow encountered", review 20) -- do not await
 inside ``checked()``.
 """
 import contextlib
+import os
 import sys
 import threading
 import warnings
@@ -118,7 +119,12 @@ class _Writer:
         if mode == "warn":
             warnings.warn(text, RuntimeWarning, stacklevel=2)
         elif mode == "print":
-            print(f"Warning: {text}", file=sys.stderr)
+            # NumPy's fprintf(stderr): the process's fd 2, not sys.stderr (a
+            # redirect_stderr does not see it; before review 21 it did here)
+            try:
+                os.write(2, f"Warning: {text}\n".encode())
+            except OSError:         # fd 2 closed: fprintf's silence
+                pass
         elif mode == "call" and self.call is not None:
             if callable(self.call):
                 self.call(kind, _FPE_OVERFLOW)
