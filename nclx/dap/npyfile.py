@@ -26,7 +26,7 @@ import os
 import numpy as np
 
 from nclx.dap import npymap
-from nclx.dap.collective import describe_error, failure_type
+from nclx.dap.collective import agreed_error_type, describe_error, failure_type
 from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
 from nclx.dap.maps import check_global_range
 from nclx.dap.npyagree import Failure as _Failure, agree as _agree, failed as _failed
@@ -149,6 +149,18 @@ def _absolute(path):
         return path
 
 
+def _os_failure(code, message, path):
+    """A DapError that is also the OSError subclass of ``code`` (a missing
+    file: DapError[FileNotFoundError]), as every other load_npy/save_npy
+    failure is a DapError (before review 21, a plain FileNotFoundError here:
+    ``except DapError`` missed it), with errno, strerror and filename."""
+    cls = agreed_error_type(type(OSError(code, message)).__name__)
+    exc = cls(f"[Errno {code}] {message}: {path!r}")
+    if isinstance(exc, OSError):
+        exc.errno, exc.strerror, exc.filename = code, message, path
+    return exc
+
+
 def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     """``(block, distribution)`` of this rank, read from the .npy file
     ``path``; ``make_dist(shape)`` gives the Distribution of the stored
@@ -172,7 +184,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     head = comm.bcast((path, _absolute(path), head), root=0)
     root_path, root_abs, head = head
     if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
-        raise OSError(head[1], f"{what}: rank 0: {head[2]}", root_path)
+        raise _os_failure(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
         # a DapError of rank 0's type where that is not one (np.load's
         # EOFError of an empty file: DapError[EOFError])

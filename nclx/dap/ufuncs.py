@@ -41,9 +41,13 @@ def compute(da, ufunc, method, inputs, kwargs):
         return elementwise(da, ufunc, inputs, kwargs)
     if method == "reduce":
         return reduce_call(ufunc, inputs, kwargs)
+    why = {"accumulate": "a scan needs a prefix across the process grid (np.cumsum / "
+                         "np.cumprod of a DistArray are scans)",
+           "reduceat": "its segments cross the ranks' blocks",
+           "outer": "its result has the dimensions of both operands",
+           "at": "its indices are global, the blocks local"}.get(method, "")
     raise DapError(f"{ufunc.__name__}.{method} of a DistArray is not supported: elementwise "
-                   f"calls and reductions (over any axes) are; scans need a prefix across "
-                   f"the process grid")
+                   f"calls and reductions (over any axes) are" + (f"; {why}" if why else ""))
 
 
 def elementwise(da, ufunc, inputs, kwargs):

@@ -10,6 +10,7 @@ file, a bad header, an object dtype, a truncated file, a layout that does
 not fit, an unwritable path, ranks passing different paths) raises on
 every rank.  The >2 GiB case runs with NCLX_SLOW=1.
 """
+import errno
 import io
 import os
 import shutil
@@ -241,8 +242,15 @@ def _raises_everywhere(exc_type, match, fn, *args, **kw):
 
 
 def test_a_missing_file_raises_oserror_everywhere(tmp):
-    _raises_everywhere("FileNotFoundError", "No such file", dap.load_npy,
+    # a DapError that is also a FileNotFoundError, as docs/dap.md says of every
+    # load_npy error (review 21: a plain FileNotFoundError before)
+    _raises_everywhere("DapError[FileNotFoundError]", "No such file", dap.load_npy,
                        os.path.join(tmp, "missing.npy"), comm=comm)
+    with pytest.raises(FileNotFoundError) as info:
+        dap.load_npy(os.path.join(tmp, "missing.npy"), comm=comm)
+    assert isinstance(info.value, dap.DapError)
+    assert info.value.errno == errno.ENOENT
+    assert info.value.filename == os.path.join(tmp, "missing.npy")
 
 
 @pytest.mark.parametrize("case,match", [

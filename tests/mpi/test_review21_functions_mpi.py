@@ -23,6 +23,8 @@
   nanstd, ``out=`` of cumsum/concatenate/dot) raised a ValueError
   (DapError) or, for nanstd of floats, a plain TypeError; now one
   DapTypeError (a TypeError) naming the function called.
+- F9: ``np.add.outer``/``at``/``reduceat`` of a DistArray were refused
+  "... scans need a prefix across the process grid", a scan's reason.
 """
 import copy
 import pickle
@@ -218,3 +220,18 @@ def test_f8_nanstd_of_ints_names_itself():
     with pytest.raises(DapTypeError, match=r"np\.nanstd\(DistArray, mean=") as info:
         np.nanstd(ai, mean=np.float64(5.5))
     assert "np.var" not in str(info.value)
+
+
+# ------------------------------------------------------------------ F9
+@pytest.mark.parametrize("call,method,why", [
+    (lambda a: np.add.outer(a, a), "outer", "dimensions of both"),
+    (lambda a: np.add.at(a, [0], 1), "at", "indices are global"),
+    (lambda a: np.add.reduceat(a, [0, 1]), "reduceat", "segments"),
+    (lambda a: np.add.accumulate(a), "accumulate", "prefix"),
+])
+def test_f9_method_refusals_give_their_own_reason(call, method, why):
+    a = _da(np.arange(6.0))
+    with pytest.raises(DapError, match=rf"add\.{method} of a DistArray is not supported") as info:
+        call(a)
+    assert why in str(info.value)
+    assert method == "accumulate" or "prefix" not in str(info.value)
