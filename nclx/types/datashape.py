@@ -128,8 +128,10 @@ class Record(Type):
         # a name given twice is no datashape record: parse() refuses the
         # string it prints (before, typeof of an Arrow struct with duplicate
         # names printed one; found by review)
-        bad = next((f for f in self.fields if not isinstance(f, Type)), None) \
-            if isinstance(self.fields, tuple) else self.fields
+        if not isinstance(self.fields, tuple):
+            raise TypeError(f"record: fields must be a tuple of Types, not a "
+                            f"{type(self.fields).__name__}")
+        bad = next((f for f in self.fields if not isinstance(f, Type)), None)
         if bad is not None:
             raise TypeError(f"record: fields must be a tuple of Types, not holding "
                             f"{type(bad).__name__} {bad!r}")
