@@ -28,6 +28,8 @@ import warnings
 
 import numpy as np
 
+from nclx._warnscope import recording
+
 _MISSING = object()
 _NAT = np.iinfo(np.int64).min
 _DIRECT = 2             # results this long come from np.arange itself
@@ -65,8 +67,8 @@ def plan(args, kw):
     """The :class:`Plan` of ``np.arange(*args, **kw)`` (``kw`` without
     ``like``; NumPy parsed the call already: names, counts, dtype)."""
     found = raised = None
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    # the calling thread's warnings only (catch_warnings swaps the process's filters)
+    with recording() as caught:
         try:
             found = _plan(args, kw)
         except _Raise as exc:
