@@ -26,9 +26,10 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_c1_checked_print_mode_writes_to_fd_2_as_numpy():
+def test_c1_checked_print_mode_writes_to_fd_2_as_numpy(tmp_path):
+    # run outside the source tree: its nclx/ is not the built package
     r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["''", "''"]          # sys.stderr saw nothing, either way
     assert r.stderr.count("Warning: overflow encountered in multiply\n") == 2, r.stderr

@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 
 from nclx._warnscope import recording
+from nclx.errors import NclxError
 
 _MISSING = object()
 _NAT = np.iinfo(np.int64).min
@@ -36,11 +37,11 @@ _DIRECT = 2             # results this long come from np.arange itself
 _BOOL_FILL = "arange() is only supported for booleans when the result has at most length 2."
 
 
-class _Unsure(Exception):
+class _Unsure(NclxError):
     """This call is left to ``np.arange`` itself."""
 
 
-class _Raise(Exception):
+class _Raise(NclxError):
     """NumPy's error for this call, met after NumPy would have allocated
     the result (so not left to ``np.arange``): raised as it is."""
 
