@@ -6,6 +6,7 @@ from nclx.dap.functions import reductions  # noqa: F401 - registers
 from nclx.dap.functions import rearrange  # noqa: F401 - registers
 from nclx.dap.functions import sorting  # noqa: F401 - registers
 from nclx.dap.functions import quantiles  # noqa: F401 - registers
+from nclx.dap.functions import medians  # noqa: F401 - registers
 from nclx.dap.functions import histograms  # noqa: F401 - registers
 from nclx.dap.functions import scans  # noqa: F401 - registers
 from nclx.dap.functions import uniques  # noqa: F401 - registers
