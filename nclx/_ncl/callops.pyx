@@ -13,13 +13,15 @@ Its nclx kernel and, where NumPy has one, NumPy's own function (through a
 trampoline of the loop signature) are the kernel chain's last two nodes.
 
 ``ncl_callop_run`` runs the kernel directly while no user node is in the
-call's chains (the fast path: one load of two counters), else walks them.
+call's chains (the fast path: one load of two counters), else walks them;
+-1 when a hook left a Python exception set, which its caller raises.
 """
 from nclx._ncl.ncl cimport (npy_intp, ncl_loop_fn, ncl_call, ncl_chain, ncl_status,
                             ncl_dtype_from_typenum, NCL_NSLOTS, NCL_NOPS, NCL_NCALLSLOTS)
 from nclx._ncl.registry cimport ncl_funnel_chain, ncl_kernel_chain
 from nclx._ncl.walk cimport ncl_dispatch
 from nclx._ncl.modes cimport ncl_caller_flags
+from cpython.exc cimport PyErr_Occurred, PyErr_SetString
 import numpy as np
 
 from nclx._ncl import spec
@@ -114,7 +116,28 @@ cdef int ncl_callop_run(int k, char **args, const npy_intp *dims, const npy_intp
     status.flags = 0
     status.count = 0
     call.status = &status
-    return ncl_dispatch(c.funnel, &call)
+    return _pending(ncl_dispatch(c.funnel, &call))
+
+
+cdef int ncl_callop_raise() except -1:
+    """Raise the exception a hook left set (after ncl_callop_run gave -1)."""
+    return -1
+
+
+cdef int _pending(int rc) noexcept with gil:
+    """-1 where the walk left a Python exception set (a C hook's, or one
+    it met in ``call_next``/``status_add``: NULL arguments) or failed
+    without one (then a RuntimeError is set), else 0: the caller raises it.
+    Before, the exception stayed set while the call returned its result:
+    Python's SystemError "returned a result with an exception set", or a
+    later Python hook was blamed for it (review 22)."""
+    if PyErr_Occurred() != NULL:
+        return -1
+    if rc < 0:
+        PyErr_SetString(RuntimeError, b"nclx: a hook in a call op's chain returned -1 "
+                                      b"without setting a Python exception")
+        return -1
+    return 0
 
 
 def slot(str op, dtype):

@@ -8,7 +8,7 @@ from libc.string cimport strcmp
 
 from nclx._ncl.ncl cimport (ncl_loop_fn, ncl_node, ncl_chain, ncl_call, ncl_hook_fn,
                             ncl_destroy_fn, nclx_api, NCLX_API_VERSION, NCL_NOPS,
-                            NCL_NSUBSYSTEMS, NCL_NODE_CAPI, ncl_op_names, ncl_dtype_from_typenum)
+                            NCL_NCALLOPS, NCL_NSUBSYSTEMS, NCL_NODE_CAPI, ncl_op_names, ncl_dtype_from_typenum)
 from nclx._ncl.registry cimport (ncl_funnel_chain, ncl_kernel_chain, ncl_new_node, ncl_link,
                                  ncl_unlink, ncl_discard)
 from nclx._ncl.walk cimport ncl_call_next, ncl_status_add
@@ -56,7 +56,7 @@ cdef int _api_op_index(const char *name) noexcept nogil:
     cdef int i
     if name == NULL:
         return -1
-    for i in range(NCL_NOPS):
+    for i in range(NCL_NOPS + NCL_NCALLOPS):      # the call ops' too (review 22)
         if strcmp(ncl_op_names[i], name) == 0:
             return i
     return -1
@@ -68,6 +68,12 @@ cdef int _api_dtype_of_typenum(int typenum) noexcept nogil:
 
 cdef ncl_chain *_api_funnel_chain(int subsystem) noexcept nogil:
     if subsystem < 0 or subsystem >= NCL_NSUBSYSTEMS:
+        # the header's NULL + exception (before, NULL alone: a caller
+        # returning NULL met "error return without exception set"; review 22)
+        with gil:
+            PyErr_SetObject(ValueError, ValueError(
+                f"funnel_chain: no subsystem {subsystem} (enum ncl_subsystem: 0 to "
+                f"{NCL_NSUBSYSTEMS - 1})"))
         return NULL
     return ncl_funnel_chain(subsystem)
 
@@ -79,10 +85,24 @@ cdef ncl_chain *_api_kernel_chain(int op, const int *dtypes, int ndtypes) noexce
         return NULL
     k = _find(op, dtypes, ndtypes)
     if k < 0:
-        PyErr_SetObject(LookupError, LookupError(f"nclx has no kernel for op {op} with "
-                                                 f"{ndtypes} dtypes"))
+        PyErr_SetObject(LookupError, LookupError(
+            f"kernel_chain: nclx has no kernel chain for op {op} ({_op_name(op)}) with "
+            f"dtypes {_dtype_names(dtypes, ndtypes)}"))
         return NULL
     return _kernels[k].chain
+
+
+cdef str _op_name(int op):
+    if 0 <= op < NCL_NOPS + NCL_NCALLOPS:
+        return repr(ncl_op_names[op].decode())
+    return "no such op"
+
+
+cdef str _dtype_names(const int *dtypes, int ndtypes):
+    if ndtypes < 0 or ndtypes > 4:
+        return f"({ndtypes} of them: 1 to 4 are taken)"
+    return "(" + ", ".join(DTYPES[d] if 0 <= d < len(DTYPES) else f"{d}: no such ncl_dtype"
+                           for d in dtypes[:ndtypes]) + ")"
 
 
 cdef ncl_node *_api_hook_add(ncl_chain *chain, const char *name, ncl_hook_fn fn, void *user,
@@ -110,6 +130,10 @@ cdef int _api_hook_remove(ncl_node *node) noexcept with gil:
     try:
         if node == NULL:
             raise ValueError("hook_remove: node is NULL")
+        if _registry.is_default_node(<size_t>node):
+            raise ValueError(f"hook_remove: {node.name.decode(errors='replace')!r} is a "
+                             f"default node of chain {node.chain.name.decode()!r}: it "
+                             f"cannot be removed")
         if not _registry.node_serial(<size_t>node):
             raise ValueError("hook_remove: no live nclx node at this address (already "
                              "removed and freed, e.g. by nclx.hooks.reset())")
@@ -171,6 +195,21 @@ def _fill():
             _kernels[k].dtypes[j] = DTYPES.index(dt)
         _kernels[k].fn = <ncl_loop_fn><size_t>addr
         _kernels[k].chain = ncl_kernel_chain(name)
+        _nkernels += 1
+    # the call ops' kernel chains (sort_float64; operands' dtypes in
+    # spec.CALL_OPS' order): no kernel() for them, their loops take the
+    # subsystem's parameters (before, unreachable from C; review 22)
+    for op, dt in spec.call_slots():
+        if _nkernels >= MAX_KERNELS:
+            raise RuntimeError("nclx._ncl.capi: MAX_KERNELS is too small for spec.py's loops")
+        k = _nkernels
+        dts = spec.call_operand_dtypes(op, dt)
+        _kernels[k].op = spec.ALL_OP_NAMES.index(op)
+        _kernels[k].nargs = len(dts)
+        for j, d in enumerate(dts):
+            _kernels[k].dtypes[j] = DTYPES.index(d)
+        _kernels[k].fn = NULL
+        _kernels[k].chain = ncl_kernel_chain(spec.call_kernel_name(op, dt))
         _nkernels += 1
     _api.version = NCLX_API_VERSION
     _api.size = sizeof(nclx_api)

@@ -273,6 +273,7 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
     cdef npy_intp steps[1]
     cdef cnp.dtype descr = <cnp.dtype>cnp.PyArray_DESCR(arr)
     cdef int k = ncl_create_slot(op, descr)
+    cdef int rc
     if k < 0:
         return 0
     d.op = op
@@ -295,10 +296,10 @@ cdef int ncl_create_run(cnp.ndarray arr, int op, const unsigned char *value, bin
     args[0] = <char *>cnp.PyArray_DATA(arr)
     if dims[0] * steps[0] >= NOGIL_BYTES:
         with nogil:
-            ncl_callop_run(k, args, dims, steps, &d, ncl_create_kernel, ncl_create_numpy_way)
+            rc = ncl_callop_run(k, args, dims, steps, &d, ncl_create_kernel, ncl_create_numpy_way)
     else:
-        ncl_callop_run(k, args, dims, steps, &d, ncl_create_kernel, ncl_create_numpy_way)
-    return 0
+        rc = ncl_callop_run(k, args, dims, steps, &d, ncl_create_kernel, ncl_create_numpy_way)
+    return rc         # -1: a hook's exception, set (review 22)
 
 
 # ------------------------------------------------------------ the fill value

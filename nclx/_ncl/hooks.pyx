@@ -12,6 +12,7 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 """
 
 cimport numpy as cnp
+from cpython.exc cimport PyErr_Occurred
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
                            NCL_NODE_LINKED, NCL_NSLOTS, NCL_MAX_ARGS)
@@ -104,6 +105,8 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     cdef int rc = 1
     cdef Call c
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
+    if PyErr_Occurred() != NULL:
+        return 1     # a C node's exception is pending: as in _run_python_hook
     held = hold_checked_record() if call.caller_flags else None
     ncl_hook_depth_add(1)
     cdef ncl_node *node = <ncl_node *>ncl_kernel_node_tls    # (for the error record)

@@ -19,6 +19,7 @@ from nclx._ncl.masking cimport (mjob, mask_slot, mask_quiet, mask_run, mask_prep
                                 arr_data, arr_overlap, arr_served, arg_plain,
                                 OP_PLACE, OP_PUTMASK, OP_COUNT, NOGIL_MIN)
 from nclx._ncl.maskselect cimport select_extract, select_compress
+from nclx._ncl.callops cimport ncl_callop_raise
 from nclx._ncl.registry cimport ncl_python_chain
 from nclx._ncl.walk cimport ncl_chain_is_default
 
@@ -153,6 +154,7 @@ cdef object _assign(int op, cnp.ndarray a, object mask, object vals):
     cdef cnp.ndarray m, v
     cdef npy_intp n = cnp.PyArray_SIZE(a), nv
     cdef int k = mask_slot(op, cnp.PyArray_TYPE(a))
+    cdef int rc
     cdef mjob j
     cdef char *args[3]
     cdef npy_intp dims[4]
@@ -193,9 +195,11 @@ cdef object _assign(int op, cnp.ndarray a, object mask, object vals):
     steps[1] = steps[2] = j.isz
     if n > NOGIL_MIN:
         with nogil:
-            mask_run(op, k, &j, args, dims, steps)
+            rc = mask_run(op, k, &j, args, dims, steps)
     else:
-        mask_run(op, k, &j, args, dims, steps)
+        rc = mask_run(op, k, &j, args, dims, steps)
+    if rc < 0:
+        ncl_callop_raise()        # a hook's exception (review 22)
     return None
 
 
@@ -203,6 +207,7 @@ cdef object _assign(int op, cnp.ndarray a, object mask, object vals):
 
 cdef object _count(object mask):
     cdef cnp.ndarray m
+    cdef int rc
     cdef npy_intp n, result = 0
     cdef int k
     cdef mjob j
@@ -226,9 +231,11 @@ cdef object _count(object mask):
     steps[1] = sizeof(npy_intp)
     if n > NOGIL_MIN:
         with nogil:
-            mask_run(OP_COUNT, k, &j, args, dims, steps)
+            rc = mask_run(OP_COUNT, k, &j, args, dims, steps)
     else:
-        mask_run(OP_COUNT, k, &j, args, dims, steps)
+        rc = mask_run(OP_COUNT, k, &j, args, dims, steps)
+    if rc < 0:
+        ncl_callop_raise()        # a hook's exception (review 22)
     return _COUNT_TYPE(result)
 
 

@@ -43,7 +43,7 @@ cdef void mask_select(mjob *j) noexcept nogil
 cdef int mask_slot(int op, int typenum) noexcept
 cdef bint mask_quiet(int k) noexcept nogil
 cdef int mask_threads(npy_intp work) noexcept nogil
-cdef void mask_run(int op, int k, mjob *j, char **args, npy_intp *dims,
+cdef int mask_run(int op, int k, mjob *j, char **args, npy_intp *dims,
                    npy_intp *steps) noexcept nogil
 cdef int mask_prepare(mjob *j, int op, const char *m, npy_intp n, cnp.ndarray a) except -1
 

@@ -334,30 +334,30 @@ cdef int mask_threads(npy_intp work) noexcept nogil:
     return min(ncl_threads_now(), <int>MAX_THREADS)
 
 
-cdef void mask_run(int op, int k, mjob *j, char **args, npy_intp *dims,
-                   npy_intp *steps) noexcept nogil:
+cdef int mask_run(int op, int k, mjob *j, char **args, npy_intp *dims,
+                  npy_intp *steps) noexcept nogil:
     """Run one call of slot k: its kernel straight away when ``j.quiet``,
-    else down its chains (the ledger, user hooks, NumPy's node)."""
+    else down its chains (the ledger, user hooks, NumPy's node); -1 where a
+    hook left a Python exception set (the caller raises it: review 22)."""
     if op == OP_EXTRACT:
         if j.quiet:
             _extract_loop(args, dims, steps, j)
-        else:
-            ncl_callop_run(k, args, dims, steps, j, _extract_loop, _extract_numpy)
+            return 0
+        return ncl_callop_run(k, args, dims, steps, j, _extract_loop, _extract_numpy)
     elif op == OP_PLACE:
         if j.quiet:
             _place_loop(args, dims, steps, j)
-        else:
-            ncl_callop_run(k, args, dims, steps, j, _place_loop, _place_numpy)
+            return 0
+        return ncl_callop_run(k, args, dims, steps, j, _place_loop, _place_numpy)
     elif op == OP_PUTMASK:
         if j.quiet:
             _putmask_loop(args, dims, steps, j)
-        else:
-            ncl_callop_run(k, args, dims, steps, j, _putmask_loop, _putmask_numpy)
-    else:
-        if j.quiet:
-            _count_loop(args, dims, steps, j)
-        else:
-            ncl_callop_run(k, args, dims, steps, j, _count_loop, _count_numpy)
+            return 0
+        return ncl_callop_run(k, args, dims, steps, j, _putmask_loop, _putmask_numpy)
+    if j.quiet:
+        _count_loop(args, dims, steps, j)
+        return 0
+    return ncl_callop_run(k, args, dims, steps, j, _count_loop, _count_numpy)
 
 
 cdef int mask_prepare(mjob *j, int op, const char *m, npy_intp n, cnp.ndarray a) except -1:

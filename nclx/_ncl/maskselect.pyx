@@ -86,6 +86,7 @@ cdef int _run(mjob *j, cnp.ndarray c, npy_intp n, cnp.ndarray a, cnp.ndarray out
     cdef npy_intp dims[4]
     cdef npy_intp steps[3]
     cdef int k = mask_slot(OP_EXTRACT, cnp.PyArray_TYPE(a))
+    cdef int rc
     if n == 0:
         return 0
     args[0] = arr_data(c)
@@ -97,10 +98,10 @@ cdef int _run(mjob *j, cnp.ndarray c, npy_intp n, cnp.ndarray a, cnp.ndarray out
     steps[1] = steps[2] = j.isz
     if n > NOGIL_MIN:
         with nogil:
-            mask_run(OP_EXTRACT, k, j, args, dims, steps)
+            rc = mask_run(OP_EXTRACT, k, j, args, dims, steps)
     else:
-        mask_run(OP_EXTRACT, k, j, args, dims, steps)
-    return 0
+        rc = mask_run(OP_EXTRACT, k, j, args, dims, steps)
+    return rc         # -1: a hook's exception, set (review 22)
 
 
 cdef object select_extract(object condition, object arr):

@@ -3,7 +3,7 @@ node's function takes the GIL, hands the hook a Call (nclx._ncl.calls) and
 decides whether the rest of the chain still runs; calls whose output feeds
 an input (accumulate) go to the hook one element at a time
 (nclx._ncl.overlap)."""
-from cpython.exc cimport PyErr_SetObject
+from cpython.exc cimport PyErr_Occurred, PyErr_SetObject
 
 from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, NCL_MAX_ARGS
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
@@ -30,6 +30,12 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     # ufunc call), so they are raised again when the hook ends, with those
     # of the loops it ran (kept by its Call)
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)
+    if PyErr_Occurred() != NULL:
+        # a C node before this one left its exception set (the call raises
+        # it): the hook is not run with it pending, nor blamed for it
+        # (before, its first C call met it and it was reported as the
+        # hook's own, then cleared: the call raised nothing; review 22)
+        return 1
     # and inside checked() the overflow record of those pieces (kept only
     # while FE_OVERFLOW is set)
     held = hold_checked_record() if call.caller_flags else None

@@ -58,6 +58,7 @@ cdef object _free_observer = None  # called with a node's address when it is fre
 # __del__ may remove, and so free, the node the walk goes to next)
 cdef int _holding = 0
 cdef dict _live = {}               # address of every user node not yet freed -> serial
+cdef set _defaults = set()         # addresses of the default nodes (never freed)
 cdef set _pinned = set()           # nodes of nclx's own modes (checked(), ledgers): reset() keeps them
 cdef object _serials = iter(range(1, 1 << 62))
 cdef int *_loop_watch = NULL       # follows the user nodes of funnel and kernel chains
@@ -104,6 +105,7 @@ cdef int _init_default_node(ncl_node *node, ncl_chain *chain, str name, ncl_hook
     node.destroy = NULL
     node.flags = NCL_NODE_DEFAULT | NCL_NODE_LINKED
     node.name = _copy_name(name)     # default nodes live as long as the process
+    _defaults.add(<size_t>node)
     return 0
 
 
@@ -188,6 +190,11 @@ def node_serial(size_t address):
     """Serial number of the live user node at ``address``, or 0 when no node
     lives there any more (removed by reset() and freed)."""
     return _live.get(address, 0)
+
+
+def is_default_node(size_t address):
+    """Whether a default node (never freed) lives at ``address``."""
+    return address in _defaults
 
 
 cdef void _free_node(ncl_node *node):
@@ -278,6 +285,7 @@ cdef int ncl_set_default_front(ncl_chain *chain, ncl_node *node) except -1:
     Used once at import by nclx modules that add default behaviour (the
     threader); not while loops may run."""
     node.flags |= NCL_NODE_DEFAULT
+    _defaults.add(<size_t>node)
     _link_before(chain, node, chain.default_head)
     chain.default_head = node
     return 0

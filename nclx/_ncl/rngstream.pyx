@@ -165,6 +165,7 @@ cdef class Stream:
 
     cdef int _run(self, rng_call *c, int kind, int dt, char *buf, npy_intp n) except -1:
         """Reserve what the call consumes, then fill buf (n elements)."""
+        cdef int rc
         cdef npy_intp dims[2]
         cdef npy_intp steps[1]
         cdef char *args[1]
@@ -219,11 +220,11 @@ cdef class Stream:
         steps[0] = c.itemsize
         if n >= NOGIL_FROM:
             with nogil:
-                ncl_callop_run(k, args, dims, steps, c, ncl_rng_kernel, NULL)
+                rc = ncl_callop_run(k, args, dims, steps, c, ncl_rng_kernel, NULL)
         else:
-            ncl_callop_run(k, args, dims, steps, c, ncl_rng_kernel, NULL)
+            rc = ncl_callop_run(k, args, dims, steps, c, ncl_rng_kernel, NULL)
         free(scratch)
-        return 0
+        return rc         # -1: a hook's exception, set (review 22)
 
     def fill(self, int kind, cnp.ndarray out, double a=0.0, double b=1.0, object lo=0,
              object rng=0, cnp.ndarray lo_arr=None, cnp.ndarray rng_arr=None):

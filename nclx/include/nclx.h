@@ -126,12 +126,16 @@ typedef struct nclx_api {
     /* nclx's kernel for (op, fixed-width dtypes: inputs then output), or
      * NULL when there is none.  Call it like any NumPy inner loop (data NULL). */
     ncl_loop_fn (*kernel)(int op, const int *dtypes, int ndtypes);
-    /* enum ncl_op of an op name ("add"), -1 if unknown. */
+    /* enum ncl_op of an op name ("add"; a call op's too: "sort", after the
+     * elementwise ops, as call->op shows it), -1 if unknown. */
     int (*op_index)(const char *name);
     /* ncl_dtype of a NumPy type number, NCL_NOTYPE if nclx has no kernels for it. */
     int (*dtype_of_typenum)(int typenum);
     /* Chains: a subsystem's funnel chain; the kernel chain of (op, dtypes)
-     * (NULL + Python exception when there is none: GIL). */
+     * (NULL + Python exception when there is none: GIL).  A call op's kernel
+     * chain ("sort_float64") takes its operands' dtypes: sort (data),
+     * argsort (values, NCL_INT64 indices), extract (NCL_BOOL condition, arr,
+     * out), as docs/hooks.md lists them; kernel() has none for them. */
     ncl_chain *(*funnel_chain)(int subsystem);
     ncl_chain *(*kernel_chain)(int op, const int *dtypes, int ndtypes);
     /* Link a C hook (GIL).  name is copied; destroy(user) runs when the node
@@ -166,10 +170,17 @@ static int import_nclx(void)
     if (api == NULL) {
         return -1;
     }
-    if (api->version != NCLX_API_VERSION || api->size < sizeof(nclx_api)) {
+    if (api->version != NCLX_API_VERSION) {
         PyErr_Format(PyExc_ImportError,
                      "this module was compiled against nclx C API version %d, the "
                      "installed nclx provides version %u", NCLX_API_VERSION, api->version);
+        return -1;
+    }
+    if (api->size < sizeof(nclx_api)) {
+        PyErr_Format(PyExc_ImportError,
+                     "this module was compiled against an nclx C API table of %zu bytes, "
+                     "the installed nclx (version %u) provides %u bytes: rebuild it against "
+                     "the installed nclx.h", sizeof(nclx_api), api->version, api->size);
         return -1;
     }
     NCLX_API = api;
