@@ -22,7 +22,6 @@ import _thread
 import ast
 import builtins
 import functools
-import threading
 import types
 
 import numpy as np
@@ -222,7 +221,6 @@ class Expression:
             self._variant(hit[0], self._message(*hit[1:]))
         self._order = order if len(order) <= _KEPT_NODES else None
         self._variants = {}
-        self._lock = threading.Lock()
 
     def _message(self, node, bits):
         segment = ast.get_source_segment(self.text.strip(), node) or ast.dump(node)[:100]
@@ -255,10 +253,14 @@ class Expression:
         if hit is None or hit[0] == self.static:
             return self.fn
         index, node, bits = hit
-        with self._lock:                 # one function per node, its message per call
-            base = self._variants.get(index)
-            if base is None:
-                base = self._variants[index] = self._variant(index, "")
+        # one function per node, its message per call.  No lock: building
+        # one twice is harmless (setdefault keeps the first), while a lock
+        # held by another thread at os.fork() hung the child's evaluate for
+        # good, and a signal handler's evaluate inside the main thread's
+        # critical section deadlocked (review 22)
+        base = self._variants.get(index)
+        if base is None:
+            base = self._variants.setdefault(index, self._variant(index, ""))
         return types.FunctionType(base.__code__, base.__globals__, base.__name__,
                                   base.__defaults__[:-1] +
                                   (functools.partial(_raise, self._message(node, bits)),))

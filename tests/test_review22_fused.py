@@ -1,0 +1,90 @@
+"""Review 22 of nclx.evaluate (each test failed on the code before its fix):
+
+- D1: ``Expression.function`` built its OverflowError function (an
+  expression with ``*``, ``**`` or ``<<`` whose Python integers would pass
+  INT_BITS) under a plain ``threading.Lock``: (a) another thread inside
+  that critical section at ``os.fork()`` left the child's evaluate of the
+  same string hanging for good; (b) a signal handler evaluating the same
+  string while the main thread was inside it deadlocked.  The cache insert
+  is idempotent, so there is no lock now.
+- D2: within 9-11 frames of the recursion limit that function's tree was
+  parsed again on the caller's stack: ``a * (k ** 2000)`` with ``k=2**40``
+  raised SyntaxError ("nested too deeply") or RecursionError instead of
+  the documented OverflowError, while plain expressions at that depth
+  ran.  The parse and compile now fall back to a helper thread's fresh
+  stack, as compiling the string does.
+"""
+import sys
+
+import numpy as np
+import pytest
+from conftest import run_script
+
+import nclx
+
+A = np.ones(10)
+K = 2 ** 40
+
+# the OverflowError function's construction slowed down, so that a fork or a
+# signal lands inside it deterministically
+SLOW_VARIANT = """
+import faulthandler, os, signal, sys, threading, time
+import numpy as np, nclx
+from nclx import _expr
+a = np.ones(10); K = 2**40; EX = "a * (k ** 2000)"
+inside = threading.Event()
+_variant = _expr.Expression._variant
+def slow_variant(self, index, message):
+    inside.set()
+    SLOW()
+    return _variant(self, index, message)
+_expr.Expression._variant = slow_variant
+
+def overflows():
+    try:
+        nclx.evaluate(EX, local_dict={"a": a, "k": K})
+    except OverflowError as exc:
+        return "would be a Python integer" in str(exc)
+    return False
+"""
+
+
+def test_d1a_fork_while_another_thread_builds_the_overflow_function():
+    proc = run_script(SLOW_VARIANT + """
+SLOW = lambda: time.sleep(0.5)
+t = threading.Thread(target=overflows)
+t.start()
+inside.wait()
+pid = os.fork()
+if pid == 0:
+    faulthandler.dump_traceback_later(10, exit=True)   # a hang: exit code 1
+    SLOW = lambda: None
+    os._exit(0 if overflows() else 3)
+code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+t.join()
+print(code, overflows())
+""", timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "0 True", proc.stderr[-3000:]
+
+
+def test_d1b_a_signal_handler_evaluates_the_string_the_main_thread_is_building():
+    proc = run_script(SLOW_VARIANT + """
+faulthandler.dump_traceback_later(20, exit=True)        # a deadlock: exit code 1
+got, raised = [], []
+signal.signal(signal.SIGUSR1, lambda sig, frame: got.append(overflows()))
+def SLOW():
+    if not raised:
+        raised.append(1)
+        signal.raise_signal(signal.SIGUSR1)             # the handler runs in here
+print(overflows(), got)
+""", timeout=60)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "True [True]", proc.stderr[-3000:]
+
+
+def test_d1_the_expression_has_no_lock_to_inherit():
+    e = nclx._expr.compile_expression("a * (k ** 2000) + 0.5")
+    assert not any(type(v).__name__ in ("lock", "RLock") for v in vars(e).values())
+    with pytest.raises(OverflowError, match="k \\*\\* 2000"):
+        nclx.evaluate("a * (k ** 2000) + 0.5", {"a": A, "k": K}, {})
