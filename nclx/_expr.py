@@ -231,10 +231,15 @@ class Expression:
 
     def _variant(self, index, message):
         """The function raising OverflowError at the node ``index`` (in
-        ast.walk's order) of a fresh tree (the kept one is shared)."""
-        body = _parse(self.text)[0]
-        node = next(n for i, n in enumerate(ast.walk(body)) if i == index)
-        return _function(self.text, body, (node, message))
+        ast.walk's order) of a fresh tree (the kept one is shared), parsed
+        and compiled as the string was: near the recursion limit on a helper
+        thread (before, "a * (k ** 2000)" raised SyntaxError or
+        RecursionError there instead of OverflowError; review 22)."""
+        def make():
+            body = _parse(self.text)[0]
+            node = next(n for i, n in enumerate(ast.walk(body)) if i == index)
+            return _function(self.text, body, (node, message))
+        return _fresh_stack(self.text, make)
 
     def function(self, values):
         """The function to call with the variables' ``values``: ``fn``, or one
@@ -248,7 +253,8 @@ class Expression:
                 break
         else:
             return self.fn
-        order = self._order if self._order is not None else postorder(_parse(self.text)[0], _kids)
+        order = self._order if self._order is not None else \
+            _fresh_stack(self.text, lambda: postorder(_parse(self.text)[0], _kids))
         hit = first_overflow(order, values)
         if hit is None or hit[0] == self.static:
             return self.fn
@@ -281,21 +287,20 @@ class _StackShort(NclxError, SyntaxError):
                          f"too deeply for Python's parser and compiler")
 
 
-@functools.lru_cache(maxsize=256)
-def _compiled(text):
+def _fresh_stack(text, make):
+    """``make()``, or where the caller's stack is too near the recursion
+    limit for Python's parser and compiler, ``make()`` on a helper thread's
+    fresh stack (there what fails is the expression's own depth)."""
     try:
-        return Expression(text)
+        return make()
     except (_StackShort, RecursionError):
         pass
-    # Python's parser and compiler count nesting on the caller's stack: near
-    # its limit "a*2.0+1.0" was "nested too deeply" (found by review).  On a
-    # thread's fresh stack what fails is the expression's own depth.
     done, box = _thread.allocate_lock(), []
     done.acquire()
 
-    def compile_there():
+    def make_there():
         try:
-            box.append(Expression(text))
+            box.append(make())
         except (_StackShort, RecursionError):
             box.append(SyntaxError(str(_StackShort(text))))
         except BaseException as exc:             # noqa: BLE001 -- raised in the caller
@@ -303,10 +308,17 @@ def _compiled(text):
         finally:
             done.release()
     try:
-        _thread.start_new_thread(compile_there, ())
+        _thread.start_new_thread(make_there, ())
     except RuntimeError:                         # no new thread (interpreter shutdown)
         raise SyntaxError(str(_StackShort(text))) from None
     done.acquire()
     if isinstance(box[0], BaseException):
         raise box[0].with_traceback(None) from None
     return box[0]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text):
+    # Python's parser and compiler count nesting on the caller's stack: near
+    # its limit "a*2.0+1.0" was "nested too deeply" (found by review)
+    return _fresh_stack(text, lambda: Expression(text))

@@ -14,8 +14,6 @@
   ran.  The parse and compile now fall back to a helper thread's fresh
   stack, as compiling the string does.
 """
-import sys
-
 import numpy as np
 import pytest
 from conftest import run_script
@@ -88,3 +86,64 @@ def test_d1_the_expression_has_no_lock_to_inherit():
     assert not any(type(v).__name__ in ("lock", "RLock") for v in vars(e).values())
     with pytest.raises(OverflowError, match="k \\*\\* 2000"):
         nclx.evaluate("a * (k ** 2000) + 0.5", {"a": A, "k": K}, {})
+
+
+def _room():
+    """How many more frames this frame can call before RecursionError."""
+    n = 0
+
+    def down():
+        nonlocal n
+        n += 1
+        down()
+    try:
+        down()
+    except RecursionError:
+        pass
+    return n
+
+
+def _with_room(k, thunk):
+    """``thunk()`` called where about ``k`` frames are left."""
+    def descend(n):
+        if n > 0:
+            return descend(n - 1)
+        return thunk()
+    return descend(_room() - k)
+
+
+def _balanced(leaves):
+    """``(a + a) + (a + a) ...`` of ``leaves`` (a power of 2) terms, shallow."""
+    terms = ["a"] * leaves
+    while len(terms) > 1:
+        terms = [f"({x} + {y})" for x, y in zip(terms[::2], terms[1::2])]
+    return terms[0]
+
+
+@pytest.mark.parametrize("k", range(9, 17))
+@pytest.mark.parametrize("compiled_here", [False, True])
+def test_d2_overflow_near_the_recursion_limit(k, compiled_here):
+    """The documented OverflowError at any margin, the string compiled far
+    from the limit (only the raising function built near it) or near it;
+    plain expressions there run as before."""
+    ex = f"a * (k ** 2000) * {k}.5 + {int(compiled_here)}"   # strings of their own
+    if not compiled_here:
+        nclx._expr.compile_expression(ex)
+    for _ in range(2):                                     # built, then cached
+        with pytest.raises(OverflowError, match=r"'k \*\* 2000' would be a Python integer"):
+            _with_room(k, lambda: nclx.evaluate(ex, {"a": A, "k": K}, {}))
+    plain = f"a * (k ** 2) + {k}.25 + {int(compiled_here)}"
+    got = _with_room(k, lambda: nclx.evaluate(plain, {"a": A, "k": 3}, {}))
+    assert got.tobytes() == (A * 9 + (k + 0.25 + int(compiled_here))).tobytes()
+
+
+@pytest.mark.parametrize("k", [9, 12, 16])
+def test_d2_a_large_expression_parsed_again_near_the_limit(k):
+    """An expression of more nodes than are kept (its string parsed again to
+    look at a call's Python integers) near the limit."""
+    ex = f"{_balanced(4096)} + a * (k ** 2000) * {k}"
+    assert nclx._expr.compile_expression(ex)._order is None        # not kept
+    with pytest.raises(OverflowError, match=r"'k \*\* 2000' would be a Python integer"):
+        _with_room(k, lambda: nclx.evaluate(ex, {"a": A, "k": K}, {}))
+    got = _with_room(k, lambda: nclx.evaluate(ex, {"a": A, "k": 1}, {}))
+    assert got.tobytes() == (A * 4096 + A * k).tobytes()
