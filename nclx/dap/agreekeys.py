@@ -5,6 +5,8 @@ every dimension dictionary (indices hashed in place); :func:`agree_quick`
 checks that every rank passes the same value (and raises any rank's error
 everywhere) in one ``Allreduce`` when all is well.
 """
+import contextlib
+import contextvars
 import hashlib
 import io
 import pickle
@@ -17,7 +19,28 @@ from nclx.dap.fold import agree
 from nclx.dap.validate import DapError
 
 __all__ = ["layout_key", "layout_words", "agree_quick", "agree_layout", "layout_differences", "dtype_key",
-           "operation_of"]
+           "operation_of", "called_by", "reduction_caller"]
+
+#: the operation whose inner reductions run (np.mean's sums): in their key
+_CALLER = contextvars.ContextVar("nclx_dap_reduction_caller", default="")
+
+
+@contextlib.contextmanager
+def called_by(name):
+    """The reductions run inside carry ``name`` in their agreement key (the
+    outermost caller's name is kept): np.mean's sum on one rank and np.sum
+    on another are different calls (before: one key, "add.reduce", so the
+    ranks combined a mean with a sum silently; found by review 22)."""
+    token = _CALLER.set(_CALLER.get() or name)
+    try:
+        yield
+    finally:
+        _CALLER.reset(token)
+
+
+def reduction_caller():
+    """The name :func:`called_by` set for the running reductions ('' if none)."""
+    return _CALLER.get()
 
 
 def layout_key(dist):

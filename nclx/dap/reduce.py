@@ -24,6 +24,7 @@ from nclx._warnscope import ignoring
 from nclx._ncl.install import is_installed
 from nclx.aware import start_value
 from nclx.dap import commstate
+from nclx.dap.agreekeys import dtype_key, reduction_caller
 from nclx.dap.fold import allreduce_agreed, raise_verdict
 from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.reduceflags import cast_may_flag, reduce_recording
@@ -257,7 +258,9 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", f
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
     # the layout's fingerprint too: ranks holding the array in different
     # layouts (a Distribution built per rank) would combine wrong partial sums
-    key = repr((what, axes, bool(keepdims), np.dtype(spec[1]).str, extra, layout_key(dist)[3]))
+    # and the caller (np.mean's sums are not np.sum's: nclx.dap.agreekeys.called_by)
+    key = repr((what, reduction_caller(), axes, bool(keepdims), dtype_key(spec[1]), extra,
+                layout_key(dist)[3]))
     everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
     local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
     if everyone and not local:

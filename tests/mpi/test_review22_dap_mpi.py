@@ -1,0 +1,91 @@
+"""Defects found in the twenty-second look at nclx.dap (each test failed on
+the code before its fix at 2 and 3 ranks; at 1 rank the calls cannot differ
+and the tests check the call's own result):
+
+- D1: ``np.sum`` on some ranks and ``np.mean`` on others (axis=, dtype=,
+  keepdims, out= forms too) gave each rank its own answer, no error: the
+  mean's inner sum carried np.sum's agreement key ("add.reduce").  Now the
+  key names the caller (np.mean) and every rank raises a DapError.
+- D2: ``np.mean(a, where=m)`` on some ranks, ``np.sum(a, where=m)`` on
+  others: the ranks stepped out of sync and the next call hung.  Now a
+  DapError on every rank at that call, and the next ``np.max`` works.
+"""
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+import nclx.dap as dap
+from mpi_helpers import N, collective_assert, error_of, rank, within
+
+comm = MPI.COMM_WORLD
+
+
+def _da(g, c=comm):
+    return dap.DistArray.from_global(g, comm=c)
+
+
+def _value(r):
+    return r.gather(root=None) if isinstance(r, dap.DistArray) else np.asarray(r)
+
+
+def _split(mine, other):
+    """Rank 0 calls ``mine``, the others ``other`` (at 1 rank: ``mine`` alone)."""
+    return mine if rank == 0 else other
+
+
+# ------------------------------------------------------------------ D1
+@pytest.mark.parametrize("kw", [{}, {"axis": 0}, {"axis": 1}, {"dtype": np.float64},
+                                {"keepdims": True}, {"axis": (0, 1)}])
+def test_d1_sum_and_mean_refused_on_every_rank(kw):
+    g = np.arange(24.0).reshape(6, 4)
+    a = _da(g)
+    fn = _split(np.sum, np.mean)
+    kind, msg = error_of(lambda: fn(a, **kw))
+    if N == 1:
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+        return
+    collective_assert(kind == "DapError" and "different calls" in msg, f"{kind}: {msg}")
+    # the ranks are still in step
+    collective_assert(np.max(a) == 23.0, "np.max after the refused call")
+
+
+def test_d1_sum_and_mean_with_out_refused_on_every_rank():
+    g = np.arange(24.0).reshape(6, 4)
+    a = _da(g)
+    out = np.empty(())
+    fn = _split(np.mean, np.sum)
+    kind, msg = error_of(lambda: fn(a, out=out))
+    if N == 1:
+        collective_assert(kind == "ok" and out == g.mean(), f"{kind}: {msg} {out}")
+        return
+    collective_assert(kind == "DapError" and "different calls" in msg, f"{kind}: {msg}")
+
+
+def test_d1_same_calls_still_agree():
+    # np.mean and the method (and np.sum, a.sum) are one call each
+    g = np.arange(24.0).reshape(6, 4)
+    a = _da(g)
+    m = (np.mean if rank % 2 else dap.DistArray.mean)(a, axis=0)
+    s = (np.sum if rank % 2 else dap.DistArray.sum)(a, axis=1)
+    collective_assert(np.array_equal(_value(m), g.mean(axis=0)) and
+                      np.array_equal(_value(s), g.sum(axis=1)), "mean / sum")
+
+
+# ------------------------------------------------------------------ D2
+def test_d2_mean_where_and_sum_where_refused_and_in_step():
+    c = comm.Dup()
+    try:
+        g = np.arange(24.0).reshape(6, 4)
+        a = _da(g, c)
+        m = a > 3
+        fn = _split(np.mean, np.sum)
+        got = within(lambda: fn(a, where=m))
+        if N == 1:
+            collective_assert(got[0] == "ok" and got[1] == g.mean(where=g > 3), str(got))
+        else:
+            collective_assert(got[0] == "exc" and got[1].startswith("DapError") and
+                              "different calls" in got[1], str(got))
+        after = within(lambda: np.max(a))
+        collective_assert(after == ("ok", 23.0), str(after))
+    finally:
+        c.Free()
