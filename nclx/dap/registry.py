@@ -26,6 +26,7 @@ import zlib
 import numpy as np
 
 from nclx.dap.complexcasts import ComplexCasts
+from nclx.dap.agreekeys import dtype_key
 from nclx.dap.redistribute import agree_quick, layout_key
 
 _HANDLED = {}
@@ -204,7 +205,7 @@ class _Out:
         elif isinstance(out, np.ndarray):
             # writeable too: a read-only out= on one rank made it alone raise
             # after the collective (found by review: the others then hung)
-            self.text = (f"out {type(out).__name__}({out.shape}, {out.dtype.str}"
+            self.text = (f"out {type(out).__name__}({out.shape}, {dtype_key(out.dtype)}"
                          f"{'' if out.flags.writeable else ', read-only'})")
 
 
@@ -228,7 +229,9 @@ def _describe(obj, own, comms, depth=0):
         return obj.text
     if isinstance(obj, own):
         comms.append(obj.comm)
-        return f"DistArray({obj.shape}, {obj.dtype.str}, {layout_key(obj.distribution)!r})"
+        # dtypes by their fields too (review 22: two records of one size,
+        # both '|V16', passed as one: per-rank dtypes, garbage or a hang)
+        return f"DistArray({obj.shape}, {dtype_key(obj.dtype)}, {layout_key(obj.distribution)!r})"
     if isinstance(obj, np.ndarray):
         if obj.dtype.hasobject:                    # Python objects: their pickle
             return f"ndarray({obj.shape}, object, {_pickled(obj)})"
@@ -236,7 +239,7 @@ def _describe(obj, own, comms, depth=0):
             crc = zlib.crc32(np.ascontiguousarray(obj).reshape(-1).view(np.uint8))
         except (TypeError, ValueError):          # a zero-size item: the shape says it all
             crc = 0
-        return f"ndarray({obj.shape}, {obj.dtype.str}, {crc})"
+        return f"ndarray({obj.shape}, {dtype_key(obj.dtype)}, {crc})"
     if isinstance(obj, (list, tuple)):
         inner = ", ".join(_describe(v, own, comms, depth + 1) for v in obj)
         return f"[{inner}]" if isinstance(obj, list) else f"({inner})"

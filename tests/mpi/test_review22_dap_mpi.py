@@ -9,6 +9,11 @@ and the tests check the call's own result):
 - D2: ``np.mean(a, where=m)`` on some ranks, ``np.sum(a, where=m)`` on
   others: the ranks stepped out of sync and the next call hung.  Now a
   DapError on every rank at that call, and the next ``np.max`` works.
+- D3: the registry's agreement compared dtypes by ``.str`` only: two
+  record dtypes of one size with other fields (both ``|V16``) passed as
+  one -- per-rank dtypes and garbage values (np.concatenate, np.copy,
+  np.flip, np.reshape) or a hang (np.concatenate([x or y, x])).  Now a
+  DapError on every rank (DistArrays, ndarray arguments and out=).
 """
 import numpy as np
 import pytest
@@ -89,3 +94,44 @@ def test_d2_mean_where_and_sum_where_refused_and_in_step():
         collective_assert(after == ("ok", 23.0), str(after))
     finally:
         c.Free()
+
+
+# ------------------------------------------------------------------ D3
+_AB = np.dtype([("a", "<f8"), ("b", "<i8")])
+_BA = np.dtype([("b", "<i8"), ("a", "<f8")])
+
+
+def _records(dt):
+    g = np.zeros(6, dt)
+    g["a"], g["b"] = np.arange(6), np.arange(6)
+    return g
+
+
+@pytest.mark.parametrize("call", [lambda z, x: np.concatenate([z, z]),
+                                  lambda z, x: np.copy(z), lambda z, x: np.flip(z),
+                                  lambda z, x: np.reshape(z, (3, 2)),
+                                  lambda z, x: np.concatenate([z, x])])
+def test_d3_record_dtypes_of_one_size_refused(call):
+    c = comm.Dup()
+    try:
+        x, y = _da(_records(_AB), c), _da(_records(_BA), c)
+        z = _split(x, y)
+        got = within(lambda: call(z, x))           # the call itself (no gather) refused
+        if N == 1:
+            collective_assert(got[0] == "ok" and _value(got[1]).dtype == _AB, str(got))
+        else:
+            collective_assert(got[0] == "exc" and got[1].startswith("DapError: np.") and
+                              "disagree" in got[1], str(got)[:300])
+    finally:
+        c.Free()
+
+
+def test_d3_record_ndarray_argument_and_out_described_apart():
+    from nclx.dap import registry
+    x, y = np.zeros(3, _AB), np.zeros(3, _BA)       # the same bytes, both |V16
+    collective_assert(registry._describe(x, dap.DistArray, []) !=
+                      registry._describe(y, dap.DistArray, []), "ndarray arguments")
+    collective_assert(registry._Out(x).text != registry._Out(y).text, "out= ndarrays")
+    dx, dy = _da(_records(_AB)), _da(_records(_BA))
+    collective_assert(registry._describe(dx, dap.DistArray, []) !=
+                      registry._describe(dy, dap.DistArray, []), "DistArrays")
