@@ -70,7 +70,7 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         # in the sum's collective (the others would return alone)
         try:
             _ufuncs.check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape),
-                              keepdims, "mean")
+                              keepdims, "mean", dist=self.distribution)
             casts.emit(5)
             casts.quiet()
         except Exception as exc:

@@ -31,7 +31,8 @@ from nclx.dap.reduceflags import cast_may_flag, reduce_recording
 from nclx.dap.distribution import Distribution
 from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
 
-__all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec"]
+__all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec",
+           "result_distribution"]
 
 
 def normalize_axes(axis, ndim, reduce_0d=False):
@@ -366,13 +367,10 @@ def _reduce(fn, ufunc, block, axes, kw):
         return np.asarray(ufunc.reduce(block, axis=axes, **kw))
 
 
-def _result(dist, kept, keepdims, value, result_comm):
-    """(value, None, None) for a reduction over every axis, else the parts of
-    the result's DistArray (block, Distribution, communicator)."""
-    if not kept:
-        result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
-        # a 0-d array's reduction is a scalar, keepdims or not (NumPy's)
-        return (result[()] if not keepdims or dist.ndim == 0 else result), None, None
+def result_distribution(dist, kept, keepdims):
+    """The Distribution of an axis reduction's result (the ``kept`` axes of
+    ``dist``): known on every rank before the collective, so an ``out=``
+    of another is refused there (review 22)."""
     columns = []
     for d in range(dist.ndim):
         if d in kept:
@@ -380,8 +378,18 @@ def _result(dist, kept, keepdims, value, result_comm):
         elif keepdims:
             columns.append([normalize_dim_dict(dict(dist_type="b", size=1, start=0, stop=1,
                                                     proc_grid_size=1, proc_grid_rank=0), d)])
+    return Distribution(columns)
+
+
+def _result(dist, kept, keepdims, value, result_comm):
+    """(value, None, None) for a reduction over every axis, else the parts of
+    the result's DistArray (block, Distribution, communicator)."""
+    if not kept:
+        result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
+        # a 0-d array's reduction is a scalar, keepdims or not (NumPy's)
+        return (result[()] if not keepdims or dist.ndim == 0 else result), None, None
     # the counted cells along the kept axes go back into a block with their padding
-    rdist = Distribution(columns)
+    rdist = result_distribution(dist, kept, keepdims)
     rrank = result_comm.Get_rank()
     full = np.zeros(rdist.local_shape(rrank), dtype=value.dtype)
     counted = value.reshape(tuple(value.shape[kept.index(d)] if d in kept else 1

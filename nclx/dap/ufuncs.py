@@ -23,7 +23,7 @@ from nclx.dap.elementcall import loop_of, report_flags
 from nclx.dap.outwrite import blocks_into, cast_into
 from nclx._fpflags import fp_may_raise, recorded_flags
 from nclx.dap.outloop import loop_with_out
-from nclx.dap.reduce import join_failed, reduce_block
+from nclx.dap.reduce import join_failed, reduce_block, result_distribution
 from nclx.dap.validate import DapError
 
 __all__ = ["array_ufunc", "add_operators", "check_out"]
@@ -130,7 +130,7 @@ def _reduce_call(ufunc, inputs, kwargs, casts, passed):
         """This rank's out= for the reduced ``axes``, before the collective
         (each rank passes its own: one refused is refused everywhere)."""
         check_out(outs[0], axes, da.distribution.ndim, kw.get("keepdims", False),
-                  f"{ufunc.__name__}.reduce")
+                  f"{ufunc.__name__}.reduce", dist=da.distribution)
         casts.emit(6)
         casts.quiet()
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
@@ -172,15 +172,24 @@ def _reduce_call(ufunc, inputs, kwargs, casts, passed):
     return o
 
 
-def check_out(out, axes, ndim, keepdims, what):
+def check_out(out, axes, ndim, keepdims, what, dist=None):
     """NumPy's refusal of ``out`` for a reduction over ``axes`` (of ``ndim``):
-    a DistArray result needs a DistArray ``out``; a value, a writeable
-    array of its shape (NumPy's TypeError and ValueErrors)."""
+    a DistArray result needs a DistArray ``out`` (distributed like the
+    result of the operand's Distribution ``dist``, where given); a value, a
+    writeable array of its shape (NumPy's TypeError and ValueErrors)."""
     DistArray = _distarray()
     if len(axes) < ndim:
         if not isinstance(out, DistArray):
             raise DapError(f"{what}: out= must be a DistArray distributed like the result, "
                            f"not {type(out).__name__}")
+        if dist is not None:
+            # before the collective (review 22: checked after it, a rank
+            # passing another out= raised alone and the others returned)
+            want = result_distribution(dist, tuple(d for d in range(ndim) if d not in axes),
+                                       keepdims)
+            if out.distribution != want:
+                raise DapError(f"{what}: out= must be a DistArray distributed like the result "
+                               f"({want})")
         return
     want = (1,) * ndim if keepdims else ()
     if not isinstance(out, (np.ndarray, DistArray)):

@@ -14,6 +14,10 @@ and the tests check the call's own result):
   one -- per-rank dtypes and garbage values (np.concatenate, np.copy,
   np.flip, np.reshape) or a hang (np.concatenate([x or y, x])).  Now a
   DapError on every rank (DistArrays, ndarray arguments and out=).
+- D4: ``np.sum(a, axis=0, out=<DistArray of another distribution>)`` on
+  one rank only: that rank raised alone (out's distribution was checked
+  after the collective), the others returned.  Now checked before it:
+  every rank raises (np.sum, np.max, np.mean, a.sum).
 """
 import numpy as np
 import pytest
@@ -135,3 +139,22 @@ def test_d3_record_ndarray_argument_and_out_described_apart():
     dx, dy = _da(_records(_AB)), _da(_records(_BA))
     collective_assert(registry._describe(dx, dap.DistArray, []) !=
                       registry._describe(dy, dap.DistArray, []), "DistArrays")
+
+
+# ------------------------------------------------------------------ D4
+@pytest.mark.parametrize("fn", [np.sum, np.max, np.mean, dap.DistArray.sum])
+@pytest.mark.parametrize("shape", [(4,), (5,)])
+def test_d4_wrong_out_on_one_rank_refused_everywhere(fn, shape):
+    c = comm.Dup()
+    try:
+        a = _da(np.arange(24.0).reshape(6, 4), c)
+        bad = dap.DistArray.from_shape(shape, comm=c)
+        if N == 1 and bad.distribution == np.sum(a, axis=0).distribution:
+            bad = dap.DistArray.from_shape((5,), comm=c)
+        got = within(lambda: fn(a, axis=0, out=bad if rank == 0 else None))
+        collective_assert(got[0] == "exc" and got[1].startswith("DapError") and
+                          ("out=" in got[1] or N > 1 and rank > 0), str(got))
+        after = within(lambda: np.max(a))
+        collective_assert(after == ("ok", 23.0), str(after))
+    finally:
+        c.Free()
