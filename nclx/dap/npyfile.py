@@ -169,7 +169,9 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     ``error``: this rank's failure so far (no path), raised on every rank."""
     rank = comm.Get_rank()
     # a rank in another operation meets it here (the path is checked below)
-    agree_quick(comm, "load_npy", error, "load_npy")
+    # and on max_header_size (review 22: rank 0's alone applied)
+    agree_quick(comm, ("max_header_size", max_header_size), error, "load_npy",
+                describe=lambda v: f"max_header_size={v[1]!r}")
     head = None
     if rank == 0:
         try:

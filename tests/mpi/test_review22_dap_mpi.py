@@ -18,13 +18,18 @@ and the tests check the call's own result):
   one rank only: that rank raised alone (out's distribution was checked
   after the collective), the others returned.  Now checked before it:
   every rank raises (np.sum, np.max, np.mean, a.sum).
+- D6: ``load_npy(max_header_size=...)`` differing between ranks: rank 0's
+  alone applied.  Now a DapError on every rank naming max_header_size and
+  each rank's value.
 """
+import os
+
 import numpy as np
 import pytest
 from mpi4py import MPI
 
 import nclx.dap as dap
-from mpi_helpers import N, collective_assert, error_of, rank, within
+from mpi_helpers import N, collective_assert, error_of, rank, shared_tmpdir, within
 
 comm = MPI.COMM_WORLD
 
@@ -158,3 +163,27 @@ def test_d4_wrong_out_on_one_rank_refused_everywhere(fn, shape):
         collective_assert(after == ("ok", 23.0), str(after))
     finally:
         c.Free()
+
+
+# ------------------------------------------------------------------ D6
+@pytest.fixture(scope="module")
+def tmp():
+    """A directory every rank sees."""
+    yield from shared_tmpdir("nclx-review22-")
+
+
+def test_d6_max_header_size_agreed(tmp):
+    path = os.path.join(tmp, "d6.npy")          # a header of about 11000 bytes
+    if rank == 0:
+        np.save(path, np.zeros(4, [("f%04d" % i, "<f8") for i in range(600)]))
+    comm.Barrier()
+    mine = 20000 if rank == 0 else 10000 + rank
+    kind, msg = error_of(lambda: dap.load_npy(path, max_header_size=mine, comm=comm))
+    if N == 1:
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+    else:
+        collective_assert(kind == "DapError" and "max_header_size=20000" in msg and
+                          all(f"max_header_size={10000 + r}" in msg for r in range(1, N)),
+                          f"{kind}: {msg}")
+    same = dap.load_npy(path, max_header_size=20000, comm=comm)
+    collective_assert(same.shape == (4,), "the same max_header_size loads")
