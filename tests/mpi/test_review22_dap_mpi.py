@@ -154,7 +154,7 @@ def test_d4_wrong_out_on_one_rank_refused_everywhere(fn, shape):
     try:
         a = _da(np.arange(24.0).reshape(6, 4), c)
         bad = dap.DistArray.from_shape(shape, comm=c)
-        if N == 1 and bad.distribution == np.sum(a, axis=0).distribution:
+        if bad.distribution == np.sum(a, axis=0).distribution:
             bad = dap.DistArray.from_shape((5,), comm=c)
         got = within(lambda: fn(a, axis=0, out=bad if rank == 0 else None))
         collective_assert(got[0] == "exc" and got[1].startswith("DapError") and
