@@ -178,7 +178,9 @@ class BatchStream:
         if self.client.validate:
             self._guard(lambda: batch.validate(full=True))
         self.num_batches += 1
-        self.nbytes += batch.nbytes
+        # not batch.nbytes: on pyarrow 26 it segfaults for a 0-row union
+        # column read from IPC (review 22); the buffers' total size does not
+        self.nbytes += batch.get_total_buffer_size()
         return batch
 
     def read_all(self):

@@ -1,0 +1,107 @@
+"""Defects review 22 found in nclx.ipc; each test failed before its fix
+(the docs-only item 6 is in docs/ipc.md):
+
+1. a 0-row union batch (sparse or dense; a table of chunks of 0 and 1 rows)
+   crashed the client with a segfault in Client.fetch / ipc.fetch /
+   ipc.stream / ``python -m nclx.ipc fetch``: pyarrow 26's ``nbytes`` of a
+   0-length union array read from IPC; the stream now counts
+   ``get_total_buffer_size()``;
+2. every fetch failing with an error that leaves the client unusable
+   (server full, TimeoutError, ConnectionLostError, ...) leaked its Client,
+   BatchStream and reassembler (on shared memory a mapping and an fd each):
+   the exception kept in ``Client._broken`` held, through its traceback,
+   the frames holding the stream, whose finalizer held the client;
+4. ``serve_arrays`` / ``array_to_table`` of a bool array whose bytes are not
+   0/1 (NumPy: nonzero is True) was refused by nclx's own client;
+5. ``timeout`` of Client and Server, ``max_frame``, ``shm_size`` and
+   ``shm_reserve`` were not validated (0 -> BlockingIOError, -1 -> "Timeout
+   value out of range", "30" -> TypeError, max_frame=-1 accepted);
+7. ``python -m nclx.ipc fetch`` left a valid but partial Arrow file when the
+   stream failed.
+"""
+import gc
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import nclx.ipc as ipc
+
+#: subprocesses run outside the source tree, so they import the installed nclx
+RUN_DIR = os.path.dirname(os.path.abspath(os.__file__))
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def _run(code, timeout=120):
+    """Run ``code`` in a fresh interpreter: a crash fails the test, not pytest."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=RUN_DIR,
+                          env=_env(), capture_output=True, text=True, timeout=timeout)
+
+
+# --------------------------------------------- 1. 0-row union batches
+_UNION_TABLES = """
+import pyarrow as pa
+sparse = pa.UnionArray.from_sparse(pa.array([0], pa.int8()), [pa.array([1])])
+dense = pa.UnionArray.from_dense(pa.array([0, 1], pa.int8()), pa.array([0, 0], pa.int32()),
+                                 [pa.array([1]), pa.array(["a"])])
+def chunked(u):         # chunks of 0 and 1+ rows, and 0 rows only
+    t = pa.table({"u": u})
+    return {"mixed": pa.concat_tables([t.slice(0, 0), t]),
+            "after": pa.concat_tables([t, t.slice(0, 0)]),
+            "empty": t.slice(0, 0)}
+"""
+
+
+@pytest.mark.parametrize("shm", [False, True])
+def test_zero_row_union_batches_do_not_crash_the_client(shm):
+    r = _run(_UNION_TABLES + f"""
+import nclx.ipc as ipc
+for kind, u in (("sparse", sparse), ("dense", dense)):
+    for name, t in chunked(u).items():
+        srv = ipc.Server({{b"t": t}}, shm={shm}).start()
+        try:
+            for validate in (False, True):
+                r = ipc.fetch(srv.uri, b"t", validate=validate)
+                assert r.num_rows == t.num_rows and r.column(0).to_pylist() == t.column(0).to_pylist()
+                with ipc.Client(srv.uri, validate=validate) as c:
+                    assert c.fetch(b"t").num_rows == t.num_rows
+                with ipc.stream(srv.uri, b"t", validate=validate) as s:
+                    batches = list(s)
+                assert sum(b.num_rows for b in batches) == t.num_rows
+                assert s.num_batches == len(batches) and s.nbytes >= 0
+        finally:
+            srv.close()
+        print(kind, name, "ok", flush=True)
+""")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-3000:])
+    assert r.stdout.count(" ok") == 6
+
+
+def test_zero_row_union_batches_cli_fetch(tmp_path):
+    r = _run(_UNION_TABLES + f"""
+import nclx.ipc as ipc
+from nclx.ipc.__main__ import main
+for kind, u in (("sparse", sparse), ("dense", dense)):
+    t = chunked(u)["mixed"]
+    for shm in (False, True):
+        srv = ipc.Server({{b"t": t}}, shm=shm).start()
+        out = {str(tmp_path)!r} + f"/{{kind}}{{shm}}.arrow"
+        try:
+            assert main(["fetch", srv.uri, "t", "-o", out, "--no-progress"]) == 0
+        finally:
+            srv.close()
+        got = pa.ipc.open_file(out).read_all()
+        assert got.column(0).to_pylist() == t.column(0).to_pylist()
+        print(kind, shm, "ok", flush=True)
+""")
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-3000:])
+    assert r.stdout.count(" ok") == 4
