@@ -285,8 +285,11 @@ class Client:
             raise
 
     def _fail(self, exc):
-        """A protocol error: the connection has lost sync; close it."""
-        self._broken = exc
+        """A protocol error: the connection has lost sync; close it.  Only a
+        summary of ``exc`` is kept: the exception's traceback holds the frames
+        that hold the failed stream (review 22: every fetch failing so leaked
+        its Client, stream and, on shm, a mapping and an fd)."""
+        self._broken = f"{type(exc).__name__}: {exc}"
         for _, fin in list(self._leases.values()):
             fin.detach()
         self._leases = {}

@@ -60,6 +60,12 @@ def _request(client, ticket):
         raise err from cause
 
 
+def _stream_dropped(client_ref, reasm):
+    client = client_ref()
+    if client is not None:
+        client._stream_dropped(reasm)
+
+
 class BatchStream:
     """The record batches of one dataset, as they arrive.
 
@@ -97,7 +103,9 @@ class BatchStream:
         self._done = False
         self.num_batches = 0
         self.nbytes = 0
-        weakref.finalize(self, client._stream_dropped, reasm)
+        # the client weakly too: the finalizer registry is a root, and a
+        # stream kept alive by anything the client holds kept both (review 22)
+        weakref.finalize(self, _stream_dropped, weakref.ref(client), reasm)
         try:
             _request(client, ticket)
         except BaseException as exc:

@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pyarrow as pa
@@ -105,3 +106,74 @@ for kind, u in (("sparse", sparse), ("dense", dense)):
 """)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr[-3000:])
     assert r.stdout.count(" ok") == 4
+
+
+# ------------------------- 2. failed fetches leak no Client, stream or fd
+def _nfd():
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _clients_alive():
+    from nclx.ipc.client import Client
+    gc.collect()
+    return sum(isinstance(o, Client) for o in gc.get_objects())
+
+
+@pytest.mark.parametrize("shm", [False, True])
+def test_fetches_refused_by_a_full_server_leak_nothing(shm, caplog):
+    srv = ipc.serve_arrays({"a": np.arange(5.0)}, shm=shm, max_connections=1)
+    try:
+        keep = ipc.Client(srv.uri)              # the one allowed connection
+        gc.collect()
+        fds, alive = _nfd(), _clients_alive()
+        for _ in range(50):
+            with pytest.raises(ipc.RemoteError):
+                ipc.fetch_array(srv.uri, "a")   # "server full"
+        deadline = time.monotonic() + 5      # the server closes its side in its own thread
+        while _nfd() > fds and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.05)
+        assert _nfd() == fds
+        assert _clients_alive() == alive
+        keep.close()
+    finally:
+        srv.close()
+
+
+def test_timed_out_and_lost_streams_leak_no_client():
+    import socket
+    import threading
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(16)
+    held = []
+
+    def accept():                  # accepts, reads nothing, never answers
+        while True:
+            try:
+                held.append(ls.accept()[0])
+            except OSError:
+                return
+    threading.Thread(target=accept, daemon=True).start()
+    alive = _clients_alive()
+    try:
+        for _ in range(5):
+            with pytest.raises(TimeoutError):
+                ipc.fetch(f"tcp://127.0.0.1:{ls.getsockname()[1]}?want_data=1", "t",
+                          timeout=0.2)
+        assert _clients_alive() == alive
+    finally:
+        ls.close()
+        for s in held:
+            s.close()
+    srv = ipc.serve_arrays({"a": np.arange(5.0)})
+    try:
+        for _ in range(5):
+            s = ipc.stream(srv.uri, "a")
+            s.client.fs.sock.shutdown(socket.SHUT_RD)     # as if the server left
+            with pytest.raises(ipc.ConnectionLostError):
+                list(s)
+            del s
+        assert _clients_alive() == alive
+    finally:
+        srv.close()
