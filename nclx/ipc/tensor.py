@@ -77,6 +77,11 @@ def array_to_table(obj):
     shape = list(a.shape)
     if a.dtype.kind == "b":
         values = a.view(np.uint8)
+        # NumPy takes any nonzero byte as True (a uint8 array viewed as bool):
+        # such an array is sent as 0/1 bytes, in a new array (review 22: before,
+        # nclx's own client refused it); the usual 0/1 one is sent as it is
+        if values.size and int(values.max()) > 1:
+            values = (values != 0).view(np.uint8)
     elif a.dtype.kind == "c":
         values = a.reshape(a.shape + (1,)).view(np.dtype(f"f{a.dtype.itemsize // 2}"))
         shape.append(2)

@@ -177,3 +177,37 @@ def test_timed_out_and_lost_streams_leak_no_client():
         assert _clients_alive() == alive
     finally:
         srv.close()
+
+
+# --------------------------------- 4. bool arrays whose bytes are not 0/1
+def _odd_bools():
+    raw = np.array([[0, 2, 1, 255], [128, 0, 1, 3]], np.uint8)
+    return raw.view(np.bool_)            # NumPy: [[F, T, T, T], [T, F, T, T]]
+
+
+def test_bool_bytes_not_0_1_are_sent_normalised():
+    a = _odd_bools()
+    want = a.tolist()
+    assert want == [[False, True, True, True], [True, False, True, True]]
+    assert ipc.table_to_array(ipc.array_to_table(a)).tolist() == want
+    assert ipc.table_to_array(ipc.array_to_table(a[:, ::2])).tolist() == a[:, ::2].tolist()
+    assert a.view(np.uint8)[0, 1] == 2                    # the original is left alone
+    plain = np.array([True, False, True])                 # 0/1: still viewed, not copied
+    t = ipc.array_to_table(plain)
+    assert ipc.table_to_array(t).__array_interface__["data"][0] == \
+        plain.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("shm", [False, True])
+def test_served_bool_bytes_not_0_1(shm):
+    a = _odd_bools()
+    srv = ipc.serve_arrays({"a": a}, shm=shm)
+    try:
+        assert ipc.fetch_array(srv.uri, "a").tolist() == a.tolist()
+    finally:
+        srv.close()
+    srv = ipc.Server({"t": a}, shm=shm).start()
+    try:
+        assert ipc.fetch_array(srv.uri, "t").tolist() == a.tolist()
+    finally:
+        srv.close()
