@@ -28,6 +28,7 @@ from nclx.ipc.decode import (
     handle_frame,
 )
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
+from nclx.ipc.options import check_count, check_seconds
 from nclx.ipc.reassembly import MAX_ROWS
 from nclx.ipc.segment import Mapping
 from nclx.ipc.stream import BatchStream
@@ -73,6 +74,8 @@ class Client:
                              f"not {min_rate!r}")
         if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
             raise ValueError(f"max_rows must be a non-negative int, not {max_rows!r}")
+        timeout = check_seconds("timeout", timeout)
+        max_frame = check_count("max_frame", max_frame)
         self.max_rows = max_rows
         self.endpoint = ep = parse_uri(uri)
         self.uri = uri

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from nclx.ipc.connection import _Connection
 from nclx.ipc.datasets import _NO_ROOM, _as_table, _Dataset, _encode, _split
+from nclx.ipc.options import check_count, check_seconds
 from nclx.ipc.segment import Segment
 from nclx.ipc.uri import DEFAULT_FREE_DATA, Endpoint, parse_uri
 from nclx.ipc.wire import DEFAULT_MAX_REQUEST, KIND_ERROR, SEQ_MOD, encode_error, encode_frame
@@ -84,15 +85,11 @@ class Server:
                  shm_reserve=64 << 20, batch_bytes=64 << 20, timeout=60.0,
                  max_request=DEFAULT_MAX_REQUEST, sockbuf=None, max_connections=64,
                  idle_timeout=300.0, _first_seq=0):
-        if (isinstance(max_connections, bool) or not isinstance(max_connections, int)
-                or max_connections < 1):
-            raise ValueError(f"max_connections must be a positive int, not "
-                             f"{max_connections!r}")
-        if idle_timeout is not None and (isinstance(idle_timeout, bool)
-                                         or not isinstance(idle_timeout, (int, float))
-                                         or not idle_timeout > 0):
-            raise ValueError(f"idle_timeout must be a positive number of seconds or None, "
-                             f"not {idle_timeout!r}")
+        max_connections = check_count("max_connections", max_connections)
+        idle_timeout = check_seconds("idle_timeout", idle_timeout, none_ok=True)
+        timeout = check_seconds("timeout", timeout)
+        shm_size = check_count("shm_size", shm_size, none_ok=True)
+        shm_reserve = check_count("shm_reserve", shm_reserve, minimum=0)
         self.max_connections = max_connections
         self.idle_timeout = idle_timeout
         if not isinstance(datasets, Mapping):

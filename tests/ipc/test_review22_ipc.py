@@ -211,3 +211,42 @@ def test_served_bool_bytes_not_0_1(shm):
         assert ipc.fetch_array(srv.uri, "t").tolist() == a.tolist()
     finally:
         srv.close()
+
+
+# ---------------------------------------- 5. numeric options are checked
+_NOT_SECONDS = (0, -1, -0.5, "30", True, None, float("nan"), float("inf"))
+
+
+def test_client_options_are_checked_at_construction():
+    srv = ipc.serve_arrays({"a": np.arange(5)})
+    try:
+        for bad in _NOT_SECONDS:
+            with pytest.raises(ValueError, match="timeout"):
+                ipc.Client(srv.uri, timeout=bad)
+            with pytest.raises(ValueError, match="timeout"):
+                ipc.fetch_array(srv.uri, "a", timeout=bad)
+        for bad in (0, -1, 1.5, "4096", True, None):
+            with pytest.raises(ValueError, match="max_frame"):
+                ipc.Client(srv.uri, max_frame=bad)
+        with ipc.Client(srv.uri, timeout=np.float32(5), max_frame=np.int64(1 << 20)) as c:
+            assert c.fetch_array("a").tolist() == list(range(5))
+        assert ipc.fetch_array(srv.uri, "a", timeout=1).tolist() == list(range(5))
+        assert not srv.errors
+    finally:
+        srv.close()
+
+
+def test_server_options_are_checked_at_construction():
+    for bad in _NOT_SECONDS:
+        with pytest.raises(ValueError, match="timeout"):
+            ipc.Server({"t": np.arange(3)}, timeout=bad)
+    for bad in (0, -1, 1.5, "4096", True):
+        with pytest.raises(ValueError, match="shm_size"):
+            ipc.Server({"t": np.arange(3)}, shm=True, shm_size=bad)
+    for bad in (-1, 1.5, "0", True, None):
+        with pytest.raises(ValueError, match="shm_reserve"):
+            ipc.Server({"t": np.arange(3)}, shm=True, shm_reserve=bad)
+    with ipc.Server({"t": np.arange(3)}, shm=True, shm_size=np.int64(8192), shm_reserve=0,
+                    timeout=5) as srv:
+        srv.start()
+        assert ipc.fetch_array(srv.uri, "t").tolist() == [0, 1, 2]
