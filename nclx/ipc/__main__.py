@@ -127,11 +127,21 @@ def fetch(args):
                 _progress(f"fetch {args.ticket}", not args.no_progress) as bar:
             schema = s.schema
             rows = 0
-            with pa.OSFile(args.output, "wb") as sink, pa.ipc.new_file(sink, schema) as w:
-                for batch in s:
-                    w.write_batch(batch)
-                    rows += batch.num_rows
-                    bar.update(s.num_batches, s.nbytes)
+            sink = pa.OSFile(args.output, "wb")
+            try:
+                with sink, pa.ipc.new_file(sink, schema) as w:
+                    for batch in s:
+                        w.write_batch(batch)
+                        rows += batch.num_rows
+                        bar.update(s.num_batches, s.nbytes)
+            except BaseException:
+                # the writer's exit wrote a footer: a valid but partial file
+                # (review 22); the file is ours (opened "wb"), so it goes
+                try:
+                    os.unlink(args.output)
+                except OSError:
+                    pass
+                raise
             bar.update(s.num_batches, s.nbytes, final=True)
     print(f"wrote {args.output}: {s.num_batches} batches, {rows} rows, "
           f"{s.nbytes / 1e6:.1f} MB")

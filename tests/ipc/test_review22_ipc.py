@@ -250,3 +250,33 @@ def test_server_options_are_checked_at_construction():
                     timeout=5) as srv:
         srv.start()
         assert ipc.fetch_array(srv.uri, "t").tolist() == [0, 1, 2]
+
+
+# ------------------------- 7. the CLI's fetch leaves no partial output file
+_SCHEMA = pa.schema([("x", pa.int64())])
+
+
+def _failing_factory():
+    def gen():
+        for i in range(3):
+            yield pa.record_batch([pa.array(np.arange(10) + i)], schema=_SCHEMA)
+        raise RuntimeError("the source broke")
+    return pa.RecordBatchReader.from_batches(_SCHEMA, gen())
+
+
+@pytest.mark.parametrize("shm", [False, True])
+def test_cli_fetch_removes_its_partial_output(tmp_path, shm, capsys, caplog):
+    from nclx.ipc.__main__ import main
+    out = tmp_path / "out.arrow"
+    with ipc.Server({"f": _failing_factory, "t": pa.table({"x": np.arange(4)})},
+                    shm=shm) as srv:
+        srv.start()
+        assert main(["fetch", srv.uri, "f", "-o", str(out), "--no-progress"]) == 1
+        assert "the source broke" in capsys.readouterr().err
+        assert not out.exists()
+        # a fetch that works still writes the file
+        assert main(["fetch", srv.uri, "t", "-o", str(out), "--no-progress"]) == 0
+        assert pa.ipc.open_file(str(out)).read_all().column(0).to_pylist() == [0, 1, 2, 3]
+    # a fetch failing before the stream starts leaves an existing file alone
+    assert main(["fetch", srv.uri, "t", "-o", str(out), "--no-progress", "--timeout", "2"]) == 1
+    assert out.exists()
