@@ -26,10 +26,11 @@ from nclx.aware import start_value
 from nclx.dap import commstate
 from nclx.dap.agreekeys import dtype_key, reduction_caller
 from nclx.dap.fold import allreduce_agreed, raise_verdict
+from nclx.dap.halfsum import half_initial, narrowed, wide_spec, with_flags
 from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.reduceflags import cast_may_flag, reduce_recording
-from nclx.dap.distribution import Distribution
-from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
+from nclx.dap.reduceresult import _result, result_distribution
+from nclx.dap.validate import DapError, DapTypeError
 
 __all__ = ["reduce_block", "join_failed", "normalize_axes", "partial_spec",
            "result_distribution"]
@@ -189,6 +190,8 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
         # rank's, so the verdict is the same everywhere
         check_partition(dist, f"{ufunc.__name__}.reduce")
         axes, spec = partial_spec(block, dist, rank, ufunc, axis, dtype)
+        # float16 sums/products combine in float32, rounded once (nclx.dap.halfsum)
+        spec, narrow = wide_spec(ufunc, block, dist, comm, axes, dtype, spec)
     except Exception as exc:
         _refused(comm, ufunc, exc)                 # raises exc here, a DapError elsewhere
         raise
@@ -198,12 +201,13 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     try:
         if check is not None:
             check(axes)
-        partial, fp = _local_partial(block[index], dist, rank, ufunc, axes, dtype, where, index,
-                                     initial, kernels, spec)
+        wide = (dtype, initial) if narrow is None else (spec[1], half_initial(initial))
+        partial, fp = _local_partial(block[index], dist, rank, ufunc, axes, wide[0], where,
+                                     index, wide[1], kernels, spec)
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error,
-                   _extra(where, initial), fp)
+                   _extra(where, initial), fp, narrow)
 
 
 def join_failed(block, distribution, comm, ufunc, kwargs, error):
@@ -215,11 +219,14 @@ def join_failed(block, distribution, comm, ufunc, kwargs, error):
     try:
         axes, spec = partial_spec(block, distribution, comm.Get_rank(), ufunc,
                                   kwargs.get("axis", 0), kwargs.get("dtype"))
+        spec, narrow = wide_spec(ufunc, block, distribution, comm, axes, kwargs.get("dtype"),
+                                 spec)
     except Exception:  # noqa: BLE001 - joined with the caller's error, raised here
         _refused(comm, ufunc, error)
         return
     _finish(distribution, comm, ufunc, axes, bool(kwargs.get("keepdims", False)), spec, None,
-            error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue)))
+            error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue)),
+            narrow=narrow)
 
 
 def _refused(comm, ufunc, error):
@@ -240,7 +247,8 @@ def _extra(where, initial):
     return "" if initial is np._NoValue and mask == "all" else repr((mask, initial))
 
 
-def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", fp=0):
+def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", fp=0,
+            narrow=None):
     """Combine (or agree on the failure) and build the result's parts
     (``ufunc``: a ufunc, or a combining callable with a ``what`` to name it).
 
@@ -253,7 +261,9 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", f
     record over ``comm`` carries the verdict (three collectives).  ``fp``:
     the floating-point flags of this rank's local reduction
     (:mod:`nclx.dap.reduceflags`), ORed over the ranks in the record that
-    also carries the combining's, so every rank reports them once."""
+    also carries the combining's, so every rank reports them once.
+    ``narrow``: the dtype the combined value is rounded to once, its flags
+    reported with the rest (:mod:`nclx.dap.halfsum`)."""
     what = getattr(ufunc, "what", None) or f"{ufunc.__name__}.reduce"
     nranks, rank = comm.Get_size(), comm.Get_rank()
     kept = tuple(d for d in range(dist.ndim) if d not in axes)
@@ -261,11 +271,14 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", f
     # layouts (a Distribution built per rank) would combine wrong partial sums
     # and the caller (np.mean's sums are not np.sum's: nclx.dap.agreekeys.called_by)
     key = repr((what, reduction_caller(), axes, bool(keepdims), dtype_key(spec[1]), extra,
-                layout_key(dist)[3]))
+                layout_key(dist)[3], str(narrow)))
     everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
     local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
     if everyone and not local:
         verdict, value = allreduce_agreed(comm, ufunc, partial, spec, error, fp=fp, key=key)
+        if narrow is not None and value is not None:     # the same value on every rank
+            value, flags = narrowed(value, narrow)
+            verdict = with_flags(verdict, flags)
         result_comm = None
         if kept:
             from mpi4py import MPI
@@ -286,6 +299,9 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", f
             verdict, value = allreduce_agreed(combine, ufunc, partial, spec, None, fp=fp,
                                               key=key)
             carried, fp = (None, 0) if verdict is None else (verdict[3], verdict[4])
+            if narrow is not None and value is not None:     # ORed over comm below
+                value, flags = narrowed(value, narrow)
+                fp |= flags
             verdict, _ = allreduce_agreed(comm, ufunc, None, None, None, combine_error=carried,
                                           fp=fp, key=key)
     raise_verdict(verdict, nranks, rank, what, error)
@@ -365,34 +381,3 @@ def _reduce(fn, ufunc, block, axes, kw):
         return np.asarray(fn.reduce(block, axis=axes, **kw))
     except TypeError:                 # no nclx loop for this dtype: NumPy's
         return np.asarray(ufunc.reduce(block, axis=axes, **kw))
-
-
-def result_distribution(dist, kept, keepdims):
-    """The Distribution of an axis reduction's result (the ``kept`` axes of
-    ``dist``): known on every rank before the collective, so an ``out=``
-    of another is refused there (review 22)."""
-    columns = []
-    for d in range(dist.ndim):
-        if d in kept:
-            columns.append([dist._dims[d][c] for c in range(dist.grid_shape[d])])
-        elif keepdims:
-            columns.append([normalize_dim_dict(dict(dist_type="b", size=1, start=0, stop=1,
-                                                    proc_grid_size=1, proc_grid_rank=0), d)])
-    return Distribution(columns)
-
-
-def _result(dist, kept, keepdims, value, result_comm):
-    """(value, None, None) for a reduction over every axis, else the parts of
-    the result's DistArray (block, Distribution, communicator)."""
-    if not kept:
-        result = value.reshape(()) if not keepdims else value.reshape((1,) * dist.ndim)
-        # a 0-d array's reduction is a scalar, keepdims or not (NumPy's)
-        return (result[()] if not keepdims or dist.ndim == 0 else result), None, None
-    # the counted cells along the kept axes go back into a block with their padding
-    rdist = result_distribution(dist, kept, keepdims)
-    rrank = result_comm.Get_rank()
-    full = np.zeros(rdist.local_shape(rrank), dtype=value.dtype)
-    counted = value.reshape(tuple(value.shape[kept.index(d)] if d in kept else 1
-                                  for d in range(dist.ndim))) if keepdims else value
-    full[rdist.owned_slices(rrank)] = counted
-    return full, rdist, result_comm
