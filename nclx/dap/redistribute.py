@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from nclx.dap.agreekeys import agree_quick, dtype_key, layout_key
+from nclx.dap.agreekeys import agree_quick, dtype_key, layout_key, layout_words
 from nclx.dap.distribution import Distribution
 from nclx.dap.iotypes import raw_items
 from nclx.dap.maps import map_from_dim_dict
@@ -378,8 +378,10 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     # (a 'u' permutation drawn per rank) would move garbage or wait forever
     # and the dtype: an elementwise call with per-rank scalars can give ranks
     # different dtypes, whose bytes the move would reinterpret
+    # the target's keywords in words too: a disagreement names them (padding=...)
     agree_quick(comm, (source, None if target is None else layout_key(target),
-                       dtype_key(da.dtype)), error, "redistribute", describe=_describe_move)
+                       dtype_key(da.dtype), None if target is None else layout_words(target)),
+                error, "redistribute", describe=_describe_move)
     move(comm, da._block, Layout.of(da.distribution), out, lay, key=(source, layout_key(target)))
     return type(da)._of(out, target, comm)     # agreed on the target above
 
@@ -389,6 +391,6 @@ def _describe_move(keys):
     operation's value as it is)."""
     def one(k):
         return f"shape {k[0]} dist {k[1]} grid {k[2]} (fingerprint {k[3][:10]})"
-    source, target, dtype = keys
+    source, target, dtype, words = keys
     return f"source {one(source)}, " + ("no target" if target is None else
-                                         f"target {one(target)}") + f", dtype {dtype[1]}"
+                                         f"target {one(target)} [{words}]") + f", dtype {dtype[1]}"

@@ -12,6 +12,11 @@ check NumPy's own bits):
   order and rounded once (nclx.dap.halfsum): where NumPy is finite nclx
   is finite, within one float16 unit (the float32 grouping differs), with
   NumPy's warnings.
+- D7 (redistribute only): ``a.redistribute(('b', 'n'), padding=(rank, 0))``
+  per rank said "the ranks disagree ... (fingerprint 7b2e...)" without
+  naming padding.  Now each rank's target keywords are listed in words
+  ("padding (1,)").  Not done (time): np.sum's axis per rank and
+  from_global's root per rank are still not named.
 """
 import warnings
 
@@ -182,3 +187,16 @@ def test_d5_random_sweep():
         if not ok:
             bad.append(f"{fn.__name__}({g.tolist()}, {hkw}) dist={dist}: {msg}")
     collective_assert(not bad, "\n".join(bad[:5]))
+
+
+def test_d7_redistribute_names_padding():
+    a = _da(np.arange(24.0).reshape(6, 4))
+    got = "ok"
+    try:
+        a.redistribute(("b", "n"), padding=(rank, 0))
+    except Exception as exc:  # noqa: BLE001 - compared below
+        got = str(exc)
+    if N == 1:
+        collective_assert(got == "ok", got)
+        return
+    collective_assert("padding (0,)" in got and "padding (1,)" in got, got)
