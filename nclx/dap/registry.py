@@ -114,6 +114,14 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         return NotImplemented
     impl = _HANDLED.get(func)
     if impl is None:
+        # refused on every rank after one agreement, as a registered call
+        # starts: a rank calling it while the others call a registered
+        # function raised alone and left them waiting in that function's
+        # collective (a hang; found by review 22)
+        comm = next((v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)), None)
+        if comm is not None:
+            agree_quick(comm, f"{_name(func)} (not implemented)", None, _name(func),
+                        describe=lambda t: t)
         raise refusal(_name(func))
     named = casts = None
     issued = frozenset()
