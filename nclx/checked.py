@@ -141,7 +141,11 @@ def _acquire():
                 for fn, loops in ((_checked.checked_hook_address(), _checked.checked_loops()),
                                   (_checked.counted_hook_address(), _checked.counted_loops())):
                     for (op, dtype), addr in loops.items():
-                        h = _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME)
+                        # at the back: after the user's kernels, whenever
+                        # they were registered (before, at the front: those
+                        # registered before the block were skipped; review 22)
+                        h = _hooks.register_c("kernel", (op, dtype), fn, addr, name=_NAME,
+                                              position="back")
                         _shared["handles"].append(h)
                         h._pin()       # hooks.reset() leaves it to this block
             except BaseException:

@@ -38,13 +38,18 @@ _recycle_prev = contextvars.ContextVar("nclx_recycle_prev", default=None)
 
 
 def _final(ufunc, method, inputs, kwargs):
-    _local.depth -= 1   # the call itself is not inside a hook
+    # the call itself is not inside a hook; a hook may run next() on another
+    # thread, which has no depth (before, an AttributeError; review 22)
+    inside = getattr(_local, "depth", 0) > 0
+    if inside:
+        _local.depth -= 1
     try:
         if method == "__call__":
             return _pyfunnel.call_original(ufunc, inputs, kwargs)
         return getattr(ufunc, method)(*inputs, **kwargs)
     finally:
-        _local.depth += 1
+        if inside:
+            _local.depth += 1
 
 
 def _run_python_funnel(subsystem, ufunc, inputs, kwargs):

@@ -69,6 +69,14 @@ cdef PyObject *_vectorcall_slow(int i, PyObject *callable, PyObject *const *args
             for j in range(len(names)):
                 kwargs[names[j]] = <object>args[nargs + j]
         result = _vc_runner(_vc_sub[i], <object>callable, pos, kwargs)
+        if result is NotImplemented:
+            # as NumPy's call of an __array_ufunc__ that returns it (the
+            # aware route's error); before, np.add returned the singleton
+            # and a + 1 fell back to a misleading TypeError (review 22)
+            raise TypeError(f"operand type(s) all returned NotImplemented from nclx's "
+                            f"python-level hooks of {getattr(<object>callable, '__name__', '?')!r}:"
+                            f" a hook returned NotImplemented (return the call's result, or "
+                            f"call.next()'s)")
     except BaseException as exc:
         err = exc
     if err is not None:
@@ -97,13 +105,24 @@ def swap_in(runner):
     _vc_runner = runner
     if _vc_installed:
         return 0
-    served = [(op, spec.numpy_ufunc(op)) for op in spec.OPS if op not in spec.NCLX_ONLY]
-    for i, (op, ufunc) in enumerate(served):
-        uf = <PyUFuncObject *>ufunc
-        _vc_ufunc[i] = <PyObject *>ufunc
-        _vc_orig[i] = uf.vectorcall
-        _vc_sub[i] = spec.SUBSYSTEMS.index(spec.SUBSYSTEM_OF_KIND[spec.OPS[op][0]])
-    _vc_n = len(served)
+    # every Python step first: a signal handler (or __del__) running one of
+    # them could install meanwhile; from the check below on, C alone runs
+    # (before, a nested install() in between made the outer one keep
+    # _ncl_vectorcall as NumPy's entry: np.add looped for ever, even after
+    # uninstall(); found by review 22)
+    served = [spec.numpy_ufunc(op) for op in spec.OPS if op not in spec.NCLX_ONLY]
+    subs = [spec.SUBSYSTEMS.index(spec.SUBSYSTEM_OF_KIND[spec.OPS[op][0]])
+            for op in spec.OPS if op not in spec.NCLX_ONLY]
+    cdef Py_ssize_t n = len(served)
+    if _vc_installed:
+        return 0
+    for i in range(n):
+        uf = <PyUFuncObject *>served[i]
+        _vc_ufunc[i] = <PyObject *>served[i]
+        if uf.vectorcall != <vectorcallfunc>_ncl_vectorcall:
+            _vc_orig[i] = uf.vectorcall
+        _vc_sub[i] = subs[i]
+    _vc_n = n
     for i in range(_vc_n):
         (<PyUFuncObject *>_vc_ufunc[i]).vectorcall = <vectorcallfunc>_ncl_vectorcall
     _vc_installed = 1

@@ -72,6 +72,10 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
                 c._end()
         except BaseException:
             ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
+            # the output was not written: the rest of the chain computes it
+            # (before, the call returned what the output held: uninitialised
+            # memory, an unsorted array; found by review 22)
+            failed = True
     finally:
         ncl_hook_depth_add(-1)
         if c is not None:

@@ -10,7 +10,8 @@ __all__ = ["kernel_chain_name", "spec_name"]
 
 
 def kernel_chain_name(target):
-    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too."""
+    """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too
+    (the inputs), and ``('cast', ('float64', 'int32'))`` (inputs then output)."""
     if isinstance(target, str):
         names = {name for *_, name in spec.all_kernels()}
         names.update(spec.call_kernel_name(op, dt) for op, dt in spec.call_slots())
@@ -33,14 +34,24 @@ def kernel_chain_name(target):
                         f"numpy.dtype or a tuple of them, not {dt!r}")
     try:
         if isinstance(dt, (tuple, list)):
-            ins = tuple(spec_name(d) for d in dt)
+            names = tuple(spec_name(d) for d in dt)
         else:
-            ins = (spec_name(dt),) * nin
+            names = (spec_name(dt),) * nin
     except TypeError as exc:
         raise TypeError(f"kernel target {target!r}: {exc}") from None
-    for lins, lout in spec.OPS[op][3]:
-        if tuple(lins) == ins:
-            return spec.kernel_name(op, lins, lout)
+    # (inputs) or (inputs..., output): a cast's kernels share their input
+    # and differ by output (before, ('cast', 'float64') silently took the
+    # cast to bool and ('cast', ('float64', 'int32')) was "no kernel";
+    # found by review 22)
+    ins, out = (names[:nin], names[nin]) if len(names) == nin + 1 else (names, None)
+    found = [(lins, lout) for lins, lout in spec.OPS[op][3]
+             if tuple(lins) == ins and (out is None or lout == out)]
+    if len(found) == 1:
+        return spec.kernel_name(op, *found[0])
+    if len(found) > 1:
+        outs = ", ".join(lout for _lins, lout in found)
+        raise HookError(f"kernel target {target!r}: nclx's {op} kernels for {ins} differ by "
+                        f"output dtype ({outs}); name it: ({op!r}, {tuple(ins) + (found[0][1],)!r})")
     raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
 
 
