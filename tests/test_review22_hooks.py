@@ -13,6 +13,9 @@
 - H3: inside ``checked()`` the user's kernel hooks registered before the
   block were skipped (the checked node went to the front and computed the
   call); it now goes behind the user's kernels.
+  (Follow-up: a kernel registered inside the block at ``position="back"``
+  landed behind the checked node and never ran; "back" now inserts before
+  nclx's own mode nodes at the back too.)
 - H4: the kernel target ``("cast", "float64")`` silently took the cast to
   bool, and ``("cast", ("float64", "int32"))`` said there was no such
   kernel; the pair (inputs then output) names one, the ambiguous form is a
@@ -132,6 +135,25 @@ def test_h3_checked_keeps_the_users_kernels():
     assert got.tolist() == [7] * 5
     assert added.tolist() == [1, 2, 3, 4, 5]
     assert seen == ["add", "add"]
+
+
+@pytest.mark.parametrize("position", ["back", "front"])
+def test_h3_a_kernel_registered_inside_the_block_runs(position):
+    class Seven(hooks.Kernel):
+        def __call__(self, ins, out):
+            out[...] = 7
+
+    a = np.array([1, 2], dtype=np.int64)
+    with nclx.installed(), nclx.checked():
+        with hooks.register("kernel", ("add", "int64"), Seven(), position) as h:
+            chain = hooks.chain("kernel", ("add", "int64"))
+            got = a + a
+        assert h.errors == 0
+        big = np.array([2**62], dtype=np.int64)
+        with pytest.raises(OverflowError):
+            big + big                         # removed: checked again
+    assert chain.index("Seven") < chain.index("checked"), chain
+    assert got.tolist() == [7, 7]
 
 
 def test_h4_cast_targets_name_the_output():

@@ -310,7 +310,8 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
         ``call.next()``.  At the kernel level a :class:`Kernel` instance
         (Python or Cython subclass) computes the loop itself.
     position : {"front", "back", "before", "after"}
-        Where to insert; "back" is just before the chain's default nodes;
+        Where to insert; "back" is just before the chain's default nodes
+        (and before the nodes of an open ``nclx.checked()`` block there);
         "before"/"after" need ``before=``/``after=``.
     name : str, optional
         Node name (default: the hook's ``name`` or ``__name__``), kept whole.

@@ -246,7 +246,8 @@ cdef void _link_before(ncl_chain *chain, ncl_node *node, ncl_node *target):
 
 cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) except -1:
     """Insert ``node`` at ``position``: front, back (before the default
-    nodes), before ``anchor`` or after ``anchor``."""
+    nodes and the pinned mode nodes just before them), before ``anchor`` or
+    after ``anchor``."""
     cdef ncl_node *target
     chain_name = chain.name.decode()
     node_name = node.name.decode()
@@ -257,7 +258,12 @@ cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) ex
     if position == NCL_FRONT:
         target = chain.head
     elif position == NCL_BACK:
+        # before the default nodes and nclx's own mode nodes there (a
+        # checked() block's: a user's "back" kernel landed behind it and
+        # never ran inside the block; review 22)
         target = _first_default(chain)
+        while target.prev != NULL and <size_t>target.prev in _pinned:
+            target = target.prev
     elif position == NCL_BEFORE or position == NCL_AFTER:
         word = "before" if position == NCL_BEFORE else "after"
         if anchor is None:

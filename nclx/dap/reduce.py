@@ -207,7 +207,7 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error,
-                   _extra(where, initial), fp, narrow)
+                   _extra(where, initial, spec[1]), fp, narrow)
 
 
 def join_failed(block, distribution, comm, ufunc, kwargs, error):
@@ -225,7 +225,7 @@ def join_failed(block, distribution, comm, ufunc, kwargs, error):
         _refused(comm, ufunc, error)
         return
     _finish(distribution, comm, ufunc, axes, bool(kwargs.get("keepdims", False)), spec, None,
-            error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue)),
+            error, _extra(kwargs.get("where", True), kwargs.get("initial", np._NoValue), spec[1]),
             narrow=narrow)
 
 
@@ -240,11 +240,20 @@ def _refused(comm, ufunc, error):
     raise_verdict(verdict, comm.Get_size(), comm.Get_rank(), what, error)
 
 
-def _extra(where, initial):
-    """What else the ranks must agree on: the initial value and the kind of
-    ``where`` (a mask's values are each rank's own)."""
+def _extra(where, initial, dtype):
+    """What else the ranks must agree on: the initial value as the
+    reduction takes it (cast to ``dtype``: ``initial=0`` and ``0.0`` are one
+    call; before, their reprs differed: a DapError, found by review 22) and
+    the kind of ``where`` (a mask's values are each rank's own)."""
     mask = "all" if where is True else ("none" if where is False else "mask")
-    return "" if initial is np._NoValue and mask == "all" else repr((mask, initial))
+    if initial is np._NoValue:
+        return "" if mask == "all" else repr((mask, initial))
+    try:
+        with ignoring():
+            value = np.asarray(initial).astype(dtype, casting="unsafe").tobytes()
+    except Exception:  # noqa: BLE001 - not castable: refused by the reduction itself
+        value = repr(initial)
+    return repr((mask, value))
 
 
 def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", fp=0,

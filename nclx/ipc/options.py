@@ -6,7 +6,16 @@ were taken)."""
 import math
 import numbers
 
-__all__ = ["check_count", "check_seconds"]
+__all__ = ["check_count", "check_seconds", "MAX_SECONDS", "MAX_COUNT"]
+
+#: the longest timeout taken (about 31 years): far below what Python's
+#: sockets and thread joins take (``threading.TIMEOUT_MAX``, about 9.2e9 s),
+#: with room for the per-byte allowance added to it (before, 1e12 passed
+#: the check and a server's reader thread died at its first join: review 22)
+MAX_SECONDS = 1e9
+#: the largest count taken: a C ``long`` and room to add to it (before,
+#: ``shm_size=2**64`` passed the check and failed in C; review 22)
+MAX_COUNT = 2 ** 62
 
 
 def check_seconds(name, value, *, none_ok=False):
@@ -14,9 +23,9 @@ def check_seconds(name, value, *, none_ok=False):
     if value is None and none_ok:
         return None
     if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-            or not math.isfinite(value) or not value > 0):
-        raise ValueError(f"{name} must be a positive, finite number of seconds"
-                         f"{' or None' if none_ok else ''}, not {value!r}")
+            or not math.isfinite(value) or not 0 < value <= MAX_SECONDS):
+        raise ValueError(f"{name} must be a positive, finite number of seconds (at most "
+                         f"{MAX_SECONDS:g}){' or None' if none_ok else ''}, not {value!r}")
     return float(value)
 
 
@@ -25,8 +34,8 @@ def check_count(name, value, *, minimum=1, none_ok=False):
     if value is None and none_ok:
         return None
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-            or value < minimum):
+            or not minimum <= value <= MAX_COUNT):
         what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ValueError(f"{name} must be {what}{' or None' if none_ok else ''}, "
+        raise ValueError(f"{name} must be {what} (at most 2**62){' or None' if none_ok else ''}, "
                          f"not {value!r}")
     return int(value)

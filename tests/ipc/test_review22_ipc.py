@@ -17,7 +17,14 @@
    ``shm_reserve`` were not validated (0 -> BlockingIOError, -1 -> "Timeout
    value out of range", "30" -> TypeError, max_frame=-1 accepted);
 7. ``python -m nclx.ipc fetch`` left a valid but partial Arrow file when the
-   stream failed.
+   stream failed;
+8. (the follow-up review of 5) a timeout the new check took, past what
+   Python's thread joins take (``Server(timeout=1e12)``), killed the server's
+   reader thread at its first join: that connection's slot was never freed
+   and every later client got "server full"; ``Client(timeout=1e10)`` raised
+   a bare OverflowError; ``shm_size=2**64`` passed the check and failed in C
+   ("Python int too large to convert to C long").  Seconds are capped at
+   1e9, counts at 2**62.
 """
 import gc
 import os
@@ -280,3 +287,36 @@ def test_cli_fetch_removes_its_partial_output(tmp_path, shm, capsys, caplog):
     # a fetch failing before the stream starts leaves an existing file alone
     assert main(["fetch", srv.uri, "t", "-o", str(out), "--no-progress", "--timeout", "2"]) == 1
     assert out.exists()
+
+
+def test_options_past_what_the_system_takes_are_refused_by_name():
+    for name in ("timeout",):
+        for bad in (1e10, 1e12, 2.0 ** 70):
+            with pytest.raises(ValueError, match=name):
+                ipc.Server({"t": np.arange(3)}, timeout=bad)
+    srv = ipc.serve_arrays({"a": np.arange(5)})
+    try:
+        for bad in (1e10, 1e12):
+            with pytest.raises(ValueError, match="timeout"):
+                ipc.Client(srv.uri, timeout=bad)
+        with pytest.raises(ValueError, match="max_frame"):
+            ipc.Client(srv.uri, max_frame=2 ** 70)
+        with ipc.Client(srv.uri, timeout=1e9) as c:          # the largest taken still works
+            assert c.fetch_array("a").tolist() == list(range(5))
+    finally:
+        srv.close()
+    for name in ("shm_size", "shm_reserve"):
+        with pytest.raises(ValueError, match=name):
+            ipc.Server({"t": np.arange(3)}, shm=True, **{name: 2 ** 64})
+
+
+def test_a_long_server_timeout_frees_each_connection():
+    with ipc.Server({b"a": np.arange(10.0)}, timeout=1e9, max_connections=1) as srv:
+        srv.start()
+        for _ in range(3):
+            with ipc.Client(srv.uri, timeout=10) as c:
+                assert c.fetch_array(b"a").tolist() == list(np.arange(10.0))
+            deadline = time.monotonic() + 10
+            while srv._conns and time.monotonic() < deadline:   # the slot comes back
+                time.sleep(0.05)
+        assert not srv.errors, srv.errors
