@@ -51,3 +51,25 @@ def test_cython_kernel_subclass_overrides_the_loop(kernel_module):
     assert k.calls == 1
     assert total == 6                                   # reduce punted to nclx
     assert list(big + big) == [-(2**63), -(2**63), 10]  # stock wraps again
+
+
+def test_a_raising_cython_loop_is_printed_and_counts_as_computed(kernel_module, monkeypatch):
+    # docs/hooks.md (review 22): Kernel.loop is noexcept nogil -- an
+    # exception leaving it is Cython's unraisable, the output keeps what it
+    # held and the handle records no error; caught and returned 1, the next
+    # node computes
+    seen = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda u: seen.append(u.exc_value))
+    a = np.arange(4, dtype=np.int64)
+    out = np.full(4, -9, dtype=np.int64)
+    with nclx.installed(), nclx.hooks.register("kernel", ("add", "int64"),
+                                               kernel_module.RaisesInLoop()) as h:
+        np.add(a, a, out=out)
+    assert out.tolist() == [-9] * 4
+    assert h.errors == 0
+    assert [str(e) for e in seen] == ["boom in loop"]
+    with nclx.installed(), nclx.hooks.register("kernel", ("add", "int64"),
+                                               kernel_module.CatchesInLoop()) as h:
+        np.add(a, a, out=out)
+    assert out.tolist() == [0, 2, 4, 6]
+    assert len(seen) == 1

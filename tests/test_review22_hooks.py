@@ -156,6 +156,24 @@ def test_h3_a_kernel_registered_inside_the_block_runs(position):
     assert got.tolist() == [7, 7]
 
 
+def test_h3_back_inside_a_ledger_recording_stays_behind_the_ledger():
+    # (the docs' check of the follow-up) "back" skipped every pinned node,
+    # the ledger's too: a back hook inside recording() went in front of the
+    # ledger node and its calls were not recorded
+    import nclx.ledger as ledger
+
+    def mine(call):
+        return call.next()
+
+    a = np.arange(4.0)
+    with nclx.installed(), ledger.recording() as rec:
+        with hooks.register("funnel", "binary", mine, "back"):
+            chain = hooks.chain("funnel", "binary")
+            a + a
+    assert chain.index("mine") > [i for i, n in enumerate(chain) if n.startswith("ledger")][0]
+    assert any(r.op == "add" for r in rec.records()), rec.records()
+
+
 def test_h4_cast_targets_name_the_output():
     seen = []
 

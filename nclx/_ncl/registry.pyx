@@ -246,8 +246,8 @@ cdef void _link_before(ncl_chain *chain, ncl_node *node, ncl_node *target):
 
 cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) except -1:
     """Insert ``node`` at ``position``: front, back (before the default
-    nodes and the pinned mode nodes just before them), before ``anchor`` or
-    after ``anchor``."""
+    nodes; in a kernel chain before checked()'s nodes there too), before
+    ``anchor`` or after ``anchor``."""
     cdef ncl_node *target
     chain_name = chain.name.decode()
     node_name = node.name.decode()
@@ -258,11 +258,13 @@ cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) ex
     if position == NCL_FRONT:
         target = chain.head
     elif position == NCL_BACK:
-        # before the default nodes and nclx's own mode nodes there (a
-        # checked() block's: a user's "back" kernel landed behind it and
-        # never ran inside the block; review 22)
+        # a kernel chain's: before the default nodes and an open checked()
+        # block's nodes there (a user's "back" kernel landed behind them and
+        # never ran inside the block; review 22); a funnel chain's ledger
+        # node stays behind the user's
         target = _first_default(chain)
-        while target.prev != NULL and <size_t>target.prev in _pinned:
+        while (chain.level == NCL_LEVEL_KERNEL and target.prev != NULL
+               and <size_t>target.prev in _pinned):
             target = target.prev
     elif position == NCL_BEFORE or position == NCL_AFTER:
         word = "before" if position == NCL_BEFORE else "after"

@@ -135,7 +135,8 @@ typedef struct nclx_api {
      * (NULL + Python exception when there is none: GIL).  A call op's kernel
      * chain ("sort_float64") takes its operands' dtypes: sort (data),
      * argsort (values, NCL_INT64 indices), extract (NCL_BOOL condition, arr,
-     * out), as docs/hooks.md lists them; kernel() has none for them. */
+     * out), as docs/hooks.md's C API table lists them (spec.CALL_OPS);
+     * kernel() has none for them. */
     ncl_chain *(*funnel_chain)(int subsystem);
     ncl_chain *(*kernel_chain)(int op, const int *dtypes, int ndtypes);
     /* Link a C hook (GIL).  name is copied; destroy(user) runs when the node

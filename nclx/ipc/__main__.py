@@ -9,6 +9,7 @@ when installed, plain text otherwise).
 """
 import argparse
 import os
+import stat
 import signal
 import sys
 import time
@@ -121,6 +122,21 @@ def _progress(label, enabled):
         return _PlainProgress(label)
 
 
+def _discard(path):
+    """Leave no partial file at ``path``: a regular file is removed; a
+    link's regular file is emptied (the link stays: before, the link was
+    removed and the partial file stayed behind it; review 22); a device or
+    FIFO (``-o /dev/null``) is left alone."""
+    try:
+        mode = os.lstat(path).st_mode
+        if stat.S_ISREG(mode):
+            os.unlink(path)
+        elif stat.S_ISLNK(mode) and os.path.isfile(path):
+            os.truncate(path, 0)
+    except OSError:
+        pass
+
+
 def fetch(args):
     with Client(args.uri, timeout=args.timeout) as client:
         with client.stream(args.ticket.encode()) as s, \
@@ -136,11 +152,8 @@ def fetch(args):
                         bar.update(s.num_batches, s.nbytes)
             except BaseException:
                 # the writer's exit wrote a footer: a valid but partial file
-                # (review 22); the file is ours (opened "wb"), so it goes
-                try:
-                    os.unlink(args.output)
-                except OSError:
-                    pass
+                # (review 22): discarded
+                _discard(args.output)
                 raise
             bar.update(s.num_batches, s.nbytes, final=True)
     print(f"wrote {args.output}: {s.num_batches} batches, {rows} rows, "

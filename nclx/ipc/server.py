@@ -129,7 +129,11 @@ class Server:
                                for d in self._datasets.values() if d.factory is None)
                 if any(d.factory is not None for d in self._datasets.values()):
                     shm_size += shm_reserve
-            self.segment = Segment(max(int(shm_size), 4096))
+            try:
+                self.segment = Segment(max(int(shm_size), 4096))
+            except OSError as exc:       # (review 22: named the option)
+                raise OSError(exc.errno, f"Server(shm=True): a segment of shm_size="
+                              f"{shm_size} bytes: {exc.strerror or exc}") from None
         try:
             self._lsock = socket.create_server((ep.host, ep.port),
                                                family=socket.AF_INET6 if ":" in ep.host

@@ -26,3 +26,28 @@ cdef class SaturatingAddInt64(Kernel):
                 r = INT64_MAX if a > 0 else INT64_MIN
             (<int64_t *>(args[2] + i * steps[2]))[0] = r
         return 0
+
+
+cdef class RaisesInLoop(Kernel):
+    """A loop that lets an exception escape (docs/hooks.md: it must not):
+    Cython prints it as unraisable and returns 0, so the call counts as
+    computed and its output keeps what it held."""
+
+    cdef int loop(self, char **args, const npy_intp *dimensions,
+                  const npy_intp *steps, ncl_call *call) noexcept nogil:
+        with gil:
+            raise RuntimeError("boom in loop")
+        return 1
+
+
+cdef class CatchesInLoop(Kernel):
+    """The documented way: catch inside the loop and return 1 (pass the call on)."""
+
+    cdef int loop(self, char **args, const npy_intp *dimensions,
+                  const npy_intp *steps, ncl_call *call) noexcept nogil:
+        with gil:
+            try:
+                raise RuntimeError("caught in loop")
+            except RuntimeError:
+                return 1
+        return 0

@@ -24,7 +24,10 @@
    and every later client got "server full"; ``Client(timeout=1e10)`` raised
    a bare OverflowError; ``shm_size=2**64`` passed the check and failed in C
    ("Python int too large to convert to C long").  Seconds are capped at
-   1e9, counts at 2**62.
+   1e9, counts at 2**62;
+9. (the docs' check) ``python -m nclx.ipc fetch -o <link>`` failing removed
+   the link and left the valid partial file behind it; a link's file is
+   emptied now, a device (``-o /dev/null``) left alone.
 """
 import gc
 import os
@@ -289,6 +292,27 @@ def test_cli_fetch_removes_its_partial_output(tmp_path, shm, capsys, caplog):
     assert out.exists()
 
 
+def test_cli_fetch_through_a_link_leaves_no_partial_file(tmp_path, capsys):
+    # (the docs' follow-up check) the output path a link: the link was
+    # removed and the partial Arrow file stayed behind it, valid
+    from nclx.ipc.__main__ import main
+    target = tmp_path / "target.arrow"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.arrow"
+    link.symlink_to(target)
+    with ipc.Server({"f": _failing_factory}) as srv:
+        srv.start()
+        assert main(["fetch", srv.uri, "f", "-o", str(link), "--no-progress"]) == 1
+    capsys.readouterr()
+    assert link.is_symlink()
+    assert target.stat().st_size == 0        # emptied: no valid partial file behind it
+    # a device is left alone
+    with ipc.Server({"f": _failing_factory}) as srv:
+        srv.start()
+        assert main(["fetch", srv.uri, "f", "-o", os.devnull, "--no-progress"]) == 1
+    assert os.path.exists(os.devnull)
+
+
 def test_options_past_what_the_system_takes_are_refused_by_name():
     for name in ("timeout",):
         for bad in (1e10, 1e12, 2.0 ** 70):
@@ -308,6 +332,9 @@ def test_options_past_what_the_system_takes_are_refused_by_name():
     for name in ("shm_size", "shm_reserve"):
         with pytest.raises(ValueError, match=name):
             ipc.Server({"t": np.arange(3)}, shm=True, **{name: 2 ** 64})
+    # the largest count taken, past what the system gives: an OSError naming it
+    with pytest.raises(OSError, match=r"shm_size=4611686018427387904 bytes"):
+        ipc.Server({"t": np.arange(3)}, shm=True, shm_size=2 ** 62)
 
 
 def test_a_long_server_timeout_frees_each_connection():
