@@ -19,6 +19,7 @@ import pytest
 from conftest import run_script
 
 import nclx
+from test_fused_review16 import _room, _with_room  # noqa: F401 - the recursion-limit helpers
 
 A = np.ones(10)
 K = 2 ** 40
@@ -86,30 +87,6 @@ def test_d1_the_expression_has_no_lock_to_inherit():
     assert not any(type(v).__name__ in ("lock", "RLock") for v in vars(e).values())
     with pytest.raises(OverflowError, match="k \\*\\* 2000"):
         nclx.evaluate("a * (k ** 2000) + 0.5", {"a": A, "k": K}, {})
-
-
-def _room():
-    """How many more frames this frame can call before RecursionError."""
-    n = 0
-
-    def down():
-        nonlocal n
-        n += 1
-        down()
-    try:
-        down()
-    except RecursionError:
-        pass
-    return n
-
-
-def _with_room(k, thunk):
-    """``thunk()`` called where about ``k`` frames are left."""
-    def descend(n):
-        if n > 0:
-            return descend(n - 1)
-        return thunk()
-    return descend(_room() - k)
 
 
 def _balanced(leaves):
