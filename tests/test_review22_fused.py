@@ -13,6 +13,9 @@
   the documented OverflowError, while plain expressions at that depth
   ran.  The parse and compile now fall back to a helper thread's fresh
   stack, as compiling the string does.
+- D3 (the cross-feature review): the first fused float sum or product in a
+  process measured NumPy's chunking with about 450 calls of its own, which
+  a recording ledger counted as the user's; they are muted now.
 """
 import numpy as np
 import pytest
@@ -124,3 +127,24 @@ def test_d2_a_large_expression_parsed_again_near_the_limit(k):
         _with_room(k, lambda: nclx.evaluate(ex, {"a": A, "k": K}, {}))
     got = _with_room(k, lambda: nclx.evaluate(ex, {"a": A, "k": 1}, {}))
     assert got.tobytes() == (A * 4096 + A * k).tobytes()
+
+
+def test_d3_the_first_fused_float_sum_adds_no_calibration_rows_to_a_ledger():
+    # (cross-feature review 22) the first fused float reduction in a process
+    # measured NumPy's chunking with about 450 add.reduce calls of its own,
+    # which a recording ledger counted as the user's
+    proc = run_script("""
+        import numpy as np, nclx, nclx.ledger
+        a = np.arange(40000.0); b = a[::-1].copy()
+        for i in range(2):
+            with nclx.ledger.recording() as led:
+                s = nclx.evaluate("sum(a*b)")
+            rows = [(r.op, r.kind, r.dtypes[0], r.elements, r.calls) for r in led.records()
+                    if r.op != "copy"]
+            print(i, s == np.sum(a * b), sorted(rows))
+    """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith("0 True "), proc.stdout
+    assert lines[0][2:] == lines[1][2:], proc.stdout      # the first call's rows: the second's
+    assert "float32" not in proc.stdout and "('multiply', 'elementwise'" in proc.stdout

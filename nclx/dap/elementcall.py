@@ -7,13 +7,36 @@ kinds in ``call`` or ``log`` mode (:func:`report_flags`: once on every
 rank, as NumPy reports once for the whole array)."""
 import numpy as np
 
-from nclx.dap.collective import mark_agreed
+from nclx._fpflags import recorded_flags
+from nclx._ncl import modes as _modes
+from nclx.dap.collective import failure_type, mark_agreed
 
-__all__ = ["loop_of", "report_flags"]
+__all__ = ["loop_of", "report_flags", "recorded_with_checked"]
 
 
 _FLAGS = ((1, "divide", "divide by zero"), (2, "over", "overflow"), (4, "under", "underflow"),
           (8, "invalid", "invalid value"))
+#: carried with the flags in the agreement: this rank's cells wrapped inside
+#: nclx.checked() (its integer overflow record is pending)
+CHECKED_OVERFLOW = 1 << 16
+
+
+def _has_checked_record():
+    held = _modes.hold_checked_record()
+    _modes.give_back_checked_record(held)
+    return held is not None
+
+
+def recorded_with_checked(call, kinds):
+    """:func:`nclx._fpflags.recorded_flags` of ``call``, with
+    :data:`CHECKED_OVERFLOW` where this rank's cells wrapped inside
+    ``nclx.checked()``: ORed over the ranks, every rank raises (before, the
+    other ranks took the flag for a float overflow and warned, or raised
+    FloatingPointError, and the ranks fell out of step; review 22)."""
+    result, flags = recorded_flags(call, kinds)
+    if _modes.checked_depth() > 0 and _has_checked_record():
+        flags |= CHECKED_OVERFLOW
+    return result, flags
 
 
 def report_flags(name, status):
@@ -22,6 +45,14 @@ def report_flags(name, status):
     or the log object's ``write("Warning: <text> encountered in <name>\\n")``
     (NumPy's NameError where none is set).  Raised after the agreement:
     every rank reports alike, nobody waits."""
+    if status & CHECKED_OVERFLOW:
+        status &= ~CHECKED_OVERFLOW
+        if not _has_checked_record():       # another rank's cells wrapped
+            err = failure_type("OverflowError: ")(
+                f"np.{name}: integer overflow on another rank inside nclx.checked() (the "
+                f"rank whose cells wrapped raises OverflowError with its count)")
+            mark_agreed(err)
+            raise err
     mode = np.geterr()
     errcall = np.geterrcall()
     for bit, kind, text in _FLAGS:

@@ -19,9 +19,9 @@ from nclx._ncl.install import is_installed
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.collective import mark_agreed
 from nclx.dap.fold import agreed_call
-from nclx.dap.elementcall import loop_of, report_flags
+from nclx.dap.elementcall import loop_of, recorded_with_checked, report_flags
 from nclx.dap.outwrite import blocks_into, cast_into
-from nclx._fpflags import fp_may_raise, recorded_flags
+from nclx._fpflags import fp_may_raise
 from nclx.dap.outloop import loop_with_out
 from nclx.dap.reduce import join_failed, reduce_block, result_distribution
 from nclx.dap.validate import DapError
@@ -236,7 +236,7 @@ def array_ufunc(da, ufunc, method, inputs, kwargs):
         # the agreement, and reported once on every rank, as NumPy reports
         # them once for the whole array (before: only the ranks whose cells
         # met a flag called, a log mode with no object raised there alone)
-        return agreed_call(da.comm, lambda: recorded_flags(call, kinds),
+        return agreed_call(da.comm, lambda: recorded_with_checked(call, kinds),
                            f"elementwise {ufunc.__name__}", ufunc.__name__,
                            report=lambda flags: report_flags(ufunc.__name__, flags))
     try:
