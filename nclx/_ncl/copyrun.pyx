@@ -300,9 +300,8 @@ cdef int ncl_copy_call(PyArrayMethod_Context *ctx, strided_loop_fn loop, int k, 
     d[2] = dims[0]
     st[0] = strides[0]
     st[1] = strides[1]
-    if ncl_callop_run(k, args, d, st, &j, _kernel, _numpy_way) < 0:
-        return -1         # a hook's exception, set: NumPy raises it (review 22)
-    return j.rc
+    # -1: a hook's exception, set: NumPy raises it (review 22)
+    return -1 if ncl_callop_run(k, args, d, st, &j, _kernel, _numpy_way) < 0 else j.rc
 
 
 cdef const npy_intp *ncl_copy_split_at() noexcept nogil:

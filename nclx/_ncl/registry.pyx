@@ -258,10 +258,7 @@ cdef int ncl_link(ncl_chain *chain, ncl_node *node, int position, str anchor) ex
     if position == NCL_FRONT:
         target = chain.head
     elif position == NCL_BACK:
-        # a kernel chain's: before the default nodes and an open checked()
-        # block's nodes there (a user's "back" kernel landed behind them and
-        # never ran inside the block; review 22); a funnel chain's ledger
-        # node stays behind the user's
+        # in a kernel chain also before an open checked() block's nodes (review 22)
         target = _first_default(chain)
         while (chain.level == NCL_LEVEL_KERNEL and target.prev != NULL
                and <size_t>target.prev in _pinned):
