@@ -18,7 +18,7 @@ import numpy as np
 from numpy._core import _methods as _np_methods
 from numpy._core import fromnumeric as _np_fromnumeric
 
-from nclx import _elide, _fusewarn
+from nclx import _callsite, _elide
 from nclx._fused_program import Step
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
@@ -111,7 +111,7 @@ def _where_of(frame):
             back.f_code is _np_fromnumeric._wrapreduction.__code__:
         return (back.f_code.co_filename, _wrapreduction_line() or back.f_lineno,
                 back.f_globals, back.f_code.co_name, None)
-    return _fusewarn.caller(frame, columns=True)
+    return _callsite.caller(frame, columns=True)
 
 
 @functools.cache

@@ -16,6 +16,7 @@ methods or, for ndarray subclasses, through NumPy's own reductions.
 """
 import numpy as np
 
+from nclx import _callsite
 from nclx import mask as _mask
 from nclx import sorting as _sorting
 from nclx import ufuncs as _nu
@@ -125,12 +126,13 @@ def run_unwrapped(ufunc, method, inputs, kwargs, unwrap, kernels=None):
     args = tuple(unwrap(x) for x in inputs)
     fn = kernels(ufunc) if kernels is not None else ufunc
     try:
-        result = getattr(fn, method)(*args, **kw)
+        # from the caller's line: NumPy's warnings name it, as for an ndarray
+        result = _callsite.call(getattr(fn, method), args, kw)
     except TypeError:
         if fn is ufunc:
             raise
         # a loop NumPy registers outside its legacy list (strings): NumPy's own
-        result = getattr(ufunc, method)(*args, **kw)
+        result = _callsite.call(getattr(ufunc, method), args, kw)
     if method == "at":
         return None
     if outs is not None:

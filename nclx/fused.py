@@ -25,7 +25,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from nclx import _expr, _fusecode, _fusewarn, _trace
+from nclx import _callsite, _expr, _fusecode, _fusewarn, _trace
 from nclx._fpflags import fp_may_raise
 from nclx._fusekey import _arg_key, _frozen, _state_key
 from nclx import ledger as _ledger
@@ -289,7 +289,7 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     except ValueError:            # called from no Python frame (atexit, a C callback)
         frame = where = None
     else:
-        where = _fusewarn.caller(frame)
+        where = _callsite.caller(frame)
     if local_dict is None or global_dict is None:
         if frame is None:
             raise TypeError("nclx.evaluate: local_dict and global_dict are needed where "
@@ -312,7 +312,7 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
     if where is not None:
         # warnings name the caller's line, fused or eager: the expression as
         # if written there (nclx._fusewarn)
-        fn = _fusewarn.relocated(fn, where)
+        fn = _callsite.relocated(fn, where)
     # its functions read no errstate (names and nclx._expr.FUNCTIONS): no
     # watch, so a profiler set does not keep it eager
     result = _run(fn, args, _expr_plans.setdefault(ex, _Plans), out, where=where,

@@ -42,6 +42,13 @@ LOCKS = [
     ("nclx.ledger", "_lock"),
     ("nclx.fused", "_expr_plans"),      # its .lock
     ("nclx.types.arrmeta", "_LOCK"),
+    # review 23: nclx.dap's and the storages' locks were plain, unguarded
+    ("nclx.dap.halocomm", "_LOCK"),
+    ("nclx.dap.redistribute", "_TARGETS_LOCK"),
+    ("nclx.dap.redistribute", "_PLANS"),   # a PlanCache: its ._lock
+    ("nclx.dap.fold", "_LOCK"),
+    ("nclx.dap.commstate", "_LOCK"),
+    ("nclx.storage.devices", "_lock"),
 ]
 
 
@@ -55,7 +62,11 @@ mod = importlib.import_module({owner!r})
 held = threading.Event()
 def the_lock():
     obj = getattr(mod, {name!r})
-    return getattr(obj, "lock", obj)      # an object guarding its own .lock
+    for own in ("lock", "_lock"):         # an object guarding its own lock
+        inner = getattr(obj, own, None)
+        if hasattr(inner, "acquire"):
+            return inner
+    return obj
 def holder():
     with the_lock():
         held.set()
@@ -162,7 +173,8 @@ def test_the_forking_thread_itself_holds_the_lock(owner, name):
 import importlib
 mod = importlib.import_module({owner!r})
 obj = getattr(mod, {name!r})
-lock = getattr(obj, "lock", obj)
+lock = next((getattr(obj, own) for own in ("lock", "_lock")
+             if hasattr(getattr(obj, own, None), "acquire")), obj)
 with lock:
     code = fork_child(installs_and_sorts)
 print(code, lock.acquire(timeout=5))

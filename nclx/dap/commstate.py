@@ -7,12 +7,16 @@ hands a freed communicator's handle to the next one made, which then meets
 the old one's state -- on some ranks only, where the creation orders
 differ (a hang, found by review).  An attribute dies with its communicator.
 """
+import sys
 import threading
+
+from nclx._ncl import forksafe as _forksafe
 
 __all__ = ["kept"]
 
 _KEYS = {}                 # name -> MPI keyval
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_LOCK")   # free in a fork's child
 
 
 def _keyval(name, free):

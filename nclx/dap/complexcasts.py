@@ -28,6 +28,7 @@ import warnings
 
 import numpy as np
 
+from nclx import _callsite
 from nclx._warnscope import ignoring, recording
 
 __all__ = ["ComplexCasts"]
@@ -68,9 +69,9 @@ class ComplexCasts:
         if self.active:
             self.count = _count(np_call, args, kwargs, own)
 
-    def emit(self, stacklevel=2):
+    def emit(self):
         for _ in range(self.count):
-            warnings.warn(_MESSAGE, _ComplexWarning, stacklevel=stacklevel + 1)
+            _callsite.warn(_MESSAGE, _ComplexWarning)
 
     def quiet(self):
         if self.active and self._quiet is None:

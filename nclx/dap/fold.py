@@ -37,11 +37,13 @@ collective and are told so.  (The halo exchange, ``from_global`` and the
 the others call another operation is not caught.)
 """
 import math
+import sys
 import threading
 import zlib
 
 import numpy as np
 
+from nclx._ncl import forksafe as _forksafe
 from nclx.dap.collective import describe_error
 from nclx._fpflags import fp_may_raise
 from nclx.dap.verdict import MISMATCH, OTHER_CALL, raise_verdict
@@ -123,7 +125,8 @@ def _put(buf, start, stop, text):
     memoryview(buf).cast("B")[start:stop] = raw + bytes(stop - start - len(raw))
 
 
-_LOCK = threading.Lock()   # _OP and _TYPES: threads may reduce on their own communicators
+_LOCK = threading.RLock()   # _OP and _TYPES: threads may reduce on their own communicators
+_forksafe.guard(sys.modules[__name__], "_LOCK")   # free in a fork's child
 
 
 def _op():

@@ -8,8 +8,10 @@ each plan (its layout and its tag range) in the record every nclx.dap
 agreement starts with, before any message.
 """
 import hashlib
+import sys
 import threading
 
+from nclx._ncl import forksafe as _forksafe
 from nclx.dap.agreekeys import layout_differences, layout_key, operation_of
 from nclx.dap.collective import allgather_checked
 from nclx.dap.commstate import kept
@@ -18,7 +20,8 @@ from nclx.dap.validate import DapError
 
 __all__ = ["take_tags", "shared_comm", "agree_plan"]
 
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_LOCK")   # a fork's child gets it free
 
 
 def _free_state(state):

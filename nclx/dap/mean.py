@@ -2,10 +2,10 @@
 divided in the sum's dtype) of a DistArray's counted cells, through the
 DistArray's own collective sums.  Below DistArray: it builds results with
 the operand's own class."""
-import warnings
 
 import numpy as np
 
+from nclx import _callsite
 from nclx.dap import ufuncs as _ufuncs
 from nclx.dap.agreedflags import agreed_flags
 from nclx.dap.agreekeys import called_by
@@ -64,14 +64,14 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
             # NumPy's _mean warns before its sum into out= casts (its
             # ComplexWarnings; before, those came first: under "error" the
             # ComplexWarning was raised; found by review 16)
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+            _callsite.warn("Mean of empty slice", RuntimeWarning)
     if out is not None:
         # each rank passes its own out=: one refused is refused on every rank,
         # in the sum's collective (the others would return alone)
         try:
             _ufuncs.check_out(out, normalize_axes(axis, len(self.shape)), len(self.shape),
                               keepdims, "mean", dist=self.distribution)
-            casts.emit(5)
+            casts.emit()
             casts.quiet()
         except Exception as exc:
             join_failed(self._block, self.distribution, self.comm, np.add,
@@ -87,7 +87,7 @@ def _mean(self, axis, dtype, out, keepdims, where, base, casts):
         empty = bool((count == 0).any()) if isinstance(count, base) else count == 0
         count = count._block if isinstance(count, base) else count
     if empty:
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+        _callsite.warn("Mean of empty slice", RuntimeWarning)
     if out is not None and not isinstance(total, base):
         # NumPy's _mean: the sum written into out= (as a reduction writes
         # it), divided there (casting='unsafe'): its values for an out= of

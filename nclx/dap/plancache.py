@@ -10,6 +10,8 @@ one lock; ``free`` (``MPI_Type_free``) runs outside it, once per plan.
 """
 import threading
 
+from nclx._ncl import forksafe as _forksafe
+
 __all__ = ["PlanCache"]
 
 
@@ -26,7 +28,8 @@ class PlanCache:
         self.limit = limit
         self._plans = {}
         self._users = {}              # id(plan) -> uses in flight
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        _forksafe.guard(self, "_lock")         # free in a fork's child
 
     def __len__(self):
         return len(self._plans)

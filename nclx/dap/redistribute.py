@@ -14,10 +14,12 @@ array, messages of any size (mpi4py 4's large-count calls).
 :mod:`nclx.dap.gather` moves between a Distribution and "one rank (or
 every rank) holds everything".
 """
+import sys
 import threading
 
 import numpy as np
 
+from nclx._ncl import forksafe as _forksafe
 from nclx.dap.agreekeys import agree_quick, dtype_key, layout_key, layout_words
 from nclx.dap.distribution import Distribution
 from nclx.dap.iotypes import raw_items
@@ -332,7 +334,8 @@ def target_distribution(shape, nprocs, dist=None, *, grid_shape=None, padding=No
 
 
 _TARGETS = {}        # from_shape's Distributions by their arguments (reused: immutable)
-_TARGETS_LOCK = threading.Lock()
+_TARGETS_LOCK = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_TARGETS_LOCK")   # free in a fork's child
 
 
 def check_movable(dtype, what):

@@ -20,11 +20,11 @@ import contextvars
 import hashlib
 import inspect
 import pickle
-import warnings
 import zlib
 
 import numpy as np
 
+from nclx import _callsite
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.agreekeys import dtype_key
 from nclx.dap.redistribute import agree_quick, layout_key
@@ -142,9 +142,9 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
                 if casts.active and func in _FIRST:
                     early = _FIRST[func](named)
                     for message, category in early:
-                        warnings.warn(message, category, stacklevel=3)
+                        _callsite.warn(message, category)
                     issued = frozenset(m for m, _ in early)
-                casts.emit(3)
+                casts.emit()
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]

@@ -131,7 +131,7 @@ def _reduce_call(ufunc, inputs, kwargs, casts, passed):
         (each rank passes its own: one refused is refused everywhere)."""
         check_out(outs[0], axes, da.distribution.ndim, kw.get("keepdims", False),
                   f"{ufunc.__name__}.reduce", dist=da.distribution)
-        casts.emit(6)
+        casts.emit()
         casts.quiet()
     value, dist, comm = reduce_block(da._block, da.distribution, da.comm, ufunc,
                                      where=where, kernels=aware.nclx_ufunc,

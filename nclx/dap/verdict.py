@@ -5,10 +5,10 @@ calls, an error met while combining, or NumPy's floating-point report of a
 reduction ("overflow encountered in reduce") as this rank's
 ``np.errstate`` says."""
 import builtins
-import warnings
 
 import numpy as np
 
+from nclx import _callsite
 from nclx.dap.collective import _ranges, failure_type, mark_agreed
 from nclx.dap.validate import DapError
 
@@ -87,7 +87,7 @@ def _fp_report(flags):
             if mode[kind] == "call" and np.geterrcall() is not None:
                 np.geterrcall()(text, bit)      # NumPy's: "overflow", not the message
             else:
-                warnings.warn(message, RuntimeWarning, stacklevel=5)
+                _callsite.warn(message, RuntimeWarning)
         except BaseException as exc:
             # after the collective: this rank's own (its filters, its
             # callback), nobody waits for it (before, unmarked, a caller met

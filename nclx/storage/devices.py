@@ -16,10 +16,12 @@ imports and sees a GPU; otherwise
 :class:`~nclx.storage.DeviceUnavailableError` names what is missing.
 """
 import contextlib
+import sys
 import threading
 
 import numpy as np
 
+from nclx._ncl import forksafe as _forksafe
 from nclx.storage.params import DeviceUnavailableError
 
 __all__ = ["SyncState", "CupyBackend", "EmulatedDevice", "EmulatedDeviceArray",
@@ -193,7 +195,8 @@ class CupyBackend(_Counters):
         self.cp.cuda.runtime.deviceSynchronize()
 
 
-_lock = threading.Lock()
+_lock = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_lock")   # free in a fork's child
 _default = None           # set_default(): the process-wide backend
 _local = threading.local()  # use(): a backend for one block of one thread
 _cupy = None

@@ -11,10 +11,10 @@ ranks met, and every rank reports the same, after it: under
 raises the same class, instead of some ranks raising while the others wait
 in their next collective.
 """
-import warnings
 
 import numpy as np
 
+from nclx import _callsite
 from nclx._warnscope import recording
 from nclx.dap.collective import allgather_checked
 from nclx.dap.agreedflags import agreed_flags
@@ -72,4 +72,4 @@ def _warn_agreed(everyone):
             total[(c, m)] = had + n if m in _PER_SLICE else max(had, n)
     for (c, m), n in total.items():
         for _ in range(n):
-            warnings.warn(m, c, stacklevel=5)
+            _callsite.warn(m, c)

@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 from numpy.exceptions import ComplexWarning
 
+from nclx import _callsite
 from nclx._warnscope import ignoring, recording
 from nclx.dap.collective import allgather_checked
 from nclx.dap.distarray import DistArray
@@ -252,7 +253,7 @@ def _edges(a, bins, range, weights, what, shown, counting=True):
 def _show(shown):
     """Show the warnings of a call, after its last collective."""
     for w in shown:
-        warnings.warn(w.message, w.category, stacklevel=4)
+        _callsite.warn(w.message, w.category)
 
 
 @implements(np.histogram_bin_edges)

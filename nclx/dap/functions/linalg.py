@@ -9,11 +9,11 @@ run); integer results and the max/min norms (``ord=inf``/``-inf``) are
 exact.  Operands of the products share one distribution.
 """
 import functools
-import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from nclx import _callsite
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.fold import allreduce_agreed, guarded_call, raise_verdict
@@ -83,7 +83,7 @@ def _product(what, a, b, conj):
             if mode == "raise":
                 raise FloatingPointError("overflow encountered in dot")
             if mode == "warn":
-                warnings.warn("overflow encountered in dot", RuntimeWarning, stacklevel=4)
+                _callsite.warn("overflow encountered in dot", RuntimeWarning)
         return r
     return _sum_of_partials(da, lambda: fn(xo, yo), dtype, what, None if conj else "dot")
 

@@ -15,6 +15,7 @@ import warnings
 
 import numpy as np
 
+from nclx import _callsite
 from nclx.dap.functions._common import (da_out, finish, is_da, numpy_refusal, reduce_parts,
                                         value_out)
 from nclx.dap.functions.statistics import (_where, bad_dof, divide_dof, divide_keep, nan_dof_first, sqrt_keep,
@@ -94,7 +95,7 @@ def _nanext(name, ufunc, a, axis, out, keepdims, initial, where):
                      True if w is None else w,
                      initial)
     if a.dtype.kind in "fc" and _any(r, np.isnan):
-        warnings.warn("All-NaN slice encountered", RuntimeWarning, stacklevel=3)
+        _callsite.warn("All-NaN slice encountered", RuntimeWarning)
     return finish(r, out, f"np.{name}", lambda o: numpy_refusal(
         getattr(np, name), a.dtype, len(a.shape), o, axis=axis, keepdims=keepdims))
 
@@ -130,17 +131,17 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=True):
         with np.errstate(divide="ignore", invalid="ignore"):
             divided_into(out, tot, cnt, "np.nanmean")
         if _any(cnt, lambda c: c == 0):
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+            _callsite.warn("Mean of empty slice", RuntimeWarning)
         return out
     if da_out(out, tot):
         # as the value's out= above: the sum there, divided there
         blocks_into(out, tot, "np.nanmean", count=cnt._block if is_da(cnt) else cnt,
                     quiet=True)
         if _any(cnt, lambda c: c == 0):
-            warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+            _callsite.warn("Mean of empty slice", RuntimeWarning)
         return out
     if _any(cnt, lambda c: c == 0):
-        warnings.warn("Mean of empty slice", RuntimeWarning, stacklevel=3)
+        _callsite.warn("Mean of empty slice", RuntimeWarning)
     r = divide_keep(tot, cnt._block if is_da(cnt) else cnt, quiet=True)
     return finish(r, out, "np.nanmean")
 
@@ -179,8 +180,7 @@ def _nanvar(a, axis, dtype, out, ddof, keepdims, where, mean, correction, what, 
 
         def warn():             # NumPy's nanvar warns after its sum into out=
             if bad:
-                warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning,
-                              stacklevel=4)
+                _callsite.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning)
         return blocks_into(out, ss, what, count=nn - ddof, quiet=True,
                            nan_where=(nn - ddof <= 0) if bad else None, sqrt=sqrt,
                            between=warn)
@@ -198,7 +198,7 @@ def _nanvar_into(out, ss, n, ddof, what, sqrt):
         divided_into(out, ss, dof, what)
     bad = dof <= 0
     if np.any(bad):
-        warnings.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning, stacklevel=4)
+        _callsite.warn("Degrees of freedom <= 0 for slice.", RuntimeWarning)
         np.copyto(out, np.nan, where=np.reshape(bad, np.shape(out)) if bad.ndim else bad,
                   casting="unsafe")
     if sqrt:

@@ -11,11 +11,11 @@ relative, not bit for bit (the same bits on every rank and every run).
 counts): the global flat index (or the index along ``axis``) of the first
 extreme value, NaN first as NumPy's.
 """
-import warnings
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
+from nclx import _callsite
 from nclx.dap.functions._agreed import agreed_flags, agreed_warnings_call
 from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, finish, is_da,
                                         reduce_parts, value_out, wrap)
@@ -70,7 +70,7 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False, 
     if ddof is not None and bad_dof(n, ddof)[0]:
         # before, after the mean: an empty slice warned "invalid value
         # encountered in divide" first, and raised that under "error"
-        warn_dof(stacklevel=4)
+        warn_dof()
     nb = expand(n, a, axis) if mask is not None else n
     own = counted(a)
     # NumPy's _var under the caller's np.errstate: the sum (agreed across
@@ -137,11 +137,11 @@ def nan_dof_first(named):
     return [] if kind in "fc" else dof_first(named)
 
 
-def warn_dof(message=_DOF, stacklevel=2):
+def warn_dof(message=_DOF):
     """NumPy's "Degrees of freedom <= 0" warning, unless the call issued it
     before its ComplexWarnings (:func:`dof_first`)."""
     if message not in issued_first():
-        warnings.warn(message, RuntimeWarning, stacklevel=stacklevel + 1)
+        _callsite.warn(message, RuntimeWarning)
 
 
 def divide_dof(ss, n, ddof, message=_DOF, quiet=False, nan_where_bad=False, warned=False):
@@ -154,7 +154,7 @@ def divide_dof(ss, n, ddof, message=_DOF, quiet=False, nan_where_bad=False, warn
     else:
         bad, nn = bad_dof(n, ddof)
     if bad and not warned:
-        warn_dof(message, stacklevel=4)
+        warn_dof(message)
     r = divide_keep(ss, np.maximum(nn - ddof, 0), quiet)
     if bad and nan_where_bad:
         where = np.asarray(nn - ddof <= 0)

@@ -1,0 +1,87 @@
+"""Warnings of ufuncs on nclx's array types name the line that wrote the
+operation, as NumPy's do for an ndarray (nclx._callsite).
+
+Before, the ``__array_ufunc__`` of storages, NclxArray and DistArray ran the
+ufunc from nclx/aware.py: every RuntimeWarning named that line, and the
+"default" action (once per text and location) showed the first one only,
+whichever line of the user's met it later.
+"""
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+import nclx
+from nclx import storage
+from nclx.dap import DistArray
+from nclx.hooks import NclxArray
+
+
+def _kinds():
+    return {
+        "ndarray": lambda: np.ones(4),
+        "NclxArray": lambda: np.ones(4).view(NclxArray),
+        "storage": lambda: storage.ones((4,), dtype=np.float64),
+        "DistArray": lambda: DistArray.from_global(np.ones(4)),
+    }
+
+
+KINDS = sorted(_kinds())
+
+
+def _records(make):
+    x = make()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("default")
+        first = sys._getframe().f_lineno + 1
+        x / 0
+        x / 0
+        x * 1e308 * 10
+        np.add.reduce(x * 1e308)
+    return [(r.filename, r.lineno - first, str(r.message)) for r in w]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_line_warns_at_its_line(kind):
+    got = _records(_kinds()[kind])
+    assert got == [(__file__, 0, "divide by zero encountered in divide"),
+                   (__file__, 1, "divide by zero encountered in divide"),
+                   (__file__, 2, "overflow encountered in multiply"),
+                   (__file__, 3, "overflow encountered in reduce")], got
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_module_filter_matches_the_callers_module(kind):
+    x = _kinds()[kind]()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.filterwarnings("error", category=RuntimeWarning, module=__name__)
+        with pytest.raises(RuntimeWarning, match="divide by zero encountered in divide"):
+            x / 0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_raise_mode_and_results_unchanged(kind):
+    x = _kinds()[kind]()
+    with np.errstate(divide="raise"):
+        with pytest.raises(FloatingPointError, match="divide by zero encountered in divide"):
+            x / 0
+    with np.errstate(all="ignore"):
+        r = np.asarray(x * 3 if kind != "DistArray" else (x * 3).gather())
+    assert r.tobytes() == np.full(4, 3.0).tobytes()
+
+
+def test_warn_names_first_frame_outside_nclx():
+    from nclx import _callsite
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        _callsite.warn("hello", UserWarning)
+    assert [(r.filename, r.lineno) for r in w] == [(__file__, line)]
+
+
+def test_call_runs_from_the_caller_with_no_frame_outside():
+    from nclx import _callsite
+    assert _callsite.call(np.add, (1, 2), {}) == 3
+    assert _callsite.call(lambda *a, **k: (a, k), (1,), {"b": 2}) == ((1,), {"b": 2})
