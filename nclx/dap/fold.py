@@ -45,6 +45,7 @@ import numpy as np
 
 from nclx._ncl import forksafe as _forksafe
 from nclx.dap.collective import describe_error
+from nclx.dap.keydiff import describe_mismatch, fields_of, key_text
 from nclx._fpflags import fp_may_raise
 from nclx.dap.verdict import MISMATCH, OTHER_CALL, raise_verdict
 
@@ -173,7 +174,8 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
     elsewhere (``combine_error``, its text) and floating-point flags
     (``fp``): one ``Allreduce`` when the payload fits in :data:`INLINE`
     bytes, else two (none on one rank).  ``key`` (a string: the call's
-    operation and arguments; the payload's shape and dtype are added) must
+    operation and arguments, or ``(name, value)`` fields, which a mismatch's
+    DapError names; the payload's shape and dtype are added) must
     be the same on every rank; where it is not, every rank gets a mismatch
     (``combine`` is :data:`MISMATCH`) instead of a silently wrong
     combination, an MPI abort or a hang.  ``kind`` names the kind of call
@@ -181,8 +183,9 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
 
     Returns ``(verdict, value)``: ``verdict`` is None when every rank
     succeeded and no floating-point flag was met while combining, else
-    ``(failing comm ranks, lowest failing rank, its message, combine error
-    message or None, floating-point flags)`` -- the same on every rank;
+    ``(failing comm ranks, lowest failing rank, its message (for a
+    mismatch: what differs), combine error message or None, floating-point
+    flags)`` -- the same on every rank;
     ``value`` the combined partial (in rank order) or None on a failure."""
     nranks, rank = comm.Get_size(), comm.Get_rank()
     if nranks == 1:
@@ -193,15 +196,16 @@ def allreduce_agreed(comm, ufunc, partial, spec, error, combine_error=None, fp=0
         value = None if spec is None else np.array(partial, copy=True)
         return (([], -1, None, None, fp) if fp else None), value
     nbytes = 0
+    key = fields_of(key)
     if spec is not None:
         nbytes = math.prod(spec[0]) * np.dtype(spec[1]).itemsize
-        key = f"{key}|{tuple(spec[0])}|{np.dtype(spec[1]).str}"
+        key += (("partial result", f"shape {tuple(spec[0])}, dtype {np.dtype(spec[1]).str}"),)
     if nbytes <= INLINE:
         return _allreduce_record(comm, ufunc, partial, spec, INLINE, error, combine_error, fp,
                                  key, kind)
     # the same call everywhere and no failure first, then the payload
     verdict, _ = _allreduce_record(comm, ufunc, None, None, INLINE, error, combine_error, fp,
-                                   f"{key}|large", kind)
+                                   key + (("payload", "large"),), kind)
     if verdict is not None and (verdict[0] or verdict[3] is not None):
         return verdict, None
     fp = 0 if verdict is None else verdict[4]
@@ -215,7 +219,7 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
     send = np.zeros(size + room, np.uint8)
     ints = send[:_INTS].view(np.int32)
     ints[0], ints[2] = -1, fp
-    ints[3] = zlib.crc32(key.encode()) & 0x7FFFFFFF
+    ints[3] = zlib.crc32(key_text(key).encode()) & 0x7FFFFFFF
     ints[5] = zlib.crc32(kind.encode()) & 0x7FFFFFFF
     if error is not None:
         send[bits + rank // 8] = 1 << (rank % 8)
@@ -246,7 +250,8 @@ def _allreduce_record(comm, ufunc, partial, spec, room, error, combine_error, fp
     if ints[6]:                     # another kind of call met this one: nothing else counts
         return ([], -1, None, OTHER_CALL, flags), None
     if ints[4] and ints[0] < 0:
-        return ([], -1, None, MISMATCH, flags), None
+        # every rank is here: one more collective names what differs (nclx.dap.keydiff)
+        return ([], -1, describe_mismatch(comm, key) or None, MISMATCH, flags), None
     if ints[0] >= 0 or ints[1]:
         failed = [int(r) for r in np.flatnonzero(
             np.unpackbits(recv[bits:msg], bitorder="little")[:nranks])]

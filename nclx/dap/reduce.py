@@ -279,8 +279,10 @@ def _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error, extra="", f
     # the layout's fingerprint too: ranks holding the array in different
     # layouts (a Distribution built per rank) would combine wrong partial sums
     # and the caller (np.mean's sums are not np.sum's: nclx.dap.agreekeys.called_by)
-    key = repr((what, reduction_caller(), axes, bool(keepdims), dtype_key(spec[1]), extra,
-                layout_key(dist)[3], str(narrow)))
+    key = (("operation", what), ("called by", reduction_caller()), ("axis", axes),
+           ("keepdims", bool(keepdims)), ("dtype", dtype_key(spec[1])),
+           ("initial and where", extra), ("layout", layout_key(dist)[3]),
+           ("combined in", str(narrow)))
     everyone = not kept or all(dist.grid_shape[d] == 1 for d in kept)
     local = bool(kept) and all(dist.grid_shape[d] == 1 for d in axes)
     if everyone and not local:

@@ -41,8 +41,8 @@ def raise_verdict(verdict, nranks, rank, what, local_error):
     head = f"{what}: " if what else ""
     if combine in (MISMATCH, OTHER_CALL):
         which = ("another operation runs on some ranks" if combine == OTHER_CALL else
-                 "the operation, axis, dtype, keepdims, initial or the array's layout differ "
-                 "between ranks")
+                 msg or "the operation, axis, dtype, keepdims, initial or the array's layout "
+                 "differ between ranks")
         own = ("" if local_error is None else
                f" (and this rank failed: {type(local_error).__name__}: {local_error})")
         err = DapError(f"{head}the ranks made different calls ({which}): every rank must make "
