@@ -23,13 +23,14 @@ import ast
 import builtins
 import functools
 import types
+from collections.abc import Mapping
 
 import numpy as np
 
 from nclx._intahead import COMPARE, OPS, UNARY, GROWING, INT_BITS, first_overflow, plain_int, postorder
 from nclx.errors import NclxError
 
-__all__ = ["FUNCTIONS", "INT_BITS", "MAX_NESTING", "Expression", "compile_expression"]
+__all__ = ["FUNCTIONS", "INT_BITS", "MAX_NESTING", "Expression", "compile_expression", "lookup"]
 
 #: the functions an expression may call: numexpr's real-valued ones
 FUNCTIONS = {
@@ -70,28 +71,34 @@ def _kids(node, text, names):
     """Check ``node`` against the language; its operands in evaluation order."""
     if isinstance(node, ast.BinOp):
         if type(node.op) not in OPS:
-            _fail(text, f"the operator {type(node.op).__name__}")
+            _fail(text, f"the operator {type(node.op).__name__} (BinOp)")
         return (node.left, node.right)
     if isinstance(node, ast.UnaryOp):
         if type(node.op) not in UNARY:
-            _fail(text, f"the operator {type(node.op).__name__} (use ~ for not)")
+            _fail(text, f"the operator {type(node.op).__name__} (UnaryOp; use ~ for not)")
         return (node.operand,)
     if isinstance(node, ast.BoolOp):
-        _fail(text, "'and'/'or' (use & and |)")
+        _fail(text, "'and'/'or' (BoolOp; use & and |)")
     if isinstance(node, ast.Compare):
         if len(node.ops) != 1:
-            _fail(text, "a chained comparison")
+            _fail(text, "a chained comparison (Compare with "
+                  f"{len(node.ops)} operators; write (a < b) & (b < c))")
         if type(node.ops[0]) not in COMPARE:
-            _fail(text, f"the comparison {type(node.ops[0]).__name__}")
+            _fail(text, f"the comparison {type(node.ops[0]).__name__} (Compare)")
         return (node.left, node.comparators[0])
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
-            _fail(text, "a call of anything but a function name")
+            called = type(node.func).__name__
+            what = f"{_CONSTRUCTS[called]} ({called})" if called in _CONSTRUCTS else called
+            _fail(text, f"a call of anything but a function name (Call of {what})")
         name = node.func.id
         if name not in FUNCTIONS:
             _fail(text, f"the function {name!r}", TypeError)
         if node.keywords:
             _fail(text, f"keyword arguments to {name}", TypeError)
+        starred = next((a for a in node.args if isinstance(a, ast.Starred)), None)
+        if starred is not None:          # before the count, which it makes unknown
+            _fail(text, f"{_CONSTRUCTS['Starred']} (Starred) in {name}()")
         want = ARITY.get(name, (1,))
         if len(node.args) not in want:
             _fail(text, f"{name} with {len(node.args)} argument"
@@ -225,9 +232,9 @@ class Expression:
     def _message(self, node, bits):
         segment = ast.get_source_segment(self.text.strip(), node) or ast.dump(node)[:100]
         about = f"{bits:,}" if bits.bit_length() <= 64 else f"2**{bits.bit_length() - 1}"
-        return (f"nclx.evaluate: {_shown(segment, 100)} would be a Python integer of at "
-                f"least {about} bits (more than {INT_BITS:,}), out of bounds for any NumPy "
-                f"dtype (not computed)")
+        return (f"nclx.evaluate: {_shown(segment, 100)} would be a Python integer of about "
+                f"{about} bits, more than nclx.evaluate's limit of {INT_BITS:,} "
+                f"(nclx._intahead.INT_BITS; not computed)")
 
     def _variant(self, index, message):
         """The function raising OverflowError at the node ``index`` (in
@@ -279,6 +286,21 @@ def compile_expression(text):
     return _compiled(text)
 
 
+def lookup(name, local_dict, global_dict):
+    """``local_dict[name]``, else ``global_dict[name]``: item access, as
+    Python's eval and numexpr look names up (before, ``name in d``: a
+    mapping's ``__missing__`` was not asked, and a list of pairs said the
+    name was not defined; review 23)."""
+    for d, which in ((local_dict, "local_dict"), (global_dict, "global_dict")):
+        if not (isinstance(d, Mapping) or (hasattr(d, "__getitem__") and hasattr(d, "keys"))):
+            raise TypeError(f"nclx.evaluate: {which} must be a mapping, not {type(d).__name__}")
+        try:
+            return d[name]
+        except KeyError:
+            continue
+    raise NameError(f"nclx.evaluate: name {name!r} is not defined")
+
+
 class _StackShort(NclxError, SyntaxError):
     """Python's parser or compiler ran out of the stack's recursion limit."""
 
@@ -287,14 +309,26 @@ class _StackShort(NclxError, SyntaxError):
                          f"too deeply for Python's parser and compiler")
 
 
+#: the least thread stack (threading.stack_size(); 0: the platform's,
+#: 8 MiB on Linux) a helper thread parses on; 128 KiB sufficed for the
+#: deepest expression taken (MAX_NESTING)
+_HELPER_STACK = 1 << 20
+
+
 def _fresh_stack(text, make):
     """``make()``, or where the caller's stack is too near the recursion
     limit for Python's parser and compiler, ``make()`` on a helper thread's
-    fresh stack (there what fails is the expression's own depth)."""
+    fresh stack (there what fails is the expression's own depth; where
+    threading.stack_size() makes threads' stacks too small for it, the
+    SyntaxError "nested too deeply" at once)."""
     try:
         return make()
     except (_StackShort, RecursionError):
         pass
+    if 0 < _thread.stack_size() < _HELPER_STACK:
+        # a new thread gets threading.stack_size()'s stack: Python's parser
+        # and compiler overran a small one (64 KiB: a segfault; review 23)
+        raise SyntaxError(str(_StackShort(text))) from None
     done, box = _thread.allocate_lock(), []
     done.acquire()
 

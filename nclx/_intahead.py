@@ -6,13 +6,17 @@ and gigabytes in Python's power; no NumPy dtype holds it).  The operators
 here are Python's own, so the values are those the expression computes.
 """
 import ast
+import math
 import operator
 
 from nclx.errors import NclxError
 
-#: the most bits a Python integer an expression computes may have (no NumPy
-#: dtype holds more than 64; a float64 takes up to 1024)
-INT_BITS = 1 << 16
+#: the most bits a Python integer an expression computes may have: Python
+#: computes one step of that size in well under 0.1 s (no NumPy dtype holds
+#: more than 64 bits, but a comparison with one, or a quotient, may still be
+#: in range: ``a < 2**70000``; before, the limit was 65,536 and such
+#: expressions raised where eager NumPy gives a result; review 23)
+INT_BITS = 1 << 20
 _KNOWN = (int, float, complex, bool)      # Python's numbers: computed ahead
 
 OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -33,13 +37,14 @@ class _Stop(NclxError):
 
 
 def grows(op, x, y):
-    """The bits (at least) of ``x op y`` when it would pass INT_BITS, else 0."""
+    """The bits (about) of ``x op y`` when it would pass INT_BITS, else 0."""
     if not (isinstance(x, int) and isinstance(y, int)) or op not in GROWING:
         return 0
     if op is ast.Mult:
         bits = x.bit_length() + y.bit_length() if x and y else 0
     elif op is ast.Pow:
-        bits = (abs(x).bit_length() - 1) * y + 1 if y > 0 and abs(x) > 1 else 0
+        # y * log2|x| (before, (bit_length - 1) * y: 3**60000 passed, 2**65536 not)
+        bits = int(y * math.log2(abs(x))) + 1 if y > 0 and abs(x) > 1 else 0
     else:
         bits = x.bit_length() + y if y >= 0 and x else 0
     return bits if bits > INT_BITS else 0

@@ -20,6 +20,7 @@ from numpy._core import fromnumeric as _np_fromnumeric
 
 from nclx import _callsite, _elide
 from nclx._fused_program import Step
+from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
 from nclx.errors import NclxError
 from nclx.ufuncs import where as _nclx_where
 
@@ -76,6 +77,14 @@ class _Tape:
         return Untraceable(why)
 
     def check_state(self, what):
+        if len(self.steps) >= MAX_STEPS or self.nslots >= MAX_SLOTS:
+            # the executor would refuse the program: stop here (before, a
+            # 2,000-term expression traced every step three times, each
+            # step's checks growing with the steps: 12 s before it ran
+            # eagerly in 1 s; review 23)
+            raise self.refuse(f"{what}: one step more than the executor takes ({len(self.steps)} "
+                              f"steps over {self.nslots} operands and temporaries so far; the "
+                              f"executor runs at most {MAX_STEPS} steps over {MAX_SLOTS})")
         if np.geterrcall() is not self.errcall or np.geterr() != self.err:
             # np.errstate is the calling context's: set inside the function
             raise self.refuse(f"{what} under an np.errstate or np.seterr set inside the "

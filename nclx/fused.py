@@ -298,14 +298,7 @@ def evaluate(ex, local_dict=None, global_dict=None, out=None):
             local_dict = frame.f_locals
         if global_dict is None:
             global_dict = frame.f_globals
-    args = []
-    for name in names:
-        if name in local_dict:
-            args.append(local_dict[name])
-        elif name in global_dict:
-            args.append(global_dict[name])
-        else:
-            raise NameError(f"nclx.evaluate: name {name!r} is not defined")
+    args = [_expr.lookup(name, local_dict, global_dict) for name in names]
     # one that raises OverflowError where a Python integer would grow past
     # nclx._expr.INT_BITS (before, "2 ** 2**40" hung in Python's power)
     fn = expression.function(args)
