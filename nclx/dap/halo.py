@@ -27,7 +27,7 @@ import numpy as np
 
 from nclx.dap.halocomm import agree_plan, shared_comm, take_tags
 from nclx.dap.iotypes import raw_items
-from nclx.dap.validate import DapError
+from nclx.dap.validate import DapError, DapTypeError
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
 
@@ -229,8 +229,10 @@ def _typed(dtype, MPI):
         dtype.char not in "gG"
 
 
-def _plan_for(da):
+def _plan_for(da, refused=None):
     """The cached plan of ``da``'s layout; built and agreed on collectively.
+    ``refused``: this rank's error in the call's arguments, raised on every
+    rank by a first exchange's agreement.
 
     Everything that could fail on one rank only (the layout, a read-only
     block) is checked here, before the agreement, and the plan gets its own
@@ -244,6 +246,8 @@ def _plan_for(da):
         return cached[1]
     plan, error = None, None
     try:
+        if refused is not None:
+            raise refused
         plan = HaloPlan(da.distribution, da.comm.Get_rank(), block.shape, block.dtype)
         if plan.recvs and not block.flags.writeable:
             raise DapError(f"halo exchange: rank {da.comm.Get_rank()}'s local block is "
@@ -297,10 +301,21 @@ def start_halo_exchange(da, method=None):
     to and from contiguous buffers; the default otherwise).  The default was
     picked by measurement (docs/dap.md)."""
     from mpi4py import MPI
-    plan = _plan_for(da)
-    comm, block = plan.comm, da._block
+    if not all(hasattr(da, name) for name in ("_block", "distribution", "comm")):
+        # (before: AttributeError "'numpy.ndarray' object has no attribute '_block'")
+        raise DapTypeError(f"halo exchange of a {type(da).__name__}: it needs a DistArray")
+    bad = None
     if method not in (None, "packed", "datatype"):
-        raise DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")
+        bad = DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")
+    # a first exchange agrees on the plan: a bad method on one rank is raised
+    # on every rank there (before, checked after it: the others hung)
+    plan = _plan_for(da, bad)
+    if bad is not None:
+        # a later exchange does not agree: this rank does its part with the
+        # default method (the others are not left waiting), then raises
+        start_halo_exchange(da).wait()
+        raise bad
+    comm, block = plan.comm, da._block
     if getattr(plan, "in_flight", False):
         raise DapError("halo exchange: an exchange of this DistArray is in flight; wait() for "
                        "it before starting another")

@@ -27,10 +27,18 @@ import numpy as np
 from nclx import _callsite
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.agreekeys import dtype_key
-from nclx.dap.redistribute import agree_quick, layout_key
+from nclx.dap.redistribute import agree_quick, check_partition, layout_key
 
 _HANDLED = {}
 _AGREED = set()         # implementations that agree on the call themselves
+#: functions whose implementations take each global element once: a 'u'
+#: dimension (an import) holding an index twice or not at all is refused,
+#: as sum, sort and gather refuse it (before, these computed silently wrong
+#: values: np.median, np.histogram counting 8 elements of 6; review 23)
+_WHOLE = {getattr(np, n) for n in (
+    "median", "percentile", "quantile", "nanmedian", "nanpercentile", "nanquantile",
+    "histogram", "histogram_bin_edges", "dot", "vdot", "inner", "unique", "argmax", "argmin",
+    "nanargmax", "nanargmin")} | {np.linalg.norm}
 #: reductions whose ComplexWarnings into out= are NumPy's count
 #: (:mod:`nclx.dap.complexcasts`; the agreed ones count inside their
 #: collective; the quantiles take no out= of another dtype, so never cast)
@@ -123,6 +131,12 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
             agree_quick(comm, f"{_name(func)} (not implemented)", None, _name(func),
                         describe=lambda t: t)
         raise refusal(_name(func))
+    if func in _WHOLE:
+        # the verdict comes from the Distribution, which every rank holds
+        # whole: the same on every rank, no collective needed
+        for v in (*args, *kwargs.values()):
+            if isinstance(v, own):
+                check_partition(v.distribution, _name(func))
     named = casts = None
     issued = frozenset()
     if func not in _AGREED:

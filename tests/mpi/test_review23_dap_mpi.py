@@ -56,3 +56,83 @@ def test_warnings_name_the_callers_line_on_every_rank():
             (__file__, 1, "divide by zero encountered in divide"),
             (__file__, 2, "overflow encountered in reduce")]
     collective_assert(got == want, f"{got}")
+
+
+# -- imported 'u' dimensions holding an index twice or not at all -------------
+
+def _imported(indices, size):
+    ex = {"__version__": "0.10.0", "buffer": indices.astype(float) + 100.0 * rank,
+          "dim_data": ({"dist_type": "u", "size": size, "proc_grid_size": comm.size,
+                        "proc_grid_rank": rank, "indices": indices},)}
+    return dap.from_distarray(ex, comm)
+
+
+WHOLE = [
+    ("median", np.median), ("percentile", lambda a: np.percentile(a, [0, 50, 100])),
+    ("quantile", lambda a: np.quantile(a, 0.5)), ("nanmedian", np.nanmedian),
+    ("histogram", lambda a: np.histogram(a, bins=3)), ("dot", lambda a: np.dot(a, a)),
+    ("vdot", lambda a: np.vdot(a, a)), ("inner", lambda a: np.inner(a, a)),
+    ("norm", np.linalg.norm), ("unique", np.unique), ("argmax", np.argmax),
+    ("argmin", np.argmin), ("nanargmax", np.nanargmax),
+]
+
+
+@pytest.mark.parametrize("name, fn", WHOLE, ids=[n for n, _ in WHOLE])
+def test_functions_refuse_u_dimensions_with_gaps(name, fn):
+    # rank r holds 3r and 3r+1 of 3 * size: 3r+2 is held by no rank (any rank count)
+    a = _imported(np.array([3 * rank, 3 * rank + 1]), 3 * comm.size)
+    kind, msg = error_of(lambda: fn(a))
+    collective_assert(kind == "DapError" and "is owned by 0 grid coordinates" in msg and
+                      "dimension 0 ('u')" in msg, f"{kind}: {msg}")
+
+
+@pytest.mark.parametrize("name, fn", WHOLE, ids=[n for n, _ in WHOLE])
+def test_functions_refuse_u_dimensions_held_twice(name, fn):
+    # rank r holds 2r .. 2r+3 of 2 * size + 2: the ranks overlap (from 2 ranks)
+    a = _imported(np.arange(4) + 2 * rank, 2 * comm.size + 2)
+    kind, msg = error_of(lambda: fn(a))
+    if comm.size == 1:
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+    else:
+        collective_assert(kind == "DapError" and "is owned by 2 grid coordinates" in msg,
+                          f"{kind}: {msg}")
+
+
+def test_save_npy_refuses_an_index_held_twice(tmp_path_factory):
+    import tempfile, os
+    d = comm.bcast(tempfile.mkdtemp(prefix="nclx_r23_") if rank == 0 else None, root=0)
+    path = os.path.join(d, "dup.npy")
+    a = _imported(np.arange(4) + 2 * rank, 2 * comm.size + 2)
+    kind, msg = error_of(lambda: a.save_npy(path))
+    if comm.size == 1:
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+    else:
+        collective_assert(kind == "DapError" and "is owned by 2 grid coordinates" in msg,
+                          f"{kind}: {msg}")
+    comm.Barrier()
+    if rank == 0:
+        import shutil
+        shutil.rmtree(d, ignore_errors=True)
+
+
+# -- halo exchange arguments ---------------------------------------------------
+
+@pytest.mark.parametrize("first", [True, False], ids=["first exchange", "cached plan"])
+def test_bad_method_on_one_rank_raises_everywhere_or_there_without_a_hang(first):
+    a = dap.DistArray.from_global(np.arange(4.0 * comm.size), comm=comm, padding=[1])
+    if not first:
+        dap.exchange_halos(a)
+    bad = rank == comm.size - 1
+    kind, msg = error_of(lambda: dap.exchange_halos(a, method="Packed" if bad else None))
+    if first or bad:
+        collective_assert(kind == "DapError" and "method='Packed'" in msg, f"{kind}: {msg}")
+    else:
+        # a later exchange does not agree: the others completed theirs
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+    comm.Barrier()
+
+
+def test_halo_exchange_of_a_non_distarray_is_a_type_error():
+    for obj in (np.zeros(3), [1.0, 2.0]):
+        with pytest.raises(TypeError, match="halo exchange of a .*: it needs a DistArray"):
+            dap.exchange_halos(obj)
