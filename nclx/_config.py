@@ -4,11 +4,13 @@ import operator
 import os
 import platform
 import sys
+import threading
 
 import numpy as np
 
 from nclx import _build_info
 from nclx._ncl import _openmp
+from nclx._ncl import forksafe as _forksafe
 from nclx._ncl import recycle as _recycle
 from nclx._ncl import team as _team
 from nclx._ncl import threader as _threader
@@ -47,7 +49,16 @@ _SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate
 
 class Settings:
     """Settings applied by :func:`nclx.config`; as a context manager it puts
-    the previous values back on exit."""
+    the previous values back on exit.
+
+    The settings are the process's (the kernels read them), so blocks of
+    several threads overlap: each key keeps the blocks open on it, in the
+    order they were entered.  A block leaving restores only what it set:
+    where a block entered after it is still open, that block's value stays;
+    the last one out puts back the value from before the first one in.
+    (Before, each block wrote back the value it had found: two threads'
+    blocks leaving out of order left ``reassociate=True`` on after both had
+    ended, and NumPy's products reassociated; review 23.)"""
 
     def __init__(self, changes):
         unknown = sorted(set(changes) - set(_SETTERS))
@@ -56,21 +67,44 @@ class Settings:
                             f"settings: {', '.join(_SETTERS)}")
         for k, v in changes.items():
             _SETTERS[k][2](k, v)
-        self.previous = {k: _SETTERS[k][0]() for k in changes}
-        for k, v in changes.items():
-            _SETTERS[k][1](v)
+        with _lock:
+            self.previous = {k: _SETTERS[k][0]() for k in changes}
+            for k, v in changes.items():
+                _SETTERS[k][1](v)
         self.changes = dict(changes)
 
     def __enter__(self):
+        with _lock:
+            for k, v in self.changes.items():
+                blocks = _open.setdefault(k, [])
+                if not blocks:
+                    _before[k] = self.previous[k]
+                blocks.append((self, v))
         return self
 
     def __exit__(self, *exc):
-        for k, v in self.previous.items():
-            _SETTERS[k][1](v)
+        with _lock:
+            for k in self.changes:
+                blocks = _open.get(k, [])
+                at = next((i for i, (b, _) in enumerate(blocks) if b is self), None)
+                if at is None:
+                    continue
+                del blocks[at]
+                if not blocks:
+                    _SETTERS[k][1](_before.pop(k))
+                    del _open[k]
+                elif at == len(blocks):          # it was the innermost open one
+                    _SETTERS[k][1](blocks[-1][1])
         return False
 
     def __repr__(self):
         return f"<nclx settings {self.changes} (previous {self.previous})>"
+
+
+_lock = threading.RLock()
+_forksafe.guard(sys.modules[__name__], "_lock")   # free in a fork's child
+_open = {}           # key -> [(block, value)] of the blocks open on it, in entry order
+_before = {}         # key -> its value before the first of them
 
 
 def current():

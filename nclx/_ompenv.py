@@ -44,6 +44,11 @@ def _libgomp_loaded():
 def before_load():
     """Ask libgomp for :data:`SPINCOUNT` turns (see the module doc)."""
     global _applied, _put
+    if _applied is not None and _libgomp_loaded():
+        # an import of nclx that failed after libgomp loaded: libgomp read
+        # what was decided then (review 23: a retry reported "libgomp was
+        # loaded before nclx")
+        return
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         _applied = "the user's setting"
     elif _libgomp_loaded():

@@ -60,6 +60,7 @@ def set_threshold(n, op=None, kind=None, dtype=None):
     n = _count(n, "the threshold")
     if n < 1:
         raise ValueError(f"threshold must be >= 1 element, not {n}")
+    _names("set_threshold", op, kind)
     # a threshold past any array's length never splits: held at 2**62
     # (before, 2**63 raised a bare OverflowError; review 20)
     _policy.set_threshold(min(n, 2 ** 62), op, kind, dtype)
@@ -67,7 +68,18 @@ def set_threshold(n, op=None, kind=None, dtype=None):
 
 def get_threshold(op="add", kind="elementwise", dtype=None):
     """The split threshold of ``op`` in elements."""
+    _names("get_threshold", op, kind)
     return _policy.get_threshold(op, kind, dtype)
+
+
+def _names(what, op, kind):
+    """``op`` and ``kind`` are None or str (before, a list raised "unhashable
+    type: 'list'" and an array NumPy's "truth value ... is ambiguous", a
+    number the ValueError listing every op; review 23)."""
+    for value, name in ((op, "op"), (kind, "kind")):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{what}({name}=...) takes a name (str) or None, not "
+                            f"{type(value).__name__}")
 
 
 def reset_thresholds():
@@ -87,6 +99,16 @@ def calibrate(small=4096, chunk=131072, reps=7, thresholds=False):
     and use it as the split threshold; returns ``{"loops": ...,
     "thresholds": {(op, chars): (elementwise, reduce)}}``.  About half a
     minute on two cores."""
+    # (before, reps=0 or a negative size timed empty calls and switched 251
+    # signatures to NumPy's loops on those "ratios"; review 23)
+    small, chunk, reps = (_count(v, f"calibrate({name}=...)")
+                          for v, name in ((small, "small"), (chunk, "chunk"), (reps, "reps")))
+    for v, name, low, high in ((small, "small", 1, 1 << 30), (chunk, "chunk", 1, 1 << 30),
+                               (reps, "reps", 1, 1000)):
+        if not low <= v <= high:
+            raise ValueError(f"calibrate({name}=...) must be in [{low}, {high}], not {v}")
+    if not isinstance(thresholds, bool):
+        raise TypeError(f"calibrate(thresholds=...) takes True or False, not {thresholds!r}")
     ratios = _calibrate.calibrate(small, chunk, reps)
     if not thresholds:
         return ratios

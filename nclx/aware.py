@@ -83,6 +83,9 @@ _SUBSYSTEM_OF_NAME = _subsystem_names()
 def subsystem_of(ufunc, method="__call__"):
     """The subsystem a ufunc call belongs to: compare, binary, unary, isunary,
     ternary, convert or reduce (ufuncs nclx does not serve: by their arity)."""
+    if not isinstance(ufunc, np.ufunc):
+        # (before: AttributeError "'int' object has no attribute '__name__'"; review 23)
+        raise TypeError(f"subsystem_of takes a NumPy ufunc, not {type(ufunc).__name__}")
     if method != "__call__":
         return "reduce"
     sub = _SUBSYSTEM_OF_NAME.get(ufunc.__name__)

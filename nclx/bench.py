@@ -10,6 +10,7 @@ import argparse
 import numpy as np
 
 import nclx
+from nclx._cliargs import non_negative_int, positive_float, positive_int
 from nclx._ncl import team as _team
 from nclx._timing import budget_time, interleaved, pyplot, save
 
@@ -145,12 +146,18 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ops", nargs="+", default=OPS, choices=OPS)
     p.add_argument("--dtypes", nargs="+", default=DTYPES, choices=DTYPES)
-    p.add_argument("--sizes", nargs="+", type=int, default=SIZES)
-    p.add_argument("--repeats", type=int, default=5, help="alternations per case (median)")
-    p.add_argument("--budget", type=float, default=0.02, help="seconds per timing sample set")
+    p.add_argument("--sizes", nargs="+", type=non_negative_int, default=SIZES)
+    p.add_argument("--repeats", type=positive_int, default=5, help="alternations per case (median)")
+    p.add_argument("--budget", type=positive_float, default=0.02,
+                   help="seconds per timing sample set")
     p.add_argument("--plot", metavar="FILE.png", help="draw speedup against size per op")
     p.add_argument("--quick", action="store_true", help="add, sum, sqrt on float64 only")
     args = p.parse_args(argv)
+    if args.plot:
+        try:                   # before the run, not after it
+            import matplotlib  # noqa: F401
+        except ImportError:
+            p.error("--plot needs matplotlib (pip install matplotlib)")
     if args.quick:
         args.ops, args.dtypes = ["add", "sum", "sqrt"], ["float64"]
     print(f"nclx {nclx.__version__}, NumPy {np.__version__}, {nclx.get_num_threads()} threads, "

@@ -78,6 +78,10 @@ cdef class Call:
     ``is_reduce``.  ``next()`` passes the call on to the rest of the chain;
     ``views()`` returns private mirrors of the loop's buffers.
     """
+    def __reduce__(self):
+        # (before: Cython's "self.node cannot be converted ..."; review 23)
+        raise TypeError("a hook Call cannot be pickled: it is valid only while its hook runs")
+
     @staticmethod
     cdef Call wrap(ncl_node *node, ncl_call *call):
         cdef Call c = Call.__new__(Call)

@@ -12,6 +12,8 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 """
 
 cimport numpy as cnp
+import operator
+
 from cpython.exc cimport PyErr_Occurred
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
@@ -172,6 +174,12 @@ cdef class Handle:
     cdef bint _alive(self):
         """Its node is not freed (the address may be another node's once it is)."""
         return _registry.node_serial(self.address) == self.serial
+
+    def __reduce__(self):
+        # (before: Cython's "self.node cannot be converted to a Python object
+        # for pickling"; review 23)
+        raise TypeError("a hook Handle cannot be pickled: it refers to a node of this "
+                        "process's hook chains")
 
     def remove(self):
         """Take the hook out of its chain (idempotent; safe while loops run)."""
@@ -335,16 +343,35 @@ def register(level, target, hook, position="front", *, name=None, before=None, a
     return _attach(level, target, chain, name, fn, NULL, hook, position, before, after)
 
 
-def register_c(level, target, size_t fn_address, size_t data_address=0, *, name,
+def _address(value, what):
+    """An address given as a Python int: in [0, SIZE_MAX], else an error
+    naming the argument (before, -1 raised a bare "can't convert negative
+    value to size_t"; review 23)."""
+    if isinstance(value, bool):
+        raise TypeError(f"register_c({what}=...) takes an int address, not bool")
+    try:
+        v = operator.index(value)
+    except TypeError:
+        raise TypeError(f"register_c({what}=...) takes an int address, not "
+                        f"{type(value).__name__}") from None
+    if not 0 <= v <= <size_t>-1:
+        raise ValueError(f"register_c({what}=...) must be an address in [0, 2**{8 * sizeof(size_t)}), "
+                         f"not {v}")
+    return v
+
+
+def register_c(level, target, fn_address, data_address=0, *, name,
                keepalive=None, position="front", before=None, after=None):
     """Put a C hook (``int fn(ncl_node *, ncl_call *)``, no GIL) into a funnel
     or kernel chain from Python.  ``data_address`` becomes ``node.data``;
     ``keepalive`` is an object the node holds a reference to (e.g. the owner
     of data).  Compiled code uses the C API instead (nclx.h, ``hook_add``)."""
+    cdef size_t fn_at = _address(fn_address, "fn_address")
+    cdef size_t data_at = _address(data_address, "data_address")
     cdef ncl_chain *chain = _resolve_chain(level, target)
     if level == "python":
         raise HookError("C hooks belong at the funnel or kernel level")
-    if fn_address == 0:
+    if fn_at == 0:
         raise HookError("fn_address is NULL")
-    return _attach(level, target, chain, name, <ncl_hook_fn>fn_address, <void *>data_address,
+    return _attach(level, target, chain, name, <ncl_hook_fn>fn_at, <void *>data_at,
                    keepalive, position, before, after)

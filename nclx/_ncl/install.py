@@ -210,6 +210,10 @@ def install(python_funnel=False, sorts=None, recycle=False, copies=None):
         raise TypeError(f"install(copies=...) takes None, True or False, not {copies!r}")
     if not isinstance(recycle, bool):
         raise TypeError(f"install(recycle=...) takes True or False, not {recycle!r}")
+    if not isinstance(python_funnel, bool):
+        # (before, any object: 'no' turned the funnel on; review 23)
+        raise TypeError(f"install(python_funnel=...) takes True or False, not "
+                        f"{python_funnel!r}")
     with _lock:
         was = dict(_state)
         _state["explicit"] = True
@@ -271,6 +275,9 @@ def installed(python_funnel=False):
     """``with nclx.installed():`` -- NumPy's loops go through nclx inside the
     block.  Counted across threads: NumPy is restored when the last block
     ends (unless ``install()`` was called explicitly)."""
+    if not isinstance(python_funnel, bool):
+        raise TypeError(f"installed(python_funnel=...) takes True or False, not "
+                        f"{python_funnel!r}")
     held = False
     try:
         # (the block is entered inside the try: an interrupt once the hold

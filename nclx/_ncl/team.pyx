@@ -97,10 +97,13 @@ cdef extern from *:
         if (ncl_team_lost) return 1;
     #ifdef _OPENMP
         {
+            int n = ncl_setting;
             int cap = omp_get_max_threads();
-            if (cap < ncl_omp_default && cap < ncl_setting) return cap;
+            int limit = omp_get_thread_limit();     /* OMP_THREAD_LIMIT (review 23) */
+            if (cap < ncl_omp_default && cap < n) n = cap;
+            if (limit > 0 && limit < n) n = limit;
+            return n;
         }
-        return ncl_setting;
     #else
         return 1;
     #endif
@@ -162,6 +165,12 @@ def set_num_threads(int n):
 def get_num_threads():
     """Threads a split call uses now (1 in a forked child of a threaded parent)."""
     return ncl_threads_now_c()
+
+
+def get_setting():
+    """nclx's own setting (:func:`set_num_threads`), before the caps
+    :func:`get_num_threads` applies (threadpoolctl restores this one)."""
+    return ncl_setting
 
 
 ncl_setting = min(_default_threads(), MAX_THREADS)

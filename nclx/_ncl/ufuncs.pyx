@@ -101,16 +101,27 @@ def available_isas():
     return tuple(isa for isa in built_isas() if cpu_supports(isa))
 
 
+_SELECTED = []          # the choice made at import (the first call)
+
+
 def selected_isa():
-    """The ISA build nclx uses: ``NCLX_ISA`` if set, else the widest available."""
+    """The ISA build nclx uses: ``NCLX_ISA`` if set, else the widest
+    available -- as read when nclx loaded its kernels (before, read at
+    each call: ``config()`` named the ISA of a later ``NCLX_ISA`` meant for
+    a child process, not the one running, or raised; review 23)."""
+    if _SELECTED:
+        return _SELECTED[0]
     forced = os.environ.get("NCLX_ISA", "").strip()
     avail = available_isas()
     if forced:
         if forced not in avail:
             raise NclxISAError(
                 f"NCLX_ISA={forced!r} cannot run here; available: {', '.join(avail)}")
-        return forced
-    return avail[0]
+        choice = forced
+    else:
+        choice = avail[0]
+    _SELECTED.append(choice)
+    return choice
 
 
 def kernel_module(isa=None):

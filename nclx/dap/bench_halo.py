@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from nclx._cliargs import positive_int
 from nclx._timing import find_mpiexec, median_time
 from nclx.dap.distarray import DistArray
 from nclx.dap.halo import exchange_halos
@@ -65,12 +66,16 @@ def hand_written(comm, block, coords, grid, w):
     return run
 
 
-def main(argv=None):
+def _parser():
     ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_halo")
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--width", type=int, default=1)
-    ap.add_argument("--repeats", type=int, default=200)
-    args = ap.parse_args(argv)
+    ap.add_argument("--n", type=positive_int, default=2000)
+    ap.add_argument("--width", type=positive_int, default=1)
+    ap.add_argument("--repeats", type=positive_int, default=200)
+    return ap
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     from mpi4py import MPI   # optional dependency: the launcher runs without it
     comm = MPI.COMM_WORLD
     da = DistArray.from_shape((args.n, args.n), comm=comm, padding=[args.width] * 2)
@@ -96,8 +101,9 @@ def launch(argv):
     """``python -m nclx bench halo [--ranks 4] [bench options]``: run this
     module under mpiexec and print its table."""
     ap = argparse.ArgumentParser(prog="python -m nclx bench halo", add_help=True)
-    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--ranks", type=positive_int, default=4)
     known, rest = ap.parse_known_args(argv)
+    _parser().parse_args(rest)           # its errors before mpiexec starts the ranks
     mpiexec = find_mpiexec()
     if mpiexec is None:
         print("mpiexec not found: pip install 'nclx[mpi]'", file=sys.stderr)

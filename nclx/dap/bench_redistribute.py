@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 
+from nclx._cliargs import positive_int
 from nclx._timing import mpi_round, run_module_under_mpiexec, slowest_medians
 from nclx.dap.distarray import DistArray
 from nclx.dap.distribution import Distribution
@@ -201,12 +202,16 @@ def measure(comm, n, repeats):
     return results
 
 
-def main(argv=None):
+def _parser():
     ap = argparse.ArgumentParser(prog="python -m nclx.dap.bench_redistribute")
-    ap.add_argument("--n", type=int, default=2000)
-    ap.add_argument("--repeats", type=int, default=30)
+    ap.add_argument("--n", type=positive_int, default=2000)
+    ap.add_argument("--repeats", type=positive_int, default=30)
     ap.add_argument("--json", action="store_true", help="print one JSON line (rank 0)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
     from mpi4py import MPI   # optional dependency: the launcher runs without it
     comm = MPI.COMM_WORLD
     results = measure(comm, args.n, args.repeats)
@@ -232,8 +237,9 @@ def launch(argv, ranks=4):
 def cli(argv):
     """``python -m nclx bench redistribute [--ranks 4] [bench options]``."""
     ap = argparse.ArgumentParser(prog="python -m nclx bench redistribute")
-    ap.add_argument("--ranks", type=int, default=4)
+    ap.add_argument("--ranks", type=positive_int, default=4)
     known, rest = ap.parse_known_args(argv)
+    _parser().parse_args(rest)           # its errors before mpiexec starts the ranks
     try:
         print(launch(rest, known.ranks), end="")
     except (RuntimeError, subprocess.CalledProcessError) as exc:

@@ -1,0 +1,52 @@
+"""threadpoolctl sees nclx's thread team.
+
+nclx's team reads OpenMP's limit (``omp_get_max_threads()``), which
+``threadpool_limits(k, "openmp")`` lowers; but a limit that is not below
+OpenMP's default -- the core count, or ``OMP_NUM_THREADS`` -- looks like no
+limit at all, so ``threadpool_limits(2)`` on a 2-core machine left
+``nclx.set_num_threads(8)`` at 8 threads (review 23).  Here nclx registers a
+threadpoolctl controller of its own (user API "openmp", internal API
+"nclx"): every ``threadpool_limits`` that reaches OpenMP libraries sets
+nclx's thread count for its block and puts nclx's setting back after it.
+Registered at import where threadpoolctl (3.5 or later: ``register``) is
+installed; nclx does not depend on it.
+"""
+import importlib.util
+
+__all__ = ["register"]
+
+_registered = False
+
+
+def register():
+    """Register nclx's controller with threadpoolctl (once; False where
+    threadpoolctl is missing or too old)."""
+    global _registered
+    if _registered:
+        return True
+    if importlib.util.find_spec("threadpoolctl") is None:
+        return False
+    import threadpoolctl
+    if not hasattr(threadpoolctl, "register"):
+        return False
+    from nclx import _build_info
+    from nclx._ncl import team
+
+    class NclxTeam(threadpoolctl.LibController):
+        """nclx's thread team (found as nclx/_ncl/team's extension module)."""
+        user_api = "openmp"
+        internal_api = "nclx"
+        filename_prefixes = ("team.cpython",)
+
+        def get_num_threads(self):
+            return team.get_setting()           # what the block's end restores
+
+        def set_num_threads(self, num_threads):
+            team.set_num_threads(min(max(int(num_threads), 1), 64))
+
+        def get_version(self):
+            return _build_info.VERSION
+
+    threadpoolctl.register(NclxTeam)
+    _registered = True
+    return True

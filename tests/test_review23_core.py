@@ -1,0 +1,187 @@
+"""Review 23: install(), config, threads and the command line.
+
+Each test failed before its fix (run against the previous code):
+- ``with nclx.config(...)`` blocks of two threads leaving out of order left
+  ``reassociate=True`` on after both ended (products reassociated);
+- ``threadpool_limits(k)`` capped nclx only where k was below OpenMP's
+  default thread count; ``get_num_threads()`` ignored ``OMP_THREAD_LIMIT``;
+- ``calibrate()``, ``install(python_funnel=)``, ``set_threshold``,
+  ``subsystem_of``, ``register_c`` and pickling a Handle took bad arguments
+  or failed with messages that named no argument;
+- ``config()`` re-read ``NCLX_ISA`` (the ISA of a child's environment);
+- a failed ``import nclx`` left ``GOMP_SPINCOUNT`` in the environment;
+- ``python -m nclx bench`` took ``--repeats 0`` and ``--sizes -5`` to a
+  traceback, ``bench halo --ranks 0`` to mpiexec.
+"""
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import nclx
+from nclx import hooks
+from conftest import run_script
+
+
+def test_config_blocks_of_two_threads_leaving_out_of_order():
+    before = nclx.config()["settings"]["reassociate"]
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        with nclx.config(reassociate=True):
+            a_in.set()
+            b_in.wait(10)
+        a_out.set()
+
+    def second():
+        a_in.wait(10)
+        with nclx.config(reassociate=False):
+            b_in.set()
+            a_out.wait(10)
+            # the later block's value stands while it is open
+            seen.append(nclx.config()["settings"]["reassociate"])
+
+    seen = []
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert seen == [False]
+    assert nclx.config()["settings"]["reassociate"] is before is False
+
+
+def test_config_blocks_nested_in_one_thread_restore_in_order():
+    with nclx.config(reassociate=True):
+        with nclx.config(reassociate=False):
+            assert nclx.config()["settings"]["reassociate"] is False
+        assert nclx.config()["settings"]["reassociate"] is True
+    assert nclx.config()["settings"]["reassociate"] is False
+    cap = nclx.config()["settings"]["recycle_cap"]
+    with nclx.config(recycle_cap=1 << 20):
+        assert nclx.config()["settings"]["recycle_cap"] == 1 << 20
+    assert nclx.config()["settings"]["recycle_cap"] == cap
+
+
+def test_threadpool_limits_at_or_above_openmps_default_caps_nclx():
+    threadpoolctl = pytest.importorskip(
+        "threadpoolctl", reason="threadpoolctl (tools/requirements-test.txt) is not installed")
+    if not hasattr(threadpoolctl, "register"):
+        pytest.skip("threadpoolctl older than 3.5 has no register(): not capped this way")
+    default = nclx.config()["max_threads"]          # OpenMP's count at import
+    old = nclx.get_num_threads()
+    try:
+        for k in (default, default + 1):
+            nclx.set_num_threads(k + 2)
+            with threadpoolctl.threadpool_limits(k, "openmp"):
+                assert nclx.get_num_threads() == k
+            assert nclx.get_num_threads() == k + 2
+        with threadpoolctl.threadpool_limits(1):
+            assert nclx.get_num_threads() == 1
+        info = [i for i in threadpoolctl.threadpool_info() if i["internal_api"] == "nclx"]
+        assert len(info) == 1 and info[0]["num_threads"] == nclx.get_num_threads()
+    finally:
+        nclx.set_num_threads(old)
+
+
+def test_get_num_threads_follows_omp_thread_limit():
+    out = subprocess.run(
+        [sys.executable, "-c", "import nclx; nclx.set_num_threads(4); print(nclx.get_num_threads())"],
+        env={**os.environ, "OMP_THREAD_LIMIT": "1"}, capture_output=True, text=True, cwd="/",
+        timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "1"
+
+
+@pytest.mark.parametrize("kw, error, words", [
+    (dict(reps=0), ValueError, "calibrate(reps=...) must be in [1, 1000], not 0"),
+    (dict(small=-10), ValueError, "calibrate(small=...)"),
+    (dict(chunk=0), ValueError, "calibrate(chunk=...)"),
+    (dict(small="x"), TypeError, "calibrate(small=...) must be an integer, not str"),
+    (dict(reps=2 ** 40), ValueError, "calibrate(reps=...)"),
+    (dict(thresholds="yes"), TypeError, "calibrate(thresholds=...)"),
+])
+def test_calibrate_refuses_bad_arguments_before_measuring(kw, error, words):
+    with pytest.raises(error) as info:
+        nclx.calibrate(**kw)
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["no", "False", [0], 0.5, 1])
+def test_python_funnel_takes_a_bool(value):
+    with pytest.raises(TypeError, match=r"install\(python_funnel=...\) takes True or False"):
+        nclx.install(python_funnel=value)
+    assert not nclx.is_installed()
+    with pytest.raises(TypeError, match=r"installed\(python_funnel=...\) takes True or False"):
+        with nclx.installed(python_funnel=np.ones(3) if value == 1 else value):
+            pass
+    assert not nclx.is_installed()
+
+
+def test_argument_messages_name_the_argument():
+    with pytest.raises(TypeError, match=r"set_threshold\(kind=...\) takes a name"):
+        nclx.set_threshold(1000, kind=["reduce"])
+    with pytest.raises(TypeError, match=r"set_threshold\(op=...\) takes a name"):
+        nclx.set_threshold(1000, op=3)
+    with pytest.raises(TypeError, match=r"get_threshold\(kind=...\) takes a name"):
+        nclx.get_threshold(kind=np.array(["a", "b"]))
+    with pytest.raises(TypeError, match="subsystem_of takes a NumPy ufunc, not int"):
+        hooks.subsystem_of(5)
+    with pytest.raises(ValueError, match=r"register_c\(fn_address=...\) must be an address"):
+        hooks.register_c("funnel", "binary", -1, name="r23")
+    with pytest.raises(TypeError, match=r"register_c\(data_address=...\) takes an int"):
+        hooks.register_c("funnel", "binary", 1, "x", name="r23")
+    h = hooks.register("funnel", "binary", lambda c: c.next(), name="r23")
+    try:
+        with pytest.raises(TypeError, match="a hook Handle cannot be pickled"):
+            pickle.dumps(h)
+    finally:
+        h.remove()
+
+
+def test_config_names_the_isa_chosen_at_import(monkeypatch):
+    chosen = nclx.config()["isa_selected"]
+    monkeypatch.setenv("NCLX_ISA", "baseline" if chosen != "baseline" else "no-such-isa")
+    assert nclx.config()["isa_selected"] == chosen
+    nclx.show_config()
+
+
+def test_a_failed_import_leaves_the_environment_as_it_was():
+    proc = run_script("""
+import os, subprocess, sys
+os.environ.pop("GOMP_SPINCOUNT", None)
+os.environ["NCLX_NUM_THREADS"] = "lots"
+try:
+    import nclx
+    print("imported")
+except ValueError:
+    pass
+print(os.environ.get("GOMP_SPINCOUNT"))
+del os.environ["NCLX_NUM_THREADS"]
+import nclx
+print(nclx._ompenv.applied())
+""", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.split()
+    assert lines[0] == "None", proc.stdout
+    assert lines[1] in ("10000", "the", "libgomp"), proc.stdout   # what was decided first
+
+
+@pytest.mark.parametrize("args, words", [
+    (["bench", "--quick", "--sizes", "-5"], "argument --sizes: '-5': must be at least 0"),
+    (["bench", "--quick", "--repeats", "0"], "argument --repeats: '0': must be at least 1"),
+    (["bench", "--quick", "--budget", "nan"], "argument --budget: 'nan'"),
+    (["bench", "halo", "--ranks", "0"], "argument --ranks: '0': must be at least 1"),
+    (["bench", "redistribute", "--ranks", "-1"], "argument --ranks: '-1': must be at least 1"),
+    (["bench", "halo", "--n", "-3"], "argument --n: '-3': must be at least 1"),
+])
+def test_bench_command_line_refuses_bad_numbers(args, words):
+    out = subprocess.run([sys.executable, "-m", "nclx", *args], capture_output=True, text=True,
+                         cwd="/", timeout=120, stdin=subprocess.DEVNULL)
+    assert out.returncode == 2, (out.returncode, out.stdout[-1000:], out.stderr[-1000:])
+    assert words in out.stderr, out.stderr[-1000:]
+    assert "Traceback" not in out.stderr
