@@ -29,8 +29,10 @@ def register():
     import threadpoolctl
     if not hasattr(threadpoolctl, "register"):
         return False
+    # here, not at the top: nclx imports this module before libgomp may load
+    # (nclx._ompenv), and team links it
     from nclx import _build_info
-    from nclx._ncl import team
+    from nclx._ncl import team        # (the same reason)
 
     class NclxTeam(threadpoolctl.LibController):
         """nclx's thread team (found as nclx/_ncl/team's extension module)."""
