@@ -58,6 +58,14 @@ class ComputeMixin:
         """Number of values (not missing) in every list."""
         return self._reduce("count", axis, None)
 
+    def _check_lists(self):
+        """ValueError naming the first list, at any level, whose offsets
+        leave its values or run backwards (offsets taken on trust)."""
+        level = self
+        while isinstance(level, ComputeMixin):
+            check_lists(level._offsets, len(level._values))
+            level = level._values
+
     def _reduce(self, name, axis, dtype):
         """Per-list ``name`` (``axis=-1``: one result per list, a Ragged of
         them for nested lists) or over everything (``axis=None``)."""
@@ -69,6 +77,10 @@ class ComputeMixin:
             raise TypeError(f"{name} of a Ragged of {self.dtype}: no arithmetic for these "
                             "values (count works on any)")
         if axis is None:
+            # every list of every level, as axis=-1's kernels check theirs
+            # (before, only the window's ends: trusted offsets 0, 5, 2 over 3
+            # values summed to 1.0; review 23)
+            self._check_lists()
             r = self if self._validity is None else self.take(np.flatnonzero(self.valid()))
             values = r.window()[0]
             while isinstance(values, ComputeMixin):
@@ -151,8 +163,8 @@ class _Elementwise:
         first = raggeds[0]
         for r in raggeds[1:]:
             if not compute.same_lengths(first.offsets, r.offsets):
-                raise ValueError(f"{name}: Ragged operands with different list lengths "
-                                 f"({len(first)} and {len(r)} lists, or lengths that differ)")
+                raise ValueError(f"{name}: Ragged operands with different list lengths: "
+                                 f"{compute.first_difference(first.offsets, r.offsets)}")
             if (r.encoding is None) != (first.encoding is None):
                 raise TypeError(f"{name}: cannot combine a string Ragged with numbers")
         for x in inputs:

@@ -12,4 +12,5 @@ def segment_reduce(
     empty: npt.NDArray[np.uint8] | None = None,
     identity: object = None,
     threads: int = 1,
+    flags: list[int] | None = None,
 ) -> bool: ...

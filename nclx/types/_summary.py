@@ -55,9 +55,11 @@ def _list(r, i, kind):
         if not (int(r.validity[bit >> 3]) >> (bit & 7)) & 1:
             return None
     a, b = int(r.offsets[i]), int(r.offsets[i + 1])
-    # a view (slicing clips trusted offsets; a negative one is clipped to 0
-    # rather than wrapped into other lists' values: a repr never fails)
-    item = r.values[max(a, 0):max(b, 0)]
+    if a < 0 or b < a or b > len(r.values):
+        # offsets taken on trust that r[i] refuses: shown as such, never a
+        # made-up list (before, clipped: [] for -3..2; review 23)
+        return _Shown(f"<list {i}: offsets {a}..{b} invalid>")
+    item = r.values[a:b]
     if r.encoding is not None:
         return _text(item, r.encoding)
     return _sequence(item, kind)

@@ -19,6 +19,8 @@ object stay at the same address while the object lives and its layout
 (shape, strides, dtype, data pointer) is unchanged; a layout changed in
 place gets new structures.
 """
+import array
+import mmap
 import sys
 import threading
 import weakref
@@ -44,30 +46,41 @@ __all__ = ["arrmeta", "arrmeta_struct_of", "arrmeta_address_of", "data_address_o
 
 # ------------------------------------------------------------- the tree
 def _owner(a):
-    """(owner object, block start address, block size) of ndarray ``a``."""
-    base = a
+    """(owner object, block start address, block size, the ndarray over a
+    non-array owner or None) of ndarray ``a``."""
+    base, over = a, None
     while isinstance(base, np.ndarray) and base.base is not None:
-        base = base.base
+        over, base = base, base.base
     if isinstance(base, np.ndarray):
-        return base, base.__array_interface__["data"][0], base.nbytes
+        return base, base.__array_interface__["data"][0], base.nbytes, None
     try:
         mv = memoryview(base)
         ptr = np.frombuffer(mv, dtype=np.uint8).__array_interface__["data"][0] if mv.nbytes else 0
-        return base, ptr, mv.nbytes
+        return base, ptr, mv.nbytes, over
     except (TypeError, ValueError):
         # the elements' own extent, strides and their signs included (before
         # review 21, nbytes from the first element: a padded or reversed view
         # of a storage reached past its block)
         if a.size == 0:
-            return base, a.__array_interface__["data"][0], 0
+            return base, a.__array_interface__["data"][0], 0, None
         lo, hi = byte_bounds(a)
-        return base, lo, hi - lo
+        return base, lo, hi - lo, None
+
+
+#: buffer objects whose memory moves or goes while no export is held
+_RESIZABLE = (bytearray, array.array, mmap.mmap)
 
 
 def _block(a, holder):
-    owner, start, size = _owner(a)
+    owner, start, size, over = _owner(a)
     # a block owned by the array itself is not referenced (no cycle through the cache)
     keep = None if owner is holder else owner
+    if over is not None and over is not holder and keep is not None and \
+            isinstance(owner, _RESIZABLE):
+        # the ndarray over a buffer object holds its export: a bytearray
+        # cannot be resized under the tree (before, the bytearray alone was
+        # kept: resized, the tree pointed at freed memory; review 23)
+        keep = over
     return MemoryBlock("external" if keep is not None else "pod", start, size, keep)
 
 
@@ -162,6 +175,15 @@ def _target(x):
         if overrun is not None:
             raise ValueError(f"arrmeta: {overrun}")
         arr = np.asarray(x)
+        data = x.__array_interface__.get("data")
+        if data is not None and not isinstance(data, tuple) and arr.size:
+            # NumPy takes a buffer object's pointer and lets the export go: a
+            # bytearray could be resized under the tree (review 23).  The
+            # same elements, over an array that holds the export
+            held = np.frombuffer(data, dtype=np.uint8)
+            start = arr.__array_interface__["data"][0] - held.__array_interface__["data"][0]
+            arr = np.ndarray(arr.shape, arr.dtype, buffer=held, offset=start,
+                             strides=arr.strides)
         dtype = interface_dtype(x.__array_interface__)
         if arr.dtype != dtype and arr.dtype.itemsize == dtype.itemsize:
             arr = arr.view(dtype)          # an aligned record's padding, as exported
@@ -173,6 +195,9 @@ def _build(x):
     t = _target(x)
     holder = x
     if isinstance(t, Ragged):
+        # offsets taken on trust: each list checked before a tree reads them
+        # (before, lists 10**9 past 3 values described; review 23)
+        t._check_lists()
         offs = t.offsets
         root = FixedDimMeta(len(t), offs.strides[0], _ragged_element(t, holder))
         writeable = _writeable(t)
@@ -181,8 +206,10 @@ def _build(x):
         root = _ndarray_dims(t, holder)
         writeable = t.flags.writeable
         data, data_block = t.__array_interface__["data"][0], _block(np.ma.getdata(t), holder)
-    if not (type(x).__module__ or "").startswith(("numpy", "nclx")):
-        writeable = False     # pyarrow and awkward data are immutable
+    if (type(x).__module__ or "").startswith(("pyarrow", "awkward")):
+        # pyarrow and awkward data are immutable; another exporter's follows
+        # its array (before, every foreign exporter was immutable; review 23)
+        writeable = False
     flags = READ | (WRITE if writeable else IMMUTABLE)
     return Arrmeta(typeof(x), flags, data, data_block, root)
 
@@ -229,7 +256,16 @@ def _layout(x):
     if hasattr(type(x), "__gt_data_interface__") or not declares(x, "__array_interface__"):
         return None
     iface = x.__array_interface__
-    return tuple(repr(iface.get(k)) for k in ("shape", "strides", "typestr", "descr", "data"))
+    data = iface.get("data")
+    if not isinstance(data, tuple):
+        # a buffer object: its identity and size (before, its repr: a 50 MiB
+        # bytearray took 2 s a call; review 23)
+        try:
+            size = memoryview(data).nbytes
+        except TypeError:
+            size = None
+        data = (id(data), type(data).__name__, size)
+    return tuple(repr(iface.get(k)) for k in ("shape", "strides", "typestr", "descr")) + (data,)
 
 
 def arrmeta(x):

@@ -12,12 +12,14 @@ Reductions go through nclx's kernels (``nclx.types._segments`` and
 """
 import numpy as np
 
-from nclx import aware
+from nclx import _callsite, aware
+from nclx._ncl.blockexec import give_fp_errors
 from nclx.types import _bits
 from nclx.types import _segments
 from nclx.types._offsets import check_lists
 
-__all__ = ["REDUCTIONS", "PARALLEL_MIN_VALUES", "same_lengths", "combine_validity",
+__all__ = ["REDUCTIONS", "PARALLEL_MIN_VALUES", "same_lengths", "first_difference",
+           "combine_validity",
            "segment_reduce", "reduce_fixed", "reduce_flat", "mask_missing", "values_equal"]
 
 #: per-list reduction name -> NumPy's ufunc of it
@@ -38,6 +40,16 @@ def same_lengths(offsets_a, offsets_b):
     if len(offsets_a) != len(offsets_b):
         return False
     return bool(np.array_equal(np.diff(offsets_a), np.diff(offsets_b)))
+
+
+def first_difference(offsets_a, offsets_b):
+    """Where two offsets buffers' lists first differ, in words (the error
+    of :func:`same_lengths`' False; before review 23 it named no list)."""
+    if len(offsets_a) != len(offsets_b):
+        return f"{len(offsets_a) - 1} lists and {len(offsets_b) - 1} lists"
+    la, lb = np.diff(offsets_a), np.diff(offsets_b)
+    i = int(np.argmax(la != lb))
+    return f"list {i} has {int(la[i])} values and {int(lb[i])} values"
 
 
 def combine_validity(parts):
@@ -128,6 +140,35 @@ def segment_reduce(name, values, offsets, dtype=None):
     return np.ma.masked_array(out, mask=m.copy())
 
 
+#: values cast at a time where an integer sum or product widens (int8 -> int64)
+_CAST_CHUNK = 1 << 20
+
+
+def _widened_in_chunks(ufunc, values, offsets, dtype, identity):
+    """Integer sums and products into a wider dtype, the values cast a chunk
+    of lists at a time (before, every value was copied to the wide dtype
+    first: 8 bytes an int8, a 16 GiB temporary for one list of 2**31;
+    review 23); a list longer than a chunk is reduced by NumPy's buffered
+    cast in pieces.  Integer arithmetic wraps the same in any grouping:
+    no bit changes."""
+    check_lists(offsets, len(values))          # the pieces' offsets are shifted
+    n = len(offsets) - 1
+    out = np.empty(n, dtype=dtype)
+    name = ufunc.__name__
+    i = 0
+    while i < n:
+        a = int(offsets[i])
+        j = min(max(int(np.searchsorted(offsets, a + _CAST_CHUNK, side="right")) - 1, i + 1), n)
+        b = int(offsets[j])
+        if j == i + 1 and b - a > _CAST_CHUNK:
+            out[i] = aware.nclx_ufunc(ufunc).reduce(values[a:b], dtype=dtype)
+        else:
+            _segments.segment_reduce(name, values[a:b].astype(dtype), offsets[i:j + 1] - a,
+                                     out[i:j], None, identity)
+        i = j
+    return out
+
+
 def _reduce_segments(ufunc, values, offsets, dtype, empty):
     """One result per list, empty lists given the identity (sum/prod) or 0
     (max/min) and flagged in ``empty``.  1-D native values: nclx's segment
@@ -140,6 +181,9 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     # (np.zeros: a datetime64 has no dtype.type(0) without a unit)
     identity = aware.start_value(name, dtype) if empty is None else np.zeros((), dtype)[()]
     if values.ndim == 1 and values.dtype.isnative and dtype.kind != "b":
+        if values.dtype != dtype and len(values) > _CAST_CHUNK and \
+                values.dtype.kind in "biu" and dtype.kind in "iu":
+            return _widened_in_chunks(ufunc, values, offsets, dtype, identity)
         vals = values if values.dtype == dtype else values.astype(dtype)
         out = np.empty(n, dtype=dtype)
         # the kernels read typed C pointers: aligned values, whole-item strides
@@ -149,7 +193,14 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
             # the core's thread team, lists split in contiguous slices (each
             # list reduced whole by one thread: the split changes no bit)
             threads = 1 if len(vals) < PARALLEL_MIN_VALUES else n
-            _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads)
+            flags = []
+            _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads,
+                                     flags=flags)
+            if flags[0] and dtype.kind in "fc" and name in ("add", "multiply"):
+                # (maximum/minimum: NumPy's loops report no flag of their
+                # comparisons with NaN)
+                # NumPy's report of per-row reductions, from the caller's line
+                _callsite.call(give_fp_errors, (b"reduce", flags[0]), {})
             return out
     # offsets taken on trust: reduceat reads list i up to the next list's
     # start, so a list that runs backwards or leaves the values would be

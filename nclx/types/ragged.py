@@ -248,6 +248,8 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
         a, b = self, other
         if not isinstance(b, Ragged):
             return False
+        a._check_lists()            # trusted offsets: refused, not compared (review 23)
+        b._check_lists()
         if len(a) != len(b) or a._encoding != b._encoding or str(a.type) != str(b.type):
             return False
         va, vb = a.valid(), b.valid()

@@ -159,6 +159,10 @@ class _Buffers:
             raise ValueError("no buffer given to size the strided dimension from")
         buf = self.items[self.i]
         nbytes = buf.nbytes if isinstance(buf, np.ndarray) else memoryview(buf).nbytes
+        if itemsize and nbytes % itemsize:
+            # (before, the partial element was dropped silently; review 23)
+            raise ValueError(f"buffer {self.i}: {nbytes} bytes is not a whole number of "
+                             f"the strided dimension's {itemsize}-byte elements")
         return nbytes // itemsize if itemsize else 0
 
 

@@ -17,7 +17,7 @@ LAYERS = [
     {"debug"},
 ]
 #: what nclx.types may use from outside itself: the layers under the subpackages
-BELOW = ("nclx.errors", "nclx.aware", "nclx._ncl")
+BELOW = ("nclx.errors", "nclx.aware", "nclx._ncl", "nclx._callsite")   # _callsite: a leaf (review 23)
 #: function-local imports of nclx modules, each with its reason
 LATE = {("typeof", "nclx.types._arrow_types")}   # imports pyarrow (optional) at its top
 
