@@ -110,6 +110,12 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
         self._vbit = int(validity_offset)
         self._encoding = encoding
 
+    def __reduce__(self):
+        # every pickle protocol (0 and 1 refused __slots__ before; review
+        # 23); the offsets are checked again on load (a pickle is input)
+        return (_rebuilt, (type(self), self._offsets, self._values, self._validity,
+                           self._vbit, self._encoding))
+
     @classmethod
     def _trusted(cls, offsets, values, validity=None, vbit=0, encoding=None):
         self = cls.__new__(cls)
@@ -266,3 +272,8 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
         return compute.values_equal(xa, xb)
 
     __hash__ = None
+
+
+def _rebuilt(cls, offsets, values, validity, vbit, encoding):
+    """A pickled Ragged (or subclass) again, its offsets validated."""
+    return cls(offsets, values, validity, encoding=encoding, validity_offset=vbit)

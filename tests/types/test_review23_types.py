@@ -160,3 +160,16 @@ def test_widening_sums_cast_a_chunk_at_a_time(dtype):
     got = r.prod(axis=-1)
     want = np.array([np.prod(v[a:b], dtype=want.dtype) for a, b in zip(offs[:-1], offs[1:])])
     assert got.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_pickle_every_protocol_and_validated_on_load(protocol):
+    import pickle
+    r = from_list([[1.0, 2.0], None, [], [3.0]])
+    back = pickle.loads(pickle.dumps(r, protocol=protocol))
+    assert back.equals(r) and back.to_list() == r.to_list()
+    s = from_list([["a", "bc"], []])
+    assert pickle.loads(pickle.dumps(s, protocol=protocol)).to_list() == s.to_list()
+    bad = Ragged(np.array([0, 5, 2]), np.arange(3.0), validate=False)
+    with pytest.raises(ValueError):
+        pickle.loads(pickle.dumps(bad, protocol=protocol))
