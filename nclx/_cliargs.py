@@ -7,26 +7,24 @@ import math
 __all__ = ["positive_int", "non_negative_int", "positive_float"]
 
 
-def positive_int(text):
-    """An int >= 1."""
+def _int_at_least(text, low):
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 1")
+    if v < low:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be at least {low}")
     return v
+
+
+def positive_int(text):
+    """An int >= 1."""
+    return _int_at_least(text, 1)
 
 
 def non_negative_int(text):
     """An int >= 0."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be at least 0")
-    return v
+    return _int_at_least(text, 0)
 
 
 def positive_float(text):
