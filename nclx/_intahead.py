@@ -37,17 +37,38 @@ class _Stop(NclxError):
 
 
 def grows(op, x, y):
-    """The bits (about) of ``x op y`` when it would pass INT_BITS, else 0."""
+    """The bits of ``x op y`` when it would pass INT_BITS, else 0: exact
+    near the limit (an estimate within 64 bits of it is settled by
+    computing the value, at most INT_BITS + 64 bits: before, a product of
+    exactly 2**20 bits was refused), an integer estimate far from it (no
+    float: ``3 ** 2**1024`` overflowed log2's product, was taken for
+    "Python raises here" and ran unguarded, for ever; review 23)."""
     if not (isinstance(x, int) and isinstance(y, int)) or op not in GROWING:
         return 0
     if op is ast.Mult:
-        bits = x.bit_length() + y.bit_length() if x and y else 0
+        if not (x and y):
+            return 0
+        bits = x.bit_length() + y.bit_length()          # the value's, or one more
     elif op is ast.Pow:
-        # y * log2|x| (before, (bit_length - 1) * y: 3**60000 passed, 2**65536 not)
-        bits = int(y * math.log2(abs(x))) + 1 if y > 0 and abs(x) > 1 else 0
-    else:
+        ax = abs(x)
+        if y <= 0 or ax <= 1:
+            return 0
+        low = (ax.bit_length() - 1) * y + 1             # 2**(bl - 1) <= |x|: at least
+        if low > INT_BITS + _NEAR:
+            return low
+        bits = int(y * math.log2(ax)) + 1               # small here: no float overflow
+    else:                                               # <<: exact
         bits = x.bit_length() + y if y >= 0 and x else 0
-    return bits if bits > INT_BITS else 0
+        return bits if bits > INT_BITS else 0
+    if bits > INT_BITS + _NEAR:
+        return bits
+    if bits < INT_BITS - _NEAR:
+        return 0
+    exact = OPS[op](x, y).bit_length()                   # near the limit: settled
+    return exact if exact > INT_BITS else 0
+
+
+_NEAR = 64
 
 
 def _value(node, operands):

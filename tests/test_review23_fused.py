@@ -112,3 +112,49 @@ def test_messages_name_the_construct_and_its_ast_type(ex, words):
     with pytest.raises(SyntaxError) as info:
         nclx.evaluate(ex, {"a": A, "b": A}, {})
     assert words in str(info.value), str(info.value)
+
+
+# -- review 23b: the integer limit's estimate ------------------------------------
+
+_HANG = """
+import faulthandler, json, sys, time
+import numpy as np, nclx
+faulthandler.dump_traceback_later(30, exit=True)
+ia = np.arange(5)
+out = []
+for ex in {cases!r}:
+    t = time.perf_counter()
+    try:
+        nclx.evaluate(ex, {{"ia": ia}}, {{}})
+        out.append(["no error", time.perf_counter() - t])
+    except OverflowError as exc:
+        out.append(["OverflowError", time.perf_counter() - t])
+print(json.dumps(out))
+"""
+
+
+def test_powers_past_a_floats_range_raise_at_once():
+    """``3 ** 2**1024``: log2's product overflowed a float, the step was
+    taken for one Python raises at, and Python's power ran (a hang)."""
+    cases = ["ia + 3 ** (2**1024)", "ia + (10**400) ** (10**400)",
+             "(2**2000) ** (10**310) + ia", "ia + 5 ** (2**1023)"]
+    import json
+    done = run_script(_HANG.format(cases=cases), timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [k for k, _ in got] == ["OverflowError"] * len(cases), got
+
+
+@pytest.mark.parametrize("ex, computed", [
+    ("(2**524288 * 2**524287 > 0) & (ia >= 0)", True),       # exactly 2**20 bits
+    ("((2**524288 - 1) ** 2 > 0) & (ia >= 0)", True),        # 2**20 bits
+    ("(2**524288 * 2**524288 > 0) & (ia >= 0)", False),      # 2**20 + 1 bits
+    ("((2**524288) ** 2 > 0) & (ia >= 0)", False),
+])
+def test_the_limit_is_exact(ex, computed):
+    ia = np.arange(5)
+    if computed:
+        assert nclx.evaluate(ex, {"ia": ia}, {}).tobytes() == eval(ex).tobytes()
+    else:
+        with pytest.raises(OverflowError, match="1,048,577 bits"):
+            nclx.evaluate(ex, {"ia": ia}, {})
