@@ -5,6 +5,7 @@ import os
 import platform
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -48,17 +49,21 @@ _SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate
 
 
 class Settings:
-    """Settings applied by :func:`nclx.config`; as a context manager it puts
-    the previous values back on exit.
+    """Settings applied by :func:`nclx.config` when it is called; as a
+    context manager it (again) applies them on entry and puts the previous
+    values back on exit.
 
     The settings are the process's (the kernels read them), so blocks of
-    several threads overlap: each key keeps the blocks open on it, in the
-    order they were entered.  A block leaving restores only what it set:
-    where a block entered after it is still open, that block's value stays;
-    the last one out puts back the value from before the first one in.
-    (Before, each block wrote back the value it had found: two threads'
-    blocks leaving out of order left ``reassociate=True`` on after both had
-    ended, and NumPy's products reassociated; review 23.)"""
+    several threads overlap.  Each key keeps the live Settings objects that
+    set it, in the order they were made, and the value from before the
+    first of them: a block leaving hands the key to the latest one still
+    live (made and not yet left: open, or made to be entered), or, the last
+    one out, back to that first value.  An object made and dropped without
+    a block (``nclx.config(x=...)``: "from now on") leaves the list when it
+    is collected.  (Before review 23, each block wrote back the value it
+    had found when it was made: two threads' blocks overlapping left
+    ``reassociate=True`` on after both had ended.)  A forked child keeps
+    only its own thread's blocks."""
 
     def __init__(self, changes):
         unknown = sorted(set(changes) - set(_SETTERS))
@@ -67,44 +72,78 @@ class Settings:
                             f"settings: {', '.join(_SETTERS)}")
         for k, v in changes.items():
             _SETTERS[k][2](k, v)
+        self.changes = dict(changes)
         with _lock:
             self.previous = {k: _SETTERS[k][0]() for k in changes}
+            self._track()
             for k, v in changes.items():
                 _SETTERS[k][1](v)
-        self.changes = dict(changes)
+
+    def _track(self):
+        me = weakref.ref(self, _collected)
+        self._thread = threading.get_ident()
+        for k in self.changes:
+            live = _live.setdefault(k, [])
+            if not live:
+                _before[k] = _SETTERS[k][0]()
+            live.append(me)
 
     def __enter__(self):
         with _lock:
+            if not any(r() is self for r in _live.get(next(iter(self.changes)), ())):
+                self.previous = {k: _SETTERS[k][0]() for k in self.changes}
+                self._track()               # entered again after leaving once
+            self._thread = threading.get_ident()
             for k, v in self.changes.items():
-                blocks = _open.setdefault(k, [])
-                if not blocks:
-                    _before[k] = self.previous[k]
-                blocks.append((self, v))
+                _SETTERS[k][1](v)
         return self
 
     def __exit__(self, *exc):
         with _lock:
-            for k in self.changes:
-                blocks = _open.get(k, [])
-                at = next((i for i, (b, _) in enumerate(blocks) if b is self), None)
-                if at is None:
-                    continue
-                del blocks[at]
-                if not blocks:
-                    _SETTERS[k][1](_before.pop(k))
-                    del _open[k]
-                elif at == len(blocks):          # it was the innermost open one
-                    _SETTERS[k][1](blocks[-1][1])
+            _leave(self)
         return False
 
     def __repr__(self):
         return f"<nclx settings {self.changes} (previous {self.previous})>"
 
 
+def _leave(block):
+    """``block`` leaves every key it set: a Settings that a block leaves
+    hands each key on; the dead reference to a collected one leaves the
+    values as they are.  (The lists change in place: a collection can run
+    this inside another call's update of them.)"""
+    for k, live in _live.items():
+        kept = [r for r in live if r is not block and r() is not block]
+        if len(kept) == len(live):
+            continue
+        live[:] = kept
+        if isinstance(block, Settings):
+            latest = next((r() for r in reversed(kept) if r() is not None), None)
+            _SETTERS[k][1](_before[k] if latest is None else latest.changes[k])
+
+
+def _collected(ref):
+    """A Settings made without a block (or never left) is gone: it leaves
+    the lists, its values stay ("from now on")."""
+    with _lock:
+        _leave(ref)
+
+
+def _forked_child():
+    """Blocks of threads that do not exist in the child end there."""
+    me = threading.get_ident()
+    for k, live in _live.items():
+        mine = [r for r in live if r() is not None and r()._thread == me]
+        if len(mine) != len(live):
+            _SETTERS[k][1](mine[-1]().changes[k] if mine else _before[k])
+            live[:] = mine
+
+
 _lock = threading.RLock()
 _forksafe.guard(sys.modules[__name__], "_lock")   # free in a fork's child
-_open = {}           # key -> [(block, value)] of the blocks open on it, in entry order
+_live = {}           # key -> weak references to the live Settings setting it, in order made
 _before = {}         # key -> its value before the first of them
+os.register_at_fork(after_in_child=_forked_child)
 
 
 def current():

@@ -185,3 +185,99 @@ def test_bench_command_line_refuses_bad_numbers(args, words):
     assert out.returncode == 2, (out.returncode, out.stdout[-1000:], out.stderr[-1000:])
     assert words in out.stderr, out.stderr[-1000:]
     assert "Traceback" not in out.stderr
+
+
+# -- review 23b: config blocks, again ---------------------------------------------
+
+def _reassociate():
+    return nclx.config()["settings"]["reassociate"]
+
+
+def test_config_block_reused_and_blocks_made_before_entry():
+    s = nclx.config(reassociate=True)
+    with s:
+        pass
+    assert _reassociate() is False
+    with s:
+        assert _reassociate() is True            # applied on entry again
+    assert _reassociate() is False
+    a, b = nclx.config(reassociate=True), nclx.config(reassociate=False)
+    with b:
+        with a:
+            assert _reassociate() is True
+        assert _reassociate() is False
+    del a, b, s
+    assert _reassociate() is False
+
+
+def test_config_block_made_in_one_thread_entered_inside_anothers():
+    made, entered, a_in = threading.Event(), threading.Event(), threading.Event()
+
+    def first():
+        cm = nclx.config(reassociate=True)
+        made.set()
+        entered.wait(10)
+        with cm:
+            a_in.set()
+
+    def second():
+        made.wait(10)
+        with nclx.config(reassociate=True):
+            entered.set()
+            a_in.wait(10)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    assert _reassociate() is False
+
+
+def test_config_blocks_of_many_threads_leave_the_value_as_before():
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(5):
+            def work():
+                for _ in range(300):
+                    with nclx.config(reassociate=True):
+                        pass
+            threads = [threading.Thread(target=work) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            assert _reassociate() is False
+    finally:
+        sys.setswitchinterval(old)
+
+
+def test_a_forked_child_ends_the_blocks_of_other_threads():
+    proc = run_script("""
+import os, threading
+import nclx
+get = lambda: nclx.config()["settings"]["reassociate"]
+inside, done = threading.Event(), threading.Event()
+def hold():
+    with nclx.config(reassociate=True):
+        inside.set()
+        done.wait(20)
+t = threading.Thread(target=hold)
+t.start()
+inside.wait(20)
+pid = os.fork()
+if pid == 0:
+    seen = [get()]
+    with nclx.config(reassociate=True):
+        seen.append(get())
+    seen.append(get())
+    print(seen, flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+done.set()
+t.join()
+print(get())
+""", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[:2] == ["[False, True, False]", "False"], proc.stdout
