@@ -136,6 +136,11 @@ def call(f, args, kwargs):
     that line had called it (directly from here where there is none).
     About 1.5 us a call: no columns (finding the instruction's columns
     scans the caller's whole location table, 14 us in a module's code)."""
+    if sys.gettrace() is not None:
+        # a debugger (pdb) would see the stub as the caller's line run twice
+        # (a breakpoint there stopped twice; review 23): warnings then name
+        # nclx's line
+        return f(*args, **kwargs)
     frame = outside(sys._getframe(1))
     if frame is None:
         return f(*args, **kwargs)
@@ -147,7 +152,18 @@ def call(f, args, kwargs):
         if len(_calls) >= _MAX:
             _calls.clear()
         _calls[key] = stub
-    return types.FunctionType(stub, frame.f_globals, key[2])(f, args, kwargs)
+    try:
+        return types.FunctionType(stub, frame.f_globals, key[2])(f, args, kwargs)
+    except BaseException as exc:
+        # the stub's entry cut from the traceback: the caller's line once,
+        # as for an ndarray (before, listed twice; review 23)
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_next is not None:
+            if tb.tb_next.tb_frame.f_code is stub:
+                tb.tb_next = tb.tb_next.tb_next
+                break
+            tb = tb.tb_next
+        raise
 
 
 def warn(message, category=UserWarning):

@@ -85,3 +85,31 @@ def test_call_runs_from_the_caller_with_no_frame_outside():
     from nclx import _callsite
     assert _callsite.call(np.add, (1, 2), {}) == 3
     assert _callsite.call(lambda *a, **k: (a, k), (1,), {"b": 2}) == ((1,), {"b": 2})
+
+
+# -- review 23b: the stub frame stays out of sight --------------------------------
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if k != "ndarray"])
+def test_a_raising_call_lists_the_callers_line_once(kind):
+    import traceback
+    x = _kinds()[kind]()
+    with np.errstate(divide="raise"):
+        try:
+            x / 0
+        except FloatingPointError:
+            text = traceback.format_exc()
+    assert text.count(f'File "{__file__}"') == 1, text
+    assert text.count("x / 0") == 1, text
+
+
+def test_a_breakpoint_on_the_line_stops_once(tmp_path):
+    import subprocess
+    script = tmp_path / "user.py"
+    script.write_text("import numpy as np\nfrom nclx.hooks import NclxArray\n"
+                      "x = np.ones(4).view(NclxArray)\ny = x * 2\nprint('done', y.sum())\n")
+    cmds = f"b {script}:4\nc\nc\nq\n"   # (a finished program restarts: no third c)
+    out = subprocess.run([sys.executable, "-m", "pdb", str(script)], input=cmds,
+                         capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    stops = out.stdout.count(f"{script.name}(4)<module>()")
+    assert stops == 1, out.stdout[-3000:]
+    assert "done 8.0" in out.stdout
