@@ -285,7 +285,8 @@ def array_function(func, types, args, kwargs, default):
         result = _routed(func, args, kwargs)
         if result is not NotImplemented:
             return result
-    return default(func, types, args, kwargs)
+    # from the caller's line: NumPy's warnings (np.dot's) name it
+    return _callsite.call(default, (func, types, args, kwargs), {})
 
 
 def numpy_default(func, types, args, kwargs):
@@ -295,4 +296,4 @@ def numpy_default(func, types, args, kwargs):
     impl = getattr(func, "_implementation", None)
     if impl is None:
         return NotImplemented
-    return impl(*args, **kwargs)
+    return _callsite.call(impl, args, kwargs)     # (the same)

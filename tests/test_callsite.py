@@ -113,3 +113,26 @@ def test_a_breakpoint_on_the_line_stops_once(tmp_path):
     stops = out.stdout.count(f"{script.name}(4)<module>()")
     assert stops == 1, out.stdout[-3000:]
     assert "done 8.0" in out.stdout
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", ["dot", "inner", "norm"])
+def test_linear_algebra_warnings_name_the_callers_line(kind, name):
+    """np.dot/np.inner of NclxArray and storages named nclx/aware.py, a
+    DistArray's nclx/dap/functions/linalg.py; np.linalg.norm of a DistArray
+    gave no warning where NumPy says "overflow encountered in dot"."""
+    make = _kinds()[kind]
+    x = make() * 1e308 if kind != "ndarray" else np.full(4, 1e308)
+    fn = {"dot": lambda v: np.dot(v, v), "inner": lambda v: np.inner(v, v),
+          "norm": np.linalg.norm}[name]
+    with warnings.catch_warnings(record=True) as ref:
+        warnings.simplefilter("always")
+        fn(np.full(4, 1e308))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        fn(x)
+    assert [str(r.message) for r in w] == [str(r.message) for r in ref]
+    if name != "norm":              # (NumPy's own norm names its _linalg.py)
+        # the lambda's line, as for the ndarray
+        assert [(r.filename, r.lineno) for r in w] == [(r.filename, r.lineno) for r in ref]
+        assert all(r.filename == __file__ for r in w)

@@ -10,6 +10,7 @@ methods (``mean``) and the function registry (``nclx.dap.functions``).
 """
 import numpy as np
 
+from nclx import _callsite
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.fold import allreduce_agreed, raise_verdict
@@ -35,5 +36,5 @@ def agreed_flags(comm, fn, name, what):
         flags = verdict[4]
         # the flags are the step's, named below, not a reduction's
         raise_verdict(verdict[:4] + (0,), comm.Get_size(), comm.Get_rank(), what, error)
-    give_fp_errors(name.encode(), flags)
+    _callsite.call(give_fp_errors, (name.encode(), flags), {})
     return result

@@ -7,6 +7,7 @@ NumPy names them: into a value's ndarray (:func:`cast_into`,
 distribution, communicator and block only."""
 import numpy as np
 
+from nclx import _callsite
 from nclx._fpflags import recorded_flags
 from nclx._ncl.blockexec import give_fp_errors
 from nclx.dap.validate import DapError
@@ -23,7 +24,7 @@ def cast_into(out, value):
     if flags:
         # reported as NumPy's reduction reports them: "... encountered in
         # reduce", under the caller's errstate (a copy says "in cast")
-        give_fp_errors(b"reduce", flags)
+        _callsite.call(give_fp_errors, (b"reduce", flags), {})
 
 
 def divided_into(out, total, count, what, sqrt=False):
@@ -93,12 +94,12 @@ def blocks_into(out, result, what, count=None, quiet=False, nan_where=None, sqrt
             late = exc
     agreed = np.array(flags, np.int64)
     comm.Allreduce(_mpi().IN_PLACE, agreed, op=_mpi().BOR)
-    give_fp_errors(b"reduce", int(agreed[0]))
+    _callsite.call(give_fp_errors, (b"reduce", int(agreed[0])), {})
     if not quiet:
-        give_fp_errors(b"divide", int(agreed[1]))
+        _callsite.call(give_fp_errors, (b"divide", int(agreed[1])), {})
     if between is not None:
         between()
-    give_fp_errors(b"sqrt", int(agreed[2]))
+    _callsite.call(give_fp_errors, (b"sqrt", int(agreed[2])), {})
     if late is not None:
         raise late
     return out

@@ -44,7 +44,7 @@ def _sum_of_partials(da, compute, dtype, what, report=None):
         flags = verdict[4]
         raise_verdict(verdict[:4] + (0,), da.comm.Get_size(), da.comm.Get_rank(), what, error)
     if report is not None:
-        give_fp_errors(report.encode(), flags)
+        _callsite.call(give_fp_errors, (report.encode(), flags), {})
     return total[()]
 
 
@@ -226,7 +226,9 @@ def norm(x, ord=None, axis=None, keepdims=False):
                 r, i = o.real.ravel(), o.imag.ravel()
                 return np.dot(r, r) + np.dot(i, i)
             return np.dot(o.ravel(), o.ravel())
-        ret = np.sqrt(_sum_of_partials(x, local, o.real.dtype, "np.linalg.norm"))
+        # NumPy's x.dot(x) warns "overflow encountered in dot" (before
+        # review 23 nothing was reported here)
+        ret = np.sqrt(_sum_of_partials(x, local, o.real.dtype, "np.linalg.norm", "dot"))
         if keepdims and nd:                 # a 0-d array's norm stays a scalar (NumPy's)
             return np.asarray(ret).reshape((1,) * nd)
         return ret

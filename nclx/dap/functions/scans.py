@@ -22,6 +22,7 @@ that failed, or ranks that passed different arguments, raise on every rank.
 """
 import numpy as np
 
+from nclx import _callsite
 from nclx.dap.distarray import DistArray
 from nclx.dap.functions._layout import (agree_call, along_whole_axis, axis_comm, axis_of,
                                         check_permutation, from_owned)
@@ -83,7 +84,7 @@ def _scan_block(comm, owned, axis, ufunc, dtype, whole):
         # the flags are the scan's, named below, not a reduction's
         raise_verdict(verdict[:4] + (0,), whole.Get_size(), whole.Get_rank(),
                       f"np.{ufunc.__name__}.accumulate", error)
-    give_fp_errors(b"accumulate", flags)
+    _callsite.call(give_fp_errors, (b"accumulate", flags), {})
     return local
 
 
