@@ -12,6 +12,7 @@ Registered at import where threadpoolctl (3.5 or later: ``register``) is
 installed; nclx does not depend on it.
 """
 import importlib.util
+import os
 
 __all__ = ["register"]
 
@@ -40,11 +41,21 @@ def register():
         internal_api = "nclx"
         filename_prefixes = ("team.cpython",)
 
+        def set_additional_attributes(self):
+            # another library of that name is not nclx's team: listed by
+            # threadpoolctl, but never read or set (review 23)
+            self.ours = os.path.realpath(self.filepath or "") == os.path.realpath(team.__file__)
+            if not self.ours:
+                self.internal_api = "not nclx (a module named like nclx's team)"
+
         def get_num_threads(self):
-            return team.get_setting()           # what the block's end restores
+            # nclx's setting, which a block's end restores (get_num_threads()
+            # may give less: OMP_THREAD_LIMIT, a forked child)
+            return team.get_setting() if self.ours else None
 
         def set_num_threads(self, num_threads):
-            team.set_num_threads(min(max(int(num_threads), 1), 64))
+            if self.ours:
+                team.set_num_threads(min(max(int(num_threads), 1), 64))
 
         def get_version(self):
             return _build_info.VERSION

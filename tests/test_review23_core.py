@@ -281,3 +281,30 @@ print(get())
 """, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split("\n")[:2] == ["[False, True, False]", "False"], proc.stdout
+
+
+def test_threadpoolctl_leaves_a_foreign_module_named_team_alone(tmp_path):
+    threadpoolctl = pytest.importorskip(
+        "threadpoolctl", reason="threadpoolctl (tools/requirements-test.txt) is not installed")
+    if not hasattr(threadpoolctl, "register"):
+        pytest.skip("threadpoolctl older than 3.5 has no register(): no nclx controller")
+    import ctypes
+    import shutil
+    import sysconfig
+    import numpy._core._multiarray_tests as donor        # any shared library will do
+    fake = tmp_path / ("team" + sysconfig.get_config_var("EXT_SUFFIX"))
+    shutil.copy(donor.__file__, fake)
+    ctypes.CDLL(str(fake))
+    old = nclx.get_num_threads()
+    try:
+        nclx.set_num_threads(3)
+        info = [i for i in threadpoolctl.threadpool_info() if i["filepath"] and
+                os.path.basename(i["filepath"]).startswith("team.")]
+        ours = [i for i in info if i["internal_api"] == "nclx"]
+        assert len(ours) == 1 and ours[0]["num_threads"] == 3, info
+        assert all(i["num_threads"] is None for i in info if i["internal_api"] != "nclx"), info
+        with threadpoolctl.threadpool_limits(1):
+            assert nclx.get_num_threads() == 1
+        assert nclx.get_num_threads() == 3
+    finally:
+        nclx.set_num_threads(old)

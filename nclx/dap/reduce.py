@@ -250,9 +250,12 @@ def _extra(where, initial, dtype):
         return "" if mask == "all" else repr((mask, initial))
     try:
         with ignoring():
-            value = np.asarray(initial).astype(dtype, casting="unsafe").tobytes()
+            cast = np.asarray(initial).astype(dtype, casting="unsafe")
+        # the value as read, then its bytes (-0.0 and NaN payloads count): a
+        # mismatch's DapError shows it (before, bytes alone; review 23)
+        value = f"initial={cast[()]!r} [{cast.tobytes().hex()}]"
     except Exception:  # noqa: BLE001 - not castable: refused by the reduction itself
-        value = repr(initial)
+        value = f"initial={initial!r}"
     return repr((mask, value))
 
 

@@ -136,3 +136,15 @@ def test_halo_exchange_of_a_non_distarray_is_a_type_error():
     for obj in (np.zeros(3), [1.0, 2.0]):
         with pytest.raises(TypeError, match="halo exchange of a .*: it needs a DistArray"):
             dap.exchange_halos(obj)
+
+
+def test_mismatched_initial_is_shown_as_a_value():
+    """Before (review 23b): the cast value's raw bytes, b'\\x00...\\xf0?'."""
+    a = dap.DistArray.from_global(G, comm=comm)
+    kind, msg = error_of(lambda: np.max(a, initial=[1.0, -1e300, 7.5][rank % 3]))
+    if comm.size == 1:
+        collective_assert(kind == "ok", f"{kind}: {msg}")
+        return
+    ok = kind == "DapError" and "initial=np.float64(1.0)" in msg and \
+        "initial=np.float64(-1e+300)" in msg and "\\x" not in msg
+    collective_assert(ok, f"{kind}: {msg}")
