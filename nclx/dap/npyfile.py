@@ -34,7 +34,7 @@ from nclx.dap.npyagree import gather as _gather, local_error as _local_error, re
 from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes, open_file,
                                 other_file, read_header)
 from nclx.dap.agreekeys import layout_words
-from nclx.dap.redistribute import agree_quick, check_partition, layout_key
+from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
 __all__ = ["describe_save", "header_bytes", "read_header", "read_npy", "write_npy"]
@@ -255,9 +255,6 @@ def write_npy(comm, path, block, dist, what):
             raise FileNotFoundError(errno.ENOENT, "the path is empty", path)
         check_global_range(dist)
         check_covered(dist)
-        # an index held twice: which copy the file keeps would be MPI-IO's
-        # choice (before, written silently; gather refuses it; review 23)
-        check_partition(dist, "the elements to write")
         # on every rank (rank 0 writes it): np.save's warnings (dtype
         # metadata, format 2.0 or 3.0) on every rank, or their exception
         # under an 'error' filter, agreed below before the file is touched;
