@@ -1,11 +1,11 @@
 """Build and runtime configuration: ``nclx.show_config()``, and the runtime
 settings ``nclx.config(reassociate=True)`` changes."""
+import dis
 import operator
 import os
 import platform
 import sys
 import threading
-import weakref
 
 import numpy as np
 
@@ -49,23 +49,25 @@ _SETTERS = {"reassociate": (_threader.get_reassociate, _threader.set_reassociate
 
 
 class Settings:
-    """Settings applied by :func:`nclx.config` when it is called; as a
-    context manager it (again) applies them on entry and puts the previous
-    values back on exit.
+    """Settings :func:`nclx.config` changes.  Called as a statement it
+    applies them at once ("from now on"); made by a ``with`` statement (the
+    caller's next instruction enters it) they are applied on entry, as
+    ``np.errstate`` applies its modes, and the previous values come back on
+    exit.
 
     The settings are the process's (the kernels read them), so blocks of
-    several threads overlap.  Each key keeps the live Settings objects that
-    set it, in the order they were made, and the value from before the
-    first of them: a block leaving hands the key to the latest one still
-    live (made and not yet left: open, or made to be entered), or, the last
-    one out, back to that first value.  An object made and dropped without
-    a block (``nclx.config(x=...)``: "from now on") leaves the list when it
-    is collected.  (Before review 23, each block wrote back the value it
-    had found when it was made: two threads' blocks overlapping left
-    ``reassociate=True`` on after both had ended.)  A forked child keeps
-    only its own thread's blocks."""
+    several threads overlap.  Each key keeps the blocks open on it in the
+    order they were entered and the value from before the first of them:
+    a block leaving hands the key to the innermost block still open, or,
+    the last one out, back to that value.  (Before review 23, a block put
+    back what it had found when made: blocks of two threads leaving out of
+    order left ``reassociate=True`` on after both had ended; review 23b
+    found that applying at creation raced with other threads' entries, so
+    a ``with`` statement's object now applies on entry only.)  An object
+    entered again, or nested in itself, counts each entry.  A forked child
+    ends the blocks of the parent's other threads."""
 
-    def __init__(self, changes):
+    def __init__(self, changes, deferred=False):
         unknown = sorted(set(changes) - set(_SETTERS))
         if unknown:
             raise TypeError(f"unknown nclx setting(s) {', '.join(unknown)}; "
@@ -75,73 +77,79 @@ class Settings:
         self.changes = dict(changes)
         with _lock:
             self.previous = {k: _SETTERS[k][0]() for k in changes}
-            self._track()
-            for k, v in changes.items():
-                _SETTERS[k][1](v)
-
-    def _track(self):
-        me = weakref.ref(self, _collected)
-        self._thread = threading.get_ident()
-        for k in self.changes:
-            live = _live.setdefault(k, [])
-            if not live:
-                _before[k] = _SETTERS[k][0]()
-            live.append(me)
+            if not deferred:
+                for k, v in changes.items():
+                    _SETTERS[k][1](v)
 
     def __enter__(self):
+        me = threading.get_ident()
         with _lock:
-            if not any(r() is self for r in _live.get(next(iter(self.changes)), ())):
-                self.previous = {k: _SETTERS[k][0]() for k in self.changes}
-                self._track()               # entered again after leaving once
-            self._thread = threading.get_ident()
             for k, v in self.changes.items():
+                blocks = _open.setdefault(k, [])
+                if not blocks:
+                    _before[k] = _SETTERS[k][0]()
+                blocks.append((self, v, me))
                 _SETTERS[k][1](v)
         return self
 
     def __exit__(self, *exc):
         with _lock:
-            _leave(self)
+            for k in self.changes:
+                blocks = _open.get(k, [])
+                at = next((i for i in range(len(blocks) - 1, -1, -1) if blocks[i][0] is self),
+                          None)
+                if at is None:
+                    continue
+                del blocks[at]
+                if not blocks:
+                    _SETTERS[k][1](_before.pop(k))
+                elif at == len(blocks):          # it was the innermost open one
+                    _SETTERS[k][1](blocks[-1][1])
         return False
 
     def __repr__(self):
         return f"<nclx settings {self.changes} (previous {self.previous})>"
 
 
-def _leave(block):
-    """``block`` leaves every key it set: a Settings that a block leaves
-    hands each key on; the dead reference to a collected one leaves the
-    values as they are.  (The lists change in place: a collection can run
-    this inside another call's update of them.)"""
-    for k, live in _live.items():
-        kept = [r for r in live if r is not block and r() is not block]
-        if len(kept) == len(live):
-            continue
-        live[:] = kept
-        if isinstance(block, Settings):
-            latest = next((r() for r in reversed(kept) if r() is not None), None)
-            _SETTERS[k][1](_before[k] if latest is None else latest.changes[k])
-
-
-def _collected(ref):
-    """A Settings made without a block (or never left) is gone: it leaves
-    the lists, its values stay ("from now on")."""
-    with _lock:
-        _leave(ref)
-
-
 def _forked_child():
     """Blocks of threads that do not exist in the child end there."""
     me = threading.get_ident()
-    for k, live in _live.items():
-        mine = [r for r in live if r() is not None and r()._thread == me]
-        if len(mine) != len(live):
-            _SETTERS[k][1](mine[-1]().changes[k] if mine else _before[k])
-            live[:] = mine
+    for k, blocks in list(_open.items()):
+        mine = [b for b in blocks if b[2] == me]
+        if len(mine) == len(blocks):
+            continue
+        if mine:
+            _open[k] = mine
+            _SETTERS[k][1](mine[-1][1])
+        else:
+            del _open[k]
+            _SETTERS[k][1](_before.pop(k))
+
+
+_WITH = ("BEFORE_WITH", "SETUP_WITH")
+_entered = {}        # (code, offset) -> whether the instruction after it enters a with
+
+
+def _in_with(frame):
+    """Whether ``frame``'s current call is a ``with`` statement's manager
+    (the next instruction enters it; Python 3.14: COPY, then LOAD_SPECIAL)."""
+    if frame is None:
+        return False
+    key = (frame.f_code, frame.f_lasti)
+    hit = _entered.get(key)
+    if hit is None:
+        after = [i.opname for i in dis.get_instructions(frame.f_code)
+                 if i.offset > frame.f_lasti][:2]
+        hit = bool(after) and (after[0] in _WITH or after == ["COPY", "LOAD_SPECIAL"])
+        if len(_entered) > 256:
+            _entered.clear()
+        _entered[key] = hit
+    return hit
 
 
 _lock = threading.RLock()
 _forksafe.guard(sys.modules[__name__], "_lock")   # free in a fork's child
-_live = {}           # key -> weak references to the live Settings setting it, in order made
+_open = {}           # key -> [(block, value, thread)] of the open blocks, in entry order
 _before = {}         # key -> its value before the first of them
 os.register_at_fork(after_in_child=_forked_child)
 
@@ -174,7 +182,11 @@ def config(**settings):
         exactly, on NumPy's pairwise points).
     """
     if settings:
-        return Settings(settings)
+        try:
+            caller = sys._getframe(1)
+        except ValueError:                   # called from no Python frame
+            caller = None
+        return Settings(settings, deferred=_in_with(caller))
     isa_flags = dict(item.split("=", 1) for item in _build_info.ISA_FLAGS.split(";") if item)
     selected = _ufuncs.selected_isa()
     return {

@@ -17,6 +17,15 @@ import os
 __all__ = ["register"]
 
 _registered = False
+_paths = {}          # a library's path -> whether it is nclx's team module
+
+
+def _ours(path):
+    hit = _paths.get(path)
+    if hit is None:
+        from nclx._ncl import team       # (late: see register())
+        hit = _paths[path] = os.path.realpath(path or "") == os.path.realpath(team.__file__)
+    return hit
 
 
 def register():
@@ -44,21 +53,21 @@ def register():
         def set_additional_attributes(self):
             # another library of that name is not nclx's team: listed by
             # threadpoolctl, but never read or set (review 23)
-            self.ours = os.path.realpath(self.filepath or "") == os.path.realpath(team.__file__)
-            if not self.ours:
+            if not _ours(self.filepath):
                 self.internal_api = "not nclx (a module named like nclx's team)"
 
         def get_num_threads(self):
             # nclx's setting, which a block's end restores (get_num_threads()
-            # may give less: OMP_THREAD_LIMIT, a forked child)
-            return team.get_setting() if self.ours else None
+            # may give less: OMP_THREAD_LIMIT, a forked child); 1 for a
+            # foreign library (None broke get_original_num_threads())
+            return team.get_setting() if _ours(self.filepath) else 1
 
         def set_num_threads(self, num_threads):
-            if self.ours:
+            if _ours(self.filepath):
                 team.set_num_threads(min(max(int(num_threads), 1), 64))
 
         def get_version(self):
-            return _build_info.VERSION
+            return _build_info.VERSION if _ours(self.filepath) else None
 
     threadpoolctl.register(NclxTeam)
     _registered = True

@@ -136,3 +136,18 @@ def test_linear_algebra_warnings_name_the_callers_line(kind, name):
         # the lambda's line, as for the ndarray
         assert [(r.filename, r.lineno) for r in w] == [(r.filename, r.lineno) for r in ref]
         assert all(r.filename == __file__ for r in w)
+
+
+def test_storage_power_warns_at_the_callers_line():
+    """Review 23c: ``x ** 2`` and ``x **= 2`` of a storage (ndarray's fast
+    paths: square, sqrt, reciprocal) named nclx/storage/core.py."""
+    x = storage.as_storage(np.array([1e308, 2.0]))
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        first = sys._getframe().f_lineno + 1
+        x ** 2
+        x ** 3
+        x **= 2
+    assert [(r.filename, r.lineno - first) for r in w] == [(__file__, 0), (__file__, 1),
+                                                          (__file__, 2)], \
+        [(r.filename, r.lineno) for r in w]

@@ -194,12 +194,14 @@ def _reassociate():
 
 
 def test_config_block_reused_and_blocks_made_before_entry():
-    s = nclx.config(reassociate=True)
-    with s:
-        pass
-    assert _reassociate() is False
+    s = nclx.config(reassociate=True)            # a statement: from now on
+    assert _reassociate() is True
+    nclx.config(reassociate=False)
     with s:
         assert _reassociate() is True            # applied on entry again
+    assert _reassociate() is False
+    with s:
+        pass
     assert _reassociate() is False
     a, b = nclx.config(reassociate=True), nclx.config(reassociate=False)
     with b:
@@ -231,7 +233,45 @@ def test_config_block_made_in_one_thread_entered_inside_anothers():
         t.start()
     for t in threads:
         t.join(20)
+    # ``cm = nclx.config(...)`` as a statement applies "from now on" (the
+    # with statement's own object applies on entry): True stays
+    assert _reassociate() is True
+    nclx.config(reassociate=False)
     assert _reassociate() is False
+
+
+def test_config_made_by_a_with_statement_applies_on_entry_only():
+    """Review 23c: an object kept for later, a plain call, then a block
+    setting the same value: the block's end turned True on."""
+    fast = nclx.config(reassociate=True)
+    nclx.config(reassociate=False)
+    with nclx.config(reassociate=False):
+        assert _reassociate() is False
+    assert _reassociate() is False
+    with fast:
+        with fast:                       # nested in itself: each entry counts
+            assert _reassociate() is True
+        assert _reassociate() is True
+    assert _reassociate() is False
+
+
+def test_a_forked_child_keeps_settings_made_without_a_block():
+    proc = run_script("""
+import os, threading
+import nclx
+get = lambda: nclx.config()["settings"]["reassociate"]
+keep = []
+t = threading.Thread(target=lambda: keep.append(nclx.config(reassociate=True)))
+t.start()
+t.join()
+pid = os.fork()
+if pid == 0:
+    print(get(), flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+""", timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "True", proc.stdout
 
 
 def test_config_blocks_of_many_threads_leave_the_value_as_before():
@@ -302,9 +342,11 @@ def test_threadpoolctl_leaves_a_foreign_module_named_team_alone(tmp_path):
                 os.path.basename(i["filepath"]).startswith("team.")]
         ours = [i for i in info if i["internal_api"] == "nclx"]
         assert len(ours) == 1 and ours[0]["num_threads"] == 3, info
-        assert all(i["num_threads"] is None for i in info if i["internal_api"] != "nclx"), info
-        with threadpoolctl.threadpool_limits(1):
+        foreign = [i for i in info if i["internal_api"] != "nclx"]
+        assert foreign and all(i["version"] is None and "ours" not in i for i in foreign), info
+        with threadpoolctl.threadpool_limits(1) as limits:
             assert nclx.get_num_threads() == 1
+            limits.get_original_num_threads()       # (None broke it: review 23c)
         assert nclx.get_num_threads() == 3
     finally:
         nclx.set_num_threads(old)

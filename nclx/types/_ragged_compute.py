@@ -96,15 +96,25 @@ class ComputeMixin:
             inner = values._reduce(name, axis, dtype) if isinstance(values, ComputeMixin) \
                 else compute.reduce_fixed(values, name, dtype)
             return type(self)._trusted(offsets, inner, self._validity, self._vbit, None)
+        valid = None if self._validity is None else self.valid()
         try:
-            out = compute.segment_reduce(name, values, offsets, dtype)
+            if valid is None or valid.all():
+                out = compute.segment_reduce(name, values, offsets, dtype)
+            else:
+                # a missing list's values do not count: its flags neither
+                # (before, an overflow under one raised under errstate; review 23c)
+                out, flags = compute.held_flags(
+                    lambda: compute.segment_reduce(name, values, offsets, dtype))
+                if flags:
+                    keep = self.take(np.flatnonzero(valid))
+                    compute.segment_reduce(name, *keep.window(), dtype)    # reports theirs
         except (ValueError, IndexError):
             # the kernels see the window's shifted offsets: name the bad list
             # by the offsets as given and the whole values' length
             check_lists(self._offsets, len(self._values))
             raise
-        if self._validity is not None:
-            return compute.mask_missing(out, self.valid())
+        if valid is not None:
+            return compute.mask_missing(out, valid)
         return out
 
 

@@ -10,6 +10,10 @@ Reductions go through nclx's kernels (``nclx.types._segments`` and
 ``nclx.ufuncs``) and the python level of nclx's hook chains
 (``nclx.aware.array_ufunc``): hooks see ``ufunc.reduceat(values, starts)``.
 """
+import contextvars
+import functools
+import operator
+
 import numpy as np
 
 from nclx import _callsite, aware
@@ -81,6 +85,22 @@ def _present(values, mask, offsets):
     kept = np.zeros(len(mask) + 1, dtype=np.int64)
     np.cumsum(~mask, out=kept[1:])
     return values[~mask], kept[offsets]
+
+
+#: a list while the caller reports the flags of per-list reductions itself
+#: (a Ragged with missing lists: theirs do not count)
+_HELD = contextvars.ContextVar("nclx_types_held_flags", default=None)
+
+
+def held_flags(fn):
+    """``fn()`` -> ``(result, flags)``: per-list reductions' floating-point
+    flags kept, not reported."""
+    token = _HELD.set([])
+    try:
+        result = fn()
+        return result, functools.reduce(operator.or_, _HELD.get(), 0)
+    finally:
+        _HELD.reset(token)
 
 
 def segment_reduce(name, values, offsets, dtype=None):
@@ -200,7 +220,11 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
                 # (maximum/minimum: NumPy's loops report no flag of their
                 # comparisons with NaN)
                 # NumPy's report of per-row reductions, from the caller's line
-                _callsite.call(give_fp_errors, (b"reduce", flags[0]), {})
+                held = _HELD.get()
+                if held is None:
+                    _callsite.call(give_fp_errors, (b"reduce", flags[0]), {})
+                else:
+                    held.append(flags[0])
             return out
     # offsets taken on trust: reduceat reads list i up to the next list's
     # start, so a list that runs backwards or leaves the values would be

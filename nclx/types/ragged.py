@@ -112,9 +112,13 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
 
     def __reduce__(self):
         # every pickle protocol (0 and 1 refused __slots__ before; review
-        # 23); the offsets are checked again on load (a pickle is input)
+        # 23); the offsets are checked again on load (a pickle is input); a
+        # subclass's own attributes and slots are its state (review 23c)
+        state = object.__getstate__(self)
+        own, slots = state if isinstance(state, tuple) else (state, None)
+        slots = {k: v for k, v in (slots or {}).items() if k not in Ragged.__slots__}
         return (_rebuilt, (type(self), self._offsets, self._values, self._validity,
-                           self._vbit, self._encoding))
+                           self._vbit, self._encoding), (own, slots) if slots else own)
 
     @classmethod
     def _trusted(cls, offsets, values, validity=None, vbit=0, encoding=None):
@@ -275,5 +279,8 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
 
 
 def _rebuilt(cls, offsets, values, validity, vbit, encoding):
-    """A pickled Ragged (or subclass) again, its offsets validated."""
-    return cls(offsets, values, validity, encoding=encoding, validity_offset=vbit)
+    """A pickled Ragged (or subclass: its own ``__init__`` is not called, as
+    pickling never calls it) again, its offsets validated."""
+    self = cls.__new__(cls)
+    Ragged.__init__(self, offsets, values, validity, encoding=encoding, validity_offset=vbit)
+    return self

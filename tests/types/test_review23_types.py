@@ -173,3 +173,51 @@ def test_pickle_every_protocol_and_validated_on_load(protocol):
     bad = Ragged(np.array([0, 5, 2]), np.arange(3.0), validate=False)
     with pytest.raises(ValueError):
         pickle.loads(pickle.dumps(bad, protocol=protocol))
+
+
+class _Tagged(Ragged):
+    pass
+
+
+class _Slotted(Ragged):
+    __slots__ = ("unit",)
+
+
+class _OtherInit(Ragged):
+    def __init__(self, values, offsets, **kw):
+        super().__init__(offsets, values, **kw)
+
+
+@pytest.mark.parametrize("protocol", range(6))
+def test_pickle_and_copy_keep_a_subclass_and_its_state(protocol):
+    """Review 23c: the first fix of protocols 0/1 dropped a subclass's
+    attributes and slots and called its own __init__."""
+    import copy
+    import pickle
+    t = _Tagged(np.array([0, 2, 3]), np.arange(3.0))
+    t.name = "temps"
+    s = _Slotted(np.array([0, 1]), np.arange(1.0))
+    s.unit = "K"
+    o = _OtherInit(np.arange(3.0), np.array([0, 3]))
+    for x, attr in ((t, "name"), (s, "unit"), (o, None)):
+        for back in (pickle.loads(pickle.dumps(x, protocol=protocol)), copy.copy(x),
+                     copy.deepcopy(x)):
+            assert type(back) is type(x) and back.equals(x)
+            if attr is not None:
+                assert getattr(back, attr) == getattr(x, attr)
+
+
+def test_missing_lists_report_no_floating_point_errors():
+    """Review 23c: an overflow under a missing list raised under
+    errstate(all='raise'); axis=None already skipped it."""
+    f = np.array([1e308, 1e308, 1.0, 2.0])
+    r = Ragged(np.array([0, 2, 4]), f, validity=np.array([0b10], np.uint8))
+    with np.errstate(all="raise"):
+        got = r.sum()
+        assert r.sum(axis=None) == 3.0
+    assert got.mask.tolist() == [True, False] and got[1] == 3.0
+    r2 = Ragged(np.array([0, 2, 4]), np.array([1e308, 1e308, 1e308, 1e308]),
+                validity=np.array([0b10], np.uint8))
+    with np.errstate(all="raise"):
+        with pytest.raises(FloatingPointError, match="overflow encountered in reduce"):
+            r2.sum()
