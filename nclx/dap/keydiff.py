@@ -62,7 +62,7 @@ def describe_mismatch(comm, key):
     names = list(dict.fromkeys(n for d in every for n in d))
     parts = []
     for name in names:
-        values = [d.get(name, "(none)") for d in every]
+        values = [d.get(name, "(none)") or "(none)" for d in every]
         if len(set(values)) < 2:
             continue
         groups = {}
