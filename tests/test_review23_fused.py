@@ -45,7 +45,12 @@ at(sys.getrecursionlimit() - depth() - 30)
 print(nclx.evaluate(ex, {"a": a}, {}).tobytes() == eval(ex, {"a": a}).tobytes())
 """, timeout=120)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
-    assert done.stdout.split() == ["SyntaxError", "True", "True"], done.stdout
+    out = done.stdout.split()
+    # Python 3.11: the parse near the limit raises there, and a helper
+    # thread would take the small stack: the SyntaxError.  Python 3.12+
+    # counts the compiler's C recursion apart from the Python limit: the
+    # parse succeeds on the caller's stack ("computed").  Never a crash.
+    assert out in (["SyntaxError", "True", "True"], ["computed", "True"]), done.stdout
 
 
 def test_trace_of_a_long_function_stops_at_the_executors_limit():
