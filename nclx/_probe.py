@@ -19,7 +19,7 @@ from numpy._core import fromnumeric as _np_fromnumeric
 
 from nclx import _callsite, _elide
 from nclx._fused_program import Step
-from nclx._tape import StateChanged, Untraceable, _Tape
+from nclx._tape import StateChanged, Untraceable
 from nclx.ufuncs import where as _nclx_where
 
 __all__ = ["Untraceable", "StateChanged", "SUPPORTED"]   # the first two: nclx._tape

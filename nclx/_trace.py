@@ -51,7 +51,8 @@ from nclx import _elide, _fusecode
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
 from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
-from nclx._probe import SUPPORTED, StateChanged, Untraceable, _Probe, _Reduced, _Tape
+from nclx._probe import SUPPORTED, _Probe, _Reduced
+from nclx._tape import StateChanged, Untraceable, _Tape
 
 __all__ = ["Untraceable", "StateChanged", "trace"]
 
