@@ -16,6 +16,7 @@ import numpy as np
 from nclx._warnscope import ignoring
 from nclx import aware
 from nclx._ncl.install import is_installed
+from nclx.dap import power
 from nclx.dap.complexcasts import ComplexCasts
 from nclx.dap.collective import mark_agreed
 from nclx.dap.fold import agreed_call
@@ -364,6 +365,8 @@ def add_operators(cls):
         if name in _INPLACE:        # NumPy's in-place operators: written into self
             setattr(cls, f"__i{name}__", lambda self, other, _u=uf: (
                 NotImplemented if _refuses_ufuncs(other) else _u(self, other, out=(self,))))
+    cls.__pow__ = power.operator_pow   # NumPy's square / reciprocal / sqrt for scalar exponents
+    cls.__ipow__ = power.operator_ipow
     cls.__hash__ = None        # == is elementwise (as NumPy's arrays): unhashable
     cls.__neg__ = lambda self: np.negative(self)
     cls.__pos__ = lambda self: np.positive(self)
