@@ -1,6 +1,7 @@
 """The Storage classes: one allocation's views with their dims, halo and
 layout, and their constructors (the array interfaces and GDP-3 sync methods
-come from nclx.storage.interfaces, indexing from nclx.storage.indexing).
+come from nclx.storage.interfaces, indexing from nclx.storage.indexing,
+numbers, operators and NumPy's dispatch from nclx.storage.values).
 
 A Storage holds a host view (an ndarray), a device view (a backend array)
 or both, over one :class:`~nclx.storage.buffer.Buffer` shared by all views
@@ -11,14 +12,11 @@ import operator
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
-from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx import _callsite, aware
 from nclx.storage import devices
 from nclx.storage._fastalloc import StorageBase, host_field, make_recipe, new_storage
 from nclx.storage.alloc import place, plan
 from nclx.storage.buffer import Buffer, locked
-from nclx.storage.devices import SyncState
 from nclx.storage.indexing import IndexingMixin, _is_int
 from nclx.storage.interfaces import BuffersMixin
 from nclx.storage.params import (StorageTypeError, default_dims, fit_alignment,
@@ -26,16 +24,14 @@ from nclx.storage.params import (StorageTypeError, default_dims, fit_alignment,
                                  normalize_alignment, normalize_device, normalize_dims,
                                  normalize_dtype, normalize_halo, normalize_layout,
                                  normalize_managed, normalize_shape)
-from nclx.storage.ufunc import host_result_like, storage_compare, storage_ufunc
+from nclx.storage.values import ValuesMixin
 
 __all__ = ["Storage", "CPUStorage", "GPUStorage", "SoftwareManagedGPUStorage",
            "CUDAManagedGPUStorage", "make", "allocate", "wrap_host", "wrap_device",
            "CLASS_OF_KIND", "CPU_BUFFER"]
 
-_HOST_DIRTY = SyncState.SYNC_HOST_DIRTY
 
-
-class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
+class Storage(StorageBase, BuffersMixin, IndexingMixin, ValuesMixin):
     """Base class of nclx's GDP-3 storages (use the creation functions)."""
     __slots__ = ()      # the fields live in StorageBase's C slots
 
@@ -99,41 +95,6 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
         """A view without the halo: index 0 is the first domain point."""
         key = tuple(slice(lo, n - hi) for (lo, hi), n in zip(self._halo, self.shape))
         return self[key] if key else self[...]
-
-    def __len__(self):
-        if self.ndim == 0:
-            raise TypeError("len() of a 0-d storage")
-        return self.shape[0]
-
-    def __iter__(self):
-        if self.ndim == 0:
-            raise TypeError("iteration over a 0-d storage")
-        return (self[i] for i in range(self.shape[0]))
-
-    def __contains__(self, value):
-        # ndarray's: (self == value).any() over the values (iteration would
-        # compare rows and ask a row's ambiguous truth value)
-        if isinstance(value, Storage):
-            value = value._value_array()
-        return bool(np.asarray(self._value_array() == value).any())
-
-    # truth and scalar conversion as NumPy's (ambiguous for size > 1)
-    def __bool__(self):
-        return bool(self._value_array())
-
-    def __float__(self):
-        return float(self._value_array())
-
-    def __int__(self):
-        return int(self._value_array())
-
-    def __complex__(self):
-        return complex(self._value_array())
-
-    def _value_array(self):
-        if self._host is not None:
-            return self._host_read()
-        return self._buf.backend.to_host(self._dev)
 
     def __repr__(self):
         return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, "
@@ -199,41 +160,6 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, NDArrayOperatorsMixin):
         managed = self._buf.kind if self._buf.kind in ("gt4py", "cuda") else None
         return _rebuild, (snapshot, self._dims, self._halo, self._layout, self._alignment,
                           self.device, managed, self._aligned_index, self._buf.backend)
-
-    # -- ** with a scalar exponent: ndarray's fast paths ---------------------------
-    # ndarray computes a ** 2, ** 0.5, ** -1 ... as square, sqrt, reciprocal
-    # (other warnings, other results for integers); storages do the same.
-    def __pow__(self, other):
-        if self._host is None or not _scalar(other):
-            return np.power(self, other)
-        # from the caller's line: NumPy's warnings name it (review 23c)
-        return host_result_like(_callsite.call(operator.pow, (self._host_read(), other), {}),
-                                self)
-
-    def __ipow__(self, other):
-        if self._host is None or not _scalar(other):
-            return np.power(self, other, out=(self,))
-        with locked(self._buf):
-            self._buf.device_to_host()
-            _callsite.call(operator.ipow, (self._host, other), {})
-            self._buf.mark(_HOST_DIRTY)
-        return self
-
-    # -- NumPy ufuncs -------------------------------------------------------------
-    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
-        return storage_ufunc(self, ufunc, method, inputs, kwargs)
-
-    def __eq__(self, other):          # ndarray's where the ufunc has no loop
-        return storage_compare(self, other, "__eq__")
-
-    def __ne__(self, other):
-        return storage_compare(self, other, "__ne__")
-
-    #: handled by nclx.aware.array_function (NumPy's dispatch protocol)
-    _nclx_array_function = True
-
-    def __array_function__(self, func, types, args, kwargs):
-        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
 
     # -- constructors for the layers below (ufunc.py reaches them through an operand)
     def _params(self, dtype=None):
@@ -396,10 +322,6 @@ def _rebuild(snapshot, dims, halo, layout, alignment, device, managed, aligned_i
         new = allocate(r)
         new[...] = snapshot
         return new
-
-
-def _scalar(x):
-    return isinstance(x, (int, float, complex, np.generic)) and not isinstance(x, bool)
 
 
 def _canon(d):
