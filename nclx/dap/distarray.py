@@ -22,6 +22,7 @@ from nclx.dap.redistribute import redistribute as _redistribute
 from nclx.dap import layout as _layout   # below DistArray: registers np.transpose, np.reshape...
 from nclx.dap.mean import mean as _mean
 from nclx.dap.npyfile import write_npy
+from nclx.dap.pyvalue import PyValueMixin
 from nclx.dap.validate import DapError
 from nclx.storage import as_storage   # dap sits above storage: a block is a Storage
 
@@ -68,7 +69,7 @@ def _agreed(comm, make, what):
     return made
 
 
-class DistArray:
+class DistArray(PyValueMixin):
     """A distributed array: ``local`` (this rank's block, padding included),
     ``distribution`` (the global view) and ``comm``.
 
@@ -355,17 +356,6 @@ class DistArray:
 
     def _wrap_block(self, r):
         return r if isinstance(r, DistArray) else DistArray._of(r, self.distribution, self.comm)
-
-    def __bool__(self):
-        """NumPy's truth value: an error for more than one element (and for
-        none, as this NumPy has it: ``bool`` of an empty ndarray), else the
-        one element's, on every rank (collective: one Allgatherv).  Before,
-        every DistArray was true (found by review: ``if da > 1:`` was taken
-        with every element 0)."""
-        n = int(np.prod(self.shape, dtype=np.int64))
-        if n != 1:
-            return bool(np.zeros(min(n, 2), self.dtype))    # NumPy's error (or answer)
-        return bool(self.gather(root=None))
 
     # copies as ndarray's (local, no collective); no pickling (review 21:
     # copy.copy shared the block, and a pickled DistArray sent to another
