@@ -26,7 +26,7 @@ from nclx.aware import start_value
 from nclx.dap import commstate
 from nclx.dap.agreekeys import dtype_key, reduction_caller
 from nclx.dap.fold import allreduce_agreed, raise_verdict
-from nclx.dap.halfsum import half_initial, narrowed, wide_spec, with_flags
+from nclx.dap.halfsum import half_cells, half_initial, narrowed, wide_spec, with_flags
 from nclx.dap.redistribute import check_partition, layout_key
 from nclx.dap.reduceflags import cast_may_flag, reduce_recording
 from nclx.dap.reduceresult import _result, result_distribution
@@ -202,8 +202,10 @@ def reduce_block(block, distribution, comm, ufunc, axis=0, dtype=None, keepdims=
         if check is not None:
             check(axes)
         wide = (dtype, initial) if narrow is None else (spec[1], half_initial(initial))
-        partial, fp = _local_partial(block[index], dist, rank, ufunc, axes, wide[0], where,
+        cells, cast_fp = half_cells(block[index], narrow)
+        partial, fp = _local_partial(cells, dist, rank, ufunc, axes, wide[0], where,
                                      index, wide[1], kernels, spec)
+        fp |= cast_fp
     except Exception as exc:  # noqa: BLE001 - raised on every rank below
         error = exc
     return _finish(dist, comm, ufunc, axes, keepdims, spec, partial, error,

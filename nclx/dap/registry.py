@@ -126,7 +126,8 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         # starts: a rank calling it while the others call a registered
         # function raised alone and left them waiting in that function's
         # collective (a hang; found by review 22)
-        comm = next((v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)), None)
+        comm = next((v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)),
+                    receiver.comm if isinstance(receiver, own) else None)
         if comm is not None:
             agree_quick(comm, f"{_name(func)} (not implemented)", None, _name(func),
                         describe=lambda t: t)
@@ -162,6 +163,12 @@ def dispatch(own, func, types, args, kwargs, receiver=None):
         except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
             error, text = exc, _name(func)
             comms += [v.comm for v in (*args, *kwargs.values()) if isinstance(v, own)]
+        if not comms and isinstance(receiver, own):
+            # NEP 35's like=: NumPy passes the receiver alone (no DistArray
+            # among the arguments); its ranks agree on the call as any
+            # other's (before, np.zeros on one rank and np.ones on another
+            # made one array of both; review 24)
+            comms.append(receiver.comm)
         if comms:
             agree_quick(comms[0], text, error, _name(func), describe=lambda t: t)
     token = _RECEIVER.set(receiver)

@@ -14,6 +14,7 @@ from nclx.dap.functions import io  # noqa: F401 - registers
 from nclx.dap.functions import elementwise  # noqa: F401 - registers
 from nclx.dap.functions import creation  # noqa: F401 - registers
 from nclx.dap.functions import statistics  # noqa: F401 - registers
+from nclx.dap.functions import average  # noqa: F401 - registers
 from nclx.dap.functions import argext  # noqa: F401 - registers
 from nclx.dap.functions import nanfunctions  # noqa: F401 - registers
 from nclx.dap.functions import linalg  # noqa: F401 - registers

@@ -1,28 +1,23 @@
 """Statistics of a DistArray's global elements: ``var``, ``std``,
-``average``, ``argmin``/``argmax``, ``count_nonzero``.
+``count_nonzero`` (``average``: :mod:`nclx.dap.functions.average`).
 
 ``var``/``std`` follow NumPy's two passes (the mean, then the sum of
 squared deviations from it), each pass one reduction across ranks; the
 ranks' partial sums are combined in rank order, not in NumPy's pairwise
 order over the global array, so results agree with NumPy's to 1e-12
 relative, not bit for bit (the same bits on every rank and every run).
-``average`` with weights is ``sum(a * w) / sum(w)`` the same way.
-``argmin``/``argmax`` and ``count_nonzero`` are exact (indices and
-counts): the global flat index (or the index along ``axis``) of the first
-extreme value, NaN first as NumPy's.
+``count_nonzero`` is exact.
 """
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from nclx import _callsite
-from nclx.dap.functions._agreed import agreed_flags, agreed_warnings_call
+from nclx.dap.functions._agreed import agreed_warnings_call
 from nclx.dap.functions._common import (blocks, count, counted, da_out, expand, finish, is_da,
                                         reduce_parts, value_out, wrap)
-from nclx.dap.distarray import DistArray
 from nclx.dap.registry import implements, issued_first
 from nclx.dap.outwrite import blocks_into, divided_into
-from nclx.dap.functions._weighted import gathered_along_axes as _gathered_along_axes
 from nclx.dap.validate import DapError, DapTypeError
 
 
@@ -81,9 +76,12 @@ def var_parts(a, axis=None, dtype=None, keepdims=False, mask=None, quiet=False, 
         t = np.asarray(expand(tot, a, axis), dtype=mdt)
         # into the sum's own dtype (an integer dtype= divides in float64 and
         # casts back), not a loop of that dtype (none for integers)
+        shape = np.broadcast_shapes(t.shape, np.shape(nb))
         with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
-            mean = np.true_divide(t, nb, out=np.empty(np.broadcast_shapes(t.shape, np.shape(nb)),
-                                                      t.dtype), casting="unsafe")
+            # counted cells only: the padding's count is 0 (0 / 0 warned
+            # "invalid value", and raised under 'raise'; review 24)
+            mean = np.true_divide(t, nb, out=np.zeros(shape, t.dtype), casting="unsafe",
+                                  where=_counted_where(shape, blk.shape, own))
         m = np.broadcast_to(mean, blk.shape)[own]
         if quiet:
             w = np.broadcast_to(mask, blk.shape)[own]
@@ -185,7 +183,10 @@ def divide_keep(x, n, quiet=False):
     with np.errstate(divide="ignore", invalid="ignore") if quiet else _nothing():
         if is_da(x):
             d = np.reshape(n, x._block.shape) if np.ndim(n) else n
-            return wrap(np.true_divide(x._block, d, out=x._block.copy(), casting="unsafe"), x)
+            # counted cells only (the padding's count is 0; review 24)
+            where = _counted_where(x._block.shape, x._block.shape, counted(x))
+            return wrap(np.true_divide(x._block, d, out=x._block.copy(), casting="unsafe",
+                                       where=where), x)
         v = np.asarray(x)
         if v.ndim == 0:
             # a scalar count (a where= mask's is a 1-element array): NumPy's
@@ -194,6 +195,16 @@ def divide_keep(x, n, quiet=False):
             return v.dtype.type(v[()] / d)
         d = np.reshape(n, v.shape) if np.ndim(n) else n
         return np.true_divide(v, d, out=v.copy(), casting="unsafe")
+
+
+def _counted_where(shape, block_shape, own):
+    """A mask of ``shape`` (broadcastable to a block of ``block_shape``)
+    true where it meets counted cells (``own``: the block's counted
+    slices); axes of length 1 against a longer block's are broadcast."""
+    where = np.zeros(shape, bool)
+    where[tuple(o if n == b else slice(None)
+                for o, n, b in zip(own, shape, block_shape))] = True
+    return where
 
 
 class _nothing:
@@ -259,118 +270,6 @@ def _where(a, where, what):
         return np.full(a._block.shape, bool(where))
     raise DapError(f"{what}: where= must be a DistArray distributed like the operand or a "
                    "scalar")
-
-
-@implements(np.average)
-def average(a, axis=None, weights=None, returned=False, *, keepdims=False):
-    """``np.average``: the mean, or with weights (a DistArray of ``a``'s
-    shape, moved to ``a``'s distribution where it differs; a NumPy array or
-    a DistArray of the shape of ``a`` along ``axis``, the latter gathered on
-    every rank first) ``sum(a * w) / sum(w)`` (two reductions, 1e-12
-    relative); ZeroDivisionError as NumPy's when the weights sum to zero;
-    the product's and the quotient's floating-point warnings and errors as
-    NumPy's, on every rank.  ``axis`` is normalised as NumPy's average does
-    (a list of axes too)."""
-    if axis is not None:
-        axis = normalize_axis_tuple(axis, len(a.shape), argname="axis")
-    if weights is None:
-        avg = a.mean(axis=axis, keepdims=keepdims)
-        avg_size = int(np.prod(np.shape(avg) if not is_da(avg) else avg.shape))
-        if avg_size == 0:
-            # NumPy's a.size / avg.size, raised on every rank (global sizes)
-            raise ZeroDivisionError("division by zero")
-        # NumPy's scale, in the average's dtype even unasked (a timedelta's:
-        # ValueError; the same on every rank)
-        scl = (avg.dtype if is_da(avg) else np.asarray(avg).dtype).type(
-            int(np.prod(a.shape, dtype=np.int64)) / avg_size)
-        if returned:
-            if is_da(avg):
-                scl = wrap(np.full(avg._block.shape, scl), avg)
-            elif np.ndim(avg):             # NumPy broadcasts it to the average's shape
-                scl = np.broadcast_to(scl, np.shape(avg)).copy()
-        return (avg, scl) if returned else avg
-    if not is_da(a):
-        raise DapError("np.average(a, weights=DistArray): a must be a DistArray (or gather "
-                       "the weights: weights.gather(root=None))")
-    if is_da(weights) and weights.shape != a.shape:
-        _weights_shape(a, weights.shape, axis)        # NumPy's errors first
-        # along the axes: gathered on every rank (one Allgatherv of their size),
-        # then as a NumPy array of that shape (before, refused: found by review)
-        weights = _gathered_along_axes(a, weights, axis)
-        if is_da(weights):
-            raise DapError("np.average(DistArray, weights=DistArray): the weights must be on "
-                           "the array's communicator")
-    if not is_da(weights):
-        weights = _ndarray_weights(a, weights, axis)
-    da, (x, w) = blocks("np.average", a, weights)
-    rdt = np.result_type(x.dtype, w.dtype, "f8") if x.dtype.kind in "biu" else \
-        np.result_type(x.dtype, w.dtype)
-    scl = reduce_parts(a, w, np.add, axis, dtype=rdt, keepdims=keepdims)
-    zero = reduce_parts(scl, np.asarray(scl._block == 0), np.logical_or, None) if is_da(scl) \
-        else bool(np.any(scl == 0))
-    if zero:
-        raise ZeroDivisionError("Weights sum to zero, can't be normalized")
-    # NumPy's steps under the caller's np.errstate: the product's and the
-    # quotient's flags ("overflow encountered in multiply", "invalid value
-    # encountered in divide") warned or raised on every rank, as NumPy
-    # computes each step once on the whole array (before, all ignored:
-    # found by review)
-    own = counted(da)
-
-    def product():
-        p = np.zeros(x.shape, rdt)
-        p[own] = np.multiply(x[own], w[own], dtype=rdt)
-        return p
-
-    tot = reduce_parts(a, agreed_flags(a.comm, product, "multiply", "np.average"), np.add,
-                       axis, keepdims=keepdims)
-    if is_da(tot):
-        avg = wrap(agreed_flags(tot.comm, lambda: _divided(tot, scl), "divide", "np.average"),
-                   tot)
-    else:
-        # the same value on every rank: NumPy's own division (a scalar's
-        # "... in scalar divide", an array's "... in divide") everywhere
-        avg = tot / scl
-    if returned:
-        return avg, scl
-    return avg
-
-
-def _divided(tot, scl):
-    """``tot / scl`` on this rank's counted cells of the result (its padding
-    holds no sums: zeros there would flag 0/0), laid out as ``tot``'s block."""
-    own = counted(tot)
-    q = np.true_divide(tot._block[own], scl._block[own])
-    full = np.zeros(tot._block.shape, q.dtype)
-    full[own] = q
-    return full
-
-
-def _weights_shape(a, shape, axis):
-    """NumPy's checks of weights of ``shape`` other than ``a``'s: the
-    normalised axes they lie along, or its TypeError / ValueError."""
-    if axis is None:
-        raise TypeError("Axis must be specified when shapes of a and weights differ.")
-    axes = normalize_axis_tuple(axis, len(a.shape))
-    if tuple(shape) != tuple(a.shape[ax] for ax in axes):
-        raise ValueError("Shape of weights must be consistent with shape of a along "
-                         "specified axis.")
-    return axes
-
-
-def _ndarray_weights(a, weights, axis):
-    """NumPy array ``weights`` of ``a``'s shape, or along ``axis`` (NumPy's
-    rules and errors: its shape against the axes), as a DistArray
-    distributed like ``a`` (each rank keeps its block of the broadcast
-    weights: every rank holds the same array, the registry agreed on it).
-    Before, refused (found by review)."""
-    wgt = np.asanyarray(weights)
-    if wgt.shape != tuple(a.shape):
-        axes = _weights_shape(a, wgt.shape, axis)
-        wgt = wgt.transpose(np.argsort(axes)).reshape(
-            tuple(s if ax in axes else 1 for ax, s in enumerate(a.shape)))
-        wgt = np.broadcast_to(wgt, a.shape)
-    return DistArray.from_global(wgt, dist=a.distribution, comm=a.comm)
 
 
 @implements(np.count_nonzero)
