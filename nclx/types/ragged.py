@@ -18,7 +18,7 @@ import operator
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
-from nclx.types import _bits, _summary, _to_arrow, compute
+from nclx.types import _bits, _contains, _summary, _to_arrow, compute
 from nclx.types._ragged_compute import ComputeMixin
 from nclx.types._ragged_index import IndexMixin
 from nclx.types._offsets import (as_offsets as _as_offsets, check_lists, check_window,
@@ -212,6 +212,11 @@ class Ragged(IndexMixin, ComputeMixin, NDArrayOperatorsMixin):
     def __iter__(self):
         for i in range(len(self)):
             yield self._element(i)
+
+    def __contains__(self, x):
+        """Whether a present value (at any depth) equals ``x``: NumPy's
+        ``(a == x).any()`` over the values (:mod:`nclx.types._contains`)."""
+        return _contains.contains(self, x)
 
     # --------------------------------------------------------------- to/from
     def to_list(self):

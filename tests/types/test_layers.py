@@ -10,7 +10,7 @@ import nclx.types
 LAYERS = [
     {"datashape", "_bits", "_offsets", "_segments", "_arrmeta_nodes"},
     {"parser", "_arrow_types", "_to_arrow", "compute"},
-    {"_ragged_compute", "_ragged_index", "_summary"},
+    {"_ragged_compute", "_ragged_index", "_summary", "_contains"},
     {"ragged"},
     {"typeof", "build", "convert", "views"},
     {"arrmeta"},

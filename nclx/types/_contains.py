@@ -1,0 +1,61 @@
+"""``x in r`` for a Ragged: whether any present value equals ``x``.
+
+A Ragged is not a Python list of lists: as NumPy's ``x in a`` asks
+``(a == x).any()`` over the elements, ``x in r`` asks it over the values
+of every present list, at any depth of nesting (values under a missing
+list do not count); for a Ragged of strings, whether one of its present
+strings equals ``x`` (a ``str`` for UTF-8, ``bytes`` for bytes).  Before,
+Python iterated the lists and asked each comparison's truth value:
+NumPy's "truth value ... is ambiguous" (review 24).
+"""
+import numpy as np
+
+__all__ = ["contains"]
+
+
+def contains(r, x):
+    """Whether a present value of ``r`` (at any depth) equals ``x``."""
+    if r.encoding is not None:
+        return _contains_string(r, x)
+    if not (np.isscalar(x) or (isinstance(x, np.ndarray) and x.ndim == 0)):
+        raise TypeError(f"x in r: x must be one value (a scalar) to look for among the "
+                        f"Ragged's values, not a {type(x).__name__}; compare lists with "
+                        "r.equals or r.to_list()")
+    lists = None
+    while True:
+        vals, mask = _present_values(r, lists)
+        if hasattr(vals, "encoding"):           # a nested Ragged: its lists under present ones
+            r, lists = vals, mask
+            continue
+        return bool((vals[mask] == x).any())
+
+
+def _present_values(r, lists):
+    """(the values ``r``'s lists reach, a mask of those under a present list
+    also selected by ``lists``, a mask over ``r``'s lists or None)."""
+    valid = r.valid()
+    if lists is not None:
+        valid &= lists
+    vals, offs = r.window()
+    return vals, np.repeat(valid, np.diff(offs))
+
+
+def _contains_string(r, x):
+    want = str if r.encoding == "utf-8" else bytes
+    if not isinstance(x, want):
+        raise TypeError(f"x in r: a Ragged of {r.encoding} strings holds {want.__name__} "
+                        f"values, not {type(x).__name__}")
+    key = np.frombuffer(x.encode("utf-8") if want is str else x, np.uint8)
+    vals, offs = r.window()
+    lengths = np.diff(offs)
+    rows = np.flatnonzero(r.valid() & (lengths == len(key)))
+    if len(rows) == 0:
+        return False
+    if len(key) == 0:
+        return True
+    raw = np.asarray(vals).view(np.uint8)
+    for start in range(0, len(rows), 4096):       # bounded temporaries
+        at = offs[rows[start:start + 4096]].astype(np.intp)[:, None] + np.arange(len(key))
+        if (raw[at] == key).all(axis=1).any():
+            return True
+    return False
