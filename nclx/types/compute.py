@@ -216,6 +216,8 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
             flags = []
             _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads,
                                      flags=flags)
+            if dtype.kind == "f" and name in ("maximum", "minimum"):
+                _as_numpys_rows(ufunc, vals, offsets, out)
             if flags[0] and dtype.kind in "fc" and name in ("add", "multiply"):
                 # (maximum/minimum: NumPy's loops report no flag of their
                 # comparisons with NaN)
@@ -244,6 +246,24 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
         kw = {} if dtype.kind in "mM" and values.dtype == dtype else {"dtype": dtype}
         out[nonempty] = aware.nclx_ufunc(ufunc).reduceat(values, starts, axis=0, **kw)
     return out
+
+
+def _as_numpys_rows(ufunc, vals, offsets, out):
+    """Float max/min: the lists whose result is a NaN or a zero again
+    through the ufunc's ``reduceat`` (one call for them all), which gives
+    NumPy's per-row bits -- which NaN of several (payload, sign) and which
+    sign of zero its loop picks (its SIMD order) -- where the segment
+    kernels fold in order (review 24: before, the first met)."""
+    lens = np.diff(offsets)
+    rows = np.flatnonzero(((out != out) | (out == 0)) & (lens > 0))
+    if len(rows) == 0:
+        return
+    at = np.empty(2 * len(rows), np.intp)
+    at[0::2] = offsets[:-1][rows]
+    at[1::2] = offsets[1:][rows]
+    if at[-1] >= len(vals):         # reduceat's last range runs to the end
+        at = at[:-1]
+    out[rows] = aware.nclx_ufunc(ufunc).reduceat(vals, at)[0::2]
 
 
 def reduce_fixed(values, name, dtype):
