@@ -80,9 +80,14 @@ cdef const npy_intp *ncl_sort_threshold_at() noexcept nogil:
 
 # ------------------------------------------------------------ team pieces
 
+cdef enum:
+    _NOT_IOTA = 256     # _t_scan: an argsort's indices are not 0..n-1
+
+
 cdef void _t_scan(void *ctx, int tid, int nth) noexcept nogil:
-    """Per run: what an unstable float sort may order unlike NumPy (values),
-    or whether the indices are 0..n-1 (argsort)."""
+    """Per run: what an unstable float sort may order unlike NumPy (values;
+    argsorts too, whose indices are 0..n-1), or whether an argsort's indices
+    are 0..n-1 (_NOT_IOTA)."""
     cdef sort_job *j = <sort_job *>ctx
     cdef int r
     cdef npy_intp lo, hi, i
@@ -94,8 +99,11 @@ cdef void _t_scan(void *ctx, int tid, int nth) noexcept nogil:
             j.scan[r] = 0
             for i in range(lo, hi):
                 if j.idx[i] != i:
-                    j.scan[r] = 1
+                    j.scan[r] = _NOT_IOTA
                     break
+            if j.scan[r] == 0 and j.kind != 2 and j.dt >= 9:
+                j.scan[r] = ncl_scan_float(j.isz, j.v + lo * j.isz, hi - lo, &j.nanlo[r],
+                                           &j.nanhi[r])
         else:
             j.scan[r] = ncl_scan_float(j.isz, j.v + lo * j.isz, hi - lo, &j.nanlo[r], &j.nanhi[r])
         r += nth
@@ -251,8 +259,15 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
         # indices other than 0..n-1 (np.lexsort's later keys): NumPy's way
         ncl_team_run(nruns, _t_scan, j)
         for r in range(nruns):
-            if j.scan[r]:
+            if j.scan[r] & _NOT_IOTA:
                 return _whole(j)
+            flags |= j.scan[r]
+        # unstable float argsorts of data holding both zeros or a NaN: which
+        # of equal keys comes first is NumPy's permutation's, and np.unique
+        # shows it (its values' zero sign, return_inverse's indices of NaNs
+        # under equal_nan=False; review 24): NumPy's function
+        if (flags & 3) == 3 or flags & 4:
+            return _whole(j)
     elif j.kind != 2 and j.dt >= 9:
         # unstable float sorts: NumPy's order of equal keys with different
         # bits (-0.0/0.0, NaN payloads) is its own; leave those to it
