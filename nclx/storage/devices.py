@@ -16,8 +16,10 @@ imports and sees a GPU; otherwise
 :class:`~nclx.storage.DeviceUnavailableError` names what is missing.
 """
 import contextlib
+import os
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -26,6 +28,27 @@ from nclx.storage.params import DeviceUnavailableError
 
 __all__ = ["SyncState", "CupyBackend", "EmulatedDevice", "EmulatedDeviceArray",
            "use", "set_default", "current"]
+
+
+#: every SyncState alive: a forked child gets each a free lock (below)
+_LIVE_STATES = weakref.WeakSet()
+
+
+def _free_locks_in_child():
+    """A lock another thread held at ``fork()`` stays held in the child for
+    ever (review 24: the child's first use of such a storage waited for
+    good).  Not taken before the fork as nclx's module locks are
+    (nclx._ncl.forksafe): a ufunc holds the locks of all its storages at
+    once, which a fork taking them in another order could deadlock.  What a
+    lock guarded may be half done in the child, as an ndarray another
+    thread was writing is: a copy between host and device is made again
+    (its state is set after the copy)."""
+    for state in list(_LIVE_STATES):
+        state.lock = threading.RLock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_free_locks_in_child)
 
 
 class SyncState:
@@ -41,6 +64,7 @@ class SyncState:
             raise ValueError(f"state={state!r}: not one of SyncState's states (0, 1, 2)")
         self.state = state
         self.lock = threading.RLock()
+        _LIVE_STATES.add(self)
 
     def __repr__(self):
         return f"SyncState({self._NAMES.get(self.state, self.state)})"

@@ -150,6 +150,32 @@ def _first_storage(inputs):
     return next((x for x in inputs if isinstance(x, StorageBase)), None)
 
 
+class all_locked:
+    """Hold the sync locks of every managed buffer among ``storages`` (one
+    each; the others have none), taken in one order, so that two calls
+    never wait on each other: a ufunc reads its operands, computes and
+    marks its outputs as one step (review 24: a device write another thread
+    made to another row of an output's buffer between the read and the
+    mark was lost -- the mark overwrote its DEVICE_DIRTY)."""
+    __slots__ = ("locks",)
+
+    def __init__(self, storages):
+        held = {}
+        for x in storages:
+            sync = x._buf.sync
+            if sync is not None:
+                held[id(sync)] = sync
+        self.locks = [held[k].lock for k in sorted(held)]
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for lock in reversed(self.locks):
+            lock.release()
+
+
 def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
     """``anchor.__array_ufunc__(ufunc, method, *inputs, **kwargs)``: NotImplemented
     for a foreign operand (NumPy's protocol), else the result, laid out like
@@ -186,6 +212,16 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
                     new_outs = None      # NumPy 2.4 bug: let it allocate, then copy (below)
                 else:
                     kwargs["out"] = new_outs
+        if method == "at" and inputs and isinstance(inputs[0], StorageBase) and \
+                inputs[0]._host is not None and not inputs[0]._host.flags.writeable:
+            # NumPy 2.4's ufunc.at writes into a read-only ndarray; a
+            # storage over bytes must not change them (review 24)
+            raise ValueError(f"{ufunc.__name__}.at: assignment destination is read-only")
+        written = [o for o in aware.outs_of(kwargs) if isinstance(o, StorageBase)]
+        with all_locked(storages + written):
+            return _computed(ufunc, method, inputs, kwargs, new_outs, no_out)
+
+    def _computed(ufunc, method, inputs, kwargs, new_outs, no_out):
         unwrap, padded = side.operand, _padded_outs(side, method, kwargs)
         if padded:
             # NumPy 2.4's bug (_no_unit_stride) for an out= storage too: the

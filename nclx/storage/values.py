@@ -15,6 +15,7 @@ from numpy.lib.mixins import NDArrayOperatorsMixin
 from nclx import _callsite, aware
 from nclx.storage.buffer import locked
 from nclx.storage.devices import SyncState
+from nclx.storage.funcs import storage_default
 from nclx.storage.ufunc import host_result_like, storage_compare, storage_ufunc
 
 __all__ = ["ValuesMixin"]
@@ -105,4 +106,4 @@ class ValuesMixin(NDArrayOperatorsMixin):
     _nclx_array_function = True
 
     def __array_function__(self, func, types, args, kwargs):
-        return aware.array_function(func, types, args, kwargs, aware.numpy_default)
+        return aware.array_function(func, types, args, kwargs, storage_default)

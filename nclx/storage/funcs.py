@@ -1,0 +1,64 @@
+"""NumPy functions on storages (their ``__array_function__``'s default):
+NumPy's own implementation, where a storage it writes into -- the
+destination of ``np.copyto``, ``np.put``, ``np.putmask``, ``np.place``,
+``np.fill_diagonal``, ``np.put_along_axis``, or an ``out=`` -- is given as
+its host view (synced from the device first, marked newer after, the
+storages' buffer locks held throughout), and that storage is returned where
+NumPy returns the view.  Before, NumPy's C functions refused a storage
+there ("copyto() argument 1 must be a numpy.ndarray", "output must be an
+array"; review 24) where ``np.asarray(s)`` works.  A device-only storage
+(no host view) keeps NumPy's error.
+"""
+import numpy as np
+
+from nclx import aware
+from nclx.storage._fastalloc import StorageBase
+from nclx.storage.devices import SyncState
+from nclx.storage.ufunc import all_locked
+
+__all__ = ["storage_default"]
+
+#: functions whose first argument (by this name) NumPy writes in place
+_IN_PLACE = {np.copyto: "dst", np.put: "a", np.putmask: "a", np.place: "arr",
+             np.fill_diagonal: "a", np.put_along_axis: "arr"}
+
+
+def _host_storage(x):
+    return isinstance(x, StorageBase) and x._host is not None
+
+
+def storage_default(func, types, args, kwargs):
+    """``aware.numpy_default`` with the storages NumPy writes into as their
+    host views (module docstring)."""
+    args, kwargs = list(args), dict(kwargs)
+    targets = []
+    name = _IN_PLACE.get(func)
+    if name is not None:
+        if args and _host_storage(args[0]):
+            targets.append(("arg", 0, args[0]))
+        elif _host_storage(kwargs.get(name)):
+            targets.append(("kw", name, kwargs[name]))
+    if _host_storage(kwargs.get("out")):
+        targets.append(("kw", "out", kwargs["out"]))
+    if not targets:
+        return aware.numpy_default(func, types, tuple(args), kwargs)
+    # every storage the call reads too: one lock order for all (ufunc.all_locked)
+    involved = [x for x in (*args, *kwargs.values()) if isinstance(x, StorageBase)]
+    views = []
+    with all_locked(involved):
+        for where, key, s in targets:
+            view = s._host_read()
+            views.append((s, view))
+            if where == "arg":
+                args[key] = view
+            else:
+                kwargs[key] = view
+        try:
+            result = aware.numpy_default(func, types, tuple(args), kwargs)
+        finally:
+            for s, _ in views:
+                s._buf.mark(SyncState.SYNC_HOST_DIRTY)
+    for s, view in views:
+        if result is view:
+            return s
+    return result
