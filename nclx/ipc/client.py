@@ -311,6 +311,11 @@ class Client:
             frame = self.fs.recv_frame()
             if frame is None:
                 missing = reasm.missing_bodies
+                if reasm.received_nothing:
+                    # nothing of the reply came (review 24: "mid-stream" for a
+                    # server that had exited between two requests)
+                    raise ConnectionLostError("the server closed the connection before "
+                                              "replying to the request (has it exited?)")
                 raise ConnectionLostError(
                     f"the server closed the connection mid-stream (next seq "
                     f"{reasm.next_seq}" + (f", bodies missing for seq {missing}" if missing

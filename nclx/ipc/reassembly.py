@@ -205,6 +205,11 @@ class Reassembler:
         return self.eos_seq is not None and not self._queue
 
     @property
+    def received_nothing(self):
+        """No message, early body or end of stream has arrived."""
+        return self.count == 0 and not self._early and self.eos_seq is None
+
+    @property
     def missing_bodies(self):
         return sorted(self._waiting)
 

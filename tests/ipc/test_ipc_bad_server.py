@@ -284,3 +284,11 @@ def test_field_name_that_is_not_utf8():
     frames = [meta_frame(0, meta), meta_frame(1, msgs[1][0]), body_frame(1, msgs[1][1]),
               eos_frame(2)]
     _run(_send_all(frames), "field name in the schema is not UTF-8")
+
+
+def test_server_closing_before_any_reply_is_not_called_mid_stream():
+    """Review 24: a server that closed (exited) between two requests was
+    reported as closing "mid-stream (next seq 0)"; nothing of the reply had
+    come."""
+    e = _run(_send_all([]), "before replying to the request", ipc.ConnectionLostError)
+    assert "mid-stream" not in str(e)
