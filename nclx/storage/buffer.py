@@ -112,3 +112,28 @@ class locked:
         if self.lock is not None:
             self.lock.release()
 
+
+class all_locked:
+    """Hold the sync locks of every managed buffer among ``storages`` (one
+    each; the others have none), taken in one order, so that two calls
+    holding several never wait on each other (a ufunc reads its operands,
+    computes and marks its outputs as one step -- review 24: a device write
+    another thread made to another row of an output's buffer between the
+    read and the mark was lost; ``s[k] = t`` holds ``s``'s and ``t``'s)."""
+    __slots__ = ("locks",)
+
+    def __init__(self, storages):
+        held = {}
+        for x in storages:
+            sync = getattr(getattr(x, "_buf", None), "sync", None)
+            if isinstance(sync, SyncState):     # a managed storage's (other values: none)
+                held[id(sync)] = sync
+        self.locks = [held[k].lock for k in sorted(held)]
+
+    def __enter__(self):
+        for lock in self.locks:
+            lock.acquire()
+
+    def __exit__(self, *exc):
+        for lock in reversed(self.locks):
+            lock.release()

@@ -13,8 +13,8 @@ import numpy as np
 
 from nclx import aware
 from nclx.storage._fastalloc import StorageBase
+from nclx.storage.buffer import all_locked
 from nclx.storage.devices import SyncState
-from nclx.storage.ufunc import all_locked
 
 __all__ = ["storage_default"]
 

@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from nclx.storage._fastalloc import StorageBase
-from nclx.storage.buffer import locked
+from nclx.storage.buffer import all_locked
 from nclx.storage.devices import SyncState
 
 __all__ = ["IndexingMixin"]
@@ -131,7 +131,10 @@ class IndexingMixin:
             on_device = False
         else:
             on_device = self._value_on_device(value)
-        with locked(buf):
+        # the value's and the key's storages too, in the one order of
+        # buffer.all_locked (a ufunc holds several at once; review 24)
+        keys = key if isinstance(key, tuple) else (key,)
+        with all_locked([self, value, *keys]):
             key = self._plain_key(key, on_device)
             if on_device:
                 if self._host is not None and not self._host.flags.writeable:

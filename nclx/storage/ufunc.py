@@ -19,6 +19,7 @@ import numpy as np
 
 from nclx import aware
 from nclx.storage._fastalloc import StorageBase
+from nclx.storage.buffer import all_locked
 from nclx.storage.devices import SyncState
 from nclx.storage.params import StorageTypeError, default_dims
 
@@ -148,32 +149,6 @@ class _DeviceSide:
 
 def _first_storage(inputs):
     return next((x for x in inputs if isinstance(x, StorageBase)), None)
-
-
-class all_locked:
-    """Hold the sync locks of every managed buffer among ``storages`` (one
-    each; the others have none), taken in one order, so that two calls
-    never wait on each other: a ufunc reads its operands, computes and
-    marks its outputs as one step (review 24: a device write another thread
-    made to another row of an output's buffer between the read and the
-    mark was lost -- the mark overwrote its DEVICE_DIRTY)."""
-    __slots__ = ("locks",)
-
-    def __init__(self, storages):
-        held = {}
-        for x in storages:
-            sync = x._buf.sync
-            if sync is not None:
-                held[id(sync)] = sync
-        self.locks = [held[k].lock for k in sorted(held)]
-
-    def __enter__(self):
-        for lock in self.locks:
-            lock.acquire()
-
-    def __exit__(self, *exc):
-        for lock in reversed(self.locks):
-            lock.release()
 
 
 def storage_ufunc(anchor, ufunc, method, inputs, kwargs):

@@ -155,3 +155,45 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def test_setitem_and_ufuncs_of_two_storages_in_two_threads_do_not_deadlock(emu):  # noqa: F811
+    """A ufunc holds all its storages' locks at once (in one order): ``a[...]
+    = b`` must take ``a``'s and ``b``'s in that same order, or a thread in
+    ``np.add(b, 1, out=a)`` and one in ``a[...] = b`` wait on each other."""
+    a = ns.zeros((64,), device="gpu")
+    b = ns.zeros((64,), device="gpu")
+    stop = threading.Event()
+    done = []
+
+    def assign(x, y):
+        with devices.use(emu):
+            for _ in range(3000):
+                if stop.is_set():
+                    return
+                x[...] = y
+        done.append(1)
+
+    def compute(x, y):
+        with devices.use(emu):
+            for _ in range(3000):
+                if stop.is_set():
+                    return
+                np.add(y, 1, out=x)
+        done.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=assign, args=(a, b), daemon=True),
+               threading.Thread(target=assign, args=(b, a), daemon=True),
+               threading.Thread(target=compute, args=(a, b), daemon=True),
+               threading.Thread(target=compute, args=(b, a), daemon=True)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        stop.set()
+        sys.setswitchinterval(old)
+    assert len(done) == 4, "threads still waiting: a deadlock"
