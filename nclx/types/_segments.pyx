@@ -77,6 +77,9 @@ ctypedef fused num_t:
 DEF LONG = 48
 
 cdef enum:
+    PICK = 2        # empty[i]: a non-empty list whose max/min NumPy's loop decides
+
+cdef enum:
     OP_ADD = 0
     OP_MUL = 1
     OP_MAX = 2
@@ -204,7 +207,20 @@ cdef Py_ssize_t _run(ncl_loop_fn loop, int op, const offset_t *offs, Py_ssize_t 
             loop(args, dims, steps, NULL)
         else:
             outp[i] = _fold_list(vp, s, a, b, op)
+        if empty != NULL and _numpys_pick(outp[i], op):
+            empty[i] = PICK
     return -1
+
+
+cdef inline bint _numpys_pick(num_t r, int op) noexcept nogil:
+    """A float max/min of NaN or zero: which NaN (payload, sign) and which
+    zero sign NumPy's loop gives is its own (its SIMD order), so the list
+    is flagged PICK for compute.py to reduce again with NumPy's ufunc
+    (review 24; before, the first met).  Other results have one bit
+    pattern whatever the order of equal values."""
+    if num_t is float or num_t is double:
+        return (op == OP_MAX or op == OP_MIN) and (r != r or r == 0)
+    return False
 
 
 _OPS = {"add": OP_ADD, "multiply": OP_MUL, "maximum": OP_MAX, "minimum": OP_MIN}
@@ -280,7 +296,9 @@ def segment_reduce(str op, values, offsets, out, empty=None, identity=None, int 
                    flags=None):
     """``out[i] = op.reduce(values[offsets[i]:offsets[i + 1]])`` for every
     non-empty list; an empty list gets ``identity`` (left untouched when
-    None) and, when ``empty`` (uint8, one per list) is given, ``empty[i] = 1``.  ``values``
+    None) and, when ``empty`` (uint8, one per list) is given, ``empty[i] = 1``
+    (float max/min: ``empty[i] = 2`` for a list whose result is a NaN or a
+    zero, whose bits the caller takes from NumPy's loop).  ``values``
     1-D, of ``out``'s dtype, native byte order, its stride a multiple of
     the item size; ``offsets`` validated (non-decreasing, within
     ``values``).  Returns False when nclx has no kernel for (op, dtype):

@@ -216,8 +216,8 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
             flags = []
             _segments.segment_reduce(name, vals, offsets, out, empty, identity, threads=threads,
                                      flags=flags)
-            if dtype.kind == "f" and name in ("maximum", "minimum"):
-                _as_numpys_rows(ufunc, vals, offsets, out)
+            if empty is not None and dtype.kind == "f":
+                _as_numpys_rows(ufunc, vals, offsets, out, empty)
             if flags[0] and dtype.kind in "fc" and name in ("add", "multiply"):
                 # (maximum/minimum: NumPy's loops report no flag of their
                 # comparisons with NaN)
@@ -248,16 +248,16 @@ def _reduce_segments(ufunc, values, offsets, dtype, empty):
     return out
 
 
-def _as_numpys_rows(ufunc, vals, offsets, out):
-    """Float max/min: the lists whose result is a NaN or a zero again
-    through the ufunc's ``reduceat`` (one call for them all), which gives
-    NumPy's per-row bits -- which NaN of several (payload, sign) and which
-    sign of zero its loop picks (its SIMD order) -- where the segment
-    kernels fold in order (review 24: before, the first met)."""
-    lens = np.diff(offsets)
-    rows = np.flatnonzero(((out != out) | (out == 0)) & (lens > 0))
+def _as_numpys_rows(ufunc, vals, offsets, out, empty):
+    """Float max/min: the lists the segment kernels flagged (``empty[i] ==
+    2``: a NaN or a zero) again through the ufunc's ``reduceat`` (one call
+    for them all), which gives NumPy's per-row bits -- which NaN of several
+    (payload, sign) and which sign of zero its loop picks (its SIMD order)
+    -- where the kernels fold in order (review 24: before, the first met)."""
+    rows = np.flatnonzero(empty == 2)
     if len(rows) == 0:
         return
+    empty[rows] = 0
     at = np.empty(2 * len(rows), np.intp)
     at[0::2] = offsets[:-1][rows]
     at[1::2] = offsets[1:][rows]
