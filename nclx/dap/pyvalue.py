@@ -12,6 +12,8 @@ import operator
 
 import numpy as np
 
+from nclx.dap.agreekeys import agree_quick
+
 __all__ = ["PyValueMixin"]
 
 
@@ -59,5 +61,14 @@ class PyValueMixin:
         return int(self.shape[0])
 
     def __contains__(self, value):
-        """ndarray's ``(self == value).any()``, collective."""
-        return bool(np.any(self == value))
+        """ndarray's ``(self == value).any()``, collective: the ranks agree
+        on ``value`` and on the comparison's errors first (one Allreduce;
+        review 24b: a ``value`` refused on one rank left the others waiting
+        in ``np.any``'s collective), so every rank raises alike."""
+        equal = error = None
+        try:
+            equal = self == value
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by agree_quick
+            error = exc
+        agree_quick(self.comm, value, error, "x in da")
+        return bool(np.any(equal))

@@ -4,7 +4,8 @@ A Ragged is not a Python list of lists: as NumPy's ``x in a`` asks
 ``(a == x).any()`` over the elements, ``x in r`` asks it over the values
 of every present list, at any depth of nesting (values under a missing
 list do not count); for a Ragged of strings, whether one of its present
-strings equals ``x`` (a ``str`` for UTF-8, ``bytes`` for bytes).  Before,
+strings equals ``x`` (a ``str`` for UTF-8, ``bytes`` for bytes; anything
+else is unequal, as NumPy's ``b"a" in np.array(["a"])`` is False).  Before,
 Python iterated the lists and asked each comparison's truth value:
 NumPy's "truth value ... is ambiguous" (review 24).
 """
@@ -17,10 +18,7 @@ def contains(r, x):
     """Whether a present value of ``r`` (at any depth) equals ``x``."""
     if r.encoding is not None:
         return _contains_string(r, x)
-    if not (np.isscalar(x) or (isinstance(x, np.ndarray) and x.ndim == 0)):
-        raise TypeError(f"x in r: x must be one value (a scalar) to look for among the "
-                        f"Ragged's values, not a {type(x).__name__}; compare lists with "
-                        "r.equals or r.to_list()")
+    _check_needle(x)      # (other objects -- None, object() -- compare as NumPy's: unequal)
     lists = None
     while True:
         vals, mask = _present_values(r, lists)
@@ -28,6 +26,13 @@ def contains(r, x):
             r, lists = vals, mask
             continue
         return bool((vals[mask] == x).any())
+
+
+def _check_needle(x):
+    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim > 0):
+        raise TypeError(f"x in r: x must be one value (a scalar) to look for among the "
+                        f"Ragged's values, not a {type(x).__name__}; compare lists with "
+                        "r.equals or r.to_list()")
 
 
 def _present_values(r, lists):
@@ -43,8 +48,8 @@ def _present_values(r, lists):
 def _contains_string(r, x):
     want = str if r.encoding == "utf-8" else bytes
     if not isinstance(x, want):
-        raise TypeError(f"x in r: a Ragged of {r.encoding} strings holds {want.__name__} "
-                        f"values, not {type(x).__name__}")
+        _check_needle(x)
+        return False        # NumPy's: b"a" in a str array, None, 3 -- unequal
     key = np.frombuffer(x.encode("utf-8") if want is str else x, np.uint8)
     vals, offs = r.window()
     lengths = np.diff(offs)

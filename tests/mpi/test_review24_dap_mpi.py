@@ -172,3 +172,26 @@ def test_float16_sum_overflowing_cast_warns_once_as_numpy():
     want, ww = _warned(lambda: np.sum(g, dtype=np.float16))
     got, gw = _warned(lambda: np.sum(a, dtype=np.float16))
     collective_assert(got.tobytes() == want.tobytes() and gw == ww, f"{got} {gw} != {want} {ww}")
+
+
+def test_in_with_a_needle_refused_on_one_rank_raises_everywhere():
+    """Review 24b: ``x in da`` with an ``x`` one rank's comparison refuses
+    (an ndarray of another shape) raised there and left the others waiting
+    in np.any's collective; the ranks now agree on ``x`` and on the
+    comparison's errors first."""
+    from mpi_helpers import within
+    own = comm.Dup()
+    try:
+        d = dap.DistArray.from_global(np.arange(6.0), comm=own)
+        x = np.zeros(4) if comm.rank == 0 else 1.0
+        kind, msg = within(lambda: x in d)
+        if comm.size == 1:
+            collective_assert(kind == "exc" and "cannot combine" in msg, f"{kind}: {msg}")
+        else:
+            collective_assert(kind == "exc" and "DapError" in msg, f"{kind}: {msg}")
+        # ranks passing different scalars: told so, on every rank
+        kind, msg = within(lambda: float(comm.rank) in d)
+        if comm.size > 1:
+            collective_assert(kind == "exc" and "disagree" in msg, f"{kind}: {msg}")
+    finally:
+        own.Free()
