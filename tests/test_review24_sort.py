@@ -64,3 +64,40 @@ def test_argsort_without_zeros_or_nans_still_splits():
         i = np.argsort(x)
     assert np.array_equal(np.sort(i), np.arange(len(x)))
     assert np.all(np.diff(x[i]) >= 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("data", ["all_nan", "sorted_nan_tail", "sorted_zeros"])
+@pytest.mark.parametrize("setting", ["default_1", "default_2", "lowered_2"])
+def test_argsort_of_data_in_order_holding_nans_as_numpy(dtype, data, setting):
+    """Review 24c: the in-order shortcut (indices 0..n-1 for data already in
+    order) ran before the NaN/zero scan, but NumPy's SIMD argsort moves the
+    NaNs' indices even there: np.argsort of 50,000 NaNs gave 0, 1, 2, ...
+    where NumPy gives 33338, 33326, ... (and np.unique_inverse showed it),
+    at the default thresholds and on one thread too."""
+    n = 50_000 if setting.startswith("default") else 5_000
+    x = {"all_nan": np.full(n, np.nan),
+         "sorted_nan_tail": np.r_[np.arange(n - 500.0), np.full(500, np.nan)],
+         "sorted_zeros": np.r_[np.full(n // 2, -1.0), np.tile([-0.0, 0.0], n // 4)]}[data]
+    x = x.astype(dtype)
+    want = (np.argsort(x), np.unique_inverse(x).inverse_indices,
+            np.unique(x, return_inverse=True, equal_nan=False)[1])
+    threads = 1 if setting == "default_1" else 2
+    ctx = lowered(threads) if setting.startswith("lowered") else _threads(threads)
+    with ctx, nclx.installed():
+        got = (np.argsort(x), np.unique_inverse(x).inverse_indices,
+               np.unique(x, return_inverse=True, equal_nan=False)[1])
+    for w, g in zip(want, got):
+        assert w.tobytes() == g.tobytes()
+
+
+class _threads:
+    def __init__(self, n):
+        self.n = n
+
+    def __enter__(self):
+        self.old = nclx.get_num_threads()
+        nclx.set_num_threads(self.n)
+
+    def __exit__(self, *exc):
+        nclx.set_num_threads(self.old)

@@ -214,6 +214,18 @@ cdef int _in_order(sort_job *j) noexcept nogil:
     return 1
 
 
+cdef bint _numpys_argsort(sort_job *j) noexcept nogil:
+    """An unstable float argsort of data holding both zeros or a NaN (one
+    pass on this thread): NumPy's function decides the order of equal keys
+    (review 24c: its SIMD argsort moves NaNs' indices in data in order)."""
+    cdef uint64_t lo, hi
+    cdef int f
+    if j.idx == NULL or j.kind == 2 or j.dt < 9:
+        return False
+    f = ncl_scan_float(j.isz, j.v, j.n, &lo, &hi)
+    return (f & 3) == 3 or (f & 4) != 0
+
+
 cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
     """Sort j.v (or j.idx by j.v) on the team: NumPy's function on one
     thread below the split threshold or where its order of equal keys is
@@ -235,13 +247,27 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
         # int64: 2.1 ms), the check 0.15 ns an element (AVX2), and on other
         # data it stops at its first block of 2,048
         if j.n >= _in_order_min and (j.kind == 2 or j.dt < 9 or j.idx != NULL) \
-                and ncl_is_sorted(j.dt, j.v, j.n):
+                and not _numpys_argsort(j) and ncl_is_sorted(j.dt, j.v, j.n):
             if j.idx == NULL or ncl_is_iota(j.idx, j.n):
                 return 0
         return _whole(j)
     j.nruns = nruns
     for r in range(nruns + 1):
         j.b[r] = ncl_part(j.n, r, nruns)
+    if j.idx != NULL:
+        # indices other than 0..n-1 (np.lexsort's later keys): NumPy's way
+        ncl_team_run(nruns, _t_scan, j)
+        for r in range(nruns):
+            if j.scan[r] & _NOT_IOTA:
+                return _whole(j)
+            flags |= j.scan[r]
+        # unstable float argsorts of data holding both zeros or a NaN: which
+        # of equal keys comes first is NumPy's permutation's, and np.unique
+        # shows it (its values' zero sign, return_inverse's indices of NaNs
+        # under equal_nan=False; review 24) -- data in order too (NumPy's
+        # SIMD argsort moves NaNs' indices; review 24c): NumPy's function
+        if (flags & 3) == 3 or flags & 4:
+            return _whole(j)
     # data already in order: a stable sort (and any sort of integers) leaves
     # it as it is, an argsort of it from 0..n-1 too (the sorting permutation);
     # checked on the team, each run with the element before it
@@ -255,20 +281,7 @@ cdef int ncl_sort_lane(sort_job *j) noexcept nogil:
     # equal keys are then the same bits)
     if j.idx == NULL and ncl_sort_few(j, nruns):
         return 0
-    if j.idx != NULL:
-        # indices other than 0..n-1 (np.lexsort's later keys): NumPy's way
-        ncl_team_run(nruns, _t_scan, j)
-        for r in range(nruns):
-            if j.scan[r] & _NOT_IOTA:
-                return _whole(j)
-            flags |= j.scan[r]
-        # unstable float argsorts of data holding both zeros or a NaN: which
-        # of equal keys comes first is NumPy's permutation's, and np.unique
-        # shows it (its values' zero sign, return_inverse's indices of NaNs
-        # under equal_nan=False; review 24): NumPy's function
-        if (flags & 3) == 3 or flags & 4:
-            return _whole(j)
-    elif j.kind != 2 and j.dt >= 9:
+    if j.idx == NULL and j.kind != 2 and j.dt >= 9:
         # unstable float sorts: NumPy's order of equal keys with different
         # bits (-0.0/0.0, NaN payloads) is its own; leave those to it
         ncl_team_run(nruns, _t_scan, j)
