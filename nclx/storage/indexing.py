@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from nclx.storage._fastalloc import StorageBase
-from nclx.storage.buffer import all_locked
+from nclx.storage.buffer import all_locked, read_nested
 from nclx.storage.devices import SyncState
 
 __all__ = ["IndexingMixin"]
@@ -132,7 +132,13 @@ class IndexingMixin:
         else:
             on_device = self._value_on_device(value)
         # the value's and the key's storages too, in the one order of
-        # buffer.all_locked (a ufunc holds several at once; review 24)
+        # buffer.all_locked (a ufunc holds several at once; review 24);
+        # storages inside lists read before (review 24c)
+        if buf.sync is not None:
+            value = read_nested(value)
+            key = read_nested(key) if isinstance(key, list) else tuple(
+                read_nested(k) if isinstance(k, (list, tuple)) else k for k in key) \
+                if isinstance(key, tuple) else key
         keys = key if isinstance(key, tuple) else (key,)
         with all_locked([self, value, *keys]):
             key = self._plain_key(key, on_device)

@@ -19,7 +19,7 @@ import numpy as np
 
 from nclx import aware
 from nclx.storage._fastalloc import StorageBase
-from nclx.storage.buffer import all_locked
+from nclx.storage.buffer import all_locked, read_nested
 from nclx.storage.devices import SyncState
 from nclx.storage.params import StorageTypeError, default_dims
 
@@ -193,7 +193,15 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
             # storage over bytes must not change them (review 24)
             raise ValueError(f"{ufunc.__name__}.at: assignment destination is read-only")
         written = [o for o in aware.outs_of(kwargs) if isinstance(o, StorageBase)]
-        with all_locked(storages + written):
+        where = kwargs.get("where")
+        held = all_locked(storages + written + [where])
+        if held.locks:
+            # storages inside list operands are read first, as NumPy converts
+            # them (under the held locks they deadlocked; review 24c)
+            inputs = tuple(read_nested(x) for x in inputs)
+            if isinstance(where, (list, tuple)):
+                kwargs["where"] = read_nested(where)
+        with held:
             return _computed(ufunc, method, inputs, kwargs, new_outs, no_out)
 
     def _computed(ufunc, method, inputs, kwargs, new_outs, no_out):

@@ -197,3 +197,84 @@ def test_setitem_and_ufuncs_of_two_storages_in_two_threads_do_not_deadlock(emu):
         stop.set()
         sys.setswitchinterval(old)
     assert len(done) == 4, "threads still waiting: a deadlock"
+
+
+# -- review 24c: storages inside lists and where= under the held locks; out by position --
+
+def _pairs(emu):  # noqa: F811
+    s, t = ns.zeros((2, 300), device="gpu"), ns.zeros((2, 300), device="gpu")
+    p, q = ns.zeros((4,), dtype=np.int64, device="gpu"), ns.zeros((4,), dtype=np.int64, device="gpu")
+    a, m = ns.zeros((300,), dtype=bool, device="gpu"), ns.zeros((300,), dtype=bool, device="gpu")
+    sf, tf = ns.zeros((600,), device="gpu"), ns.zeros((600,), device="gpu")
+    return {
+        "value_list": (lambda: s.__setitem__(..., [t[0], t[1]]),
+                       lambda: t.__setitem__(..., [s[0], s[1]])),
+        "key_list": (lambda: p.__setitem__([q], 0), lambda: q.__setitem__([p], 0)),
+        "where": (lambda: np.logical_not(a, out=a, where=m),
+                  lambda: np.logical_not(m, out=m, where=a)),
+        "concat_out": (lambda: np.concatenate([tf[:300], tf[300:]], out=sf),
+                       lambda: np.concatenate([sf[:300], sf[300:]], out=tf)),
+        "ufunc_list_input": (lambda: np.add([t[0]], 1, out=s[:1]),
+                             lambda: np.add([s[0]], 1, out=t[:1])),
+    }
+
+
+@pytest.mark.parametrize("case", ["value_list", "key_list", "where", "concat_out",
+                                  "ufunc_list_input"])
+def test_nested_storages_in_two_threads_do_not_deadlock(emu, case):  # noqa: F811
+    f1, f2 = _pairs(emu)[case]
+    stop = threading.Event()
+    done = []
+
+    def run(f):
+        with devices.use(emu):
+            for _ in range(1500):
+                if stop.is_set():
+                    return
+                f()
+        done.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=run, args=(f,), daemon=True) for f in (f1, f2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(30)
+    finally:
+        stop.set()
+        sys.setswitchinterval(old)
+    assert len(done) == 2, "threads still waiting: a deadlock"
+
+
+def test_nested_storage_values_and_where_give_ndarrays_results(emu):  # noqa: F811
+    s, t = ns.zeros((2, 4), device="gpu"), ns.zeros((2, 4), device="gpu")
+    t[...] = np.arange(8.0).reshape(2, 4)
+    s[...] = [t[1], t[0]]
+    assert np.asarray(s).tolist() == [[4.0, 5.0, 6.0, 7.0], [0.0, 1.0, 2.0, 3.0]]
+    m = ns.zeros((4,), dtype=bool, device="gpu")
+    m[...] = [True, False, True, False]
+    out = ns.zeros((4,), device="gpu")
+    np.add(t[0], 10.0, out=out, where=m)
+    assert np.asarray(out).tolist() == [10.0, 0.0, 12.0, 0.0]
+
+
+@pytest.mark.parametrize("name", ["mean", "cumsum", "round", "take", "dot", "clip"])
+def test_out_given_by_position_writes_into_the_storage(name):
+    """np.mean(M, 0, None, s) wrote the sum into s and returned a new
+    ndarray (silently wrong); np.cumsum(a, 0, None, s) and others raised
+    "output must be an array"."""
+    M = np.arange(9.0).reshape(3, 3)
+    calls = {"mean": lambda o: np.mean(M, 0, None, o),
+             "cumsum": lambda o: np.cumsum(np.ones(3), 0, None, o),
+             "round": lambda o: np.round(M[0] * 1.26, 1, o),
+             "take": lambda o: np.take(M[0], [2, 0, 1], None, o),
+             "dot": lambda o: np.dot(M, M[0], o),
+             "clip": lambda o: np.clip(M[0], 1.0, 1.5, o)}
+    want_o = np.zeros(3)
+    want = calls[name](want_o)
+    s = ns.zeros((3,))
+    got = calls[name](s)
+    assert np.asarray(s).tobytes() == want_o.tobytes()
+    assert (got is s) == (want is want_o)
