@@ -198,7 +198,8 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
         if held.locks:
             # storages inside list operands are read first, as NumPy converts
             # them (under the held locks they deadlocked; review 24c)
-            inputs = tuple(read_nested(x) for x in inputs)
+            inputs = tuple(read_nested(x) if isinstance(x, (list, tuple)) else x
+                           for x in inputs)
             if isinstance(where, (list, tuple)):
                 kwargs["where"] = read_nested(where)
         with held:
