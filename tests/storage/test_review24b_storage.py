@@ -157,46 +157,44 @@ class _nothing:
         return False
 
 
+def _finish_together(emu, calls, rounds, join):  # noqa: F811
+    """Run each of ``calls`` ``rounds`` times in a thread of its own (a
+    short switch interval forces interleavings); whether all finished
+    within ``join`` seconds each (not: a deadlock)."""
+    stop = threading.Event()
+    done = []
+
+    def run(f):
+        with devices.use(emu):
+            for _ in range(rounds):
+                if stop.is_set():
+                    return
+                f()
+        done.append(1)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    threads = [threading.Thread(target=run, args=(f,), daemon=True) for f in calls]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(join)
+    finally:
+        stop.set()
+        sys.setswitchinterval(old)
+    return len(done) == len(calls)
+
+
 def test_setitem_and_ufuncs_of_two_storages_in_two_threads_do_not_deadlock(emu):  # noqa: F811
     """A ufunc holds all its storages' locks at once (in one order): ``a[...]
     = b`` must take ``a``'s and ``b``'s in that same order, or a thread in
     ``np.add(b, 1, out=a)`` and one in ``a[...] = b`` wait on each other."""
     a = ns.zeros((64,), device="gpu")
     b = ns.zeros((64,), device="gpu")
-    stop = threading.Event()
-    done = []
-
-    def assign(x, y):
-        with devices.use(emu):
-            for _ in range(3000):
-                if stop.is_set():
-                    return
-                x[...] = y
-        done.append(1)
-
-    def compute(x, y):
-        with devices.use(emu):
-            for _ in range(3000):
-                if stop.is_set():
-                    return
-                np.add(y, 1, out=x)
-        done.append(1)
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    threads = [threading.Thread(target=assign, args=(a, b), daemon=True),
-               threading.Thread(target=assign, args=(b, a), daemon=True),
-               threading.Thread(target=compute, args=(a, b), daemon=True),
-               threading.Thread(target=compute, args=(b, a), daemon=True)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-    finally:
-        stop.set()
-        sys.setswitchinterval(old)
-    assert len(done) == 4, "threads still waiting: a deadlock"
+    calls = [lambda: a.__setitem__(..., b), lambda: b.__setitem__(..., a),
+             lambda: np.add(b, 1, out=a), lambda: np.add(a, 1, out=b)]
+    assert _finish_together(emu, calls, 3000, 60), "threads still waiting: a deadlock"
 
 
 # -- review 24c: storages inside lists and where= under the held locks; out by position --
@@ -222,30 +220,7 @@ def _pairs(emu):  # noqa: F811
 @pytest.mark.parametrize("case", ["value_list", "key_list", "where", "concat_out",
                                   "ufunc_list_input"])
 def test_nested_storages_in_two_threads_do_not_deadlock(emu, case):  # noqa: F811
-    f1, f2 = _pairs(emu)[case]
-    stop = threading.Event()
-    done = []
-
-    def run(f):
-        with devices.use(emu):
-            for _ in range(1500):
-                if stop.is_set():
-                    return
-                f()
-        done.append(1)
-
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    threads = [threading.Thread(target=run, args=(f,), daemon=True) for f in (f1, f2)]
-    try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(30)
-    finally:
-        stop.set()
-        sys.setswitchinterval(old)
-    assert len(done) == 2, "threads still waiting: a deadlock"
+    assert _finish_together(emu, _pairs(emu)[case], 1500, 30), "threads still waiting: a deadlock"
 
 
 def test_nested_storage_values_and_where_give_ndarrays_results(emu):  # noqa: F811
