@@ -9,6 +9,8 @@ import operator
 
 import numpy as np
 
+from nclx.errors import NclxError
+
 
 class _PowerProbe(np.ndarray):
     """An empty array that reports the ufunc NumPy's ``**`` calls on it."""
@@ -18,8 +20,8 @@ class _PowerProbe(np.ndarray):
         raise _Chosen(ufunc, getattr(inputs[0], "dtype", None))
 
 
-class _Chosen(Exception):
-    pass
+class _Chosen(NclxError):
+    """The probe's signal (never escapes :func:`_power_ufunc`)."""
 
 
 _power_choice = {}
