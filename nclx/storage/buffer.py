@@ -139,17 +139,22 @@ class all_locked:
             lock.release()
 
 
-def read_nested(obj, _depth=0):
-    """``obj``, a list or tuple, with each storage inside it (at any depth)
-    replaced by its host values, read under that storage's own lock alone:
-    a caller about to hold several locks (:class:`all_locked`) reads nested
-    operands first, as NumPy would convert them (review 24c: ``s[...] =
-    [t[0], t[1]]`` in one thread and ``t[...] = [s[0], s[1]]`` in another,
-    a ``where=`` storage, ``np.concatenate([...], out=s)``, each read a
-    nested storage under the caller's lock: a deadlock).  A structure
-    holding no storage is returned as it is (no copy)."""
-    if isinstance(obj, (list, tuple)) and _depth < 64:
-        items = [read_nested(x, _depth + 1) for x in obj]
+def read_nested(obj):
+    """``obj`` with each storage inside it replaced by its host values when
+    ``obj`` is a list or tuple (at any depth), read under that storage's own
+    lock alone; any other ``obj`` (a storage itself too) as it is.  A caller
+    about to hold several locks (:class:`all_locked`) reads nested operands
+    first, as NumPy would convert them (review 24c: ``s[...] = [t[0],
+    t[1]]`` in one thread and ``t[...] = [s[0], s[1]]`` in another, a
+    ``where=`` list, ``np.concatenate([...], out=s)``, each read a nested
+    storage under the caller's lock: a deadlock).  A structure holding no
+    storage is returned as it is (no copy)."""
+    return _inside(obj, 0) if isinstance(obj, (list, tuple)) else obj
+
+
+def _inside(obj, depth):
+    if isinstance(obj, (list, tuple)) and depth < 64:
+        items = [_inside(x, depth + 1) for x in obj]
         if any(a is not b for a, b in zip(items, obj)):
             return type(obj)(items) if type(obj) in (list, tuple) else items
         return obj

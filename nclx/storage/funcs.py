@@ -76,9 +76,8 @@ def storage_default(func, types, args, kwargs):
     involved = [x for x in (*args, *kwargs.values()) if isinstance(x, StorageBase)]
     held = all_locked(involved)
     if held.locks:
-        args = [read_nested(x) if isinstance(x, (list, tuple)) else x for x in args]
-        kwargs = {k: read_nested(v) if isinstance(v, (list, tuple)) else v
-                  for k, v in kwargs.items()}
+        args = [read_nested(x) for x in args]
+        kwargs = {k: read_nested(v) for k, v in kwargs.items()}
     views = []
     with held:
         for where, key, s in targets:

@@ -135,10 +135,9 @@ class IndexingMixin:
         # buffer.all_locked (a ufunc holds several at once; review 24);
         # storages inside lists read before (review 24c)
         if buf.sync is not None:
-            value = read_nested(value) if isinstance(value, (list, tuple)) else value
-            key = read_nested(key) if isinstance(key, list) else tuple(
-                read_nested(k) if isinstance(k, (list, tuple)) else k for k in key) \
-                if isinstance(key, tuple) else key
+            value = read_nested(value)
+            key = tuple(read_nested(k) for k in key) if isinstance(key, tuple) \
+                else read_nested(key)
         keys = key if isinstance(key, tuple) else (key,)
         with all_locked([self, value, *keys]):
             key = self._plain_key(key, on_device)

@@ -198,9 +198,8 @@ def storage_ufunc(anchor, ufunc, method, inputs, kwargs):
         if held.locks:
             # storages inside list operands are read first, as NumPy converts
             # them (under the held locks they deadlocked; review 24c)
-            inputs = tuple(read_nested(x) if isinstance(x, (list, tuple)) else x
-                           for x in inputs)
-            if isinstance(where, (list, tuple)):
+            inputs = tuple(read_nested(x) for x in inputs)
+            if where is not None:
                 kwargs["where"] = read_nested(where)
         with held:
             return _computed(ufunc, method, inputs, kwargs, new_outs, no_out)
