@@ -13,19 +13,17 @@ kernel when no hook is in the "mask" funnel chain or the kernel chain
 ``<op>_<dtype>``, else down those chains, whose "numpy" node runs NumPy's own
 function on the same buffers.  Arguments, NumPy's rules and fallbacks are
 the business of nclx._ncl.maskselect (extract, compress) and
-nclx._ncl.maskfuncs (place, putmask, count).
+nclx._ncl.maskfuncs (place, putmask, count); NumPy's node is
+nclx._ncl.masknumpy.
 """
 cimport numpy as cnp
 
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_quiet, ncl_callop_run
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
-import sys
-
-import numpy as np
+from nclx._ncl.masknumpy cimport mask_numpy_call
 
 from nclx._ncl.dtypes import fixed_width
-from nclx._ncl.hookerrors import Unraisable
 
 cnp.import_array()
 
@@ -50,13 +48,6 @@ cdef extern from "ncl_mask.h" nogil:
                           npy_intp cnt, npy_intp S, npy_intp r0, npy_intp r1)
     int ncl_maskstore_isa()
     int ncl_maskstore_set_limit(int k)
-
-# NumPy's own functions, for the chains' "numpy" node (saved at import, so
-# that a routed NumPy never calls back into nclx)
-_np_extract = np.extract
-_np_place = np.place
-_np_putmask = np.putmask
-_np_count = np.count_nonzero
 
 # ------------------------------------------------------------ the job
 
@@ -243,58 +234,29 @@ cdef void _count_loop(char **args, const npy_intp *dims, const npy_intp *steps,
     (<npy_intp *>args[1])[0] = mask_count(j)
 
 
-# NumPy's way, on one thread: its own function over views of the buffers
-
-cdef object _view(char *p, npy_intp n, int typenum, bint writeable):
-    cdef cnp.ndarray a = cnp.PyArray_SimpleNewFromData(1, &n, typenum, <void *>p)
-    if not writeable:
-        cnp.PyArray_CLEARFLAGS(a, cnp.NPY_ARRAY_WRITEABLE)
-    return a
-
-
-cdef void _numpy_call(int op, char **args, const npy_intp *dims, int typenum) noexcept nogil:
-    with gil:
-        try:
-            if op == OP_EXTRACT:
-                res = _np_extract(_view(args[0], dims[1], cnp.NPY_BOOL, False),
-                                  _view(args[1], dims[2], typenum, False))
-                _view(args[2], dims[3], typenum, True)[...] = res
-            elif op == OP_PLACE:
-                _np_place(_view(args[2], dims[3], typenum, True),
-                          _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                          _view(args[1], dims[2], typenum, False))
-            elif op == OP_PUTMASK:
-                _np_putmask(_view(args[2], dims[3], typenum, True),
-                            _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                            _view(args[1], dims[2], typenum, False))
-            else:
-                (<npy_intp *>args[1])[0] = _np_count(_view(args[0], dims[1], cnp.NPY_BOOL, False))
-        except BaseException:
-            sys.unraisablehook(Unraisable(sys.exc_info()[1],
-                                          "Exception ignored in nclx.mask's NumPy node", None))
-
+# NumPy's way, on one thread (nclx._ncl.masknumpy)
 
 cdef void _extract_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                          void *data) noexcept nogil:
     if (<mjob *>data).rows != 1 or (<mjob *>data).idx != NULL:
         _extract_loop(args, dims, steps, data)      # never reached: chains see flat calls
     else:
-        _numpy_call(OP_EXTRACT, args, dims, (<mjob *>data).typenum)
+        mask_numpy_call(OP_EXTRACT, args, dims, (<mjob *>data).typenum)
 
 
 cdef void _place_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                        void *data) noexcept nogil:
-    _numpy_call(OP_PLACE, args, dims, (<mjob *>data).typenum)
+    mask_numpy_call(OP_PLACE, args, dims, (<mjob *>data).typenum)
 
 
 cdef void _putmask_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                          void *data) noexcept nogil:
-    _numpy_call(OP_PUTMASK, args, dims, (<mjob *>data).typenum)
+    mask_numpy_call(OP_PUTMASK, args, dims, (<mjob *>data).typenum)
 
 
 cdef void _count_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                        void *data) noexcept nogil:
-    _numpy_call(OP_COUNT, args, dims, cnp.NPY_BOOL)
+    mask_numpy_call(OP_COUNT, args, dims, cnp.NPY_BOOL)
 
 
 # ------------------------------------------------------------ the calls

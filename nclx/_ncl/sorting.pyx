@@ -23,7 +23,8 @@ from nclx._ncl import spec
 from nclx.errors import NclxInstallError
 # the Sort settings live with the lane sort; nclx._ncl.sorting names them too
 from nclx._ncl.sortrun import (fast_threshold, in_order_min, in_order_prefetch, in_order_team,
-                               min_run, release, scratch_keep, threshold)
+                               min_run, threshold)
+from nclx._ncl.sortmerge import release, scratch_keep
 from nclx._ncl.sortpart import vector_partition, vector_partition_here
 
 cnp.import_array()

@@ -1,0 +1,51 @@
+# cython: wraparound=False, boundscheck=False
+"""NCLib's Mask subsystem, NumPy's way: the "numpy" node of the mask chains
+runs NumPy's own function (extract, place, putmask, count_nonzero) over
+views of the call's buffers, on one thread (nclx._ncl.masking's slots)."""
+cimport numpy as cnp
+
+from nclx._ncl.ncl cimport npy_intp
+from nclx._ncl.masking cimport OP_EXTRACT, OP_PLACE, OP_PUTMASK
+import sys
+
+import numpy as np
+
+from nclx._ncl.hookerrors import Unraisable
+
+cnp.import_array()
+
+# NumPy's own functions, for the chains' "numpy" node (saved at import, so
+# that a routed NumPy never calls back into nclx)
+_np_extract = np.extract
+_np_place = np.place
+_np_putmask = np.putmask
+_np_count = np.count_nonzero
+
+
+cdef object _view(char *p, npy_intp n, int typenum, bint writeable):
+    cdef cnp.ndarray a = cnp.PyArray_SimpleNewFromData(1, &n, typenum, <void *>p)
+    if not writeable:
+        cnp.PyArray_CLEARFLAGS(a, cnp.NPY_ARRAY_WRITEABLE)
+    return a
+
+
+cdef void mask_numpy_call(int op, char **args, const npy_intp *dims, int typenum) noexcept nogil:
+    with gil:
+        try:
+            if op == OP_EXTRACT:
+                res = _np_extract(_view(args[0], dims[1], cnp.NPY_BOOL, False),
+                                  _view(args[1], dims[2], typenum, False))
+                _view(args[2], dims[3], typenum, True)[...] = res
+            elif op == OP_PLACE:
+                _np_place(_view(args[2], dims[3], typenum, True),
+                          _view(args[0], dims[1], cnp.NPY_BOOL, False),
+                          _view(args[1], dims[2], typenum, False))
+            elif op == OP_PUTMASK:
+                _np_putmask(_view(args[2], dims[3], typenum, True),
+                            _view(args[0], dims[1], cnp.NPY_BOOL, False),
+                            _view(args[1], dims[2], typenum, False))
+            else:
+                (<npy_intp *>args[1])[0] = _np_count(_view(args[0], dims[1], cnp.NPY_BOOL, False))
+        except BaseException:
+            sys.unraisablehook(Unraisable(sys.exc_info()[1],
+                                          "Exception ignored in nclx.mask's NumPy node", None))
