@@ -50,21 +50,35 @@ def runs(seq):
     """``(starts, lengths)`` of the maximal runs of consecutive integers
     (each next = previous + 1) in ``seq``, in order."""
     seq = np.asarray(seq, dtype=np.int64)
-    if not seq.size:
+    n = seq.size
+    if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cut = np.flatnonzero(np.diff(seq) != 1) + 1
-    first = np.concatenate(([0], cut))
-    return seq[first], np.diff(np.concatenate((first, [seq.size])))
+    # one temporary of seq's size at a time (a 'u' dimension of scattered
+    # indices has a run a cell: before, six arrays of its size at once)
+    step = np.subtract(seq[1:], seq[:-1])
+    starts_here = np.empty(n, bool)
+    starts_here[0] = True
+    np.not_equal(step, 1, out=starts_here[1:])
+    del step
+    first = np.flatnonzero(starts_here)
+    del starts_here
+    lengths = np.empty(first.size, np.int64)
+    np.subtract(first[1:], first[:-1], out=lengths[:-1])
+    lengths[-1] = n - first[-1]
+    return seq[first], lengths
 
 
 def _u_held_below(dist, d, coord):
-    """Global indices of 'u' dimension ``d`` held by grid coordinates below ``coord``."""
-    held = []
+    """Whether each global index of 'u' dimension ``d`` is held by a grid
+    coordinate below ``coord`` (one byte an index: before, their indices
+    concatenated and np.isin's sort of them cost a rank several times its
+    block; review 25)."""
+    held = np.zeros(dist.shape[d], bool)
     for c in range(coord):
         coords = [0] * dist.ndim
         coords[d] = c
-        held.append(dist.maps(dist.rank_from_coords(coords))[d].indices)
-    return np.concatenate(held) if held else np.zeros(0, np.int64)
+        held[dist.maps(dist.rank_from_coords(coords))[d].indices] = True
+    return held
 
 
 def expand(starts, lengths):
@@ -89,6 +103,23 @@ class DimSelection:
         if callable(self._file_runs):       # cyclic: one run per local block, made when needed
             self._file_runs = self._file_runs()
         return self._file_runs
+
+    def file_stats(self):
+        """``(number, longest)`` of the file runs, without making a cyclic
+        dimension's (one per local block: before, the saves and loads that
+        only count them made them, an 8 TiB request for an empty array with
+        a long cyclic dimension; review 25)."""
+        if callable(self._file_runs):
+            return self._file_runs.stats
+        return _stats(self._file_runs)
+
+    def mem_stats(self):
+        """``(number, longest)`` of the memory runs."""
+        return _stats(self.mem_runs)
+
+
+def _stats(runs_):
+    return len(runs_[0]), int(runs_[1].max(initial=0))
 
 
 def _block_dim(m, write):
@@ -138,6 +169,7 @@ def _cyclic_dim(m):
     def file_runs():
         j = np.arange(-(-L // k), dtype=np.int64)
         return (j * P + c) * k, np.minimum(k, L - j * k)
+    file_runs.stats = (-(-L // k), min(k, L))
     return DimSelection(L, (np.zeros(1 if L else 0, np.int64), np.full(1 if L else 0, L)),
                         file_runs)
 
@@ -160,7 +192,7 @@ def _dim_selections(dist, rank, write=False):
         else:
             order = np.argsort(m.indices, kind="stable")
             if write and coords[d] > 0:
-                order = order[~np.isin(m.indices[order], _u_held_below(dist, d, coords[d]))]
+                order = order[~_u_held_below(dist, d, coords[d])[m.indices[order]]]
             out.append(DimSelection(order.size, runs(order), runs(m.indices[order])))
     return out
 
@@ -219,7 +251,9 @@ def _compose(MPI, elem, dims):
     t = elem
     for starts, lengths, stride in reversed(dims):
         r = t.Create_resized(0, stride)
-        nt = r.Create_hindexed(lengths.tolist(), (starts * stride).tolist())
+        # the arrays as they are: lists of Python ints cost 20x their bytes
+        # (a 'u' dimension has a run a cell; review 25: 11x the block)
+        nt = r.Create_hindexed(lengths, starts * stride)
         r.Free()
         if t is not elem:
             t.Free()
@@ -293,7 +327,7 @@ class IOPlan:
         mem_box = all(len(s.mem_runs[0]) == 1 for s in sel)
         self.run_bytes, self.max_piece_bytes = _piece_bytes(dist, sel, itemsize, order)
         gstrides = _strides(dist.shape, itemsize, order)
-        if kind is None and _pieces(dist.shape, sel, list(dims), DimSelection.file_runs)[0] == 1:
+        if kind is None and _pieces(dist.shape, sel, list(dims), DimSelection.file_stats)[0] == 1:
             kind = "contiguous"         # one piece: a plain view from its first byte
         mpi_order = MPI.ORDER_C if order == "C" else MPI.ORDER_FORTRAN
         if kind is None:
@@ -324,7 +358,7 @@ class IOPlan:
         self.filetype = self.elem if ft is None else ft.Commit()
         self.count = 1
         if order == "C" and block.flags.c_contiguous and \
-                _pieces(block.shape, sel, list(dims), lambda s: s.mem_runs)[0] == 1:
+                _pieces(block.shape, sel, list(dims), DimSelection.mem_stats)[0] == 1:
             # one piece of the block: a flat view of it, a contiguous type
             self.first = sum(int(sel[d].mem_runs[0][0]) * block.strides[d] for d in dims) // \
                 max(itemsize, 1)
@@ -367,26 +401,27 @@ def _piece_bytes(dist, sel, itemsize, order):
     if nelems == 0 or itemsize == 0:
         return float("inf"), 0
     dims = list(range(dist.ndim) if order == "C" else range(dist.ndim - 1, -1, -1))
-    npieces, largest = _pieces(dist.shape, sel, dims, lambda s: s.file_runs())
+    npieces, largest = _pieces(dist.shape, sel, dims, DimSelection.file_stats)
     return nelems * itemsize / npieces, largest * itemsize
 
 
-def _pieces(shape, sel, dims, runs_of):
+def _pieces(shape, sel, dims, stats_of):
     """``(number, largest)`` of the contiguous pieces (in elements) of a
     selection of an array of ``shape`` traversed in ``dims`` (outer to
-    inner): inner dimensions taken whole join into longer pieces."""
+    inner): inner dimensions taken whole join into longer pieces.
+    ``stats_of(selection)``: ``(number, longest)`` of its runs."""
     whole = 1
     inner = list(reversed(dims))
     for i, d in enumerate(inner):
         s = sel[d]
-        starts, lengths = runs_of(s)
-        if s.count == shape[d] and len(starts) == 1:
+        nruns, longest = stats_of(s)
+        if s.count == shape[d] and nruns == 1:
             whole *= max(s.count, 1)
             continue
-        number = len(starts)
+        number = nruns
         for d2 in inner[i + 1:]:
             number *= max(sel[d2].count, 1)
-        return number, int(lengths.max(initial=0)) * whole
+        return number, longest * whole
     return 1, whole
 
 

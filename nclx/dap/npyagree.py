@@ -24,12 +24,17 @@ def gather(comm, error, value=None):
     """One allgather of (this rank's error, ``value``): ``(text, values)``,
     ``text`` None when no rank failed, else its message alone when every
     rank failed alike, or each failing rank with its message."""
-    msg = None
+    msg = oserr = None
     if error is not None:
         msg = str(error) if isinstance(error, DapError) else describe_error(error)
-    parts = comm.allgather((msg, value))
-    failed = [(r, m) for r, (m, _) in enumerate(parts) if m is not None]
-    return report(failed, len(parts)), [v for _, v in parts]
+        if isinstance(error, OSError) and error.errno is not None:
+            oserr = (error.errno, error.strerror, error.filename)
+    parts = comm.allgather((msg, value, oserr))
+    failed = [(r, m) for r, (m, _, _) in enumerate(parts) if m is not None]
+    text = report(failed, len(parts))
+    if text is not None:
+        text.oserr = parts[failed[0][0]][2]
+    return text, [v for _, v, _ in parts]
 
 
 def report(failed, nranks):
@@ -47,9 +52,10 @@ class Failure(str):
     """A failure report; ``first``: the lowest failing rank's message
     ('TypeName: message'), whose type the agreement raises as."""
 
-    def __new__(cls, text, first):
+    def __new__(cls, text, first, oserr=None):
         self = super().__new__(cls, text)
         self.first = first
+        self.oserr = oserr      # (errno, strerror, filename) of its OSError, or None
         return self
 
 
@@ -60,6 +66,11 @@ def failed(what, text, error):
     found by review)."""
     err = failure_type(text.first)(f"{what}: {text}")
     err.__cause__ = error
+    oserr = getattr(text, "oserr", None)
+    if oserr is not None and isinstance(err, OSError):
+        # errno as the failing rank's OSError had it (a full disk: ENOSPC),
+        # so that code telling failures apart by errno works (review 25)
+        err.errno, err.strerror, err.filename = oserr
     return err
 
 

@@ -22,6 +22,7 @@ rank, is an error on every rank, not silently wrong cells or files.
 """
 import errno
 import os
+import stat
 
 import numpy as np
 
@@ -144,9 +145,14 @@ def _absolute(path):
     """``path`` made absolute against this rank's working directory (the
     file's name as the ranks compare it; links are not resolved)."""
     try:
-        return os.path.abspath(os.fsdecode(path))
+        text = os.fsdecode(path)
+        out = os.path.abspath(text)
     except (TypeError, ValueError):          # not a path: the open raises
         return path
+    # a trailing separator stays: 'x.npy/' names a directory, whose open
+    # fails as open() and np.save fail (before, abspath dropped it and
+    # save_npy wrote the file 'x.npy'; review 25)
+    return out + os.sep if text.endswith(os.sep) and not out.endswith(os.sep) else out
 
 
 def _os_failure(code, message, path):
@@ -239,6 +245,7 @@ def write_npy(comm, path, block, dist, what):
     rank = comm.Get_rank()
     block = np.asarray(block)
     plan = header = error = written = None
+    box = False
     try:
         # no path on one rank (None, a number): raised on every rank by the
         # agreement below (before, it raised alone before the agreement and
@@ -266,6 +273,9 @@ def write_npy(comm, path, block, dist, what):
             # which np.save writes as they are (before, lost: found by review)
             block = np.ascontiguousarray(raw_items(block)).view(block.dtype)
         plan = IOPlan(dist, rank, block, "C", write=True)
+        # here, where a failure is agreed on (before, in the agreement's
+        # arguments: one rank's MemoryError left the others waiting; review 25)
+        box = npymap.MAPPED_WRITES and npymap.is_box(plan.selections)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
@@ -278,8 +288,7 @@ def write_npy(comm, path, block, dist, what):
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
                                              plan.kind in ("contiguous", "empty")),
-                                            plan is not None and npymap.MAPPED_WRITES
-                                            and npymap.is_box(plan.selections)))
+                                            box))
         for r, (p, dt, _, _, _) in enumerate(parts):
             if p[1] != parts[0][0][1] or dt != parts[0][1]:      # by absolute name
                 raise DapError(f"{what}: rank {r} writes {p[0]!r} ({p[1]!r}) from a {dt} block, "
@@ -301,7 +310,12 @@ def write_npy(comm, path, block, dist, what):
                     with os.fdopen(open_file(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
                                              "save_npy"), "wb") as f:
                         f.write(header)
+                        f.flush()
                         written = file_identity(fd=f.fileno())
+                        if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                            # a full disk raises here with its errno (MPI-IO's
+                            # Write_all says "Other I/O error"; review 25)
+                            npymap.reserve(f.fileno(), len(header) + nbytes)
             except Exception as exc:  # noqa: BLE001 - raised on every rank by the agreement
                 # an OSError, or a ValueError (a NUL in the path: before,
                 # raised on rank 0 alone while the others waited; found by review)
@@ -339,7 +353,7 @@ def _write_mapped(comm, path, offset, shape, block, plan, ref, what):
     text, values = _gather(comm, error, (unmappable, other is not None))
     if text is not None:
         if any(o for _, o in values):
-            text = _Failure(text + _LEFT, text.first)
+            text = _Failure(text + _LEFT, text.first, text.oserr)
         raise _failed(what, text, error if isinstance(error, Exception) else None)
     return any(u for u, _ in values)
 

@@ -67,7 +67,7 @@ def is_box(selections):
     dimension one run of consecutive global indices held by consecutive
     local positions (block and undistributed dimensions; a 'u' dimension
     whose indices happen to be so)."""
-    return all(s.count == 0 or (len(s.mem_runs[0]) == 1 and len(s.file_runs()[0]) == 1)
+    return all(s.count == 0 or (s.mem_stats()[0] == 1 and s.file_stats()[0] == 1)
                for s in selections)
 
 
@@ -93,14 +93,22 @@ def prepare(path, header, nbytes):
             raise OSError(errno.EIO, f"short write of the header of {path!r}")
         if os.fstat(fd).st_size != total:
             os.ftruncate(fd, total)
-        try:
-            os.posix_fallocate(fd, 0, total)
-        except OSError as exc:
-            if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
-                return False
-            raise
+        return reserve(fd, total)
     finally:
         os.close(fd)
+
+
+def reserve(fd, total):
+    """Allocate the first ``total`` bytes of the regular file ``fd``
+    (``posix_fallocate``): True, or False where the file system cannot; a
+    full disk or quota raises OSError with its errno (ENOSPC, EDQUOT) --
+    MPI-IO's own report of it names no cause ("Other I/O error")."""
+    try:
+        os.posix_fallocate(fd, 0, total)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            return False
+        raise
     return True
 
 
