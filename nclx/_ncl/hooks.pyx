@@ -104,41 +104,69 @@ cdef class Kernel:
 
 
 cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
+    """A Python Kernel's __call__/reduce on the call's mirrors: 0 when it
+    computed the output, 1 when the next node must.  Nothing may leave it:
+    a failure around the kernel (Python's recursion limit or no memory while
+    the call is wrapped or the failure reported) passes the call on (before,
+    Cython printed it and returned 0: uninitialised memory; review 25)."""
     cdef int rc = 1
-    cdef Call c
+    cdef Call c = None
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
     if PyErr_Occurred() != NULL:
         return 1     # a C node's exception is pending: as in _run_python_hook
-    held = hold_checked_record() if call.caller_flags else None
-    ncl_hook_depth_add(1)
     cdef ncl_node *node = <ncl_node *>ncl_kernel_node_tls    # (for the error record)
     if node != NULL and node.obj != <void *>k:
         node = NULL             # (loop() called by other code than its node)
-    c = Call.wrap(NULL, call)
+    held = None
+    ncl_hook_depth_add(1)
     try:
+        held = hold_checked_record() if call.caller_flags else None
+        c = Call.wrap(NULL, call)
+        rc = _kernel_run(k, c, call.subsystem == NCL_SUB_REDUCE, node)
+    except BaseException:
+        rc = 1
         try:
-            ins, out = c.views()
-            if call.subsystem == NCL_SUB_REDUCE:
-                result = k.reduce(ins[1], out[:1])
-            else:
-                result = k(list(ins), out)
-            rc = 1 if result is NotImplemented else 0
+            ncl_hook_report(node, k, "kernel (its call could not be prepared or finished)")
         except BaseException:
-            rc = 1   # the next node computes the result
-            ncl_hook_report(node, k, f"kernel {type(k).__name__}")
-        if rc == 0:
-            try:
-                c._end()
-            except BaseException:
-                rc = 1
-                ncl_hook_report(node, k, f"kernel {type(k).__name__} (writing back)")
+            pass
     finally:
-        c._close()
-        c.call = NULL
         ncl_hook_depth_add(-1)
-        flags |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
+        if c is not None:
+            try:
+                c._close()
+            except BaseException:
+                pass
+            c.call = NULL
+            try:
+                flags |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
+            except BaseException:
+                pass
         feraiseexcept(flags)
-        give_back_checked_record(held)
+        try:
+            give_back_checked_record(held)
+        except BaseException:
+            pass
+    return rc
+
+
+cdef int _kernel_run(Kernel k, Call c, bint reduce, ncl_node *node) except -1:
+    cdef int rc
+    try:
+        ins, out = c.views()
+        if reduce:
+            result = k.reduce(ins[1], out[:1])
+        else:
+            result = k(list(ins), out)
+        rc = 1 if result is NotImplemented else 0
+    except BaseException:
+        rc = 1   # the next node computes the result
+        ncl_hook_report(node, k, f"kernel {type(k).__name__}")
+    if rc == 0:
+        try:
+            c._end()
+        except BaseException:
+            rc = 1
+            ncl_hook_report(node, k, f"kernel {type(k).__name__} (writing back)")
     return rc
 
 

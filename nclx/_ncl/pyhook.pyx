@@ -16,19 +16,28 @@ from nclx._ncl.overlap cimport ncl_each_element, ncl_element_call
 cdef extern from "<fenv.h>":
     int fetestexcept(int excepts) nogil
     int feraiseexcept(int excepts) nogil
+    int feclearexcept(int excepts) nogil
     int FE_ALL_EXCEPT
 
 
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
-    """Run a Python hook; 1 when the rest of the chain must still run."""
-    cdef bint failed = False
-    cdef bint declined = False
-    cdef bint punted
+    """Run a Python hook; 1 when the rest of the chain must still run.
+    Nothing may leave it: a failure of the code around the hook (Python's
+    recursion limit or no memory while the call is wrapped, reported or
+    written back) is reported where it can be, and the rest of the chain
+    computes unless a loop already wrote the output (before, Cython printed
+    it and returned 0, "computed": the call returned uninitialised memory;
+    review 25)."""
     cdef Call c = None
+    cdef int rc = 1
     # the flags this thread's earlier pieces of the ufunc call raised: the
     # hook's own NumPy calls clear them (NumPy clears the flags around each
     # ufunc call), so they are raised again when the hook ends, with those
-    # of the loops it ran (kept by its Call)
+    # of the loops it ran (kept by its Call) -- and only those: what the
+    # hook's own NumPy calls (under np.errstate(divide="ignore"), or caught
+    # by the hook) and its Python float operations left set is cleared
+    # (before, the caller's finite a * b warned the hook's division by zero;
+    # review 25)
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)
     if PyErr_Occurred() != NULL:
         # a C node before this one left its exception set (the call raises
@@ -36,56 +45,89 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         # (before, its first C call met it and it was reported as the
         # hook's own, then cleared: the call raised nothing; review 22)
         return 1
-    # and inside checked() the overflow record of those pieces (kept only
-    # while FE_OVERFLOW is set)
-    held = hold_checked_record() if call.caller_flags else None
-    loop_error = None
+    held = None
     ncl_hook_depth_add(1)
     try:
-        hook = <object>node.obj
+        # and inside checked() the overflow record of those pieces (kept only
+        # while FE_OVERFLOW is set)
+        held = hold_checked_record() if call.caller_flags else None
         c = Call.wrap(node, call)
-        result = None
-        try:
-            result = hook(c)
-        except BaseException as exc:
-            if exc is not c.loop_error:
-                failed = True
-                ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
-        # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
-        # output itself: the call is done, even if the hook then failed
-        punted = c.punted or c.ran
-        # NotImplemented with no loop run declines, as a Kernel's (review 18)
-        declined = not failed and not punted and result is NotImplemented
-        loop_error = c.loop_error
-        try:
-            if failed or declined:
-                # what the hook wrote to its mirror before failing is dropped,
-                # never written back: the output holds the loop's result, or
-                # the rest of the chain computes it (an in-place call, a
-                # reduction's accumulator or an overlapping copy would read
-                # the hook's values back as input; and a loop's result
-                # recomputed from an in-place output counts twice)
-                c._close()
-                c.call = NULL
-                c.node = NULL
-            else:
-                c._end()
-        except BaseException:
-            ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
-            # the output was not written: the rest of the chain computes it
-            # (before, the call returned what the output held: uninitialised
-            # memory, an unsorted array; found by review 22)
-            failed = True
+        rc = _run_wrapped(node, c)
+    except BaseException:
+        _report_quietly(node, "(its call could not be prepared or finished)")
+        rc = 0 if (c is not None and (c.punted or c.ran)) else 1
+        if c is not None and c.call != NULL:
+            try:
+                c._close()          # its mirrors dropped, not written back
+            except BaseException:
+                pass
+            c.call = NULL
+            c.node = NULL
     finally:
         ncl_hook_depth_add(-1)
         if c is not None:
-            flags |= take_loop_flags(c)
+            try:
+                flags |= take_loop_flags(c)
+            except BaseException:
+                pass
+        feclearexcept(FE_ALL_EXCEPT)
         feraiseexcept(flags)
-        give_back_checked_record(held)
-    if loop_error is not None:
+        try:
+            give_back_checked_record(held)
+        except BaseException:
+            pass
+    if rc == 0 and c is not None and c.loop_error is not None:
         # the chain's loop failed under next(): NumPy raises its error (also
         # where the hook caught it)
-        PyErr_SetObject(type(loop_error), loop_error)
+        PyErr_SetObject(type(c.loop_error), c.loop_error)
+    return rc
+
+
+cdef void _report_quietly(ncl_node *node, str what) noexcept:
+    try:
+        ncl_hook_report(node, <object>node.obj, f"hook {node.name.decode()!r} {what}")
+    except BaseException:
+        pass
+
+
+cdef int _run_wrapped(ncl_node *node, Call c) except -1:
+    """The hook run on its Call: 1 when the rest of the chain must run."""
+    cdef bint failed = False
+    cdef bint declined = False
+    cdef bint punted
+    hook = <object>node.obj
+    result = None
+    try:
+        result = hook(c)
+    except BaseException as exc:
+        if exc is not c.loop_error:
+            failed = True
+            ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
+    # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
+    # output itself: the call is done, even if the hook then failed
+    punted = c.punted or c.ran
+    # NotImplemented with no loop run declines, as a Kernel's (review 18)
+    declined = not failed and not punted and result is NotImplemented
+    try:
+        if failed or declined:
+            # what the hook wrote to its mirror before failing is dropped,
+            # never written back: the output holds the loop's result, or
+            # the rest of the chain computes it (an in-place call, a
+            # reduction's accumulator or an overlapping copy would read
+            # the hook's values back as input; and a loop's result
+            # recomputed from an in-place output counts twice)
+            c._close()
+            c.call = NULL
+            c.node = NULL
+        else:
+            c._end()
+    except BaseException:
+        ncl_hook_report(node, hook, f"hook {node.name.decode()!r} (writing back its output)")
+        # the output was not written: the rest of the chain computes it
+        # (before, the call returned what the output held: uninitialised
+        # memory, an unsorted array; found by review 22)
+        failed = True
+    if c.loop_error is not None:
         return 0
     # a failed hook must not lose the result: the rest of the chain computes it
     return 1 if ((failed or declined) and not punted) else 0
