@@ -9,6 +9,7 @@ raises), and a DistArray step computed on each rank's own cells agrees
 across the ranks (:func:`nclx.dap.fold.guarded_call`, DistArray's
 elementwise calls); elsewhere neither costs anything.
 """
+import contextvars
 import functools
 import operator
 import warnings
@@ -25,8 +26,13 @@ def recorded_flags(fn, kinds=None):
     default), an errstate of this thread's own (nothing global changes)."""
     got = []
     modes = {"all": "call"} if kinds is None else {k: "call" for k in kinds}
-    with np.errstate(call=lambda kind, flag: got.append(flag), **modes):
-        result = fn()
+
+    def run():
+        with np.errstate(call=lambda kind, flag: got.append(flag), **modes):
+            return fn()
+    # in a copy of the caller's context: a Ctrl-C inside np.errstate's
+    # __exit__ cannot leave this errstate in the caller's (review 25)
+    result = contextvars.copy_context().run(run)
     return result, functools.reduce(operator.or_, got, 0)
 
 

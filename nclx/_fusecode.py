@@ -146,7 +146,7 @@ def has_handlers(fn):
 def sets_hooks(fn, names):
     """(the name of a function whose code names one of ``names``, that
     name), or None: a function that may set a profile or trace function
-    (nclx._trace.HOOK_SETTERS) runs eagerly, before any trace runs it."""
+    (nclx._tracewatch.HOOK_SETTERS) runs eagerly, before any trace runs it."""
     for code, _, _ in _codes(fn):
         found = names.intersection(code.co_names)
         if found:

@@ -178,7 +178,14 @@ def _frozen(fn, _depth=0):
             cells.append(None)
     kwdefaults = getattr(fn, "__kwdefaults__", None) or {}
     defaults = list(getattr(fn, "__defaults__", None) or ())
-    values = [(name, glob[name]) for name in sorted(_names(code)) if name in glob]
+    # a name not in the globals is read from the builtins (``abs``): keyed
+    # too, so a patched builtin traces again (before, the old plan was
+    # served; review 25)
+    builtin = getattr(fn, "__builtins__", None)
+    if not isinstance(builtin, dict):
+        builtin = getattr(builtin, "__dict__", {})
+    values = [(name, glob[name] if name in glob else builtin[name])
+              for name in sorted(_names(code)) if name in glob or name in builtin]
     values += [(None, v) for v in cells]
     values += [(None, v) for v in defaults]
     values += [(name, kwdefaults[name]) for name in sorted(kwdefaults)]

@@ -41,8 +41,7 @@ A profiler or tracer the traced run sets is undone and refuses the
 function (:class:`_Watch`); a RecursionError or MemoryError refuses the
 call only (:class:`NotNow`).
 """
-import sys
-import threading
+import contextvars
 
 import numpy as np
 
@@ -53,6 +52,7 @@ from nclx._ncl import ledger as _cledger
 from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
 from nclx._probe import SUPPORTED, _Probe, _Reduced
 from nclx._tape import StateChanged, Untraceable, _Tape
+from nclx._tracewatch import HOOK_SETTERS, _Watch, watchers  # noqa: F401 - fused.py reads watchers here
 
 __all__ = ["Untraceable", "StateChanged", "trace"]
 
@@ -180,99 +180,16 @@ class NotNow(Untraceable):
     the stack is short): the call runs eagerly and the refusal is not kept."""
 
 
-#: NumPy's functions that read the errstate a trace replaces with its own
-_ERRSTATE_READS = frozenset(f.__code__ for f in (np.geterr, np.geterrcall)
-                            if hasattr(f, "__code__"))
-
-#: names whose call sets a profile or trace function (nclx._fusecode.sets_hooks)
-HOOK_SETTERS = frozenset("setprofile settrace setprofile_all_threads settrace_all_threads "
-                         "monitoring breakpoint set_trace".split())
-
-
-def watchers():
-    """Why a profiler, tracer or debugger watches this thread (sys.setprofile,
-    sys.settrace, a sys.monitoring tool), or None: a fused function then runs
-    as the plain function, whose calls the watcher sees."""
-    if sys.getprofile() is not None:
-        return "a profiler is set (sys.setprofile)"
-    if sys.gettrace() is not None:
-        return "a tracer is set (sys.settrace: a debugger or coverage)"
-    mon = getattr(sys, "monitoring", None)
-    if mon is not None:
-        for i in range(6):
-            if mon.get_tool(i) is not None:
-                return f"a sys.monitoring tool is registered ({mon.get_tool(i)!r})"
-    return None
-
-
-def _hooks():
-    """This thread's profile and trace functions; the process's: threading's
-    and the sys.monitoring tools with their events."""
-    mon = getattr(sys, "monitoring", None)
-    tools = () if mon is None else tuple((mon.get_tool(i), mon.get_events(i)) for i in range(6))
-    return (sys.getprofile(), sys.gettrace(), getattr(threading, "_profile_hook", None),
-            getattr(threading, "_trace_hook", None), tools)
-
-
-class _Watch:
-    """Around a traced call: whether the function (not nclx) read the
-    errstate -- np.geterr() or np.geterrcall() -- which during the trace is
-    the trace's own, not the caller's, so a branch taken on it is not the
-    one eager calls take (found by review: ``x*2.0 if np.geterr()["divide"]
-    == "warn" else x*3.0`` fused as x*3).  Watched (``watch``) with a
-    profile function of this thread alone; where one is set already, it is
-    left alone and ``why`` says the trace cannot watch.  And whether the
-    function set a profile or trace function (its sys.setprofile replaced
-    the watcher, which leaving set None where the plain function leaves the
-    user's; found by review): the hooks are restored as they were, and
-    ``hooks`` says why the function runs eagerly (for good: each call sets
-    them)."""
-
-    __slots__ = ("why", "unwatched", "hooks", "shared", "_watch", "_hook", "_before")
-
-    def __init__(self, watch=True):
-        self.why = self.hooks = self.shared = self._hook = None
-        self.unwatched = False
-        self._watch = watch
-
-    def _profile(self, frame, event, arg):
-        if event == "call" and frame.f_code in _ERRSTATE_READS and self.why is None:
-            caller = frame.f_back
-            module = "" if caller is None else str(caller.f_globals.get("__name__", ""))
-            if not module.startswith("nclx."):
-                self.why = (f"the function reads np.{frame.f_code.co_name}() (a trace runs "
-                            f"under an errstate of its own)")
-
-    def __enter__(self):
-        self._before = _hooks()
-        if self._watch and sys.getprofile() is not None:
-            self.why = ("a profiler is set (sys.setprofile): the trace cannot watch the "
-                        "function's reads of the errstate")
-            self.unwatched = True
-        elif self._watch:
-            self._hook = self._profile       # one bound method: compared by identity
-            sys.setprofile(self._hook)
-        return self
-
-    def __exit__(self, *exc):
-        before = self._before
-        if sys.getprofile() is not (before[0] if self._hook is None else self._hook) or \
-                sys.gettrace() is not before[1]:
-            # this thread's: the function set them (restored exactly and at
-            # once; the eager run sets them again, as the plain function does)
-            sys.setprofile(before[0])
-            sys.settrace(before[1])
-            self.hooks = ("the function sets a profile or trace function (sys.setprofile, "
-                          "sys.settrace): the plain function leaves it set")
-        elif self._hook is not None:
-            sys.setprofile(before[0])
-        now = _hooks()
-        if now[2] is not before[2] or now[3] is not before[3] or now[4] != before[4]:
-            # the process's: maybe another thread's, so left as they are
-            self.shared = ("a profile or trace hook of the process changed during the trace "
-                           "(threading.setprofile/settrace, sys.monitoring)")
-        self._hook = None
-        return False
+def _three_traces(fn, args, positions, same, watch):
+    """:func:`trace`'s three runs of ``fn``: one-element probes, probes of
+    other sizes and values, extreme values."""
+    first = [_first_values(args[i]) for i in positions]
+    return (_trace_once(fn, args, positions, first, same, watch),
+            _trace_once(fn, args, positions,
+                        [_other_values(args[i], f) for i, f in zip(positions, first)],
+                        same, watch),
+            _trace_once(fn, args, positions, [_extreme_values(args[i]) for i in positions],
+                        same, watch))
 
 
 def _refusal(tape):
@@ -348,17 +265,17 @@ def trace(fn, args, watch=True):
     for i in positions:
         if args[i].dtype.char not in SUPPORTED:
             raise Untraceable(f"an operand of dtype {args[i].dtype}")
-    _cledger.mute(1)            # the probes' small calls are no calls of the user's
+    depth = _cledger.muted()
     try:
-        first = [_first_values(args[i]) for i in positions]
-        tape, out = _trace_once(fn, args, positions, first, same, watch)
-        again, out2 = _trace_once(fn, args, positions,
-                                  [_other_values(args[i], f) for i, f in zip(positions, first)],
-                                  same, watch)
-        third, out3 = _trace_once(fn, args, positions,
-                                  [_extreme_values(args[i]) for i in positions], same, watch)
+        _cledger.mute(1)        # the probes' small calls are no calls of the user's
+        # in a copy of the caller's context: an errstate the traces enter is
+        # never left in the caller's, whatever interrupts its exit (a Ctrl-C
+        # inside np.errstate's __exit__ left the trace's "call" errstate in
+        # place, and NumPy's warnings silenced for good; review 25)
+        (tape, out), (again, out2), (third, out3) = contextvars.copy_context().run(
+            _three_traces, fn, args, positions, same, watch)
     finally:
-        _cledger.mute(-1)
+        _cledger.unmute_to(depth)       # (also after a Ctrl-C right after mute)
     result = _result_slot(tape, out)
     if tape.reduced is None and out.dtype.metadata is not None:
         # a 0-d operand of such a dtype made inside the function

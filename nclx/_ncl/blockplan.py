@@ -240,8 +240,9 @@ def reduces_in_chunks():
         # nclx's own calls, not the user's: a recording ledger does not
         # count them (before, the first fused float sum in a process added
         # about 450 add.reduce rows to it; found by review 22)
-        _cledger.mute(1)
+        depth = _cledger.muted()
         try:
+            _cledger.mute(1)
             x = np.random.default_rng(12345).standard_normal(3 * np.getbufsize() + 77)
             x = (x * 1e4).astype(np.float32)
             bufsize = np.getbufsize()
@@ -251,7 +252,7 @@ def reduces_in_chunks():
                 acc = acc + _pairwise(x[lo:lo + bufsize])
             got = np.add.reduce(x)
         finally:
-            _cledger.mute(-1)
+            _cledger.unmute_to(depth)       # (also after a Ctrl-C right after mute)
         _chunks = bool(got.tobytes() == acc.tobytes() and got.tobytes() != one.tobytes())
     return _chunks
 

@@ -102,6 +102,20 @@ def mute(int delta):
     ncl_led_muted += delta
 
 
+def muted():
+    """This thread's mute count (0: its calls are counted)."""
+    return ncl_led_muted
+
+
+def unmute_to(int depth):
+    """Bring this thread's mute count back to ``depth`` if it is above it:
+    the end of a muted section whatever stopped its ``mute(1)`` or its work
+    (a Ctrl-C between the two left the thread muted for good; review 25)."""
+    global ncl_led_muted
+    if ncl_led_muted > depth:
+        ncl_led_muted = depth if depth > 0 else 0
+
+
 def ledger_hook_address():
     """Address of the ledger's C funnel hook (its data: a LedgerTable's counters)."""
     return <size_t>_ledger_fn
