@@ -7,7 +7,7 @@ is kept, per node, for the hook's handle (``handle.last_error``,
 ``handle.errors`` in nclx._ncl.hooks).  A KeyboardInterrupt is delivered
 again once Python runs.
 """
-from cpython.exc cimport PyErr_SetInterrupt
+from cpython.exc cimport PyErr_Clear, PyErr_SetInterrupt
 import sys
 import threading
 import weakref
@@ -43,9 +43,22 @@ cdef tuple ncl_hook_record(size_t address):
     return _errors.get(address)
 
 
+ctypedef int (*_report_fn)(ncl_node *, object, str) noexcept
+
+
 cdef void ncl_hook_report(ncl_node *node, object hook, str what) noexcept:
     """Keep and report the exception being handled, raised by ``hook``
-    (described as ``what``) inside a loop: counted for ``node``."""
+    (described as ``what``) inside a loop: counted for ``node``.  Nothing
+    leaves it: near Python's recursion limit, where even catching fails,
+    the report is dropped without Python (before, Cython printed "Error in
+    sys.excepthook" on stderr; review 25)."""
+    # called as a noexcept function (Cython's own check of the -1 would jump
+    # to this function's unraisable exit)
+    if (<_report_fn>_report)(node, hook, what) == -1:
+        PyErr_Clear()
+
+
+cdef int _report(ncl_node *node, object hook, str what) except -1:
     exc = sys.exc_info()[1]
     try:
         key = <size_t>node
@@ -53,12 +66,13 @@ cdef void ncl_hook_report(ncl_node *node, object hook, str what) noexcept:
         _errors[key] = (count + 1, exc)
         if isinstance(exc, KeyboardInterrupt):
             _interrupt_later()
-            return
+            return 0
         sys.unraisablehook(Unraisable(exc, f"Exception ignored in nclx {what}", hook))
     except BaseException as e:
         # (an unraisablehook that raises, no memory): nothing may leave a loop
         if isinstance(e, KeyboardInterrupt):
             _interrupt_later()
+    return 0
 
 
 cdef void _interrupt_later() noexcept:

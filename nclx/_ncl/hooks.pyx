@@ -14,7 +14,7 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 cimport numpy as cnp
 import operator
 
-from cpython.exc cimport PyErr_Occurred
+from cpython.exc cimport PyErr_Clear, PyErr_Occurred
 
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
                            NCL_NODE_LINKED, NCL_NSLOTS, NCL_MAX_ARGS)
@@ -103,22 +103,42 @@ cdef class Kernel:
         return NotImplemented
 
 
+ctypedef int (*_kernel_body_fn)(Kernel, ncl_call *, ncl_node *, int *) noexcept
+
+
 cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
     """A Python Kernel's __call__/reduce on the call's mirrors: 0 when it
     computed the output, 1 when the next node must.  Nothing may leave it:
     a failure around the kernel (Python's recursion limit or no memory while
-    the call is wrapped or the failure reported) passes the call on (before,
-    Cython printed it and returned 0: uninitialised memory; review 25)."""
-    cdef int rc = 1
-    cdef Call c = None
+    the call is wrapped, the failure caught or reported) passes the call on
+    (before, Cython printed it and returned 0: uninitialised memory; review
+    25)."""
+    cdef int rc
     cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
     if PyErr_Occurred() != NULL:
         return 1     # a C node's exception is pending: as in _run_python_hook
     cdef ncl_node *node = <ncl_node *>ncl_kernel_node_tls    # (for the error record)
     if node != NULL and node.obj != <void *>k:
         node = NULL             # (loop() called by other code than its node)
-    held = None
     ncl_hook_depth_add(1)
+    # called as a noexcept function: Cython's own check of the -1 would
+    # jump to this function's unraisable exit before the test below
+    rc = (<_kernel_body_fn>_kernel_body)(k, call, node, &flags)
+    ncl_hook_depth_add(-1)
+    if rc == -1:
+        PyErr_Clear()       # (not even catchable in the body: dropped without Python)
+        rc = 1
+    # the flags of the kernel's own NumPy calls stay the call's: a Kernel
+    # computes the output (docs/hooks.md: under np.errstate(all="ignore"),
+    # so that the call reports them once)
+    feraiseexcept(flags)
+    return rc
+
+
+cdef int _kernel_body(Kernel k, ncl_call *call, ncl_node *node, int *flags) except -1:
+    cdef int rc = 1
+    cdef Call c = None
+    held = None
     try:
         held = hold_checked_record() if call.caller_flags else None
         c = Call.wrap(NULL, call)
@@ -130,18 +150,16 @@ cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
         except BaseException:
             pass
     finally:
-        ncl_hook_depth_add(-1)
         if c is not None:
             try:
                 c._close()
             except BaseException:
-                pass
+                c.closing = True
             c.call = NULL
             try:
-                flags |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
+                flags[0] |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
             except BaseException:
                 pass
-        feraiseexcept(flags)
         try:
             give_back_checked_record(held)
         except BaseException:

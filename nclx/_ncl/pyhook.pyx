@@ -3,7 +3,7 @@ node's function takes the GIL, hands the hook a Call (nclx._ncl.calls) and
 decides whether the rest of the chain still runs; calls whose output feeds
 an input (accumulate) go to the hook one element at a time
 (nclx._ncl.overlap)."""
-from cpython.exc cimport PyErr_Occurred, PyErr_SetObject
+from cpython.exc cimport PyErr_Clear, PyErr_Occurred, PyErr_SetObject
 
 from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, NCL_MAX_ARGS
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
@@ -20,16 +20,19 @@ cdef extern from "<fenv.h>":
     int FE_ALL_EXCEPT
 
 
+ctypedef int (*_body_fn)(ncl_node *, ncl_call *, int *, int *) noexcept
+
+
 cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
     """Run a Python hook; 1 when the rest of the chain must still run.
     Nothing may leave it: a failure of the code around the hook (Python's
     recursion limit or no memory while the call is wrapped, reported or
-    written back) is reported where it can be, and the rest of the chain
-    computes unless a loop already wrote the output (before, Cython printed
-    it and returned 0, "computed": the call returned uninitialised memory;
-    review 25)."""
-    cdef Call c = None
-    cdef int rc = 1
+    written back, or while an exception is being caught) is reported where
+    it can be, and the rest of the chain computes unless a loop already
+    wrote the output (before, Cython printed it and returned 0, "computed":
+    the call returned uninitialised memory; review 25)."""
+    cdef int ran = 0
+    cdef int rc
     # the flags this thread's earlier pieces of the ufunc call raised: the
     # hook's own NumPy calls clear them (NumPy clears the flags around each
     # ufunc call), so they are raised again when the hook ends, with those
@@ -45,14 +48,34 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
         # (before, its first C call met it and it was reported as the
         # hook's own, then cleared: the call raised nothing; review 22)
         return 1
-    held = None
     ncl_hook_depth_add(1)
+    # called as a noexcept function: Cython's own check of the -1 would
+    # jump to this function's unraisable exit before the test below
+    rc = (<_body_fn>_hook_body)(node, call, &flags, &ran)
+    ncl_hook_depth_add(-1)
+    if rc == -1:
+        # an exception left the body itself (it could not even be caught
+        # there: Python's recursion limit while normalising it): dropped
+        # without Python, and the call passed on unless a loop ran
+        PyErr_Clear()
+        rc = 0 if ran else 1
+    feclearexcept(FE_ALL_EXCEPT)
+    feraiseexcept(flags)
+    return rc
+
+
+cdef int _hook_body(ncl_node *node, ncl_call *call, int *flags, int *ran) except -1:
+    """:func:`_run_python_hook`'s Python part: -1 with an exception set when
+    one leaves it; ``ran``: whether a loop wrote the output."""
+    cdef Call c = None
+    cdef int rc = 1
+    held = None
     try:
-        # and inside checked() the overflow record of those pieces (kept only
-        # while FE_OVERFLOW is set)
+        # inside checked() the overflow record of the earlier pieces (kept
+        # only while FE_OVERFLOW is set)
         held = hold_checked_record() if call.caller_flags else None
         c = Call.wrap(node, call)
-        rc = _run_wrapped(node, c)
+        rc = _run_wrapped(node, c, ran)
     except BaseException:
         _report_quietly(node, "(its call could not be prepared or finished)")
         rc = 0 if (c is not None and (c.punted or c.ran)) else 1
@@ -64,14 +87,20 @@ cdef int _run_python_hook(ncl_node *node, ncl_call *call) noexcept with gil:
             c.call = NULL
             c.node = NULL
     finally:
-        ncl_hook_depth_add(-1)
         if c is not None:
+            if c.punted or c.ran:
+                ran[0] = 1
+            if c.call != NULL:      # (an exception left the handler above)
+                try:
+                    c._close()
+                except BaseException:
+                    c.closing = True
+                c.call = NULL
+                c.node = NULL
             try:
-                flags |= take_loop_flags(c)
+                flags[0] |= take_loop_flags(c)
             except BaseException:
                 pass
-        feclearexcept(FE_ALL_EXCEPT)
-        feraiseexcept(flags)
         try:
             give_back_checked_record(held)
         except BaseException:
@@ -90,7 +119,7 @@ cdef void _report_quietly(ncl_node *node, str what) noexcept:
         pass
 
 
-cdef int _run_wrapped(ncl_node *node, Call c) except -1:
+cdef int _run_wrapped(ncl_node *node, Call c, int *ran) except -1:
     """The hook run on its Call: 1 when the rest of the chain must run."""
     cdef bint failed = False
     cdef bint declined = False
@@ -100,12 +129,16 @@ cdef int _run_wrapped(ncl_node *node, Call c) except -1:
     try:
         result = hook(c)
     except BaseException as exc:
+        if c.punted or c.ran:
+            ran[0] = 1
         if exc is not c.loop_error:
             failed = True
             ncl_hook_report(node, hook, f"hook {node.name.decode()!r}")
     # a loop the hook ran (next(), run_numpy(), run_nclx()) wrote the
     # output itself: the call is done, even if the hook then failed
     punted = c.punted or c.ran
+    if punted:
+        ran[0] = 1
     # NotImplemented with no loop run declines, as a Kernel's (review 18)
     declined = not failed and not punted and result is NotImplemented
     try:
