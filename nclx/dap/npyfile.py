@@ -142,17 +142,32 @@ def _finish(comm, fh, what, plan, buf, offset, data, write, error=None):
 
 
 def _absolute(path):
-    """``path`` made absolute against this rank's working directory (the
-    file's name as the ranks compare it; links are not resolved)."""
+    """``path`` made absolute against this rank's working directory and
+    normalised (the file's name as the ranks compare it: ``d/./x.npy`` is
+    ``d/x.npy``; links are not resolved); a trailing separator stays."""
     try:
         text = os.fsdecode(path)
         out = os.path.abspath(text)
-    except (TypeError, ValueError):          # not a path: the open raises
+    except (TypeError, ValueError, OSError):     # not a path (the open raises), no cwd
         return path
     # a trailing separator stays: 'x.npy/' names a directory, whose open
     # fails as open() and np.save fail (before, abspath dropped it and
     # save_npy wrote the file 'x.npy'; review 25)
     return out + os.sep if text.endswith(os.sep) and not out.endswith(os.sep) else out
+
+
+def _as_given(path):
+    """``path`` made absolute against this rank's working directory, not
+    normalised: the name opened, so that the kernel resolves ``..`` after a
+    link or a missing directory, and a trailing ``/.``, as open() and
+    np.save do (before, the normalised name was opened: ``d/x.npy/.``
+    overwrote ``d/x.npy`` and ``d/nosuch/../y.npy`` wrote ``d/y.npy``;
+    review 25)."""
+    try:
+        text = os.fsdecode(path)
+        return text if os.path.isabs(text) else os.path.join(os.getcwd(), text)
+    except (TypeError, ValueError, OSError):
+        return path
 
 
 def _os_failure(code, message, path):
@@ -189,8 +204,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     # the ranks' paths must name one file: a relative path resolves against
     # each rank's working directory (before, only the strings were
     # compared: ranks read or wrote other files; found by review)
-    head = comm.bcast((path, _absolute(path), head), root=0)
-    root_path, root_abs, head = head
+    head = comm.bcast((path, _absolute(path), _as_given(path), head), root=0)
+    root_path, root_abs, root_open, head = head
     if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
         raise _os_failure(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
@@ -221,7 +236,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
         error = exc
     try:
         # every rank opens rank 0's path (a rank passing another fails at the agreement)
-        fh = _open(comm, root_abs, False, hints, error, what,
+        fh = _open(comm, root_open, False, hints, error, what,
                    None if dist is None else (layout_key(dist), layout_words(dist)))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         _finish(comm, fh, what, plan, block, offset, data, write=False,
@@ -283,7 +298,7 @@ def write_npy(comm, path, block, dist, what):
         # and the layout: ranks holding the array in different layouts would
         # leave cells unwritten; a rank of save_npy(comm=) with no DistArray too
         agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy", describe_save)
-        parts = _agree(comm, error, what, ((path, _absolute(path)), block.dtype,
+        parts = _agree(comm, error, what, ((path, _absolute(path), _as_given(path)), block.dtype,
                                             None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
@@ -294,7 +309,7 @@ def write_npy(comm, path, block, dist, what):
                 raise DapError(f"{what}: rank {r} writes {p[0]!r} ({p[1]!r}) from a {dt} block, "
                                f"rank 0 {parts[0][0][0]!r} ({parts[0][0][1]!r}) from a "
                                f"{parts[0][1]} block")
-        path = parts[0][0][1]             # every rank's, absolute
+        path = parts[0][0][2]             # rank 0's as given, absolute (every rank names it)
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
         # every rank's cells one box, every rank on one node: stores into a
         # shared mapping (nclx.dap.npymap: no inode lock between the ranks)

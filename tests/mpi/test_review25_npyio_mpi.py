@@ -10,7 +10,9 @@
 - a full disk on the MPI-IO path said "Other I/O error", and no agreed
   OSError carried an errno;
 - ``save_npy('d/x.npy/')`` wrote the file ``d/x.npy`` where open() and
-  np.save refuse the path."""
+  np.save refuse the path; review 25b: ``'d/x.npy/.'`` overwrote ``d/x.npy``
+  and ``'d/nosuch/../y.npy'`` wrote ``d/y.npy`` (the normalised name was
+  opened, not the path as given)."""
 import errno
 import gc
 import os
@@ -194,3 +196,31 @@ def test_a_path_ending_in_a_separator_is_refused_as_open_refuses_it(tmp, exists)
     if exists:
         collective_assert(np.load(os.path.join(d, "x.npy")).tobytes() == np.zeros(2).tobytes(),
                           "the existing file changed")
+
+
+@pytest.mark.parametrize("tail", ["x.npy/.", "nosuch/../y.npy", "x.npy/./", "x.npy/.."])
+def test_a_path_is_opened_as_given_not_normalised(tmp, tail):
+    d = os.path.join(tmp, "given-" + tail.replace("/", "_").replace(".", "d"))
+    if rank == 0:
+        os.makedirs(d, exist_ok=True)
+        np.save(os.path.join(d, "x.npy"), np.zeros(2))
+    comm.Barrier()
+    target = os.path.join(d, tail)
+    try:
+        with open(target, "wb"):
+            pass
+        want = None
+    except OSError as e:
+        want = type(e).__name__
+    comm.Barrier()
+    a = dap.DistArray.from_global(np.arange(6.0), comm=comm)
+    exc = _fails_everywhere(a.save_npy, target)
+    ok = want is not None and type(exc).__name__ == f"DapError[{want}]"
+    collective_assert(ok, f"save {target}: {type(exc).__name__}: {exc} (open: {want})")
+    load = _fails_everywhere(dap.load_npy, target, "b", comm)
+    ok = isinstance(load, DapError) and isinstance(load, OSError)
+    collective_assert(ok, f"load {target}: {type(load).__name__}: {load}")
+    listing = sorted(os.listdir(d))
+    collective_assert(listing == ["x.npy"], f"left {listing}")
+    collective_assert(np.load(os.path.join(d, "x.npy")).tobytes() == np.zeros(2).tobytes(),
+                      "the existing file changed")
