@@ -9,12 +9,13 @@ raises), and a DistArray step computed on each rank's own cells agrees
 across the ranks (:func:`nclx.dap.fold.guarded_call`, DistArray's
 elementwise calls); elsewhere neither costs anything.
 """
-import contextvars
 import functools
 import operator
 import warnings
 
 import numpy as np
+
+from nclx._ctxrun import run_isolated
 
 __all__ = ["fp_may_raise", "recorded_flags"]
 
@@ -32,7 +33,7 @@ def recorded_flags(fn, kinds=None):
             return fn()
     # in a copy of the caller's context: a Ctrl-C inside np.errstate's
     # __exit__ cannot leave this errstate in the caller's (review 25)
-    result = contextvars.copy_context().run(run)
+    result = run_isolated(run)
     return result, functools.reduce(operator.or_, got, 0)
 
 

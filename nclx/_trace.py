@@ -41,12 +41,11 @@ A profiler or tracer the traced run sets is undone and refuses the
 function (:class:`_Watch`); a RecursionError or MemoryError refuses the
 call only (:class:`NotNow`).
 """
-import contextvars
-
 import numpy as np
 
 from nclx import _elide, _fusecode
 
+from nclx._ctxrun import run_isolated
 from nclx._fused_program import Program, Step
 from nclx._ncl import ledger as _cledger
 from nclx._ncl.blockplan import MAX_SLOTS, MAX_STEPS
@@ -271,8 +270,9 @@ def trace(fn, args, watch=True):
         # in a copy of the caller's context: an errstate the traces enter is
         # never left in the caller's, whatever interrupts its exit (a Ctrl-C
         # inside np.errstate's __exit__ left the trace's "call" errstate in
-        # place, and NumPy's warnings silenced for good; review 25)
-        (tape, out), (again, out2), (third, out3) = contextvars.copy_context().run(
+        # place, and NumPy's warnings silenced for good; review 25); the
+        # context variables the function sets are set here once they return
+        (tape, out), (again, out2), (third, out3) = run_isolated(
             _three_traces, fn, args, positions, same, watch)
     finally:
         _cledger.unmute_to(depth)       # (also after a Ctrl-C right after mute)

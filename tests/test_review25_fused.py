@@ -148,3 +148,39 @@ def test_a_patched_builtin_traces_again():
     finally:
         builtins.abs = real
     assert f(a).tobytes() == (np.abs(a) + 1).tobytes()
+
+
+def test_context_variables_the_traced_function_sets_are_kept():
+    """Review 25b: with the traces in a copy of the caller's context, a
+    fused function's ContextVar.set and decimal.setcontext never happened;
+    they are set in the caller's context once the traces return, as the
+    traces' other side effects happen (docs/fused.md)."""
+    out = _run("""
+        import contextvars, decimal, numpy as np, nclx
+        cv = contextvars.ContextVar("cv", default=0)
+        a = np.arange(1.0, 40001.0)
+        @nclx.fuse
+        def f(x):
+            cv.set(cv.get() + 1)
+            decimal.setcontext(decimal.Context(prec=7))
+            return x * 2 + 1
+        r = f(a)
+        print(cv.get(), decimal.getcontext().prec, f.explain(a),
+              r.tobytes() == (a * 2 + 1).tobytes())
+    """)
+    assert out[0] == "3 7 fused True", out
+
+
+def test_recorded_flags_keeps_the_steps_context_variables():
+    import contextvars
+    from nclx._fpflags import recorded_flags
+    cv = contextvars.ContextVar("cv25", default=0)
+
+    def step():
+        cv.set(5)
+        return np.array([1.0]) / np.array([0.0])
+
+    before = np.geterr()
+    result, flags = recorded_flags(step)
+    assert cv.get() == 5 and flags != 0 and np.isinf(result[0])
+    assert np.geterr() == before
