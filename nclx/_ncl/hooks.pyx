@@ -14,30 +14,20 @@ private mirrors of the loop's operands (nclx._ncl.calls).
 cimport numpy as cnp
 import operator
 
-from cpython.exc cimport PyErr_Clear, PyErr_Occurred
-
 from nclx._ncl.ncl cimport (npy_intp, ncl_call, ncl_node, ncl_chain, ncl_hook_fn, NCL_SUB_REDUCE,
                            NCL_NODE_LINKED, NCL_NSLOTS, NCL_MAX_ARGS)
 from nclx._ncl.overlap cimport ncl_each_element, ncl_element_call
-from nclx._ncl.pyhook cimport ncl_python_hook_fn
+from nclx._ncl.pyhook cimport ncl_python_hook_fn, ncl_python_kernel_loop
 from nclx._ncl.registry cimport (ncl_python_chain, ncl_funnel_chain, ncl_kernel_chain,
                                  ncl_new_node, ncl_link, ncl_unlink, ncl_discard, ncl_chain_names)
-from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
-from nclx._ncl.calls cimport Call
-from nclx._ncl.calls import take_loop_flags
-from nclx._ncl.modes import hold_checked_record, give_back_checked_record
-from nclx._ncl.hookerrors cimport ncl_hook_report, ncl_hook_record
+from nclx._ncl.walk cimport ncl_call_next
+from nclx._ncl.hookerrors cimport ncl_hook_record
 from nclx._ncl.hookerrors import watch as _watch_node
 from nclx._ncl import registry as _registry
 from nclx._ncl.registry import HookError, LEVELS, SUBSYSTEMS, POSITIONS, collect, reset
 from nclx._ncl.targets import kernel_chain_name
 
 cnp.import_array()
-
-cdef extern from "<fenv.h>":
-    int fetestexcept(int excepts) nogil
-    int feraiseexcept(int excepts) nogil
-    int FE_ALL_EXCEPT
 
 cdef extern from *:
     """
@@ -103,89 +93,11 @@ cdef class Kernel:
         return NotImplemented
 
 
-ctypedef int (*_kernel_body_fn)(Kernel, ncl_call *, ncl_node *, int *) noexcept
-
-
 cdef int _python_kernel_loop(Kernel k, ncl_call *call) noexcept with gil:
-    """A Python Kernel's __call__/reduce on the call's mirrors: 0 when it
-    computed the output, 1 when the next node must.  Nothing may leave it:
-    a failure around the kernel (Python's recursion limit or no memory while
-    the call is wrapped, the failure caught or reported) passes the call on
-    (before, Cython printed it and returned 0: uninitialised memory; review
-    25)."""
-    cdef int rc
-    cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
-    if PyErr_Occurred() != NULL:
-        return 1     # a C node's exception is pending: as in _run_python_hook
     cdef ncl_node *node = <ncl_node *>ncl_kernel_node_tls    # (for the error record)
     if node != NULL and node.obj != <void *>k:
         node = NULL             # (loop() called by other code than its node)
-    ncl_hook_depth_add(1)
-    # called as a noexcept function: Cython's own check of the -1 would
-    # jump to this function's unraisable exit before the test below
-    rc = (<_kernel_body_fn>_kernel_body)(k, call, node, &flags)
-    ncl_hook_depth_add(-1)
-    if rc == -1:
-        PyErr_Clear()       # (not even catchable in the body: dropped without Python)
-        rc = 1
-    # the flags of the kernel's own NumPy calls stay the call's: a Kernel
-    # computes the output (docs/hooks.md: under np.errstate(all="ignore"),
-    # so that the call reports them once)
-    feraiseexcept(flags)
-    return rc
-
-
-cdef int _kernel_body(Kernel k, ncl_call *call, ncl_node *node, int *flags) except -1:
-    cdef int rc = 1
-    cdef Call c = None
-    held = None
-    try:
-        held = hold_checked_record() if call.caller_flags else None
-        c = Call.wrap(NULL, call)
-        rc = _kernel_run(k, c, call.subsystem == NCL_SUB_REDUCE, node)
-    except BaseException:
-        rc = 1
-        try:
-            ncl_hook_report(node, k, "kernel (its call could not be prepared or finished)")
-        except BaseException:
-            pass
-    finally:
-        if c is not None:
-            try:
-                c._close()
-            except BaseException:
-                c.closing = True
-            c.call = NULL
-            try:
-                flags[0] |= take_loop_flags(c)     # (its run_numpy()/run_nclx() loops': the record is freed)
-            except BaseException:
-                pass
-        try:
-            give_back_checked_record(held)
-        except BaseException:
-            pass
-    return rc
-
-
-cdef int _kernel_run(Kernel k, Call c, bint reduce, ncl_node *node) except -1:
-    cdef int rc
-    try:
-        ins, out = c.views()
-        if reduce:
-            result = k.reduce(ins[1], out[:1])
-        else:
-            result = k(list(ins), out)
-        rc = 1 if result is NotImplemented else 0
-    except BaseException:
-        rc = 1   # the next node computes the result
-        ncl_hook_report(node, k, f"kernel {type(k).__name__}")
-    if rc == 0:
-        try:
-            c._end()
-        except BaseException:
-            rc = 1
-            ncl_hook_report(node, k, f"kernel {type(k).__name__} (writing back)")
-    return rc
+    return ncl_python_kernel_loop(k, call, node)
 
 
 cdef int _kernel_node_fn(ncl_node *node, ncl_call *call) noexcept nogil:

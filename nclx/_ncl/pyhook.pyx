@@ -5,7 +5,7 @@ an input (accumulate) go to the hook one element at a time
 (nclx._ncl.overlap)."""
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred, PyErr_SetObject
 
-from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, NCL_MAX_ARGS
+from nclx._ncl.ncl cimport npy_intp, ncl_call, ncl_node, NCL_MAX_ARGS, NCL_SUB_REDUCE
 from nclx._ncl.walk cimport ncl_call_next, ncl_hook_depth_add
 from nclx._ncl.calls cimport Call
 from nclx._ncl.calls import take_loop_flags
@@ -77,7 +77,7 @@ cdef int _hook_body(ncl_node *node, ncl_call *call, int *flags, int *ran) except
         c = Call.wrap(node, call)
         rc = _run_wrapped(node, c, ran)
     except BaseException:
-        _report_quietly(node, "(its call could not be prepared or finished)")
+        _report_quietly(node, <object>node.obj, True, "(its call could not be prepared or finished)")
         rc = 0 if (c is not None and (c.punted or c.ran)) else 1
         if c is not None and c.call != NULL:
             try:
@@ -87,24 +87,9 @@ cdef int _hook_body(ncl_node *node, ncl_call *call, int *flags, int *ran) except
             c.call = NULL
             c.node = NULL
     finally:
-        if c is not None:
-            if c.punted or c.ran:
-                ran[0] = 1
-            if c.call != NULL:      # (an exception left the handler above)
-                try:
-                    c._close()
-                except BaseException:
-                    c.closing = True
-                c.call = NULL
-                c.node = NULL
-            try:
-                flags[0] |= take_loop_flags(c)
-            except BaseException:
-                pass
-        try:
-            give_back_checked_record(held)
-        except BaseException:
-            pass
+        if c is not None and (c.punted or c.ran):
+            ran[0] = 1
+        _finish(c, flags, held)
     if rc == 0 and c is not None and c.loop_error is not None:
         # the chain's loop failed under next(): NumPy raises its error (also
         # where the hook caught it)
@@ -112,11 +97,43 @@ cdef int _hook_body(ncl_node *node, ncl_call *call, int *flags, int *ran) except
     return rc
 
 
-cdef void _report_quietly(ncl_node *node, str what) noexcept:
+cdef void _finish(Call c, int *flags, held) noexcept:
+    """The end of every Python node's call, whatever happened before: its
+    Call closed (if an exception left its handler first), the flags of the
+    loops it ran added to ``flags``, the checked() record given back."""
+    if c is not None:
+        if c.call != NULL:
+            try:
+                c._close()
+            except BaseException:
+                c.closing = True
+            c.call = NULL
+            c.node = NULL
+        try:
+            flags[0] |= take_loop_flags(c)  # (its next()/run_numpy()/run_nclx() loops')
+        except BaseException:
+            pass
     try:
-        ncl_hook_report(node, <object>node.obj, f"hook {node.name.decode()!r} {what}")
+        give_back_checked_record(held)
     except BaseException:
         pass
+
+
+ctypedef int (*_report_fn)(ncl_node *, object, bint, str) noexcept
+
+
+cdef void _report_quietly(ncl_node *node, object hook, bint named, str what) noexcept:
+    """Report the exception being handled where Python still can (called
+    as a noexcept function: near the recursion limit even formatting the
+    message fails, and that is dropped without Python)."""
+    if (<_report_fn>_report_what)(node, hook, named, what) == -1:
+        PyErr_Clear()
+
+
+cdef int _report_what(ncl_node *node, object hook, bint named, str what) except -1:
+    who = f"hook {node.name.decode()!r}" if named else f"kernel {type(hook).__name__}"
+    ncl_hook_report(node, hook, f"{who} {what}")
+    return 0
 
 
 cdef int _run_wrapped(ncl_node *node, Call c, int *ran) except -1:
@@ -181,3 +198,71 @@ cdef int ncl_python_hook_fn(ncl_node *node, ncl_call *call) noexcept nogil:
     if _run_python_hook(node, call):
         return ncl_call_next(node, call)
     return 0
+
+
+# ------------------------------------------------------------ Python Kernels
+
+ctypedef int (*_kernel_body_fn)(object, ncl_call *, ncl_node *, int *) noexcept
+
+
+cdef int ncl_python_kernel_loop(object k, ncl_call *call, ncl_node *node) noexcept with gil:
+    """A Python Kernel's __call__/reduce (nclx._ncl.hooks.Kernel, ``node``
+    its node or NULL) on the call's mirrors: 0 when it computed the output,
+    1 when the next node must.  Nothing may leave it: a failure around the
+    kernel (Python's recursion limit or no memory while the call is
+    wrapped, the failure caught or reported) passes the call on (before,
+    Cython printed it and returned 0: uninitialised memory; review 25)."""
+    cdef int rc
+    cdef int flags = fetestexcept(FE_ALL_EXCEPT)    # as in _run_python_hook
+    if PyErr_Occurred() != NULL:
+        return 1     # a C node's exception is pending: as in _run_python_hook
+    ncl_hook_depth_add(1)
+    # called as a noexcept function: Cython's own check of the -1 would
+    # jump to this function's unraisable exit before the test below
+    rc = (<_kernel_body_fn>_kernel_body)(k, call, node, &flags)
+    ncl_hook_depth_add(-1)
+    if rc == -1:
+        PyErr_Clear()       # (not even catchable in the body: dropped without Python)
+        rc = 1
+    # the flags of the kernel's own NumPy calls stay the call's: a Kernel
+    # computes the output (docs/hooks.md: under np.errstate(all="ignore"),
+    # so that the call reports them once)
+    feraiseexcept(flags)
+    return rc
+
+
+cdef int _kernel_body(object k, ncl_call *call, ncl_node *node, int *flags) except -1:
+    cdef int rc = 1
+    cdef Call c = None
+    held = None
+    try:
+        held = hold_checked_record() if call.caller_flags else None
+        c = Call.wrap(NULL, call)
+        rc = _kernel_run(k, c, call.subsystem == NCL_SUB_REDUCE, node)
+    except BaseException:
+        rc = 1
+        _report_quietly(node, k, False, "(its call could not be prepared or finished)")
+    finally:
+        _finish(c, flags, held)
+    return rc
+
+
+cdef int _kernel_run(object k, Call c, bint reduce, ncl_node *node) except -1:
+    cdef int rc
+    try:
+        ins, out = c.views()
+        if reduce:
+            result = k.reduce(ins[1], out[:1])
+        else:
+            result = k(list(ins), out)
+        rc = 1 if result is NotImplemented else 0
+    except BaseException:
+        rc = 1   # the next node computes the result
+        ncl_hook_report(node, k, f"kernel {type(k).__name__}")
+    if rc == 0:
+        try:
+            c._end()
+        except BaseException:
+            rc = 1
+            ncl_hook_report(node, k, f"kernel {type(k).__name__} (writing back)")
+    return rc
