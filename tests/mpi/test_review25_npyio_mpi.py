@@ -171,41 +171,20 @@ def test_the_mapped_path_full_disk_carries_its_errno(tmp, monkeypatch):
     collective_assert(ok, f"{type(exc).__name__} errno {getattr(exc, 'errno', None)}: {exc}")
 
 
-@pytest.mark.parametrize("exists", [False, True], ids=["new", "a-file"])
-def test_a_path_ending_in_a_separator_is_refused_as_open_refuses_it(tmp, exists):
-    d = os.path.join(tmp, f"slash-{exists}")
+def _dir_with(tmp, name, existing):
+    """A directory every rank sees, holding x.npy (zeros(2)) if ``existing``."""
+    d = os.path.join(tmp, name)
     if rank == 0:
         os.makedirs(d, exist_ok=True)
-        if exists:
+        if existing:
             np.save(os.path.join(d, "x.npy"), np.zeros(2))
     comm.Barrier()
-    target = os.path.join(d, "x.npy") + os.sep
-    try:
-        open(target, "wb").close()
-        want = None
-    except OSError as e:
-        want = type(e).__name__
-    comm.Barrier()
-    a = dap.DistArray.from_global(np.arange(6.0), comm=comm)
-    exc = _fails_everywhere(a.save_npy, target)
-    ok = want is not None and isinstance(exc, DapError) and \
-        type(exc).__name__ == f"DapError[{want}]"
-    collective_assert(ok, f"{target}: {type(exc).__name__}: {exc} (open: {want})")
-    listing = sorted(os.listdir(d))
-    collective_assert(listing == (["x.npy"] if exists else []), f"left {listing}")
-    if exists:
-        collective_assert(np.load(os.path.join(d, "x.npy")).tobytes() == np.zeros(2).tobytes(),
-                          "the existing file changed")
+    return d
 
 
-@pytest.mark.parametrize("tail", ["x.npy/.", "nosuch/../y.npy", "x.npy/./", "x.npy/.."])
-def test_a_path_is_opened_as_given_not_normalised(tmp, tail):
-    d = os.path.join(tmp, "given-" + tail.replace("/", "_").replace(".", "d"))
-    if rank == 0:
-        os.makedirs(d, exist_ok=True)
-        np.save(os.path.join(d, "x.npy"), np.zeros(2))
-    comm.Barrier()
-    target = os.path.join(d, tail)
+def _save_refused_as_open_refuses(target):
+    """save_npy(target) raises on every rank the DapError of the OSError
+    type open(target, 'wb') raises."""
     try:
         with open(target, "wb"):
             pass
@@ -217,10 +196,29 @@ def test_a_path_is_opened_as_given_not_normalised(tmp, tail):
     exc = _fails_everywhere(a.save_npy, target)
     ok = want is not None and type(exc).__name__ == f"DapError[{want}]"
     collective_assert(ok, f"save {target}: {type(exc).__name__}: {exc} (open: {want})")
+
+
+def _left_as_it_was(d, existing):
+    listing = sorted(os.listdir(d))
+    collective_assert(listing == (["x.npy"] if existing else []), f"left {listing}")
+    if existing:
+        collective_assert(np.load(os.path.join(d, "x.npy")).tobytes() == np.zeros(2).tobytes(),
+                          "the existing file changed")
+
+
+@pytest.mark.parametrize("exists", [False, True], ids=["new", "a-file"])
+def test_a_path_ending_in_a_separator_is_refused_as_open_refuses_it(tmp, exists):
+    d = _dir_with(tmp, f"slash-{exists}", exists)
+    _save_refused_as_open_refuses(os.path.join(d, "x.npy") + os.sep)
+    _left_as_it_was(d, exists)
+
+
+@pytest.mark.parametrize("tail", ["x.npy/.", "nosuch/../y.npy", "x.npy/./", "x.npy/.."])
+def test_a_path_is_opened_as_given_not_normalised(tmp, tail):
+    d = _dir_with(tmp, "given-" + tail.replace("/", "_").replace(".", "d"), True)
+    target = os.path.join(d, tail)
+    _save_refused_as_open_refuses(target)
     load = _fails_everywhere(dap.load_npy, target, "b", comm)
     ok = isinstance(load, DapError) and isinstance(load, OSError)
     collective_assert(ok, f"load {target}: {type(load).__name__}: {load}")
-    listing = sorted(os.listdir(d))
-    collective_assert(listing == ["x.npy"], f"left {listing}")
-    collective_assert(np.load(os.path.join(d, "x.npy")).tobytes() == np.zeros(2).tobytes(),
-                      "the existing file changed")
+    _left_as_it_was(d, True)
