@@ -4,6 +4,7 @@ subpackage importing the package face or a layer above it, and few
 function-local imports, each with a comment saying why."""
 import ast
 import pathlib
+import re
 
 import nclx
 
@@ -144,3 +145,28 @@ def test_the_core_imports_nothing_above_it():
             for target in top.get(name, set()) | set(late.get(name, {})):
                 assert target.startswith("nclx._ncl") or target in ("nclx.errors",), \
                     f"{name} imports {target}, above the core"
+
+
+def _cython_graph():
+    """nclx._ncl's Cython modules (a .pyx or .pyx.in with its .pxd) and the
+    nclx._ncl modules each imports or cimports, from the source tree."""
+    src = pathlib.Path(__file__).resolve().parents[1] / "nclx" / "_ncl"
+    pattern = re.compile(r"^\s*(?:from\s+nclx\._ncl\.(\w+)\s+c?import"
+                         r"|c?import\s+nclx\._ncl\.(\w+)"
+                         r"|from\s+nclx\._ncl\s+c?import\s+\(?([\w ,]+))", re.M)
+    files = [p for ext in ("*.pyx", "*.pyx.in", "*.pxd", "*.pxd.in") for p in src.glob(ext)]
+    names = {p.name.split(".")[0] for p in files}
+    graph = {}
+    for p in files:
+        me = p.name.split(".")[0]
+        for m in pattern.finditer(p.read_text()):
+            targets = [m.group(1) or m.group(2)] if (m.group(1) or m.group(2)) else \
+                [t.strip() for t in m.group(3).split(",")]
+            graph.setdefault(me, set()).update(t for t in targets if t in names and t != me)
+    return files, graph
+
+
+def test_no_cimport_cycle_among_the_cython_modules():
+    files, graph = _cython_graph()
+    assert len(files) > 50 and sum(map(len, graph.values())) > 100   # the scan sees them
+    assert _cycles(graph) == []

@@ -108,3 +108,27 @@ class Overhead:
             return alternating_ratio(self.fn, self.fn, stock, mine, rounds=21)
         finally:
             stock()
+
+
+class CheckedBlock:
+    """Cost of entering and leaving ``nclx.checked()``: an empty block, and
+    a block around one small int64 add (the kernel hooks are added at entry
+    and removed at exit).  Absolute times; the add alone is the reference."""
+    params = [["empty", "add_int64_100", "plain_add_int64_100"]]
+    param_names = ["case"]
+
+    def setup(self, case):
+        nclx.uninstall()
+        self.a = np.arange(100, dtype=np.int64)
+        with nclx.checked():       # the first block resolves the chains once
+            pass
+
+    def time_block(self, case):
+        if case == "empty":
+            with nclx.checked():
+                pass
+        elif case == "add_int64_100":
+            with nclx.checked():
+                self.a + self.a
+        else:
+            self.a + self.a

@@ -21,7 +21,8 @@ cimport numpy as cnp
 from nclx._ncl.ncl cimport npy_intp
 from nclx._ncl.callops cimport ncl_callop_slot, ncl_callop_quiet, ncl_callop_run
 from nclx._ncl.team cimport ncl_team_run, ncl_threads_now, MAX_THREADS
-from nclx._ncl.masknumpy cimport mask_numpy_call
+from nclx._ncl.masknumpy cimport (mask_numpy_extract, mask_numpy_place,
+                                    mask_numpy_putmask, mask_numpy_count)
 
 from nclx._ncl.dtypes import fixed_width
 
@@ -241,22 +242,22 @@ cdef void _extract_numpy(char **args, const npy_intp *dims, const npy_intp *step
     if (<mjob *>data).rows != 1 or (<mjob *>data).idx != NULL:
         _extract_loop(args, dims, steps, data)      # never reached: chains see flat calls
     else:
-        mask_numpy_call(OP_EXTRACT, args, dims, (<mjob *>data).typenum)
+        mask_numpy_extract(args, dims, (<mjob *>data).typenum)
 
 
 cdef void _place_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                        void *data) noexcept nogil:
-    mask_numpy_call(OP_PLACE, args, dims, (<mjob *>data).typenum)
+    mask_numpy_place(args, dims, (<mjob *>data).typenum)
 
 
 cdef void _putmask_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                          void *data) noexcept nogil:
-    mask_numpy_call(OP_PUTMASK, args, dims, (<mjob *>data).typenum)
+    mask_numpy_putmask(args, dims, (<mjob *>data).typenum)
 
 
 cdef void _count_numpy(char **args, const npy_intp *dims, const npy_intp *steps,
                        void *data) noexcept nogil:
-    mask_numpy_call(OP_COUNT, args, dims, cnp.NPY_BOOL)
+    mask_numpy_count(args, dims)
 
 
 # ------------------------------------------------------------ the calls

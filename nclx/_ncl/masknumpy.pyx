@@ -5,7 +5,6 @@ views of the call's buffers, on one thread (nclx._ncl.masking's slots)."""
 cimport numpy as cnp
 
 from nclx._ncl.ncl cimport npy_intp
-from nclx._ncl.masking cimport OP_EXTRACT, OP_PLACE, OP_PUTMASK
 import sys
 
 import numpy as np
@@ -29,23 +28,44 @@ cdef object _view(char *p, npy_intp n, int typenum, bint writeable):
     return a
 
 
-cdef void mask_numpy_call(int op, char **args, const npy_intp *dims, int typenum) noexcept nogil:
+cdef void _report() noexcept:
+    sys.unraisablehook(Unraisable(sys.exc_info()[1],
+                                  "Exception ignored in nclx.mask's NumPy node", None))
+
+
+cdef void mask_numpy_extract(char **args, const npy_intp *dims, int typenum) noexcept nogil:
     with gil:
         try:
-            if op == OP_EXTRACT:
-                res = _np_extract(_view(args[0], dims[1], cnp.NPY_BOOL, False),
-                                  _view(args[1], dims[2], typenum, False))
-                _view(args[2], dims[3], typenum, True)[...] = res
-            elif op == OP_PLACE:
-                _np_place(_view(args[2], dims[3], typenum, True),
-                          _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                          _view(args[1], dims[2], typenum, False))
-            elif op == OP_PUTMASK:
-                _np_putmask(_view(args[2], dims[3], typenum, True),
-                            _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                            _view(args[1], dims[2], typenum, False))
-            else:
-                (<npy_intp *>args[1])[0] = _np_count(_view(args[0], dims[1], cnp.NPY_BOOL, False))
+            res = _np_extract(_view(args[0], dims[1], cnp.NPY_BOOL, False),
+                              _view(args[1], dims[2], typenum, False))
+            _view(args[2], dims[3], typenum, True)[...] = res
         except BaseException:
-            sys.unraisablehook(Unraisable(sys.exc_info()[1],
-                                          "Exception ignored in nclx.mask's NumPy node", None))
+            _report()
+
+
+cdef void mask_numpy_place(char **args, const npy_intp *dims, int typenum) noexcept nogil:
+    with gil:
+        try:
+            _np_place(_view(args[2], dims[3], typenum, True),
+                      _view(args[0], dims[1], cnp.NPY_BOOL, False),
+                      _view(args[1], dims[2], typenum, False))
+        except BaseException:
+            _report()
+
+
+cdef void mask_numpy_putmask(char **args, const npy_intp *dims, int typenum) noexcept nogil:
+    with gil:
+        try:
+            _np_putmask(_view(args[2], dims[3], typenum, True),
+                        _view(args[0], dims[1], cnp.NPY_BOOL, False),
+                        _view(args[1], dims[2], typenum, False))
+        except BaseException:
+            _report()
+
+
+cdef void mask_numpy_count(char **args, const npy_intp *dims) noexcept nogil:
+    with gil:
+        try:
+            (<npy_intp *>args[1])[0] = _np_count(_view(args[0], dims[1], cnp.NPY_BOOL, False))
+        except BaseException:
+            _report()

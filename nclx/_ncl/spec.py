@@ -5,6 +5,7 @@ builder (:mod:`nclx._ncl.ufuncs`).
 Everything here is named in fixed-width dtypes; the mapping to NumPy's
 C-named type characters happens at run time in :mod:`nclx._ncl.dtypes`.
 """
+import functools
 
 BOOL = ("bool",)
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -130,12 +131,14 @@ def key_dtype(in_dtypes):
     return in_dtypes[0]
 
 
+@functools.cache
 def numpy_ufunc(op):
-    """NumPy's ufunc of ``op`` (None for nclx's own ops)."""
+    """NumPy's ufunc of ``op`` (None for nclx's own ops); looked up once."""
     if op in NCLX_ONLY:
         return None
     import importlib
     return getattr(importlib.import_module(NUMPY_HOME.get(op, "numpy")), op)
+
 
 def start_value(op, dtype):
     """The value a reduction of ``op`` over ``dtype`` starts from -- what an

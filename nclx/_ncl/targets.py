@@ -1,5 +1,7 @@
 """Naming hook targets: a kernel chain from ``(op, dtype)`` or a kernel
 name, a dtype-like to its fixed-width name.  Errors name the target."""
+import functools
+
 import numpy as np
 
 from nclx._ncl import spec
@@ -13,9 +15,7 @@ def kernel_chain_name(target):
     """``('add', 'int64')`` -> ``'add_int64'``; ``('equal', ('int64', 'uint64'))`` too
     (the inputs), and ``('cast', ('float64', 'int32'))`` (inputs then output)."""
     if isinstance(target, str):
-        names = {name for *_, name in spec.all_kernels()}
-        names.update(spec.call_kernel_name(op, dt) for op, dt in spec.call_slots())
-        if target not in names:
+        if target not in _kernel_names():
             raise HookError(f"no nclx kernel named {target!r}")
         return target
     if not (isinstance(target, tuple) and len(target) == 2):
@@ -44,8 +44,7 @@ def kernel_chain_name(target):
     # cast to bool and ('cast', ('float64', 'int32')) was "no kernel";
     # found by review 22)
     ins, out = (names[:nin], names[nin]) if len(names) == nin + 1 else (names, None)
-    found = [(lins, lout) for lins, lout in spec.OPS[op][3]
-             if tuple(lins) == ins and (out is None or lout == out)]
+    found = _loops_for(op, ins, out)
     if len(found) == 1:
         return spec.kernel_name(op, *found[0])
     if len(found) > 1:
@@ -53,6 +52,23 @@ def kernel_chain_name(target):
         raise HookError(f"kernel target {target!r}: nclx's {op} kernels for {ins} differ by "
                         f"output dtype ({outs}); name it: ({op!r}, {tuple(ins) + (found[0][1],)!r})")
     raise HookError(f"nclx has no {op} kernel for dtype {dt!r}")
+
+
+@functools.cache
+def _kernel_names():
+    """Every kernel chain's name (the spec's tables are fixed at build time):
+    NumPy's loops' chains too (``'exp_float64'``; before, only the tuple
+    ``('exp', 'float64')`` named them)."""
+    names = {name for *_, name in spec.all_loops()}
+    names.update(spec.call_kernel_name(op, dt) for op, dt in spec.call_slots())
+    return frozenset(names)
+
+
+@functools.cache
+def _loops_for(op, ins, out):
+    """op's (inputs, output) loops taking ins (and giving out, unless None)."""
+    return tuple((lins, lout) for lins, lout in spec.OPS[op][3]
+                 if tuple(lins) == ins and (out is None or lout == out))
 
 
 def _call_chain_name(op, dt, target):
