@@ -191,7 +191,9 @@ cdef class Handle:
         return False
 
     def __repr__(self):
-        state = "removed" if self.node == NULL else "active"
+        # (the property: it sees a node hooks.reset() took; before, the
+        # handle read "active" after reset(); found by review)
+        state = "removed" if self.removed else "active"
         return f"<nclx hook {self.name!r} on {self.level} {self.target!r} ({state})>"
 
 
