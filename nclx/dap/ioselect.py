@@ -49,10 +49,17 @@ def _u_held_below(dist, d, coord):
     block; review 25)."""
     held = np.zeros(dist.shape[d], bool)
     for c in range(coord):
-        coords = [0] * dist.ndim
-        coords[d] = c
-        held[dist.maps(dist.rank_from_coords(coords))[d].indices] = True
+        held[_u_indices(dist, d, c)] = True
     return held
+
+
+def _u_indices(dist, d, c):
+    """The indices grid coordinate ``c`` of 'u' dimension ``d`` holds, from
+    its dimension dictionary (no map: a 'u' map sorts its indices, and
+    building every coordinate's held a rank the whole dimension's tables)."""
+    coords = [0] * dist.ndim
+    coords[d] = c
+    return dist.dim_data(dist.rank_from_coords(coords))[d]["indices"]
 
 
 def expand(starts, lengths):
@@ -209,9 +216,7 @@ def check_covered(dist):
             continue
         held = np.zeros(dist.shape[d], bool)
         for c in range(dist.grid_shape[d]):
-            coords = [0] * dist.ndim
-            coords[d] = c
-            held[dist.maps(dist.rank_from_coords(coords))[d].indices] = True
+            held[_u_indices(dist, d, c)] = True
         if not held.all():
             missing = np.flatnonzero(~held)
             raise DapError(f"dimension {d} ('u'): no rank holds global index {int(missing[0])} "

@@ -260,7 +260,7 @@ def write_npy(comm, path, block, dist, what):
     rank = comm.Get_rank()
     block = np.asarray(block)
     plan = header = error = written = None
-    box = False
+    mappable = False
     try:
         # no path on one rank (None, a number): raised on every rank by the
         # agreement below (before, it raised alone before the agreement and
@@ -287,10 +287,6 @@ def write_npy(comm, path, block, dist, what):
             # structured dtype's copy skips the bytes between its fields,
             # which np.save writes as they are (before, lost: found by review)
             block = np.ascontiguousarray(raw_items(block)).view(block.dtype)
-        plan = IOPlan(dist, rank, block, "C", write=True)
-        # here, where a failure is agreed on (before, in the agreement's
-        # arguments: one rank's MemoryError left the others waiting; review 25)
-        box = npymap.MAPPED_WRITES and npymap.is_box(plan.selections)
     except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
         error = exc
     try:
@@ -298,12 +294,23 @@ def write_npy(comm, path, block, dist, what):
         # and the layout: ranks holding the array in different layouts would
         # leave cells unwritten; a rank of save_npy(comm=) with no DistArray too
         agree_quick(comm, ("save_npy", layout_key(dist)), None, "save_npy", describe_save)
+        try:
+            # collective on a communicator's first save (then cached): after
+            # agree_quick, every rank is in this save
+            mappable = npymap.one_node(comm) and npymap.MAPPED_WRITES
+            if error is None and not mappable:
+                # MPI-IO's types (a mapped write needs none: a 'u' dimension's
+                # run tables held several times the block); here, where a
+                # failure is agreed on (review 25)
+                plan = IOPlan(dist, rank, block, "C", write=True)
+        except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
+            error = error or exc
         parts = _agree(comm, error, what, ((path, _absolute(path), _as_given(path)), block.dtype,
                                             None if header is None else
                                             len(header), None if plan is None else
                                             (plan.run_bytes, plan.max_piece_bytes,
                                              plan.kind in ("contiguous", "empty")),
-                                            box))
+                                            mappable))
         for r, (p, dt, _, _, _) in enumerate(parts):
             if p[1] != parts[0][0][1] or dt != parts[0][1]:      # by absolute name
                 raise DapError(f"{what}: rank {r} writes {p[0]!r} ({p[1]!r}) from a {dt} block, "
@@ -311,10 +318,10 @@ def write_npy(comm, path, block, dist, what):
                                f"{parts[0][1]} block")
         path = parts[0][0][2]             # rank 0's as given, absolute (every rank names it)
         nbytes = int(np.prod(dist.shape, dtype=np.int64)) * block.dtype.itemsize
-        # every rank's cells one box, every rank on one node: stores into a
-        # shared mapping (nclx.dap.npymap: no inode lock between the ranks)
-        planned = mapped = nbytes > 0 and all(p[4] for p in parts) and npymap.one_node(comm)
-        hints = _hints([p[3] for p in parts])
+        # every rank on one node: stores into a shared mapping
+        # (nclx.dap.npymap: no inode lock between the ranks)
+        planned = mapped = nbytes > 0 and all(p[4] for p in parts)
+        hints = None if any(p[3] is None for p in parts) else _hints([p[3] for p in parts])
         error = None
         if rank == 0:           # the header, truncating an older file (or, mapped, reusing it)
             try:
@@ -337,9 +344,13 @@ def write_npy(comm, path, block, dist, what):
                 error = exc
         if planned:         # rank 0's reservation decides (and its error raises everywhere)
             mapped, ref = _agree(comm, error, what, (mapped, written))[0]
-        if mapped and not _write_mapped(comm, path, parts[0][2], dist.shape, block, plan,
-                                        ref, what):
+        if mapped and not _write_mapped(comm, path, parts[0][2], dist, block, ref, what):
             return
+        if plan is None:            # the mapping was refused: MPI-IO after all
+            try:
+                plan = IOPlan(dist, rank, block, "C", write=True)
+            except Exception as exc:  # noqa: BLE001 - raised on every rank by _open
+                error = error or exc
         fh = _open(comm, path, True, hints, error, what,
                    same=lambda: (file_identity(path), written), check=_one_file)
         _finish(comm, fh, what, plan, block, parts[0][2], nbytes > 0, write=True)
@@ -352,7 +363,7 @@ def write_npy(comm, path, block, dist, what):
             plan.free()
 
 
-def _write_mapped(comm, path, offset, shape, block, plan, ref, what):
+def _write_mapped(comm, path, offset, dist, block, ref, what):
     """Stores into a shared mapping of ``path`` where it names rank 0's file
     ``ref``, then one agreement: whether some rank could not map the file
     (every rank then writes through MPI-IO)."""
@@ -360,7 +371,7 @@ def _write_mapped(comm, path, offset, shape, block, plan, ref, what):
     error = other = other_file(file_identity(path), ref)
     try:
         if other is None:
-            npymap.write_box(path, offset, shape, block, plan.selections)
+            npymap.write_cells(path, offset, dist, comm.Get_rank(), block)
     except npymap.Unmappable:
         unmappable = True           # every rank writes through MPI-IO
     except Exception as exc:  # noqa: BLE001 - raised on every rank below

@@ -134,7 +134,7 @@ def test_a_mapped_box_store_writes_every_byte(tmp_path, old):
     block = np.zeros(dist.local_shape(0), GAPS)
     raw_items(block)[1:-1] = raw_items(g)          # the owned cells; padding left 0
     npymap.prepare(path, header, g.nbytes)
-    npymap.write_box(path, len(header), g.shape, block, _dim_selections(dist, 0, write=True))
+    npymap.write_cells(path, len(header), dist, 0, block)
     want = io.BytesIO()
     np.save(want, g)
     with open(path, "rb") as f:

@@ -385,21 +385,22 @@ def test_a_part_over_2_gib_loaded(big):
 
 def _spy_box_writes(monkeypatch):
     calls = []
-    real = npymap.write_box
-    monkeypatch.setattr(npymap, "write_box", lambda *a: (calls.append(a[0]), real(*a)))
+    real = npymap.write_cells
+    monkeypatch.setattr(npymap, "write_cells", lambda *a: (calls.append(a[0]), real(*a)))
     return calls
 
 
 @pytest.mark.parametrize("name,shape,kw,box", [
     ("rows", (4 * N + 1, 300), dict(grid_shape=[N, 1]), True),
     ("grid-padded", (9, 8), dict(padding=[1, 1]), True),
-    ("cyclic", (13,), dict(dist="c"), False),
-    ("u", None, None, False),
+    ("cyclic", (13,), dict(dist="c"), True),
+    ("block-cyclic", (29, 3), dict(dist=("c", "n"), block_size=[4, 1]), True),
+    ("u", None, None, True),
 ])
-def test_one_node_box_writes_go_through_the_mapping(tmp, monkeypatch, name, shape, kw, box):
-    """Every rank of the MPI tests shares this node: layouts whose owned
-    cells are one box per rank are stored through the mapping, the others
-    through MPI-IO; the file
+def test_one_node_writes_go_through_the_mapping(tmp, monkeypatch, name, shape, kw, box):
+    """Every rank of the MPI tests shares this node: every layout is stored
+    through the mapping (before, only layouts whose owned cells were one
+    box per rank; the others went through MPI-IO); the file
     is allocated in full (posix_fallocate: a full disk cannot SIGBUS a
     store) and np.load reads the global array."""
     calls = _spy_box_writes(monkeypatch)
@@ -451,7 +452,7 @@ def test_a_store_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
     if rank == N - 1:
         def broken(*a):
             raise MemoryError("cannot map the file here")
-        monkeypatch.setattr(npymap, "write_box", broken)
+        monkeypatch.setattr(npymap, "write_cells", broken)
     a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
     _raises_everywhere("DapError[MemoryError]", "cannot map the file here", a.save_npy,
                        os.path.join(tmp, "broken.npy"))
