@@ -27,18 +27,17 @@ import stat
 import numpy as np
 
 from nclx.dap import npymap
-from nclx.dap.collective import agreed_error_type, describe_error, failure_type
-from nclx.dap.iotypes import IOPlan, check_covered, fill_duplicates, raw_items, view_pieces
+from nclx.dap.collective import agreed_error_type
+from nclx.dap.iotypes import IOPlan, check_covered, raw_items
 from nclx.dap.maps import check_global_range
 from nclx.dap.npyagree import Failure as _Failure, agree as _agree, failed as _failed
 from nclx.dap.npyagree import gather as _gather, local_error as _local_error, report as _report
-from nclx.dap.npyheader import (empty_file, file_identity, header_again, header_bytes, open_file,
-                                other_file, read_header)
-from nclx.dap.agreekeys import layout_words
+from nclx.dap.npyheader import (empty_file, file_identity, header_bytes, open_file, other_file,
+                                read_header)
 from nclx.dap.redistribute import agree_quick, layout_key
 from nclx.dap.validate import DapError
 
-__all__ = ["describe_save", "header_bytes", "read_header", "read_npy", "write_npy"]
+__all__ = ["describe_save", "header_bytes", "read_header", "write_npy"]
 
 
 #: ROMIO hints for views whose contiguous pieces are long (>= LONG_PIECE
@@ -180,73 +179,6 @@ def _os_failure(code, message, path):
     if isinstance(exc, OSError):
         exc.errno, exc.strerror, exc.filename = code, message, path
     return exc
-
-
-def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
-    """``(block, distribution)`` of this rank, read from the .npy file
-    ``path``; ``make_dist(shape)`` gives the Distribution of the stored
-    shape.  Every cell of the block is read, padding included (a cell
-    outside the global array, boundary padding of an import, stays 0).
-    ``error``: this rank's failure so far (no path), raised on every rank."""
-    rank = comm.Get_rank()
-    # a rank in another operation meets it here (the path is checked below)
-    # and on max_header_size (review 22: rank 0's alone applied)
-    agree_quick(comm, ("max_header_size", max_header_size), error, "load_npy",
-                describe=lambda v: f"max_header_size={v[1]!r}")
-    head = None
-    if rank == 0:
-        try:
-            head = ("ok", read_header(path, max_header_size))
-        except OSError as exc:
-            head = ("os", exc.errno, exc.strerror or str(exc))
-        except Exception as exc:  # noqa: BLE001 - sent to every rank
-            head = ("err", describe_error(exc) if not isinstance(exc, DapError) else str(exc))
-    # the ranks' paths must name one file: a relative path resolves against
-    # each rank's working directory (before, only the strings were
-    # compared: ranks read or wrote other files; found by review)
-    head = comm.bcast((path, _absolute(path), _as_given(path), head), root=0)
-    root_path, root_abs, root_open, head = head
-    if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
-        raise _os_failure(head[1], f"{what}: rank 0: {head[2]}", root_path)
-    if head[0] == "err":
-        # a DapError of rank 0's type where that is not one (np.load's
-        # EOFError of an empty file: DapError[EOFError])
-        raise failure_type(head[1])(f"{what}: {head[1]}")
-    dtype, shape, fortran, offset = head[1]
-    plan = block = dist = error = hints = None
-    try:
-        # by absolute name: 'd/x.npy', 'd/./x.npy' and b'd/x.npy' name one
-        # file (before, the strings too: refused; found by review)
-        if root_abs != _absolute(path):
-            raise DapError(f"rank {rank} reads {path!r} ({_absolute(path)!r}), rank 0 "
-                           f"{root_path!r} ({root_abs!r})")
-        dist = make_dist(shape)
-        if dist.shape != shape:
-            raise DapError(f"the file holds shape {shape}, the Distribution has {dist.shape}")
-        if dist.nprocs != comm.Get_size():
-            raise DapError(f"the Distribution spans {dist.nprocs} processes, the communicator "
-                           f"{comm.Get_size()}")
-        check_global_range(dist)
-        block = np.zeros(dist.local_shape(rank), dtype)
-        plan = IOPlan(dist, rank, block, "F" if fortran else "C")
-        # the same hints on every rank, from rank 0's view (every rank holds the Distribution)
-        mean, largest = view_pieces(dist, 0, dtype.itemsize, "F" if fortran else "C")
-        hints = _hints([(mean, largest, mean == largest)])
-    except Exception as exc:  # noqa: BLE001 - raised on every rank by _open's agreement
-        error = exc
-    try:
-        # every rank opens rank 0's path (a rank passing another fails at the agreement)
-        fh = _open(comm, root_open, False, hints, error, what,
-                   None if dist is None else (layout_key(dist), layout_words(dist)))
-        data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
-        _finish(comm, fh, what, plan, block, offset, data, write=False,
-                error=header_again(fh, head[1], _local_error))
-        if data:
-            fill_duplicates(block, plan.selections)
-    finally:
-        if plan is not None:
-            plan.free()
-    return block, dist
 
 
 def write_npy(comm, path, block, dist, what):

@@ -20,7 +20,8 @@ import numpy as np
 from nclx.dap.agreekeys import agree_quick
 from nclx.dap.distarray import DistArray, _comm
 from nclx.dap.distribution import Distribution
-from nclx.dap.npyfile import describe_save, read_npy, write_npy
+from nclx.dap.npyfile import describe_save, write_npy
+from nclx.dap.npyload import read_npy
 from nclx.dap.validate import DapError
 
 __all__ = ["load_npy", "save_npy"]

@@ -192,3 +192,97 @@ def test_a_scattered_u_save_holds_no_run_tables(tmp_path):
     for q in (0, 2):
         npymap.write_cells(path, len(header), dist, q, blocks[q])
     assert np.load(path).tobytes() == g.tobytes()
+
+
+# -- reads: nclx.dap.npyread (cyclic and 'u' layouts on one node) -----------
+
+def _expected_block(dist, rank, g):
+    """Every local cell of ``rank`` as a read fills it: from ``g`` where its
+    global index (wrapped on a periodic dimension) is in the array, else 0."""
+    block = np.zeros(dist.local_shape(rank), g.dtype)
+    pos, glob = [], []
+    for m in dist.maps(rank):
+        i = np.arange(m.local_size)
+        if m.dist_type == "b":
+            gi = m.start + i
+            if m.periodic:
+                gi = gi % m.size if m.size else gi
+        elif m.dist_type == "c":
+            gi = m.global_from_local(i) if i.size else i
+        else:
+            gi = m.indices
+        ok = (gi >= 0) & (gi < m.size)
+        pos.append(i[ok]), glob.append(gi[ok])
+    if all(len(p) for p in pos) or not pos:
+        raw = np.dtype((np.void, g.dtype.itemsize))
+        block.view(raw)[np.ix_(*pos)] = g.view(raw)[np.ix_(*glob)]
+    return block
+
+
+def _read_by_every_rank(tmp_path, dist, g, fortran_file):
+    from nclx.dap import npyread
+    from nclx.dap.npyheader import read_header
+    path = str(tmp_path / "r.npy")
+    np.save(path, np.asfortranarray(g) if fortran_file else g)
+    dtype, shape, fortran, offset = read_header(path)
+    assert fortran == (fortran_file and not np.asfortranarray(g).flags.c_contiguous)
+    out = []
+    for r in range(dist.nprocs):
+        block = np.zeros(dist.local_shape(r), dtype)
+        npyread.read_cells(path, offset, shape, fortran, block, dist, r)
+        out.append(block)
+    # the file's items as np.load reads them (a Fortran copy of a structured
+    # dtype leaves its own bytes between the fields)
+    return out, np.load(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(layouts(), st.booleans(), st.sampled_from([np.dtype("<f8"), np.dtype("u1"), GAPS]),
+       st.sampled_from([1, 24, 100, 1 << 20]))
+def test_every_layout_reads_its_cells(tmp_path_factory, dist, fortran_file, dtype, chunk):
+    from nclx.dap import npyread
+    if dist is None:
+        return
+    g = _global(dist.shape, dtype)
+    old = npyread.CHUNK
+    npyread.CHUNK = chunk            # many chunks: their boundaries, tails and forms
+    try:
+        got, g = _read_by_every_rank(tmp_path_factory.mktemp("r"), dist, g, fortran_file)
+    finally:
+        npyread.CHUNK = old
+    for r, block in enumerate(got):
+        assert block.tobytes() == _expected_block(dist, r, g).tobytes(), \
+            (r, dist.shape, [m.dist_type for m in dist.maps(r)], dist.grid_shape, chunk)
+
+
+@pytest.mark.parametrize("chunk", [8, 64, 1 << 20])
+@pytest.mark.parametrize("kw", [dict(dist=("c",)), dict(dist=("c",), block_size=(3,)),
+                                dict(dist=("c", "b"), block_size=(2, 1), grid_shape=(3, 2)),
+                                dict(dist=("b", "c"), block_size=(1, 4), grid_shape=(2, 3),
+                                     padding=(1, 0), periodic=(True, False))])
+def test_fixed_layouts_read(tmp_path, kw, chunk, monkeypatch):
+    from nclx.dap import npyread
+    monkeypatch.setattr(npyread, "CHUNK", chunk)
+    shape = (47,) if len(kw["dist"]) == 1 else (29, 13)
+    dist = Distribution.from_shape(shape, nprocs=6, **kw)
+    g = _global(shape, np.dtype("<i8"))
+    for fortran in (False, True):
+        got, back = _read_by_every_rank(tmp_path, dist, g, fortran)
+        for r, block in enumerate(got):
+            assert block.tobytes() == _expected_block(dist, r, back).tobytes(), (r, fortran)
+
+
+def test_a_file_cut_before_the_cells_is_an_error_not_a_signal(tmp_path):
+    from nclx.dap import DapError, npyread
+    from nclx.dap.npyheader import read_header
+    g = np.arange(1000.0)
+    path = str(tmp_path / "cut.npy")
+    np.save(path, g)
+    dtype, shape, fortran, offset = read_header(path)
+    os_size = offset + 400 * 8
+    with open(path, "r+b") as f:
+        f.truncate(os_size)
+    dist = Distribution.from_shape(shape, dist=("c",), nprocs=3)
+    block = np.zeros(dist.local_shape(2), dtype)
+    with pytest.raises(DapError, match="the file ends before its cells"):
+        npyread.read_cells(path, offset, shape, fortran, block, dist, 2)

@@ -21,7 +21,7 @@ import pytest
 
 import nclx.dap as dap
 from nclx.dap import npymap
-from mpi_helpers import shared_tmpdir, collective_assert, comm, outcome, rank, N
+from mpi_helpers import shared_tmpdir, collective_assert, comm, outcome, rank, within, N
 from nclx.dap import DapError, Distribution
 
 SLOW = os.environ.get("NCLX_SLOW") == "1"
@@ -421,6 +421,39 @@ def test_one_node_writes_go_through_the_mapping(tmp, monkeypatch, name, shape, k
     collective_assert(ok, msg)
 
 
+@pytest.mark.parametrize("name,shape,kw,chunked", [
+    ("rows", (4 * N + 1, 30), dict(grid_shape=[N, 1]), False),
+    ("cyclic", (13 * N + 3,), dict(dist="c"), True),
+    ("block-cyclic", (29, 3), dict(dist=("c", "n"), block_size=[4, 1]), True),
+    ("block-cyclic-F", (29, 5), dict(dist=("n", "c"), block_size=[1, 2]), True),
+    ("u", None, None, True),
+])
+def test_one_node_cyclic_and_u_loads_read_chunks(tmp, monkeypatch, name, shape, kw, chunked):
+    """Loads of cyclic and 'u' layouts read the file in chunks (nclx.dap.
+    npyread: MPI-IO took 50-200x NumPy's time there); block layouts keep
+    MPI-IO.  Every cell equals the file's, C and Fortran files."""
+    from nclx.dap import npyread
+    calls = []
+    real = npyread.read_cells
+    monkeypatch.setattr(npyread, "read_cells", lambda *a: (calls.append(a[0]), real(*a)))
+    monkeypatch.setattr(npyread, "CHUNK", 256)         # several chunks
+    if shape is None:
+        g, dist = _global((11,), np.int32), _u_dist(11)
+        kw = {}
+    else:
+        g, dist = _global(shape, np.float64), None
+    path = os.path.join(tmp, f"chunks-{name}.npy")
+    for fortran in (False, True):
+        _np_save(path, g, fortran)
+        back = dap.load_npy(path, dist=dist if dist is not None else kw.get("dist"), comm=comm,
+                            **{k: v for k, v in kw.items() if k != "dist"})
+        want = dap.DistArray.from_global(g, dist=dist if dist is not None else kw.get("dist"),
+                                         comm=comm, **{k: v for k, v in kw.items() if k != "dist"})
+        ok = _same(back._block, want._block)
+        collective_assert(ok, f"{name} (fortran={fortran}): {back._block!r} != {want._block!r}")
+    collective_assert((len(calls) == 2) == chunked, f"{name}: chunked reads {calls}")
+
+
 def test_a_full_disk_on_rank_0_raises_everywhere(tmp, monkeypatch):
     """posix_fallocate failing with ENOSPC (the disk or quota full) is an
     error on every rank before any rank stores a byte."""
@@ -456,6 +489,43 @@ def test_a_store_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
     a = dap.DistArray.from_global(np.arange(8.0 * N), comm=comm)
     _raises_everywhere("DapError[MemoryError]", "cannot map the file here", a.save_npy,
                        os.path.join(tmp, "broken.npy"))
+    ok = comm.allreduce(1) == N          # and the ranks go on together
+    collective_assert(ok, "the ranks fell out of step")
+
+
+def test_ranks_that_disagree_on_chunked_reads_take_rank_0s_way(tmp, monkeypatch):
+    """CHUNKED_READS set on some ranks only: rank 0's value decides for
+    every rank (before it was read on each rank, a mixed setting would have
+    left some in MPI-IO's collective read and the others not)."""
+    from nclx.dap import npyread
+    calls = []
+    real = npyread.read_cells
+    monkeypatch.setattr(npyread, "read_cells", lambda *a: (calls.append(a[0]), real(*a)))
+    path = os.path.join(tmp, "mixed-chunks.npy")
+    g = np.arange(9.0 * N + 2)
+    _np_save(path, g)
+    want = dap.DistArray.from_global(g, dist="c", comm=comm)
+    for zero in (True, False):
+        calls.clear()
+        monkeypatch.setattr(npyread, "CHUNKED_READS", zero if rank == 0 else not zero)
+        sub = comm.Dup()           # within(): the call's collectives on a communicator of its own
+        back = within(dap.load_npy, path, dist="c", comm=sub)
+        ok = back[0] == "ok" and _same(back[1]._block, want._block) and bool(calls) == zero
+        collective_assert(ok, f"rank 0 {zero}: {back} {calls}")
+        if back[0] != "hang":
+            sub.Free()
+
+
+def test_a_chunked_read_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
+    from nclx.dap import npyread
+    path = os.path.join(tmp, "broken-read.npy")
+    _np_save(path, np.arange(8.0 * N))
+    if rank == N - 1:
+        def broken(*a):
+            raise MemoryError("cannot read the chunk here")
+        monkeypatch.setattr(npyread, "read_cells", broken)
+    _raises_everywhere("DapError[MemoryError]", "cannot read the chunk here", dap.load_npy,
+                       path, dist="c", comm=comm)
     ok = comm.allreduce(1) == N          # and the ranks go on together
     collective_assert(ok, "the ranks fell out of step")
 

@@ -142,21 +142,22 @@ def test_a_flag_met_on_one_rank_raises_on_every_rank():
 tmpdir = pytest.fixture(scope="module")(lambda: (yield from shared_tmpdir("nclx-review13-")))
 
 
-def test_load_npy_of_a_file_shortened_meanwhile_raises_on_every_rank(tmpdir, monkeypatch):
-    from nclx.dap import npyfile
+@pytest.mark.parametrize("dist", ["b", "c"])       # an MPI-IO view; chunked reads (npyread)
+def test_load_npy_of_a_file_shortened_meanwhile_raises_on_every_rank(tmpdir, monkeypatch, dist):
+    from nclx.dap import npyload
     path = os.path.join(tmpdir, "shrink.npy")
     if comm.rank == 0:
         np.save(path, np.arange(1000.0))
     comm.Barrier()
-    real = npyfile.read_header
+    real = npyload.read_header
 
     def shortened(p, m=10000):          # another process truncates it after the header
         r = real(p, m)
         with open(p, "r+b") as f:
             f.truncate(r[3] + 80)
         return r
-    monkeypatch.setattr(npyfile, "read_header", shortened)
-    got = comm.allgather(error_of(lambda: dap.load_npy(path, dist="b", comm=comm)))
+    monkeypatch.setattr(npyload, "read_header", shortened)
+    got = comm.allgather(error_of(lambda: dap.load_npy(path, dist=dist, comm=comm)))
     collective_assert(all(k == "DapError" and "the file ends before its cells" in m
                           for k, m in got), got)
 

@@ -24,7 +24,7 @@ from npy_helpers import np_save as _np_save
 from npy_helpers import raw as _raw
 from npy_helpers import same_everywhere as _same_everywhere
 from mpi_helpers import N, collective_assert, rank, shared_tmpdir, within
-from nclx.dap import npyfile, npymap
+from nclx.dap import npyload, npymap
 
 comm = MPI.COMM_WORLD
 
@@ -147,13 +147,13 @@ def test_a_file_shorter_on_the_ranks_read_raises_on_every_rank(tmp, monkeypatch)
     """Cut after rank 0 read the header, inside the cells of the last rank."""
     path = os.path.join(tmp, "cut.npy")
     _np_save(path, np.arange(100.0 * N))
-    real = npyfile.read_header
+    real = npyload.read_header
 
     def cut(p, m=10000):
         r = real(p, m)
         os.truncate(p, r[3] + 8 * (100 * N - 3))
         return r
-    monkeypatch.setattr(npyfile, "read_header", cut)
+    monkeypatch.setattr(npyload, "read_header", cut)
     sub = comm.Dup()
     got = within(dap.load_npy, path, comm=sub)
     collective_assert(got[0] == "exc" and "the file ends before its cells" in got[1], f"{got}")

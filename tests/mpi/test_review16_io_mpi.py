@@ -53,7 +53,7 @@ from npy_helpers import np_save as _np_save
 from npy_helpers import raw as _raw
 from npy_helpers import same_everywhere as _same_everywhere
 from mpi_helpers import N, collective_assert, rank, shared_tmpdir, within
-from nclx.dap import DapError, npyfile, npymap
+from nclx.dap import DapError, npyload, npymap
 
 comm = MPI.COMM_WORLD
 last = N - 1
@@ -247,19 +247,20 @@ def test_padding_wrapped_onto_its_own_rank_keeps_every_byte(tmp, order):
 
 
 # ------------------------------------------------------------------ E4
-def test_a_file_replaced_after_its_header_was_read_raises_on_every_rank(tmp, monkeypatch):
+@pytest.mark.parametrize("dist", ["b", "c"])       # an MPI-IO view; chunked reads (npyread)
+def test_a_file_replaced_after_its_header_was_read_raises_on_every_rank(tmp, monkeypatch, dist):
     path, other = os.path.join(tmp, "e4.npy"), os.path.join(tmp, "e4-new.npy")
     _np_save(path, np.arange(40.0))
     _np_save(other, np.arange(40, dtype=np.int64).reshape(5, 8))   # as long, another header
-    real = npyfile.read_header
+    real = npyload.read_header
 
     def replaced(p, m=10000):           # another process replaces it (np.save + rename)
         r = real(p, m)
         os.replace(other, p)
         return r
-    monkeypatch.setattr(npyfile, "read_header", replaced)
+    monkeypatch.setattr(npyload, "read_header", replaced)
     try:
-        dap.load_npy(path, comm=comm)
+        dap.load_npy(path, dist=dist, comm=comm)
         got = ("ok", "")
     except Exception as exc:  # noqa: BLE001 - compared collectively
         got = (type(exc).__name__, str(exc))
