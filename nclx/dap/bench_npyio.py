@@ -28,11 +28,33 @@ import time
 
 import numpy as np
 
-from nclx.dap import npymap
+from nclx.dap import npymap, npyread
 from nclx.dap.distarray import DistArray
+from nclx.dap.distribution import Distribution
 from nclx.dap.npyio import load_npy
 
-LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None}
+LAYOUTS = {"rows": lambda nprocs: [nprocs, 1], "grid": lambda nprocs: None,
+           "cyclic": lambda nprocs: [nprocs, 1], "cyclic-cols": lambda nprocs: [1, nprocs],
+           "u": lambda nprocs: [nprocs, 1]}
+
+
+def _layout(comm, n, layout):
+    """The Distribution of an ``(n, n)`` array in ``layout``: 'rows' and
+    'grid' blocks, 'cyclic' rows ('cyclic-cols' columns: a cell a piece)
+    dealt round-robin, 'u' rows given to the ranks by a random permutation
+    (the same on every rank)."""
+    P = comm.Get_size()
+    grid = LAYOUTS[layout](P)
+    if layout in ("rows", "grid"):
+        return Distribution.from_shape((n, n), grid_shape=grid, nprocs=P)
+    if layout in ("cyclic", "cyclic-cols"):
+        dist = ("c", "n") if layout == "cyclic" else ("n", "c")
+        return Distribution.from_shape((n, n), dist=dist, grid_shape=grid, nprocs=P)
+    parts = np.array_split(np.random.default_rng(7).permutation(n), P)
+    return Distribution.from_dim_data_per_rank(
+        [(dict(dist_type="u", size=n, proc_grid_size=P, proc_grid_rank=q, indices=parts[q]),
+          dict(dist_type="b", size=n, proc_grid_size=1, proc_grid_rank=0, start=0, stop=n))
+         for q in range(P)])
 
 
 def _drop(path):
@@ -48,16 +70,16 @@ def _drop(path):
 
 def measure(comm, mb, layout, repeats, where, cold=False, fresh=False):
     """{'save': s, 'np_save': s, 'load': s, 'np_load': s} for an ``mb`` MB
-    square float64 array in ``layout`` ('rows' or 'grid').  ``cold``: each
+    square float64 array in ``layout`` (:data:`LAYOUTS`).  ``cold``: each
     write is timed with its fsync, each read starts with the file out of
     the page cache.  The four are timed in turn, round after round (the
     slowest rank's time of each), so that machine noise hits them alike;
     ``ratio_*`` are medians of the per-round ratios."""
     from mpi4py import MPI   # optional dependency: the launcher runs without it
     n = int((mb * 1e6 / 8) ** 0.5)
-    grid = LAYOUTS[layout](comm.Get_size())
     rank = comm.Get_rank()
-    da = DistArray.from_shape((n, n), comm=comm, grid_shape=grid)
+    dist = _layout(comm, n, layout)
+    da = DistArray(np.zeros(dist.local_shape(rank)), dist, comm)
     da._block[...] = rank + np.arange(da._block.shape[-1])
     path = os.path.join(where, f"bench-{layout}.npy")
     own = os.path.join(where, f"bench-{layout}-rank{rank}.npy")
@@ -94,14 +116,23 @@ def measure(comm, mb, layout, repeats, where, cold=False, fresh=False):
             comm.Barrier()
         return before
 
+    def load_mpiio():           # the same through MPI-IO's views (no chunked reads)
+        npyread.CHUNKED_READS = False
+        try:
+            load_npy(path, comm=comm, dist=dist)
+        finally:
+            npyread.CHUNKED_READS = True
+
     ops = [("save", save, before_save(path)), ("np_save", np_save, before_save(own)),
            ("save_mpiio", save_mpiio, before_save(path)),
-           ("load", lambda: load_npy(path, comm=comm, grid_shape=grid), before_load(path)),
-           ("np_load", lambda: np.load(own), before_load(own))]
+           ("load", lambda: load_npy(path, comm=comm, dist=dist), before_load(path)),
+           ("np_load", lambda: np.load(own), before_load(own)),
+           ("load_mpiio", load_mpiio, before_load(path))]
     times = {name: [] for name, _, _ in ops}
     for rnd in range(repeats + 1):          # round 0 warms up, untimed
         # nclx first in odd rounds, NumPy first in even ones (ABBA)
-        for name, fn, before in (ops if rnd % 2 else [ops[1], ops[2], ops[0], ops[4], ops[3]]):
+        for name, fn, before in (ops if rnd % 2 else
+                                 [ops[1], ops[2], ops[0], ops[4], ops[5], ops[3]]):
             before()
             t0 = time.perf_counter()
             fn()
@@ -111,10 +142,11 @@ def measure(comm, mb, layout, repeats, where, cold=False, fresh=False):
     out = {"shape": [n, n], "grid": list(da.distribution.grid_shape), "cold": cold,
            "fresh": fresh}
     out.update({name: statistics.median(ts) for name, ts in times.items()})
-    for op, ref in (("save", "np_save"), ("load", "np_load"), ("save_mpiio", "np_save")):
+    for op, ref in (("save", "np_save"), ("load", "np_load"), ("save_mpiio", "np_save"),
+                    ("load_mpiio", "np_load")):
         out[f"ratio_{op}"] = statistics.median(
             a / b for a, b in zip(times[op], times[ref]))
-    back = load_npy(path, comm=comm, grid_shape=grid)
+    back = load_npy(path, comm=comm, dist=dist)
     ok = comm.allreduce(bool(np.array_equal(back._block, block)))
     out["correct"] = bool(ok == comm.Get_size())
     comm.Barrier()
@@ -162,7 +194,7 @@ def main(argv=None):
                 print(f"  {lay} (shape {tuple(r['shape'])}, grid {tuple(r['grid'])}, "
                       f"{'correct' if r['correct'] else 'WRONG'}):")
                 for op, ref in (("save", "np_save"), ("save_mpiio", "np_save"),
-                                ("load", "np_load")):
+                                ("load", "np_load"), ("load_mpiio", "np_load")):
                     print(f"    {op.replace('_', '_npy ', 1) if '_' in op else op + '_npy'} "
                           f"{r[op]:.3f} s, per-rank np.{ref[3:]} of own block "
                           f"{r[ref]:.3f} s: {r['ratio_' + op]:.2f}x")

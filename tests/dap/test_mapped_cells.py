@@ -286,3 +286,31 @@ def test_a_file_cut_before_the_cells_is_an_error_not_a_signal(tmp_path):
     block = np.zeros(dist.local_shape(2), dtype)
     with pytest.raises(DapError, match="the file ends before its cells"):
         npyread.read_cells(path, offset, shape, fortran, block, dist, 2)
+
+
+@pytest.mark.parametrize("shape,kw,fortran,want", [
+    ((1000,), dict(dist=("c",)), False, True),                        # a cell a piece
+    ((60, 600), dict(dist=("c", "n")), False, False),                 # whole rows: 4800 B pieces
+    ((60, 600), dict(dist=("c", "n")), True, True),                   # Fortran: a cell a piece
+    ((60, 600), dict(dist=("n", "c")), False, True),
+    ((60, 600), dict(dist=("n", "c"), block_size=(1, 600)), False, False),
+    ((60, 6), dict(dist=("c", "n"), block_size=(4, 1)), False, True),  # 192 B pieces
+    ((60, 600), dict(dist=("b", "b")), False, False),                 # blocks: MPI-IO
+    ((60, 600), dict(dist=("c", "b"), grid_shape=(2, 3)), False, False),
+    ((0,), dict(dist=("c",)), False, True),
+])
+def test_which_layouts_are_read_in_chunks(shape, kw, fortran, want):
+    from nclx.dap import npyread
+    dist = Distribution.from_shape(shape, nprocs=6, **kw)
+    assert npyread.wanted(dist, 8, fortran) is want
+
+
+def test_a_u_dimension_is_read_in_chunks_unless_its_rows_are_long():
+    from nclx.dap import npyread
+    for inner, want in ((1, True), (600, False)):
+        parts = np.array_split(np.random.default_rng(1).permutation(60), 3)
+        dist = Distribution.from_dim_data_per_rank(
+            [(dict(dist_type="u", size=60, proc_grid_size=3, proc_grid_rank=q, indices=parts[q]),
+              dict(dist_type="b", size=inner, proc_grid_size=1, proc_grid_rank=0, start=0,
+                   stop=inner)) for q in range(3)])
+        assert npyread.wanted(dist, 8, False) is want
