@@ -8,8 +8,11 @@ The MPI part runs under ``mpiexec`` (``python -m nclx.dap.bench_npyio
 ``setup_cache``; each number is the slowest rank's median of 5 rounds
 (nclx and NumPy taking turns).  ``track_ratio``: time(nclx) / time(NumPy),
 the median of the rounds' ratios, lower is better (1.5 is the goal); ``track_seconds``: nclx's time.  Layouts: "rows" (grid (4, 1): each
-rank's part is one contiguous range of the file) and "grid" (grid (2, 2):
-half rows).
+rank's part is one contiguous range of the file), "grid" (grid (2, 2):
+half rows), "cyclic" (rows dealt round-robin), "cyclic-cols" (columns
+dealt round-robin: a cell a piece), "u" (rows given by a random
+permutation).  "save_mpiio" / "load_mpiio": the same through MPI-IO (no
+shared mapping, no chunked reads).
 
 The default size is 256 MB: the issue asks for 1 GB, which on a shared
 2-core machine takes minutes per asv run; measure it with
@@ -26,7 +29,8 @@ MB = 256
 
 
 class NpyIO:
-    params = (["rows", "grid"], ["save", "save_mpiio", "load"])
+    params = (["rows", "grid", "cyclic", "cyclic-cols", "u"],
+              ["save", "save_mpiio", "load", "load_mpiio"])
     param_names = ["layout", "op"]
     timeout = 900
 
@@ -36,7 +40,7 @@ class NpyIO:
             raise NotImplementedError("mpiexec not found (pip install mpich)")
         proc = subprocess.run(
             [mpiexec, "-n", str(RANKS), sys.executable, "-m", "nclx.dap.bench_npyio",
-             "--mb", str(MB), "--json"],
+             "--mb", str(MB), "--json", "--layouts", ",".join(self.params[0])],
             capture_output=True, text=True, timeout=800, stdin=subprocess.DEVNULL)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode or not lines:
