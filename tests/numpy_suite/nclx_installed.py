@@ -1,5 +1,7 @@
 """pytest plugin: run a test session with nclx installed, then check that
 uninstall() put every NumPy loop back exactly."""
+import os
+
 import numpy as np
 
 import nclx
@@ -43,7 +45,11 @@ def pytest_configure(config):
     _copy_tuning[:] = copying.tune(64, 0, 0)
     # and np.sort of any eligible array copied and checked in one pass
     _sort_impl[:] = [np.sort._implementation, sortcopy.min_bytes(0)]
-    swapped = nclx.install()
+    # NCLX_SUITE_RECYCLE=1: with the recycling allocator too (NEP 49 handler)
+    recycle = os.environ.get("NCLX_SUITE_RECYCLE") == "1"
+    swapped = nclx.install(recycle=recycle)
+    if recycle and np._core.multiarray.get_handler_name() != "nclx_recycle":
+        raise RuntimeError("install(recycle=True) did not set nclx's allocation handler")
     if not nclx.is_installed() or swapped == 0:
         raise RuntimeError("nclx.install() did not swap any loop")
     print(f"\n[nclx] installed: {swapped} NumPy loops routed through nclx, nclx kernels everywhere")
