@@ -303,7 +303,9 @@ def _write_mapped(comm, path, offset, dist, block, ref, what):
     error = other = other_file(file_identity(path), ref)
     try:
         if other is None:
-            npymap.write_cells(path, offset, dist, comm.Get_rank(), block)
+            npymap.write_cells(path, offset, dist, comm.Get_rank(), block, ref)
+    except npymap.OtherFile as exc:     # replaced since the check by name just above
+        error = other = str(exc)
     except npymap.Unmappable:
         unmappable = True           # every rank writes through MPI-IO
     except Exception as exc:  # noqa: BLE001 - raised on every rank below

@@ -26,8 +26,8 @@ except ImportError:                 # NumPy 2.0
 from nclx.dap.collective import describe_error
 from nclx.dap.validate import DapError
 
-__all__ = ["descr_of", "empty_file", "file_identity", "header_again", "header_bytes",
-           "open_file", "other_file", "parse_header", "read_header"]
+__all__ = ["descr_of", "empty_file", "file_identity", "header_again", "header_again_fd",
+           "header_bytes", "open_file", "other_file", "parse_header", "read_header"]
 
 _FMT = np.lib.format
 
@@ -210,10 +210,35 @@ def header_again(fh, head, local_error):
     status = MPI.Status()
     try:
         fh.Read_at(0, [raw, MPI.BYTE], status)
-        # at most ``offset`` bytes of header: a longer one is another header
-        again = parse_header(io.BytesIO(bytes(raw[:status.Get_count(MPI.BYTE)])), offset)
+        again = bytes(raw[:status.Get_count(MPI.BYTE)])
     except Exception as exc:  # noqa: BLE001 - reported as a changed header
-        again = describe_error(local_error(exc))
+        again = local_error(exc)
+    return _same_header(again, head)
+
+
+def header_again_fd(fd, head):
+    """:func:`header_again` through the open file descriptor ``fd`` (the
+    one a read then reads the cells through: a file replaced after the
+    handle's check is not read under the old header; review 26)."""
+    try:
+        again = os.pread(fd, head[3], 0)
+    except OSError as exc:
+        again = exc
+    return _same_header(again, head)
+
+
+def _same_header(raw, head):
+    """None when ``raw`` (the first bytes of the file, at most the header's
+    length, or the exception reading them) parses as ``head``, else the
+    DapError saying what was found."""
+    if isinstance(raw, BaseException):
+        again = describe_error(raw)
+    else:
+        try:
+            # at most ``offset`` bytes of header: a longer one is another header
+            again = parse_header(io.BytesIO(raw), head[3])
+        except Exception as exc:  # noqa: BLE001 - reported as a changed header
+            again = describe_error(exc)
     if isinstance(again, tuple) and again == tuple(head):
         return None
 

@@ -43,10 +43,12 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     # the ranks' paths must name one file: a relative path resolves against
     # each rank's working directory (before, only the strings were
     # compared: ranks read or wrote other files; found by review)
-    # with rank 0's npyread.CHUNKED_READS: every rank reads the same way
-    head = comm.bcast((path, _absolute(path), _as_given(path), head, npyread.CHUNKED_READS),
-                      root=0)
-    root_path, root_abs, root_open, head, chunks = head
+    # with rank 0's npyread settings: every rank reads the same way (one
+    # rank's other CHUNK or LONG_PIECE left the ranks in different
+    # collectives; review 26)
+    head = comm.bcast((path, _absolute(path), _as_given(path), head,
+                       (npyread.CHUNKED_READS, npyread.CHUNK, npyread.LONG_PIECE)), root=0)
+    root_path, root_abs, root_open, head, (chunks, chunk, long_piece) = head
     if head[0] == "os":     # rank 0's error on rank 0's path, the same on every rank
         raise _os_failure(head[1], f"{what}: rank 0: {head[2]}", root_path)
     if head[0] == "err":
@@ -73,7 +75,8 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
         # cyclic and 'u' layouts on one node: chunks read with pread
         # (nclx.dap.npyread; MPI-IO took 50-200x NumPy's time there); the
         # same answer on every rank once _open has checked the layouts agree
-        chunked = one and chunks and npyread.wanted(dist, dtype.itemsize, fortran)
+        chunked = one and chunks and npyread.wanted(dist, dtype.itemsize, fortran, chunk,
+                                                    long_piece)
         if not chunked:
             plan = IOPlan(dist, rank, block, "F" if fortran else "C")
             # the same hints on every rank, from rank 0's view (every rank holds the Distribution)
@@ -87,7 +90,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
                    None if dist is None else (layout_key(dist), layout_words(dist)))
         data = dtype.itemsize > 0 and int(np.prod(shape, dtype=np.int64)) > 0
         if chunked:
-            _read_chunked(comm, fh, what, head[1], root_open, block, dist, data)
+            _read_chunked(comm, fh, what, head[1], root_open, block, dist, data, chunk)
             return block, dist
         _finish(comm, fh, what, plan, block, offset, data, write=False,
                 error=header_again(fh, head[1], _local_error))
@@ -99,7 +102,7 @@ def read_npy(comm, path, make_dist, what, max_header_size=10000, error=None):
     return block, dist
 
 
-def _read_chunked(comm, fh, what, head, path, block, dist, data):
+def _read_chunked(comm, fh, what, head, path, block, dist, data, chunk):
     """The header again through this rank's handle, the close, the chunked
     reads, then one agreement: an error on some ranks is raised on every
     rank (as :func:`_finish`'s)."""
@@ -110,7 +113,10 @@ def _read_chunked(comm, fh, what, head, path, block, dist, data):
         error = error or _local_error(exc)
     if error is None and data:
         try:
-            npyread.read_cells(path, head[3], head[1], head[2], block, dist, comm.Get_rank())
+            # the header checked again through the descriptor read from (a
+            # file replaced after the handle's check: review 26)
+            npyread.read_cells(path, head[3], head[1], head[2], block, dist, comm.Get_rank(),
+                               head=head, chunk=chunk)
         except Exception as exc:  # noqa: BLE001 - raised on every rank by _agree
             error = exc
     _agree(comm, error, what)

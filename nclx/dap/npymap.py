@@ -33,15 +33,20 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from nclx.dap.ioselect import _block_dim, _u_held_below
-from nclx.dap.npyheader import open_file
+from nclx.dap.npyheader import file_identity, open_file, other_file
 from nclx.errors import NclxError
 
-__all__ = ["MAPPED_WRITES", "Unmappable", "one_node", "prepare", "write_cells"]
+__all__ = ["MAPPED_WRITES", "OtherFile", "Unmappable", "one_node", "prepare", "write_cells"]
 
 #: False: every write goes through MPI-IO.
 MAPPED_WRITES = True
 
 _keyval = None
+
+
+class OtherFile(NclxError):
+    """The path names another file than the one rank 0 reserved (replaced
+    meanwhile, or a link that differs between the ranks): nothing stored."""
 
 
 class Unmappable(NclxError, OSError):
@@ -184,7 +189,7 @@ def _span(first, shape, strides, itemsize):
     return first, first + sum((n - 1) * st for n, st in zip(shape, strides)) + itemsize
 
 
-def write_cells(path, data_offset, dist, rank, block):
+def write_cells(path, data_offset, dist, rank, block, ref=None):
     """Store ``rank``'s owned cells of ``block`` (its local block of the
     DistArray distributed by ``dist``) into the C-ordered data of the
     ``.npy`` file ``path`` that starts at byte ``data_offset``: block and
@@ -192,7 +197,11 @@ def write_cells(path, data_offset, dist, rank, block):
     their own index arrays (no run tables: a scattered 'u' save held 6.3x
     its block before, and block-cyclic and 'u' saves went through MPI-IO).
     Only the span of the file from the first to the last byte stored is
-    mapped; only the owned cells' bytes are written."""
+    mapped; only the owned cells' bytes are written.  ``ref``: the identity
+    of the file rank 0 reserved (:func:`nclx.dap.npyheader.file_identity`),
+    compared with the descriptor's before a byte is stored
+    (:class:`OtherFile` otherwise: a file replaced after the caller's check
+    by name was written into; review 26)."""
     itemsize = block.dtype.itemsize
     if itemsize == 0:
         return
@@ -204,6 +213,9 @@ def write_cells(path, data_offset, dist, rank, block):
     lo = first - first % mmap.ALLOCATIONGRANULARITY
     fd = os.open(path, os.O_RDWR)
     try:
+        other = None if ref is None else other_file(file_identity(fd=fd), ref)
+        if other is not None:
+            raise OtherFile(other)
         mm = mmap.mmap(fd, last - lo, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE,
                        offset=lo)
     except OSError as exc:      # a file system that cannot map files shared

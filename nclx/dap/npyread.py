@@ -25,6 +25,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from nclx.dap.ioselect import DimSelection, _block_dim, fill_duplicates
+from nclx.dap.npyheader import header_again_fd
 from nclx.dap.validate import DapError
 
 __all__ = ["CHUNK", "CHUNKED_READS", "wanted", "read_cells"]
@@ -39,21 +40,24 @@ LONG_PIECE = 4096
 CHUNKED_READS = True
 
 
-def wanted(dist, itemsize, fortran):
+def wanted(dist, itemsize, fortran, chunk=None, long_piece=None):
     """Whether ``dist``'s layout is read in chunks: the file pieces of a
     rank are short (below :data:`LONG_PIECE` bytes: the innermost file
     dimension split between ranks is cyclic or 'u'; MPI-IO reads long
     pieces at NumPy's speed and only its own bytes), the items have bytes,
     and rows of the outermost file dimension are at most ``4 * CHUNK``
     bytes.  The same answer on every rank: the Distribution's, not the
-    rank's own cells."""
+    rank's own cells, and rank 0's ``chunk`` and ``long_piece`` (defaults:
+    this rank's :data:`CHUNK`, :data:`LONG_PIECE`)."""
+    chunk = CHUNK if chunk is None else chunk
+    long_piece = LONG_PIECE if long_piece is None else long_piece
     if itemsize == 0 or dist.ndim == 0:
         return False
     order = range(dist.ndim) if fortran else range(dist.ndim - 1, -1, -1)
     piece = itemsize
     for d in order:                          # from the innermost file dimension out
         dd = dist.dim_data(0)[d]
-        if dd["proc_grid_size"] == 1 and dd["dist_type"] == "b" and \
+        if dd["proc_grid_size"] == 1 and dd["dist_type"] in "bc" and \
                 not any(dd.get("padding", (0, 0))):
             piece *= dd["size"]              # whole: the pieces span it
             continue
@@ -65,7 +69,7 @@ def wanted(dist, itemsize, fortran):
     else:
         return False
     inner = dist.shape[:-1] if fortran else dist.shape[1:]
-    return piece < LONG_PIECE and int(np.prod(inner, dtype=np.int64)) * itemsize <= 4 * CHUNK
+    return piece < long_piece and int(np.prod(inner, dtype=np.int64)) * itemsize <= 4 * chunk
 
 
 class _Cells:
@@ -78,8 +82,13 @@ class _Cells:
 
     def __init__(self, m):
         self.m = m
-        self.step = m.block_size * m.grid_size if m.dist_type == "c" else 1
-        if m.dist_type == "b":
+        # a cyclic dimension on one grid coordinate holds every index in order
+        self.kind = "b" if m.dist_type == "c" and m.grid_size == 1 else m.dist_type
+        self.step = m.block_size * m.grid_size if self.kind == "c" else 1
+        if self.kind == "b" and m.dist_type == "c":
+            self.sel = DimSelection(m.local_size, DimSelection._NONE, DimSelection._NONE)
+            self.runs = [(0, 0, m.size)] if m.size else []
+        elif m.dist_type == "b":
             self.sel = _block_dim(m, False)       # padding too: it is read from the file
             f, ms, n = self.sel.file_runs()[0], self.sel.mem_runs[0], self.sel.mem_runs[1]
             self.runs = [(int(a), int(b), int(c)) for a, b, c in zip(f, ms, n)]
@@ -90,10 +99,10 @@ class _Cells:
         m = self.m
         if m.local_size == 0:
             return 0, 0
-        if m.dist_type == "b":
+        if self.kind == "b":
             return (min(f for f, _, _ in self.runs), max(f + n for f, _, n in self.runs)) \
                 if self.runs else (0, 0)
-        if m.dist_type == "c":
+        if self.kind == "c":
             return int(m.global_from_local(0)), int(m.global_from_local(m.local_size - 1)) + 1
         return int(m._sorted[0]), int(m._sorted[-1]) + 1
 
@@ -101,14 +110,14 @@ class _Cells:
         """Every cell: ``(file, local)`` as two slices or two index arrays,
         or None when they are the whole dimension in order."""
         m = self.m
-        if m.dist_type == "b" and self.runs == [(0, 0, m.size)] and m.local_size == m.size:
+        if self.kind == "b" and self.runs == [(0, 0, m.size)] and m.local_size == m.size:
             return None
         fp = self.rows(0, m.size)
         return _arrays(fp, m.size) if isinstance(fp[0], tuple) else fp
 
     def rows(self, a, b):
         m = self.m
-        if m.dist_type == "b":
+        if self.kind == "b":
             parts = [(max(a, f0), min(b, f0 + n), f0, m0) for f0, m0, n in self.runs]
             parts = [(lo, hi, f0, m0) for lo, hi, f0, m0 in parts if lo < hi]
             if len(parts) == 1:
@@ -119,7 +128,7 @@ class _Cells:
             return (np.concatenate([np.arange(lo - a, hi - a) for lo, hi, _, _ in parts]),
                     np.concatenate([np.arange(lo - f0 + m0, hi - f0 + m0)
                                     for lo, hi, f0, m0 in parts]))
-        if m.dist_type == "c":
+        if self.kind == "c":
             k, P, c = m.block_size, m.grid_size, m.grid_rank
             if a % (k * P) == 0:
                 first = a // P          # local position of the chunk's first cell
@@ -202,13 +211,16 @@ def _pread(fd, nbytes, at, path):
     return buf
 
 
-def read_cells(path, data_offset, shape, fortran, block, dist, rank):
+def read_cells(path, data_offset, shape, fortran, block, dist, rank, head=None, chunk=None):
     """Fill every cell of ``block`` (``rank``'s local block of ``dist``,
     padding included) from the ``.npy`` data of ``path`` that starts at byte
     ``data_offset`` and holds an array of ``shape`` (``fortran``: stored in
     Fortran order).  A cell whose global index lies outside the array
     (boundary padding) is left as it is; one that the block holds twice (a
-    periodic dimension's padding) is read once and copied."""
+    periodic dimension's padding) is read once and copied.  ``head``: the
+    header rank 0 read, checked again through the descriptor the cells are
+    read through (DapError if the file there has another).  ``chunk``: the
+    chunk bytes (default :data:`CHUNK`)."""
     itemsize = block.dtype.itemsize
     raw = np.dtype((np.void, itemsize))
     cells = [_Cells(m) for m in dist.maps(rank)]
@@ -225,13 +237,21 @@ def read_cells(path, data_offset, shape, fortran, block, dist, rank):
     step = cells[0].step
     # a chunk of at most a quarter of the block (64 KiB at least): a small
     # block's read holds little more than the block
-    chunk = min(CHUNK, max(1 << 16, block.nbytes // 4))
+    chunk = min(CHUNK if chunk is None else chunk, max(1 << 16, block.nbytes // 4))
     per = max(1, chunk // max(rowbytes, 1))
-    per = max(step, per - per % step)
     lo, hi = cells[0].bounds()
-    lo -= lo % step
+    if per >= step:
+        # rounds of the outermost cyclic dimension (its cells strided
+        # views); a round larger than a chunk is read in chunks, the rows
+        # of other ranks skipped where a chunk holds none of the rank's
+        per -= per % step
+        lo -= lo % step
     fd = os.open(path, os.O_RDONLY)
     try:
+        if head is not None:
+            changed = header_again_fd(fd, head)
+            if changed is not None:
+                raise changed
         for a in range(lo, hi, per):
             b = min(a + per, hi)
             fp = cells[0].rows(a, b)

@@ -8,6 +8,7 @@ only layouts whose owned cells were one box per rank were mapped (the
 others went through MPI-IO: a cyclic save took 65x a block save's time, a
 scattered 'u' save held 6.3x its block)."""
 import io
+import os
 import tracemalloc
 
 import numpy as np
@@ -314,3 +315,76 @@ def test_a_u_dimension_is_read_in_chunks_unless_its_rows_are_long():
               dict(dist_type="b", size=inner, proc_grid_size=1, proc_grid_rank=0, start=0,
                    stop=inner)) for q in range(3)])
         assert npyread.wanted(dist, 8, False) is want
+
+
+# -- review 26b: found by a hostile look at the two paths above --------------
+
+def test_a_chunked_read_of_large_cyclic_rounds_holds_about_a_chunk():
+    """Rounds of the outermost cyclic dimension (block_size x grid rows)
+    larger than a chunk: before, every chunk was a whole round (here 4 MB
+    of rows for a 1.4 MB block) read from the lowest rank's rows on, and
+    gathered through a copy of the block's size (a peak over 3x the
+    block); now chunks of at most a quarter of the block."""
+    import tempfile
+    from nclx.dap import npyread
+    from nclx.dap.npyheader import read_header
+    shape = (64, 16384)
+    dist = Distribution.from_shape(shape, dist=("c", "c"), grid_shape=(2, 3),
+                                   block_size=(16, 1), nprocs=6)
+    assert npyread.wanted(dist, 8, False)
+    g = np.arange(np.prod(shape), dtype=np.float64).reshape(shape)
+    with tempfile.TemporaryDirectory() as where:
+        path = os.path.join(where, "rounds.npy")
+        np.save(path, g)
+        dtype, shp, fortran, offset = read_header(path)
+        for r in (0, 5):
+            block = np.zeros(dist.local_shape(r), dtype)
+            tracemalloc.start()
+            try:
+                npyread.read_cells(path, offset, shp, fortran, block, dist, r)
+                peak = tracemalloc.get_traced_memory()[1]
+            finally:
+                tracemalloc.stop()
+            assert block.tobytes() == _expected_block(dist, r, g).tobytes()
+            assert peak < 0.75 * block.nbytes, (r, peak / block.nbytes)
+
+
+def test_a_cyclic_dimension_on_one_grid_coordinate_is_whole():
+    """('c', 'c') on a (P, 1) grid: the second dimension holds every index
+    in order, so the pieces are whole rows (MPI-IO; before, chunked reads
+    of rounds of 16 x P rows: 6x the block on the last rank)."""
+    from nclx.dap import npyread
+    dist = Distribution.from_shape((64, 4096), dist=("c", "c"), grid_shape=(4, 1),
+                                   block_size=(16, 1), nprocs=4)
+    assert not npyread.wanted(dist, 8, False)
+
+
+def test_a_file_replaced_before_the_chunked_read_is_refused(tmp_path):
+    from nclx.dap import DapError, npyread
+    from nclx.dap.npyheader import read_header
+    path, other = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    np.save(path, np.arange(400.0))
+    np.save(other, np.arange(400, dtype=np.int16).reshape(10, 40))   # longer file
+    head = read_header(path)
+    os.replace(other, path)             # another process, after the checks
+    dist = Distribution.from_shape(head[1], dist=("c",), nprocs=2)
+    block = np.zeros(dist.local_shape(0), head[0])
+    with pytest.raises(DapError, match="another header"):
+        npyread.read_cells(path, head[3], head[1], head[2], block, dist, 0, head=head)
+    assert not block.any()              # before: int16 bytes read as float64
+
+
+def test_a_file_replaced_before_the_mapped_store_is_left_alone(tmp_path):
+    from nclx.dap.npyheader import file_identity
+    path, other = str(tmp_path / "x.npy"), str(tmp_path / "y.npy")
+    g = np.arange(64.0)
+    header = header_bytes(g.dtype, g.shape)
+    npymap.prepare(path, header, g.nbytes)
+    ref = file_identity(path)
+    np.save(other, np.zeros(64, np.uint8))
+    before = open(other, "rb").read()
+    os.replace(other, path)             # another process, after the check by name
+    dist = Distribution.from_shape(g.shape, dist=("c",), nprocs=1)
+    with pytest.raises(npymap.OtherFile, match="another file"):
+        npymap.write_cells(path, len(header), dist, 0, g, ref)
+    assert open(path, "rb").read() == before     # before: float64 bytes over it

@@ -386,7 +386,7 @@ def test_a_part_over_2_gib_loaded(big):
 def _spy_box_writes(monkeypatch):
     calls = []
     real = npymap.write_cells
-    monkeypatch.setattr(npymap, "write_cells", lambda *a: (calls.append(a[0]), real(*a)))
+    monkeypatch.setattr(npymap, "write_cells", lambda *a, **kw: (calls.append(a[0]), real(*a, **kw)))
     return calls
 
 
@@ -435,7 +435,8 @@ def test_one_node_cyclic_and_u_loads_read_chunks(tmp, monkeypatch, name, shape, 
     from nclx.dap import npyread
     calls = []
     real = npyread.read_cells
-    monkeypatch.setattr(npyread, "read_cells", lambda *a: (calls.append(a[0]), real(*a)))
+    monkeypatch.setattr(npyread, "read_cells",
+                        lambda *a, **kw: (calls.append(a[0]), real(*a, **kw)))
     monkeypatch.setattr(npyread, "CHUNK", 256)         # several chunks
     if shape is None:
         g, dist = _global((11,), np.int32), _u_dist(11)
@@ -500,7 +501,8 @@ def test_ranks_that_disagree_on_chunked_reads_take_rank_0s_way(tmp, monkeypatch)
     from nclx.dap import npyread
     calls = []
     real = npyread.read_cells
-    monkeypatch.setattr(npyread, "read_cells", lambda *a: (calls.append(a[0]), real(*a)))
+    monkeypatch.setattr(npyread, "read_cells",
+                        lambda *a, **kw: (calls.append(a[0]), real(*a, **kw)))
     path = os.path.join(tmp, "mixed-chunks.npy")
     g = np.arange(9.0 * N + 2)
     _np_save(path, g)
@@ -516,12 +518,32 @@ def test_ranks_that_disagree_on_chunked_reads_take_rank_0s_way(tmp, monkeypatch)
             sub.Free()
 
 
+@pytest.mark.parametrize("name,value", [("CHUNK", 1), ("LONG_PIECE", 8), ("LONG_PIECE", 1 << 20)])
+def test_ranks_with_other_chunk_settings_read_alike(tmp, monkeypatch, name, value):
+    """npyread.CHUNK or LONG_PIECE changed on the last rank only: rank 0's
+    decide (before, that rank took the other path and every rank waited
+    for ever in mismatched collectives; review 26b)."""
+    from nclx.dap import npyread
+    path = os.path.join(tmp, f"other-{name}.npy")
+    g = np.arange(64.0 * N).reshape(8 * N, 8)
+    _np_save(path, g)
+    if rank == N - 1:
+        monkeypatch.setattr(npyread, name, value)
+    want = dap.DistArray.from_global(g, dist=("n", "c"), comm=comm)
+    sub = comm.Dup()
+    back = within(dap.load_npy, path, dist=("n", "c"), comm=sub)
+    ok = back[0] == "ok" and _same(back[1]._block, want._block)
+    collective_assert(ok, f"{name}={value} on the last rank: {back}")
+    if back[0] != "hang":
+        sub.Free()
+
+
 def test_a_chunked_read_failing_on_one_rank_raises_everywhere(tmp, monkeypatch):
     from nclx.dap import npyread
     path = os.path.join(tmp, "broken-read.npy")
     _np_save(path, np.arange(8.0 * N))
     if rank == N - 1:
-        def broken(*a):
+        def broken(*a, **kw):
             raise MemoryError("cannot read the chunk here")
         monkeypatch.setattr(npyread, "read_cells", broken)
     _raises_everywhere("DapError[MemoryError]", "cannot read the chunk here", dap.load_npy,
