@@ -18,6 +18,10 @@ array([1, 2, 3])
 >>> nu.add.reduce(np.ones(10))
 np.float64(10.0)
 """
+import importlib.abc as _abc
+import importlib.util as _util
+import sys as _sys
+
 from nclx._ncl import casts as _casts
 from nclx._ncl import entryloops as _entryloops
 from nclx._ncl import spec as _spec
@@ -34,6 +38,47 @@ globals().update(_ufuncs)
 divide = _ufuncs["true_divide"]
 mod = _ufuncs["remainder"]
 bitwise_not = _ufuncs["invert"]
+
+
+
+def _teach_masked_arrays(core):
+    """numpy.ma's domains and fill values of NumPy's ufuncs, for their nclx
+    twins too: a masked array masks ``nu.sqrt`` of a negative value as it
+    masks ``np.sqrt``'s (``MaskedArray.__array_wrap__`` looks the ufunc up
+    in these dicts; before, nclx's results were unmasked NaN and inf;
+    review 26)."""
+    for op, uf in _ufuncs.items():
+        npuf = _spec.numpy_ufunc(op)
+        for table in (core.ufunc_domain, core.ufunc_fills):
+            if npuf in table:
+                table.setdefault(uf, table[npuf])
+
+
+class _OnMaskedImport(_abc.MetaPathFinder):
+    """Teaches numpy.ma when it is imported after nclx.ufuncs (importing it
+    here would cost every ``import nclx`` about 16 ms)."""
+
+    def find_spec(self, name, path, target=None):
+        if name != "numpy.ma.core":
+            return None
+        if self in _sys.meta_path:
+            _sys.meta_path.remove(self)          # once
+        spec = _util.find_spec(name)
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _teach_masked_arrays(module)
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if "numpy.ma.core" in _sys.modules:
+    _teach_masked_arrays(_sys.modules["numpy.ma.core"])
+else:
+    _sys.meta_path.insert(0, _OnMaskedImport())
 
 __all__ = list(NAMES) + ["divide", "mod", "bitwise_not", "loop_signatures", "ufuncs_for",
                          "selected_isa"]

@@ -74,3 +74,82 @@ def test_a_handle_reads_removed_after_reset_in_its_repr_too():
     hooks.reset()
     assert "(removed)" in repr(h)        # before: "(active)" (until .removed was read)
     assert h.removed
+
+
+# -- nclx.ufuncs (review 26, a helper's ~120,000 comparisons with NumPy) -----
+
+import pickle                                       # noqa: E402
+import warnings                                     # noqa: E402
+
+import nclx.ufuncs as nu                            # noqa: E402
+
+
+def _outcome(fn, *args, **kw):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            r = fn(*args, **kw)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return ("exc", type(exc).__name__, str(exc).replace(repr(fn), "F"))
+    r = np.asarray(r)
+    return ("ok", r.dtype.str, r.shape, r.tobytes(), [str(w.message) for w in seen])
+
+
+STRINGS = [np.array(["a", "bc", ""]), np.array([b"a", b"bc", b""]),
+           np.array(["x", "", "yz"], dtype=np.dtypes.StringDType())]
+
+
+@pytest.mark.parametrize("op", ["equal", "not_equal", "less", "less_equal", "greater",
+                                "greater_equal", "add", "maximum", "minimum"])
+@pytest.mark.parametrize("k", range(len(STRINGS)))
+def test_string_operands_are_numpys(op, k):
+    a = STRINGS[k]
+    for args in ((a, a), (a, a[::-1]), (a, a[:1])):
+        # before: "did not contain a loop" where NumPy computes
+        assert _outcome(getattr(nu, op), *args) == _outcome(getattr(np, op), *args)
+
+
+def test_a_str_scalar_and_string_multiply_are_numpys():
+    a = STRINGS[0]
+    assert _outcome(nu.equal, a, "a") == _outcome(np.equal, a, "a")
+    out1, out2 = np.empty(3, "U4"), np.empty(3, "U4")
+    nu.multiply(a, np.array([2, 3, 1]), out=out1)
+    np.multiply(a, np.array([2, 3, 1]), out=out2)
+    assert out1.tobytes() == out2.tobytes()
+    assert _outcome(nu.multiply, a, 2)[:2] == _outcome(np.multiply, a, 2)[:2]
+
+
+@pytest.mark.parametrize("op", ["logical_and", "logical_or", "logical_xor"])
+def test_logical_ops_of_datetimes_are_numpys(op):
+    d = np.array(["2020-01-01", "NaT", "1970-01-01"], dtype="M8[D]")
+    t = np.array([0, 5, -1], dtype="m8[s]")
+    for args in ((d, True), (t, t), (d, d)):
+        assert _outcome(getattr(nu, op), *args) == _outcome(getattr(np, op), *args)
+    assert _outcome(nu.logical_not, t) == _outcome(np.logical_not, t)
+
+
+@pytest.mark.parametrize("op,data", [("sqrt", [-1.0, 0.0, 4.0]), ("log", [0.0, -2.0, 4.0]),
+                                     ("arccos", [2.0, 0.5, -1.0])])
+def test_masked_arrays_mask_nclx_domains_as_numpys(op, data):
+    import numpy.ma as ma
+    got, want = getattr(nu, op)(ma.array(data)), getattr(np, op)(ma.array(data))
+    assert got.mask.tolist() == want.mask.tolist()          # before: nothing masked
+    assert got.filled(0).tobytes() == want.filled(0).tobytes()
+    a, b = ma.array([1.0, 4.0]), ma.array([0.0, 2.0])
+    assert nu.divide(a, b).mask.tolist() == np.divide(a, b).mask.tolist()
+
+
+def test_docs_names_and_pickles_are_numpys_kind():
+    for name in ("add", "sqrt", "logical_and", "true_divide", "remainder"):
+        uf, npuf = getattr(nu, name), getattr(np, name)
+        summary = next(ln for ln in npuf.__doc__.splitlines()[1:] if ln.strip())
+        assert uf.__doc__.rstrip().endswith(summary)          # before: a blank line
+        assert uf.__module__ == "nclx.ufuncs" and uf.__qualname__ == npuf.__name__
+        assert pickle.loads(pickle.dumps(uf)) is uf
+
+
+def test_routing_keeps_nclx_loops_for_numbers():
+    with nclx.ledger.recording() as led:
+        nu.add(np.arange(10), 1)
+        nu.equal(np.arange(10.0), 3.0)
+    assert {r.op for r in led.records()} >= {"add", "equal"}

@@ -166,8 +166,11 @@ def make_ufunc(str op, list loops):
     npuf = spec.numpy_ufunc(op)
     if npuf is not None:
         name = npuf.__name__      # true_divide is called "divide" in NumPy 2
+        # NumPy's one-line summary: the first line after the signature's
+        # (before, the blank line between them; review 26)
+        summary = next((ln for ln in (npuf.__doc__ or "").splitlines()[1:] if ln.strip()), "")
         doc = (f"nclx's ``numpy.{name}``: same signature, broadcasting, out=, where=, "
-               f"dtype= and reductions.\n\n{npuf.__doc__.splitlines()[1] if npuf.__doc__ else ''}")
+               f"dtype= and reductions.\n\n{summary}")
     else:
         name = op
         doc = _OWN_DOCS[op]
@@ -185,8 +188,11 @@ def make_ufunc(str op, list loops):
         # (true_divide of integers -> float64, boolean subtract/negative
         # raising TypeError, ...) matches NumPy's exactly.
         (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
-    if kind == "compare":
-        _route_python_int_comparisons(ufunc, npuf)
+    if npuf is not None:
+        _route_to_numpy(ufunc, npuf, kind == "compare", op.startswith("logical_"))
+    # named as NumPy names its ufuncs (review 26: both were missing)
+    ufunc.__module__ = "nclx.ufuncs"
+    ufunc.__qualname__ = name
     return ufunc
 
 
@@ -206,11 +212,17 @@ cdef object _make_ufunc(str op, dict table):
                            if key in table])
 
 
-# NumPy 2 compares integer arrays with Python ints exactly, also when the int
-# does not fit the array's dtype (np.less(int8_array, 200) is all True), through
-# special loops of its own comparison ufuncs that a new ufunc cannot have.  The
-# comparison ufuncs of nclx hand exactly those calls to NumPy's ufunc of the
-# same name; every other call runs nclx's loops.
+# Calls NumPy serves through loops a new ufunc cannot have go to NumPy's ufunc
+# of the same name; every other call runs nclx's loops:
+# - NumPy 2 compares integer arrays with Python ints exactly, also when the
+#   int does not fit the array's dtype (np.less(int8_array, 200) is all
+#   True), through special loops of its comparison ufuncs;
+# - string, bytes and void operands, and NumPy 2's new-style dtypes
+#   (StringDType), whose loops and promoters are not in a ufunc's legacy loop
+#   list (review 26: nclx.ufuncs.equal of two str arrays raised);
+# - datetime and timedelta operands of logical_and/or/xor/not, which NumPy
+#   resolves through promoters (to bool).  The ufunc's methods (reduce,
+#   accumulate, outer, at) are not routed.
 cdef extern from *:
     """
     static int ncl_int_outside(PyObject *x, PyObject *other)
@@ -238,32 +250,56 @@ cdef extern from *:
         if (bits >= 64) return 0;
         return v < -(1LL << (bits - 1)) || v >= (1LL << (bits - 1));
     }
+
+    static int ncl_needs_numpy(PyObject *x, int datetimes)
+    {
+        int tn;
+        if (PyUnicode_Check(x) || PyBytes_Check(x)) return 1;
+        if (PyArray_Check(x)) tn = PyArray_DESCR((PyArrayObject *)x)->type_num;
+        else if (PyArray_IsScalar(x, Generic)) {
+            PyArray_Descr *d = PyArray_DescrFromScalar(x);
+            if (d == NULL) { PyErr_Clear(); return 0; }
+            tn = d->type_num;
+            Py_DECREF(d);
+        }
+        else return 0;
+        if (tn == NPY_STRING || tn == NPY_UNICODE || tn == NPY_VOID || tn >= NPY_NTYPES_LEGACY)
+            return 1;
+        return datetimes && (tn == NPY_DATETIME || tn == NPY_TIMEDELTA);
+    }
     """
     int ncl_int_outside(PyObject *x, PyObject *other)
+    int ncl_needs_numpy(PyObject *x, int datetimes)
     PyObject *PyObject_Vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
 
 cdef vectorcallfunc _ufunc_vectorcall = NULL
-cdef dict _numpy_twin = {}
+cdef dict _numpy_twin = {}      # address of an nclx ufunc -> (NumPy's ufunc, compare, logical)
 
 
-cdef PyObject *_cmp_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                               PyObject *kwnames) noexcept:
-    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
-    cdef PyObject *twin
-    if nargs >= 2 and (ncl_int_outside(args[0], args[1]) or ncl_int_outside(args[1], args[0])):
-        twin = <PyObject *>_numpy_twin[<size_t>callable]
-        return PyObject_Vectorcall(twin, args, nargsf, kwnames)
+cdef PyObject *_twin_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) noexcept:
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i
+    cdef tuple entry = <tuple>_numpy_twin[<size_t>callable]
+    cdef bint compare = entry[1], logical = entry[2]
+    cdef bint route = compare and nargs >= 2 and (ncl_int_outside(args[0], args[1])
+                                                 or ncl_int_outside(args[1], args[0]))
+    i = 0
+    while not route and i < nargs:
+        route = ncl_needs_numpy(args[i], logical)
+        i += 1
+    if route:
+        return PyObject_Vectorcall(<PyObject *>entry[0], args, nargsf, kwnames)
     return _ufunc_vectorcall(callable, args, nargsf, kwnames)
 
 
-cdef _route_python_int_comparisons(ufunc, npuf):
+cdef _route_to_numpy(ufunc, npuf, bint compare, bint logical):
     global _ufunc_vectorcall
     if _ufunc_vectorcall == NULL:
         _ufunc_vectorcall = (<PyUFuncObject *>ufunc).vectorcall
-    _numpy_twin[<size_t><PyObject *>ufunc] = npuf
-    (<PyUFuncObject *>ufunc).vectorcall = <vectorcallfunc>_cmp_vectorcall
+    _numpy_twin[<size_t><PyObject *>ufunc] = (npuf, compare, logical)
+    (<PyUFuncObject *>ufunc).vectorcall = <vectorcallfunc>_twin_vectorcall
 
 
 def ufuncs_for(isa=None):
