@@ -27,6 +27,7 @@ import numpy as np
 
 from nclx import _callsite, _expr, _fusecode, _fusewarn, _trace
 from nclx._fpflags import fp_may_raise
+from nclx._fusebound import BoundFused
 from nclx._fusekey import _arg_key, _frozen, _state_key
 from nclx import ledger as _ledger
 from nclx._ncl import blockexec as _blockexec
@@ -377,43 +378,13 @@ class _Fused(_fusegate.FuseGate):
         return "fused" if why is None else why
 
     def __get__(self, obj, objtype=None):
-        """A method: bound to the instance (which, not an array, makes every
-        call of it run the plain function); its ``explain`` is bound too."""
+        """A method: bound to the instance, ``explain`` too (it runs eagerly)."""
         if obj is None:
             return self
-        return _BoundFused(self, obj)
+        return BoundFused(self, obj)
 
     def __repr__(self):
         return f"<nclx.fuse of {self.fn!r}>"
-
-
-class _BoundFused:
-    """A fused function bound to an instance: calls and ``explain`` get the
-    instance first (before, ``c.m.explain(a)`` explained ``m(a)`` without
-    it: "missing 1 required positional argument"; found by review)."""
-    __slots__ = ("__func__", "__self__")
-
-    def __init__(self, func, obj):
-        self.__func__, self.__self__ = func, obj
-
-    def __call__(self, *args, **kwargs):
-        return self.__func__(self.__self__, *args, **kwargs)
-
-    def explain(self, *args):
-        return self.__func__.explain(self.__self__, *args)
-
-    def __getattr__(self, name):            # __name__, __doc__, __wrapped__, plans
-        return getattr(self.__func__, name)
-
-    def __eq__(self, other):
-        return (type(other) is _BoundFused and self.__func__ is other.__func__
-                and self.__self__ is other.__self__)
-
-    def __hash__(self):
-        return hash((id(self.__func__), id(self.__self__)))
-
-    def __repr__(self):
-        return f"<bound nclx.fuse of {self.__func__.fn!r} of {self.__self__!r}>"
 
 
 def fuse(fn):

@@ -43,24 +43,23 @@ cdef void mask_numpy_extract(char **args, const npy_intp *dims, int typenum) noe
             _report()
 
 
+cdef void _assign(object fn, char **args, const npy_intp *dims, int typenum) noexcept:
+    """np.place or np.putmask (``fn``) of the values into the array, as the mask says."""
+    try:
+        fn(_view(args[2], dims[3], typenum, True), _view(args[0], dims[1], cnp.NPY_BOOL, False),
+           _view(args[1], dims[2], typenum, False))
+    except BaseException:
+        _report()
+
+
 cdef void mask_numpy_place(char **args, const npy_intp *dims, int typenum) noexcept nogil:
     with gil:
-        try:
-            _np_place(_view(args[2], dims[3], typenum, True),
-                      _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                      _view(args[1], dims[2], typenum, False))
-        except BaseException:
-            _report()
+        _assign(_np_place, args, dims, typenum)
 
 
 cdef void mask_numpy_putmask(char **args, const npy_intp *dims, int typenum) noexcept nogil:
     with gil:
-        try:
-            _np_putmask(_view(args[2], dims[3], typenum, True),
-                        _view(args[0], dims[1], cnp.NPY_BOOL, False),
-                        _view(args[1], dims[2], typenum, False))
-        except BaseException:
-            _report()
+        _assign(_np_putmask, args, dims, typenum)
 
 
 cdef void mask_numpy_count(char **args, const npy_intp *dims) noexcept nogil:
