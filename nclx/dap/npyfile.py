@@ -1,7 +1,10 @@
 """NumPy's ``.npy`` format read and written collectively through MPI-IO:
 rank 0 reads or writes the header, every rank its own part of the data
 (:mod:`nclx.dap.iotypes`: a file view over the global array, a memory type
-over the local block), with collective ``Read_all`` / ``Write_all``.
+over the local block), with collective ``Read_all`` / ``Write_all``.  This
+module holds the write (one node: stores into a shared mapping,
+:mod:`nclx.dap.npymap`) and the helpers both use; the read is
+:mod:`nclx.dap.npyload` (one node, short pieces: :mod:`nclx.dap.npyread`).
 
 A failure on some ranks only (the header, the plan, an MPI-IO call) is
 raised on every rank as one DapError -- its message alone when every rank
