@@ -190,9 +190,11 @@ def make_ufunc(str op, list loops):
         (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
     if npuf is not None:
         _route_to_numpy(ufunc, npuf, kind == "compare", op.startswith("logical_"))
-    # named as NumPy names its ufuncs (review 26: both were missing)
-    ufunc.__module__ = "nclx.ufuncs"
-    ufunc.__qualname__ = name
+    # named as NumPy names its ufuncs where they have the attributes (NumPy
+    # 2.1 and later: a ufunc's __dict__; review 26: both were missing)
+    if hasattr(npuf if npuf is not None else ufunc, "__dict__"):
+        ufunc.__module__ = "nclx.ufuncs"
+        ufunc.__qualname__ = name
     return ufunc
 
 
