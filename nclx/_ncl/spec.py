@@ -134,10 +134,9 @@ def key_dtype(in_dtypes):
 
 def numpy_ufunc(op):
     """NumPy's ufunc of ``op`` (None for nclx's own ops), as its module holds it now."""
-    if op in NCLX_ONLY:
-        return None
     home = NUMPY_HOME.get(op, "numpy")
-    return getattr(sys.modules.get(home) or importlib.import_module(home), op)
+    if op not in NCLX_ONLY:
+        return getattr(sys.modules.get(home) or importlib.import_module(home), op)
 
 
 def start_value(op, dtype):

@@ -85,15 +85,13 @@ class _Cells:
         # a cyclic dimension on one grid coordinate holds every index in order
         self.kind = "b" if m.dist_type == "c" and m.grid_size == 1 else m.dist_type
         self.step = m.block_size * m.grid_size if self.kind == "c" else 1
-        if self.kind == "b" and m.dist_type == "c":
-            self.sel = DimSelection(m.local_size, DimSelection._NONE, DimSelection._NONE)
-            self.runs = [(0, 0, m.size)] if m.size else []
-        elif m.dist_type == "b":
+        if m.dist_type == "b":
             self.sel = _block_dim(m, False)       # padding too: it is read from the file
             f, ms, n = self.sel.file_runs()[0], self.sel.mem_runs[0], self.sel.mem_runs[1]
             self.runs = [(int(a), int(b), int(c)) for a, b, c in zip(f, ms, n)]
-        else:
+        else:                                     # no padding, no index held twice
             self.sel = DimSelection(m.local_size, DimSelection._NONE, DimSelection._NONE)
+            self.runs = [(0, 0, m.size)] if self.kind == "b" and m.size else []
 
     def bounds(self):
         m = self.m
