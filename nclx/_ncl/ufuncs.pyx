@@ -36,6 +36,8 @@ cdef extern from "numpy/ufuncobject.h":
     ctypedef struct PyUFuncObject:
         void *type_resolver
         vectorcallfunc vectorcall
+        PyObject *_loops
+    int PyUFunc_AddPromoter(object ufunc, object DType_tuple, object promoter) except -1
     enum:
         PyUFunc_Zero
         PyUFunc_One
@@ -190,6 +192,8 @@ def make_ufunc(str op, list loops):
         (<PyUFuncObject *>ufunc).type_resolver = (<PyUFuncObject *>npuf).type_resolver
     if npuf is not None:
         _route_to_numpy(ufunc, npuf, kind == "compare", op.startswith("logical_"))
+        if op.startswith("logical_"):
+            _copy_promoters(ufunc, npuf)
     # named as NumPy names its ufuncs where they have the attributes (NumPy
     # 2.1 and later: a ufunc's __dict__; review 26: both were missing)
     if hasattr(npuf if npuf is not None else ufunc, "__dict__"):
@@ -224,7 +228,8 @@ cdef object _make_ufunc(str op, dict table):
 #   list (review 26: nclx.ufuncs.equal of two str arrays raised);
 # - datetime and timedelta operands of logical_and/or/xor/not, which NumPy
 #   resolves through promoters (to bool).  The ufunc's methods (reduce,
-#   accumulate, outer, at) are not routed.
+#   accumulate, outer, at) are not routed; logical_and/or/xor carry NumPy's
+#   any-DType promoter itself (_copy_promoters) for their other operands.
 cdef extern from *:
     """
     static int ncl_int_outside(PyObject *x, PyObject *other)
@@ -294,6 +299,20 @@ cdef PyObject *_twin_vectorcall(PyObject *callable, PyObject *const *args, size_
     if route:
         return PyObject_Vectorcall(<PyObject *>entry[0], args, nargsf, kwnames)
     return _ufunc_vectorcall(callable, args, nargsf, kwnames)
+
+
+cdef _copy_promoters(ufunc, npuf):
+    """NumPy's promoters of ``npuf`` that apply to any DTypes, added to
+    ``ufunc``: logical_and/or/xor cast every operand to bool (or object)
+    through one, so that NumPy's ``logical_and.reduce`` of integers, an
+    int64 with a uint64, and a float32 with a Python float beyond float32's
+    range (no cast warning) resolve as NumPy's do (before, their twins
+    raised or warned)."""
+    cdef object loops = <object>(<PyUFuncObject *>npuf)._loops
+    for dtypes, impl in list(loops):
+        if (type(impl).__name__ == "PyCapsule"
+                and all(d is np.dtype for d in dtypes)):
+            PyUFunc_AddPromoter(ufunc, dtypes, impl)
 
 
 cdef _route_to_numpy(ufunc, npuf, bint compare, bint logical):
