@@ -11,16 +11,20 @@ NumPy's "truth value ... is ambiguous" (review 24).
 """
 import numpy as np
 
+from nclx.types._offsets import check_lists
+
 __all__ = ["contains"]
 
 
 def contains(r, x):
     """Whether a present value of ``r`` (at any depth) equals ``x``."""
-    if r.encoding is not None:
-        return _contains_string(r, x)
-    _check_needle(x)      # (other objects -- None, object() -- compare as NumPy's: unequal)
-    lists = None
+    lists = None          # a mask of the lists of ``r`` under present ones
     while True:
+        if r.encoding is not None:
+            # strings at any depth (review 27: nested ones compared x with
+            # their UTF-8 bytes, so "ab" was not found and 97 was)
+            return _contains_string(r, x, lists)
+        _check_needle(x)  # (other objects -- None, object() -- compare as NumPy's: unequal)
         vals, mask = _present_values(r, lists)
         if hasattr(vals, "encoding"):           # a nested Ragged: its lists under present ones
             r, lists = vals, mask
@@ -38,14 +42,23 @@ def _check_needle(x):
 def _present_values(r, lists):
     """(the values ``r``'s lists reach, a mask of those under a present list
     also selected by ``lists``, a mask over ``r``'s lists or None)."""
-    valid = r.valid()
-    if lists is not None:
-        valid &= lists
+    valid = _valid(r, lists)
     vals, offs = r.window()
-    return vals, np.repeat(valid, np.diff(offs))
+    lengths = np.diff(offs)
+    if len(lengths) and lengths.min() < 0:
+        # offsets taken on trust that run backwards: the list named as every
+        # other operation names it (review 27: NumPy's "repeats may not
+        # contain negative values")
+        check_lists(r.offsets, len(r.values))
+    return vals, np.repeat(valid, lengths)
 
 
-def _contains_string(r, x):
+def _valid(r, lists):
+    valid = r.valid()
+    return valid if lists is None else valid & lists
+
+
+def _contains_string(r, x, lists=None):
     want = str if r.encoding == "utf-8" else bytes
     if not isinstance(x, want):
         _check_needle(x)
@@ -53,7 +66,9 @@ def _contains_string(r, x):
     key = np.frombuffer(x.encode("utf-8") if want is str else x, np.uint8)
     vals, offs = r.window()
     lengths = np.diff(offs)
-    rows = np.flatnonzero(r.valid() & (lengths == len(key)))
+    if len(lengths) and lengths.min() < 0:
+        check_lists(r.offsets, len(r.values))
+    rows = np.flatnonzero(_valid(r, lists) & (lengths == len(key)))
     if len(rows) == 0:
         return False
     if len(key) == 0:

@@ -116,6 +116,9 @@ class _Parser:
         # (a scalar, the leaf, counts none)
         step = 2 if value in ("?", "{", "(") or (kind == "name" and value == "option") else \
             0 if kind == "name" and value in SCALAR_NAMES else 1
+        if value == "?" and self.peek()[1] in ("{", "("):
+            step = 4      # the option and the record or tuple it holds (review 27:
+            #               a record after '?' counted nothing)
         self.depth += step
         if self.depth > _MAX_DEPTH:
             self.fail(col, f"type nested deeper than {_MAX_DEPTH} levels")
