@@ -28,7 +28,7 @@ from nclx.ipc.decode import (
     handle_frame,
 )
 from nclx.ipc.errors import ConnectionLostError, ProtocolError
-from nclx.ipc.options import check_count, check_seconds
+from nclx.ipc.options import check_count, check_rate, check_seconds
 from nclx.ipc.reassembly import MAX_ROWS
 from nclx.ipc.segment import Mapping
 from nclx.ipc.stream import BatchStream
@@ -69,11 +69,8 @@ class Client:
 
     def __init__(self, uri, *, timeout=30.0, max_frame=DEFAULT_MAX_FRAME, copy=False,
                  validate=True, min_rate=MIN_RATE, max_rows=MAX_ROWS, _first_seq=0):
-        if min_rate is not None and not min_rate > 0:
-            raise ValueError(f"min_rate must be a positive rate in bytes a second or None, "
-                             f"not {min_rate!r}")
-        if isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 0:
-            raise ValueError(f"max_rows must be a non-negative int, not {max_rows!r}")
+        min_rate = check_rate("min_rate", min_rate, none_ok=True)
+        max_rows = check_count("max_rows", max_rows, minimum=0)
         timeout = check_seconds("timeout", timeout)
         max_frame = check_count("max_frame", max_frame)
         self.max_rows = max_rows

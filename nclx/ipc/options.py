@@ -6,7 +6,7 @@ were taken)."""
 import math
 import numbers
 
-__all__ = ["check_count", "check_seconds", "MAX_SECONDS", "MAX_COUNT"]
+__all__ = ["check_count", "check_rate", "check_seconds", "MAX_SECONDS", "MAX_COUNT"]
 
 #: the longest timeout taken (about 31 years): far below what Python's
 #: sockets and thread joins take (``threading.TIMEOUT_MAX``, about 9.2e9 s),
@@ -29,13 +29,28 @@ def check_seconds(name, value, *, none_ok=False):
     return float(value)
 
 
-def check_count(name, value, *, minimum=1, none_ok=False):
-    """``value`` as an int of at least ``minimum`` (None if ``none_ok``)."""
+def check_count(name, value, *, minimum=1, none_ok=False, maximum=MAX_COUNT):
+    """``value`` as an int of at least ``minimum`` and at most ``maximum``
+    (None if ``none_ok``)."""
     if value is None and none_ok:
         return None
     if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-            or not minimum <= value <= MAX_COUNT):
+            or not minimum <= value <= maximum):
         what = "a positive int" if minimum == 1 else f"an int >= {minimum}"
-        raise ValueError(f"{name} must be {what} (at most 2**62){' or None' if none_ok else ''}, "
+        most = "2**62" if maximum == MAX_COUNT else str(maximum)
+        raise ValueError(f"{name} must be {what} (at most {most}){' or None' if none_ok else ''}, "
                          f"not {value!r}")
     return int(value)
+
+
+def check_rate(name, value, *, none_ok=False):
+    """``value`` as a positive, finite number of bytes a second (None if
+    ``none_ok``; review 27: ``min_rate="30"`` gave a bare TypeError at
+    construction and ``min_rate=True`` was taken)."""
+    if value is None and none_ok:
+        return None
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+            or not math.isfinite(value) or not value > 0):
+        raise ValueError(f"{name} must be a positive, finite number of bytes a second"
+                         f"{' or None' if none_ok else ''}, not {value!r}")
+    return float(value)

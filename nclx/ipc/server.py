@@ -107,12 +107,12 @@ class Server:
         ep = parse_uri(uri, server=True)
         if ep.segment is not None:
             raise ValueError(f"URI {uri!r}: remote_handle is chosen by the server")
-        self.batch_bytes = int(batch_bytes)
-        if self.batch_bytes <= 0:
-            raise ValueError(f"batch_bytes must be positive, not {batch_bytes!r}")
+        # (review 27: max_request=0 or -1 was taken and then every request
+        # refused as too long; True and 1.5 were taken for both)
+        self.batch_bytes = check_count("batch_bytes", batch_bytes)
         self.timeout = timeout
-        self.max_request = max_request
-        self.sockbuf = sockbuf
+        self.max_request = check_count("max_request", max_request)
+        self.sockbuf = check_count("sockbuf", sockbuf, none_ok=True, maximum=2**31 - 1)
         self._first_seq = _first_seq % SEQ_MOD
         self.errors = deque(maxlen=100)
         self._lock = threading.Lock()

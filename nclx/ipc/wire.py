@@ -79,6 +79,11 @@ def encode_frame(kind, tag, payload):
     return encode_frame_header(kind, tag, len(payload)) + payload
 
 
+def frame_header_size(kind):
+    """The bytes of the header of a frame of ``kind`` (its first byte)."""
+    return _HEAD_TAGGED.size if kind == KIND_TAGGED else _HEAD_UNTAGGED.size
+
+
 def decode_frame_header(buf, max_length=DEFAULT_MAX_FRAME, allowed_kinds=KINDS):
     """Parse the frame header at the start of ``buf``.
 
