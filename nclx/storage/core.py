@@ -186,9 +186,9 @@ class Storage(StorageBase, BuffersMixin, IndexingMixin, ValuesMixin):
         return wrap_host(arr, dims, halo)
 
     @staticmethod
-    def _wrap_device(arr, dims, halo):
+    def _wrap_device(arr, dims, halo, backend=None):
         """A device-only storage over a device result ``arr`` (:func:`wrap_device`)."""
-        return wrap_device(arr, dims, halo)
+        return wrap_device(arr, dims, halo, backend)
 
 
 class CPUStorage(Storage):
@@ -284,10 +284,11 @@ def wrap_host(arr, dims=None, halo=None):
                 *_plain_params(arr, dims, halo, "data"))
 
 
-def wrap_device(arr, dims=None, halo=None):
-    """A device-only storage over the current backend's device array ``arr``
-    (``as_storage(device_data=arr, device="gpu", managed=None, ...)``)."""
-    backend = devices.current()
+def wrap_device(arr, dims=None, halo=None, backend=None):
+    """A device-only storage over the device array ``arr`` of ``backend``
+    (default: the current one; ``as_storage(device_data=arr, device="gpu",
+    managed=None, ...)``)."""
+    backend = devices.current() if backend is None else backend
     if not backend.is_device_array(arr):
         raise StorageTypeError(f"as_storage(device_data=<{type(arr).__name__}>): not a "
                                f"device array of the {backend.name!r} backend")

@@ -144,7 +144,10 @@ class _DeviceSide:
         new._dev[...] = r
 
     def wrap(self, r, dims, halo):
-        return self.anchor._wrap_device(r, dims, halo)
+        # on the operands' backend, not the one in force at the call
+        # (review 27: a reduction outside the storage's `use` block asked
+        # for CuPy)
+        return self.anchor._wrap_device(r, dims, halo, self.backend)
 
 
 def _first_storage(inputs):

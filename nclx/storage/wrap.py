@@ -59,6 +59,10 @@ def _host_array(data, kw):
         arr = np.asarray(data)
     else:   # bytes, bytearray, memoryview, mmap, array.array, ctypes arrays
         arr, from_buffer = _buffer_array(data), True
+    if "shape" not in flat and "strides" not in flat and _raw_bytes(arr, any_ndim=from_buffer) \
+            and ("offset" in flat or ("dtype" in flat and normalize_dtype(flat["dtype"]) !=
+                                      arr.dtype)):
+        flat["shape"] = _items_in(arr, flat)
     if "shape" in flat and tuple(arr.shape) != normalize_shape(flat["shape"]):
         # a raw byte buffer described by shape/dtype/strides/offset (a buffer
         # object of single bytes of any shape: its flat bytes, as before); a
@@ -82,6 +86,27 @@ def _host_array(data, kw):
         raise StorageError(f"as_storage: offset={flat['offset']!r} needs a flat buffer and shape=")
     normalize_dtype(arr.dtype, "data")
     return arr
+
+
+def _items_in(arr, flat):
+    """The shape of a flat byte buffer given dtype= and/or offset= without
+    shape=: as many items as its bytes after the offset hold, as
+    ``np.frombuffer(buf, dtype, offset=offset)`` reads it (review 27:
+    ``as_storage(bytearray(16), dtype='f8')`` was refused as a dtype
+    disagreeing with uint8)."""
+    dtype = normalize_dtype(flat.get("dtype", arr.dtype))
+    offset = flat.get("offset", 0)
+    if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, (int, np.integer)):
+        raise StorageTypeError(f"as_storage: offset={offset!r}: expected an integer (bytes)")
+    room = arr.nbytes - int(offset)
+    if not 0 <= int(offset) <= arr.nbytes:
+        raise StorageError(f"as_storage: offset={offset} lies outside the buffer's "
+                           f"{arr.nbytes} bytes")
+    if dtype.itemsize == 0 or room % dtype.itemsize:
+        raise StorageError(f"as_storage: the buffer's {arr.nbytes} bytes after offset={offset} "
+                           f"are not a whole number of {dtype} items ({dtype.itemsize} bytes "
+                           "each); give shape=")
+    return (room // dtype.itemsize,)
 
 
 def _buffer_array(data):
@@ -225,7 +250,15 @@ def as_storage(data=None, device_data=None, *, sync_state=None, **kwargs):
         raise StorageTypeError(f"sync_state={sync_state!r}: expected a SyncState")
     want_device = kwargs.get("device", "gpu" if device_data is not None else
                              ("gpu" if isinstance(data, Storage) and data.device else None))
-    backend = devices.current() if (device_data is not None or want_device == "gpu") else None
+    if device_data is None and isinstance(data, Storage) and data._dev is not None:
+        # a storage on a device keeps its own backend (review 27: the one in
+        # force at the call was asked for, outside the storage's block
+        # CuPy's DeviceUnavailableError)
+        backend = data._buf.backend
+    elif device_data is not None or want_device == "gpu":
+        backend = devices.current()
+    else:
+        backend = None
     host = _host_array(data, kwargs) if data is not None else None
     dev = _device_array(device_data, backend) if device_data is not None else None
     if isinstance(data, Storage) and dev is None and data._dev is not None:
