@@ -36,8 +36,16 @@ def dims_create(nprocs, ndims):
 
 
 def _per_dim(value, ndim, name, default):
+    """``value`` per dimension: a list or tuple of ``ndim`` (None entries
+    are ``default``), or one value for every dimension (review 27:
+    ``padding=1, periodic=True`` on a 1-D shape, docs/dap.md's own example,
+    were refused as "one value per dimension (1), not 1")."""
     if value is None:
         return [default] * ndim
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        return [value] * ndim
     if not isinstance(value, (list, tuple)) or len(value) != ndim:
         raise DapError(f"{name} must give one value per dimension ({ndim}), not {value!r}")
     return [default if v is None else v for v in value]
@@ -112,9 +120,13 @@ class Distribution:
         """Distribute a global ``shape``: ``dist`` per dimension is 'b' (block,
         balanced: local sizes differ by at most one), 'c' (cyclic or, with
         ``block_size``, block-cyclic) or 'n' (undistributed).  ``padding`` is
-        the communication padding width of block dimensions."""
+        the communication padding width of block dimensions.  ``shape`` may
+        be one int; ``dist``, ``block_size``, ``padding`` and ``periodic``
+        one value per dimension or one value for every dimension."""
         # integers only: int() truncated a float extent (DistArray.from_shape((4.7,))
         # was 4 long) and parsed a string (found by review); NumPy refuses both
+        if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)):
+            shape = (shape,)          # NumPy's int shape (review 27: "not iterable")
         shape = tuple(_integers(list(shape), "shape"))
         if None in shape:
             raise DapTypeError(f"shape must hold integers, not {shape!r}")

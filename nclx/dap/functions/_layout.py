@@ -64,10 +64,20 @@ def check_permutation(dist, axis, what):
     column = dist._dims[axis]
     if column[0]["dist_type"] != "u":
         return
-    idx = np.sort(np.concatenate([np.asarray(dd["indices"]) for dd in column]))
-    if not np.array_equal(idx, np.arange(dist.shape[axis])):
-        raise DapError(f"{what}: dimension {axis} ('u') does not own every index in "
-                       f"[0, {dist.shape[axis]}) exactly once")
+    n = dist.shape[axis]
+    idx = np.concatenate([np.asarray(dd["indices"], dtype=np.int64).ravel() for dd in column])
+    outside = (idx < 0) | (idx >= n)
+    if outside.any():
+        raise DapError(f"{what}: dimension {axis} ('u'): index {int(idx[np.argmax(outside)])} "
+                       f"is outside [0, {n})")
+    counts = np.bincount(idx, minlength=n)
+    bad = np.flatnonzero(counts != 1)
+    if bad.size:
+        # the index named, as a move names it (review 27: "does not own
+        # every index in [0, n) exactly once" named none)
+        g = int(bad[0])
+        raise DapError(f"{what}: dimension {axis} ('u'): global index {g} is owned by "
+                       f"{int(counts[g])} grid coordinates; it needs exactly one")
 
 
 def along_whole_axis(a, axis, fn):

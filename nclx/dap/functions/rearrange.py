@@ -91,7 +91,10 @@ def flip(m, axis=None):
 def roll(a, shift, axis=None):
     """``np.roll``: one Alltoallw (shifts along repeated axes add up, as in
     NumPy); ``axis=None`` rolls the flattened array, which moves the data
-    three times (ravel, roll, back to ``a``'s distribution)."""
+    three times (ravel, roll, back to ``a``'s distribution) -- once for a
+    1-D array, whose flattened array is itself (review 27: four moves)."""
+    if axis is None and a.ndim == 1:
+        axis = 0
     if axis is None:
         flat = roll(ravel(a), shift, 0)
         return reshape(flat, a.shape).redistribute(a.distribution)
