@@ -57,6 +57,16 @@ cdef extern from "numpy/arrayobject.h":
     object PyArray_NewLikeArray(cnp.ndarray prototype, cnp.NPY_ORDER order,
                                 cnp.dtype descr, int subok)
 
+cdef extern from *:
+    """
+    /* -1 (the exception raised by the caller) when one is set: a C hook in
+       the chain left it (review 27: the call returned its result with it
+       set, Python's SystemError "returned a result with an exception set") */
+    static int ncl_raise_pending(void) { return PyErr_Occurred() ? -1 : 0; }
+    """
+    int ncl_raise_pending() except -1
+
+
 cdef extern from "numpy/ufuncobject.h":
     int PyUFunc_GiveFloatingpointErrors(const char *name, int fpe_errors) except -1
 
@@ -195,6 +205,7 @@ cdef object _fast(object a, object dtype):
             _run(fn, args, dims, steps, quiet, &flags)
     else:
         _run(fn, args, dims, steps, quiet, &flags)
+    ncl_raise_pending()
     if flags:
         PyUFunc_GiveFloatingpointErrors(b"cast", flags)
     return out

@@ -248,6 +248,16 @@ cdef int _char_index(cnp.dtype dt) except -2:
     return CHARS.index(dt.char)
 
 
+cdef extern from *:
+    """
+    /* -1 (the exception raised by the caller) when one is set: a C hook in
+       the chain left it (review 27: the call returned its result with it
+       set, Python's SystemError "returned a result with an exception set") */
+    static int ncl_raise_pending(void) { return PyErr_Occurred() ? -1 : 0; }
+    """
+    int ncl_raise_pending() except -1
+
+
 def sort_lanes(cnp.ndarray b, int axis, int kind):
     """Sort ``b`` in place along ``axis`` (kind 0, 1 or 2) through the
     Sort entries, lane by lane as NumPy's ndarray.sort calls its slot (so
@@ -289,6 +299,7 @@ def sort_lanes(cnp.ndarray b, int axis, int kind):
                 break
         if rows > 1:
             ncl_rows_reset()
+    ncl_raise_pending()
     if rc < 0:
         raise MemoryError("nclx.sort: a sort ran out of memory")
     return True
@@ -320,6 +331,7 @@ def argsort_lanes(cnp.ndarray vals, cnp.ndarray idx, int kind):
                 rc = ncl_asort_entry(c, kind, vb + r * n * ncl_sort_isz(c), ib + r * n, n, <void *>vals)
                 if rc < 0:
                     break
+    ncl_raise_pending()
     if rc < 0:
         raise MemoryError("nclx.argsort: a sort ran out of memory")
     return True
