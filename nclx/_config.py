@@ -57,7 +57,13 @@ class Settings:
 
     The settings are the process's (the kernels read them), so blocks of
     several threads overlap.  Each key keeps the blocks open on it in the
-    order they were entered and the value from before the first of them:
+    order they were entered and the value from before the first of them
+    (for an object kept for a later block -- ``cfg = nclx.config(...)``
+    then ``with cfg:``, or one a function returns -- the value from before
+    it was made, or before the first of such objects made one after the
+    other, unless something changed the setting since; a call whose result
+    is dropped is "from now on" and is that value for later ones; review
+    27: such a block left the setting on for good):
     a block leaving hands the key to the innermost block still open, or,
     the last one out, back to that value.  (Before review 23, a block put
     back what it had found when made: blocks of two threads leaving out of
@@ -67,7 +73,7 @@ class Settings:
     entered again, or nested in itself, counts each entry.  A forked child
     ends the blocks of the parent's other threads."""
 
-    def __init__(self, changes, deferred=False):
+    def __init__(self, changes, deferred=False, kept=False):
         unknown = sorted(set(changes) - set(_SETTERS))
         if unknown:
             raise TypeError(f"unknown nclx setting(s) {', '.join(unknown)}; "
@@ -75,10 +81,20 @@ class Settings:
         for k, v in changes.items():
             _SETTERS[k][2](k, v)
         self.changes = dict(changes)
+        self._applied = not deferred        # made as a statement: applied now
         with _lock:
             self.previous = {k: _SETTERS[k][0]() for k in changes}
             if not deferred:
                 for k, v in changes.items():
+                    base = _kept_base.get(k)
+                    if kept and base is not None and self.previous[k] == base[1]:
+                        # objects kept for later blocks, made one after the
+                        # other: each puts back the value from before the first
+                        self.previous[k] = base[0]
+                    if kept:
+                        _kept_base[k] = (self.previous[k], v)
+                    else:                       # "from now on": a new base
+                        _kept_base.pop(k, None)
                     _SETTERS[k][1](v)
 
     def __enter__(self):
@@ -87,9 +103,12 @@ class Settings:
             for k, v in self.changes.items():
                 blocks = _open.setdefault(k, [])
                 if not blocks:
-                    _before[k] = _SETTERS[k][0]()
+                    now = _SETTERS[k][0]()
+                    # applied when made and untouched since: the value it replaced
+                    _before[k] = self.previous[k] if self._applied and now == v else now
                 blocks.append((self, v, me))
                 _SETTERS[k][1](v)
+            self._applied = False
         return self
 
     def __exit__(self, *exc):
@@ -127,20 +146,23 @@ def _forked_child():
 
 
 _WITH = ("BEFORE_WITH", "SETUP_WITH")
-_entered = {}        # (code, offset) -> whether the instruction after it enters a with
+_DISCARD = ("POP_TOP", "PRINT_EXPR", "CALL_INTRINSIC_1")   # (the last: 3.12's REPL print)
+_entered = {}        # (code, offset) -> (enters a with, result discarded)
 
 
-def _in_with(frame):
-    """Whether ``frame``'s current call is a ``with`` statement's manager
-    (the next instruction enters it; Python 3.14: COPY, then LOAD_SPECIAL)."""
+def _use(frame):
+    """How ``frame``'s current call's result is used: (a ``with``
+    statement's manager -- the next instruction enters it; Python 3.14:
+    COPY, then LOAD_SPECIAL --, a statement whose result is dropped)."""
     if frame is None:
-        return False
+        return False, True
     key = (frame.f_code, frame.f_lasti)
     hit = _entered.get(key)
     if hit is None:
         after = [i.opname for i in dis.get_instructions(frame.f_code)
                  if i.offset > frame.f_lasti][:2]
-        hit = bool(after) and (after[0] in _WITH or after == ["COPY", "LOAD_SPECIAL"])
+        hit = (bool(after) and (after[0] in _WITH or after == ["COPY", "LOAD_SPECIAL"]),
+               bool(after) and after[0] in _DISCARD)
         if len(_entered) > 256:
             _entered.clear()
         _entered[key] = hit
@@ -150,6 +172,7 @@ def _in_with(frame):
 _lock = threading.RLock()
 _forksafe.guard(sys.modules[__name__], "_lock")   # free in a fork's child
 _open = {}           # key -> [(block, value, thread)] of the open blocks, in entry order
+_kept_base = {}      # key -> (value before the first kept object, the last one's value)
 _before = {}         # key -> its value before the first of them
 os.register_at_fork(after_in_child=_forked_child)
 
@@ -186,7 +209,8 @@ def config(**settings):
             caller = sys._getframe(1)
         except ValueError:                   # called from no Python frame
             caller = None
-        return Settings(settings, deferred=_in_with(caller))
+        in_with, dropped = _use(caller)
+        return Settings(settings, deferred=in_with, kept=not in_with and not dropped)
     isa_flags = dict(item.split("=", 1) for item in _build_info.ISA_FLAGS.split(";") if item)
     selected = _ufuncs.selected_isa()
     return {

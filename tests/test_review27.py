@@ -53,3 +53,63 @@ def test_logical_ops_with_python_scalars_beyond_the_dtype_are_numpys(op, scalar)
         # before: float32 with 1e300 warned "overflow encountered in cast"
         assert _outcome(getattr(nu, op), a, scalar) == _outcome(getattr(np, op), a, scalar)
         assert _outcome(getattr(nu, op), scalar, a) == _outcome(getattr(np, op), scalar, a)
+
+
+# ---- nclx.config objects made before their with statement (review 27)
+import threading                                    # noqa: E402
+
+import nclx                                         # noqa: E402
+
+
+def _reassociate():
+    return nclx.config()["settings"]["reassociate"]
+
+
+def test_a_config_object_made_before_its_with_puts_the_old_value_back():
+    assert _reassociate() is False
+    cfg = nclx.config(reassociate=True)          # a statement: applied at once
+    assert _reassociate() is True
+    with cfg:
+        assert _reassociate() is True
+    assert _reassociate() is False               # before: True for good
+
+    def make():
+        return nclx.config(reassociate=True)
+    with make():
+        assert _reassociate() is True
+    assert _reassociate() is False               # before: True for good
+    with cfg:                                    # entered again: applies on entry
+        assert _reassociate() is True
+    assert _reassociate() is False
+
+
+def test_a_statement_s_setting_stays_and_blocks_still_nest():
+    try:
+        nclx.config(reassociate=True)
+        with nclx.config(reassociate=False):
+            assert _reassociate() is False
+        assert _reassociate() is True
+        cfg = nclx.config(reassociate=False)     # made, then the setting changed
+        nclx.config(reassociate=True)
+        with cfg:
+            assert _reassociate() is False
+        assert _reassociate() is True            # the value found on entry
+    finally:
+        nclx.config(reassociate=False)
+
+
+def test_objects_kept_one_after_the_other_put_back_the_value_before_the_first():
+    try:
+        a, b = nclx.config(reassociate=True), nclx.config(reassociate=False)
+        with b:
+            with a:
+                assert _reassociate() is True
+            assert _reassociate() is False
+        assert _reassociate() is False           # from before a was made
+        nclx.config(reassociate=True)            # dropped: from now on
+        later = nclx.config(reassociate=False)   # kept after a statement
+        with later:
+            assert _reassociate() is False
+        assert _reassociate() is True            # the statement's value
+    finally:
+        nclx.config(reassociate=False)
