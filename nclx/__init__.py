@@ -6,7 +6,7 @@ float64) is exposed as real NumPy ufuncs in :mod:`nclx.ufuncs`;
 routes ordinary NumPy code through nclx's hook chains (:mod:`nclx.hooks`);
 :mod:`nclx.ledger` and :func:`checked` are hooks nclx ships.  Compiled code
 reaches nclx through the C API (``nclx/include/nclx.h``, the capsule
-``nclx._C_API``).
+``nclx._C_API_2``, also reachable as ``nclx._C_API``).
 """
 from nclx import _ompenv, _tpctl
 

@@ -2,7 +2,8 @@
  * nclx's plain C API (the NCLib proposal's "master head").
  *
  * Compiled code (C, C++, Cython, anything with a C ABI) reaches nclx through
- * one capsule, ``nclx._C_API``, holding a versioned table of functions:
+ * one capsule, ``nclx._C_API_2`` (NCLX_CAPSULE_NAME; ``nclx._C_API`` is an
+ * alias of the same object), holding a versioned table of functions:
  *
  *     #include "nclx.h"          // nclx.get_include() is the folder
  *     if (import_nclx() < 0) return NULL;    // in the module's init, GIL held
@@ -119,7 +120,7 @@ struct ncl_chain {
     char name[64];
 };
 
-/* The function table in the capsule nclx._C_API. */
+/* The function table in the capsule nclx._C_API_2. */
 typedef struct nclx_api {
     unsigned int version;       /* NCLX_API_VERSION of the nclx that filled it */
     unsigned int size;          /* sizeof(nclx_api) there */
