@@ -10,7 +10,9 @@ Their loops are the very entries ``nclx.install()`` puts in NumPy's tables:
 a direct call walks the same funnel and kernel chains (ledger, ``checked()``,
 user hooks) and splits across threads like an installed ``np.add``.  Besides
 NumPy's names there are nclx's own: ``fma(a, b, c)`` (one rounding),
-``where(cond, x, y)`` and ``cast`` (use :func:`nclx.convert`).
+``where(cond, x, y)`` (a ufunc, not ``np.where``: a bool condition, nclx's
+dtypes; float16 operands give float32) and ``cast`` (use
+:func:`nclx.convert`).
 
 >>> import numpy as np, nclx.ufuncs as nu
 >>> nu.add(np.arange(3), 1)

@@ -113,3 +113,85 @@ def test_objects_kept_one_after_the_other_put_back_the_value_before_the_first():
         assert _reassociate() is True            # the statement's value
     finally:
         nclx.config(reassociate=False)
+
+
+# ---- nclx.ufuncs twins: operands that are not arrays, overrides, cast keywords
+import array                                        # noqa: E402
+import enum                                         # noqa: E402
+
+
+class _ArrayObj:
+    def __init__(self, v):
+        self.v = np.asarray(v)
+
+    def __array__(self, dtype=None, copy=None):
+        return self.v if dtype is None else self.v.astype(dtype)
+
+
+NON_ARRAYS = [
+    ("equal", (["a", "b"], ["a", "c"])),
+    ("add", (["a"], ("b",))),
+    ("less", (array.array("b", [1, 2]), 300)),
+    ("less", ([np.int8(1)], 300)),
+    ("greater_equal", (_ArrayObj(np.array([1, 2], np.uint8)), -1)),
+    ("equal", (memoryview(b"ab"), 97)),
+    ("not_equal", (_ArrayObj(np.array(["x"])), "x")),
+    ("add", ([1, 2], 3)),                          # numbers: nclx's loops, as before
+    ("add", ([[1], [2, 3]], 1)),                   # NumPy's ValueError
+    ("logical_and", ([np.datetime64("2020-01-01")], True)),
+]
+
+
+@pytest.mark.parametrize("op,args", NON_ARRAYS, ids=[f"{o}-{i}" for i, (o, _) in
+                                                     enumerate(NON_ARRAYS)])
+def test_operands_that_are_not_arrays_are_routed_as_numpy_converts_them(op, args):
+    # before: "did not contain a loop with signature matching types StrDType",
+    # "Python integer 300 out of bounds for int8"
+    assert _outcome(getattr(nu, op), *args) == _outcome(getattr(np, op), *args)
+
+
+def test_an_override_receives_nclx_s_ufunc_on_every_call():
+    seen = []
+
+    class Sub(np.ndarray):
+        def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+            seen.append(ufunc)
+            return NotImplemented
+
+    class Duck:
+        def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+            seen.append(ufunc)
+            return "duck"
+
+    s = np.arange(3, dtype=np.int8).view(Sub)
+    for call in (lambda: nu.less(s, 100), lambda: nu.less(s, 1000),
+                 lambda: nu.equal(np.array(["a"]), Duck()),
+                 lambda: nu.logical_and(np.array(["2020-01-01"], "M8[D]"), Duck()),
+                 lambda: nu.less(np.arange(3, dtype=np.int8), 2**70,
+                                 out=np.empty(3, bool).view(Sub))):
+        seen.clear()
+        try:
+            call()
+        except TypeError:
+            pass                 # every override said NotImplemented: NumPy's TypeError
+        assert seen and all(u is seen[0] for u in seen)
+        assert seen[0] is not getattr(np, seen[0].__name__)    # before: NumPy's twin
+
+
+class _Big(enum.IntEnum):
+    BIG = 2**40
+
+
+@pytest.mark.parametrize("op", ["equal", "not_equal", "less", "less_equal", "greater",
+                                "greater_equal"])
+def test_comparisons_with_python_ints_under_cast_keywords_are_numpys(op):
+    a8 = np.array([1, 0, -3], np.int8)
+    for args, kw in (((a8, 1), dict(casting="equiv")), ((a8, 1), dict(casting="no")),
+                     ((np.arange(3), 2**32), dict(signature=("h", None, None))),
+                     ((False, 2**32), dict(signature=("h", None, None))),
+                     ((a8, 5), dict(dtype=np.int16)), ((a8, _Big.BIG), {})):
+        # before: TypeError "cannot cast Python int to int8 under 'equiv'",
+        # OverflowError "out of bounds for int16"
+        got = _outcome(getattr(nu, op), *args, **kw)
+        want = _outcome(getattr(np, op), *args, **kw)
+        assert got == want, (args, kw)

@@ -9,7 +9,7 @@ import importlib
 import os
 
 cimport numpy as cnp
-from cpython.ref cimport PyObject
+from cpython.ref cimport PyObject, Py_INCREF
 from libc.stdlib cimport malloc
 from libc.string cimport strdup
 
@@ -206,7 +206,10 @@ _OWN_DOCS = {
     "fma": "fma(a, b, c, /, out=None, *, where=True, ...)\n\n"
            "a * b + c rounded once (C's fma), for float32 and float64.",
     "where": "where(condition, x, y, /, out=None, *, ...)\n\n"
-             "x where condition (bool) is true, else y; x and y share one dtype.",
+             "x where condition (bool) is true, else y; x and y share one dtype.\n"
+             "nclx's own ufunc, not np.where: its loops are nclx's fixed-width dtypes,\n"
+             "others are cast to one as any ufunc casts them (float16 x and y give\n"
+             "float32), and a condition that is not bool is refused.",
     "cast": "cast(a, /, out=None, *, signature=(from, to), ...)\n\n"
             "a converted to another fixed-width dtype as a.astype does; "
             "use nclx.convert(a, dtype).",
@@ -274,29 +277,146 @@ cdef extern from *:
             return 1;
         return datetimes && (tn == NPY_DATETIME || tn == NPY_TIMEDELTA);
     }
+
+    /* An operand whose routing the checks above decide: an exact ndarray,
+       a NumPy scalar, a Python number, str, bytes or None.  Anything else
+       (a list, a buffer, an __array__ object, a subclass, an override) goes
+       the slow way (review 27). */
+    static int ncl_plain(PyObject *x)
+    {
+        return Py_TYPE(x) == &PyArray_Type || PyArray_IsScalar(x, Generic)
+            || PyLong_CheckExact(x) || PyFloat_CheckExact(x) || PyComplex_CheckExact(x)
+            || PyBool_Check(x) || PyUnicode_CheckExact(x) || PyBytes_CheckExact(x)
+            || x == Py_None;
+    }
     """
     int ncl_int_outside(PyObject *x, PyObject *other)
     int ncl_needs_numpy(PyObject *x, int datetimes)
+    int ncl_plain(PyObject *x)
     PyObject *PyObject_Vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames)
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
 
 cdef vectorcallfunc _ufunc_vectorcall = NULL
-cdef dict _numpy_twin = {}      # address of an nclx ufunc -> (NumPy's ufunc, compare, logical)
+cdef dict _numpy_twin = {}      # address of an nclx ufunc -> (NumPy's ufunc, compare, logical, nin)
+
+
+_OVERRIDE_KEYS = ("out", "where")
+
+
+cdef bint _overrides(x):
+    """An operand with an ``__array_ufunc__`` of its own (or None)."""
+    t = type(x)
+    if t is np.ndarray:
+        return False
+    f = getattr(t, "__array_ufunc__", _NO_OVERRIDE)
+    return f is not _NO_OVERRIDE and f is not _NDARRAY_UFUNC
+
+
+_NO_OVERRIDE = object()
+_NDARRAY_UFUNC = np.ndarray.__array_ufunc__
+
+
+cdef bint _array_like(x):
+    """What a ufunc converts with ``np.asarray`` (not a Python number, not
+    an ndarray subclass: a masked array keeps its type and mask)."""
+    if isinstance(x, (int, float, complex, str, bytes, np.ndarray, np.generic)) or x is None:
+        return False
+    if isinstance(x, (list, tuple)) or hasattr(x, "__array__") \
+            or hasattr(x, "__array_interface__") or hasattr(x, "__array_struct__"):
+        return True
+    try:
+        memoryview(x).release()
+    except TypeError:
+        return False
+    return True
+
+
+cdef object _slow_plan(tuple entry, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames):
+    """OVERRIDE: nclx's call as given (an override anywhere: NumPy's
+    dispatch hands it nclx's ufunc; review 27: a routed call handed the
+    override NumPy's); AS_GIVEN: route the arguments as they are; else the
+    positional arguments with the array-like inputs converted as NumPy's
+    ufunc converts them (review 27: lists, buffers and __array__ objects
+    of strings or with out-of-range Python ints missed the routing)."""
+    cdef Py_ssize_t i, nin = entry[3]
+    cdef list pos = [<object>args[i] for i in range(nargs)]
+    if kwnames != NULL:
+        for i, key in enumerate(<tuple>kwnames):
+            if key in _OVERRIDE_KEYS:
+                v = <object>args[nargs + i]
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if _overrides(x):
+                        return OVERRIDE
+    for x in pos:
+        if _overrides(x):
+            return OVERRIDE
+    changed = False
+    for i in range(min(nargs, nin)):
+        if not ncl_plain(args[i]) and _array_like(pos[i]):
+            pos[i] = np.asarray(pos[i])
+            changed = True
+    return tuple(pos) if changed else AS_GIVEN
+
+
+OVERRIDE, AS_GIVEN = object(), object()
+
+
+cdef bint _route(tuple entry, PyObject *const *args, Py_ssize_t nargs,
+                 PyObject *kwnames) except -1:
+    cdef bint compare = entry[1], logical = entry[2]
+    cdef Py_ssize_t i
+    if compare and nargs >= 2 and (ncl_int_outside(args[0], args[1])
+                                   or ncl_int_outside(args[1], args[0])):
+        return True
+    for i in range(nargs):
+        if ncl_needs_numpy(args[i], logical):
+            return True
+    if compare and kwnames != NULL:
+        for key in <tuple>kwnames:
+            if key == "casting" or key == "signature" or key == "dtype":
+                # NumPy compares Python ints through loops of their own
+                # also under casting=, signature= or dtype= (review 27:
+                # casting='equiv' raised)
+                for i in range(min(nargs, 2)):
+                    x = <object>args[i]
+                    if isinstance(x, int) and not isinstance(x, bool):
+                        return True
+                break
+    return False
 
 
 cdef PyObject *_twin_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                PyObject *kwnames) noexcept:
-    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i
+                                PyObject *kwnames) except NULL:
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), i, nkw
     cdef tuple entry = <tuple>_numpy_twin[<size_t>callable]
-    cdef bint compare = entry[1], logical = entry[2]
-    cdef bint route = compare and nargs >= 2 and (ncl_int_outside(args[0], args[1])
-                                                 or ncl_int_outside(args[1], args[0]))
-    i = 0
-    while not route and i < nargs:
-        route = ncl_needs_numpy(args[i], logical)
-        i += 1
-    if route:
+    cdef bint plain = True
+    cdef object r
+    nkw = 0 if kwnames == NULL else len(<tuple>kwnames)
+    for i in range(nargs):
+        if not ncl_plain(args[i]):
+            plain = False
+            break
+    for i in range(nkw if plain else 0):
+        key = (<tuple>kwnames)[i]
+        if (key == "out" or key == "where") and not ncl_plain(args[nargs + i]):
+            plain = False
+            break
+    if not plain:
+        converted = _slow_plan(entry, args, nargs, kwnames)
+        if converted is OVERRIDE:
+            return _ufunc_vectorcall(callable, args, nargsf, kwnames)
+        if converted is AS_GIVEN:
+            if _route(entry, args, nargs, kwnames):
+                return PyObject_Vectorcall(<PyObject *>entry[0], args, nargsf, kwnames)
+            return _ufunc_vectorcall(callable, args, nargsf, kwnames)
+        kw = {} if kwnames == NULL else {k: <object>args[nargs + i]
+                                          for i, k in enumerate(<tuple>kwnames)}
+        r = (<object>callable)(*converted, **kw)
+        Py_INCREF(r)
+        return <PyObject *>r
+    if _route(entry, args, nargs, kwnames):
         return PyObject_Vectorcall(<PyObject *>entry[0], args, nargsf, kwnames)
     return _ufunc_vectorcall(callable, args, nargsf, kwnames)
 
@@ -319,7 +439,7 @@ cdef _route_to_numpy(ufunc, npuf, bint compare, bint logical):
     global _ufunc_vectorcall
     if _ufunc_vectorcall == NULL:
         _ufunc_vectorcall = (<PyUFuncObject *>ufunc).vectorcall
-    _numpy_twin[<size_t><PyObject *>ufunc] = (npuf, compare, logical)
+    _numpy_twin[<size_t><PyObject *>ufunc] = (npuf, compare, logical, ufunc.nin)
     (<PyUFuncObject *>ufunc).vectorcall = <vectorcallfunc>_twin_vectorcall
 
 
