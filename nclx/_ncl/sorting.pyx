@@ -248,13 +248,7 @@ cdef int _char_index(cnp.dtype dt) except -2:
     return CHARS.index(dt.char)
 
 
-cdef extern from *:
-    """
-    /* -1 (the exception raised by the caller) when one is set: a C hook in
-       the chain left it (review 27: the call returned its result with it
-       set, Python's SystemError "returned a result with an exception set") */
-    static int ncl_raise_pending(void) { return PyErr_Occurred() ? -1 : 0; }
-    """
+cdef extern from "ncl_pending.h":
     int ncl_raise_pending() except -1
 
 

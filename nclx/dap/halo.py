@@ -27,7 +27,7 @@ import numpy as np
 
 from nclx.dap.halocomm import agree_plan, shared_comm, take_tags
 from nclx.dap.iotypes import raw_items
-from nclx.dap.validate import DapError, DapTypeError
+from nclx.dap.validate import DapError, require_distarray
 
 __all__ = ["exchange_halos", "start_halo_exchange", "HaloRequest", "HaloPlan"]
 
@@ -301,9 +301,7 @@ def start_halo_exchange(da, method=None):
     to and from contiguous buffers; the default otherwise).  The default was
     picked by measurement (docs/dap.md)."""
     from mpi4py import MPI
-    if not all(hasattr(da, name) for name in ("_block", "distribution", "comm")):
-        # (before: AttributeError "'numpy.ndarray' object has no attribute '_block'")
-        raise DapTypeError(f"halo exchange of a {type(da).__name__}: it needs a DistArray")
+    require_distarray(da, "halo exchange")
     bad = None
     if method not in (None, "packed", "datatype"):
         bad = DapError(f"halo exchange method={method!r}: 'packed' or 'datatype'")

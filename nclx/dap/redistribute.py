@@ -28,7 +28,7 @@ from nclx.dap.movetypes import block_type, element_type, held, segments
 from nclx.dap.movewindows import (has_no_elements, indexed_dim, window_segments, window_settings,
                                   windows)
 from nclx.dap.plancache import PlanCache
-from nclx.dap.validate import DapError, DapTypeError, normalize_dim_dict
+from nclx.dap.validate import DapError, normalize_dim_dict, require_distarray
 
 __all__ = ["redistribute", "target_distribution", "move", "move_many", "Layout", "layout_key",
            "check_partition", "check_movable", "agree_quick"]
@@ -362,10 +362,7 @@ def redistribute(da, dist=None, *, grid_shape=None, padding=None, block_size=Non
     (every rank must ask for the same target; any rank's error is raised on
     every rank as a DapError) and one ``Alltoallw``, which also fills the
     result's communication padding from the owners."""
-    if not all(hasattr(da, name) for name in ("_block", "distribution", "comm")):
-        # (review 27: "'numpy.ndarray' object has no attribute 'comm'")
-        raise DapTypeError(f"redistribute of a {type(da).__name__}: it needs a DistArray "
-                           "(DistArray.from_global makes one)")
+    require_distarray(da, "redistribute", " (DistArray.from_global makes one)")   # review 27
     comm = da.comm
     target = error = None
     source = layout_key(da.distribution)

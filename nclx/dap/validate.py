@@ -41,6 +41,14 @@ class DapTypeError(DapError, TypeError):
     """A DAP value has the wrong type."""
 
 
+def require_distarray(da, what, hint=""):
+    """DapTypeError unless ``da`` is a DistArray (its block, distribution
+    and communicator): ``"<what> of a <type>: it needs a DistArray<hint>"``
+    (before, "'numpy.ndarray' object has no attribute ..." from inside)."""
+    if not all(hasattr(da, name) for name in ("_block", "distribution", "comm")):
+        raise DapTypeError(f"{what} of a {type(da).__name__}: it needs a DistArray{hint}")
+
+
 def _where(dim, key=None):
     return f"dim_data[{dim}]" + (f"[{key!r}]" if key is not None else "")
 
