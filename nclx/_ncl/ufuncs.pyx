@@ -9,7 +9,6 @@ import importlib
 import os
 
 cimport numpy as cnp
-from cpython.ref cimport PyObject
 from libc.stdlib cimport malloc
 from libc.string cimport strdup
 
