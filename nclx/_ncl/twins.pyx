@@ -230,7 +230,9 @@ cdef _copy_promoters(ufunc, npuf):
     range (no cast warning) resolve as NumPy's do (before, their twins
     raised or warned)."""
     cdef object loops = <object>(<PyUFuncObject *>npuf)._loops
-    for dtypes, impl in list(loops):
+    # A list of (DTypes, implementation) pairs up to NumPy 2.4; from 2.5 an
+    # ordered dict mapping the DTypes to that pair.
+    for dtypes, impl in list(loops.values() if isinstance(loops, dict) else loops):
         if (type(impl).__name__ == "PyCapsule"
                 and all(d is np.dtype for d in dtypes)):
             PyUFunc_AddPromoter(ufunc, dtypes, impl)
