@@ -252,7 +252,7 @@ def test_argmax_of_datetimes_and_strings_is_numpys(fn, kind):
     if kind.startswith(("M8", "m8")):
         g = v.astype(kind.split()[0])
         if "NaT" in kind:
-            g[[3, 5 * N - 2]] = np.datetime64("NaT")
+            g[[3, 5 * N - 2]] = np.datetime64("NaT", "D")
     else:
         g = np.array([str(i) * (i % 3) for i in v], dtype=kind)
     for dist in ("b", "c"):

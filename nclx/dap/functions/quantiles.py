@@ -32,6 +32,7 @@ DistArray (gathered) of length ``a.shape[k]``; ``axis=None`` runs
 and NumPy computes the lines.  ``out=``: :func:`._outs.put_out` (of the
 result's dtype: NumPy's last steps run in out's); ``overwrite_input`` is
 accepted, the input left as it was.  Any rank's error raises on every rank."""
+import functools
 import inspect
 
 import numpy as np
@@ -199,6 +200,23 @@ def _size(a):
     return int(np.prod(a.shape, dtype=np.int64))
 
 
+def _prod(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+@functools.cache
+def _numpy_merges_by_product():
+    """True where NumPy's ``_ureduce`` merges the reduced axes into one of
+    their product's length (NumPy 2.5), so that an empty array's order
+    statistics over a tuple of axes (or ``axis=()``) are empty arrays; before,
+    its ``reshape(..., -1)`` raised ValueError on them, as nclx then does."""
+    try:
+        np.median(np.empty((0,)), axis=())
+    except ValueError:
+        return False
+    return True
+
+
 def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, check, flat, local):
     """The common frame: checks, one agreement, then ``flat(a)`` (axis=None
     or every axis) or ``local(a, axis, keepdims)`` (one axis; a tuple of
@@ -240,7 +258,10 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
         def merge(x):
             for i, k in enumerate(sorted(set(range(nd)) - set(axes))):
                 x = x.swapaxes(i, k)
-            return x.reshape(x.shape[:nd - len(axes)] + (-1,))
+            kept = x.shape[:nd - len(axes)]
+            if _numpy_merges_by_product():
+                return x.reshape(kept + (_prod(x.shape[nd - len(axes):]),))
+            return x.reshape(kept + (-1,))
         merged = merge(a)
         w = () if weights is None else (merge(weights),)      # a DistArray (checked)
         result = local(merged, merged.ndim - 1, False, *w)
