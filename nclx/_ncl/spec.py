@@ -165,6 +165,10 @@ def start_value(op, dtype):
         return dt.type(value != 0)
     if dt.kind == "u" and value < 0:
         return dt.type(np.iinfo(dt).max)
+    if dt.kind in "mM":
+        # the count in the dtype's own unit (NumPy 2.5 deprecates the bare
+        # integer's generic unit that dt.type(value) would go through)
+        return np.array(value, np.int64).view(dt)[()]
     return dt.type(value)
 
 

@@ -3,6 +3,7 @@ trusted offsets before allocation, list<bool> with nulls, a summarised
 repr, arrmeta after an in-place layout change, option types through Arrow."""
 import datetime as dt
 import tracemalloc
+import warnings
 
 import numpy as np
 import pyarrow as pa
@@ -211,10 +212,18 @@ def test_repr_shows_both_ends_of_the_lists_strings_and_fixed_dimensions():
 
 
 # ---------------------------------- 5. arrmeta after an in-place change
+def _set(obj, name, value):
+    """``obj.name = value``: NumPy 2.5 deprecates setting an array's shape
+    and dtype in place, which users' code still does (and arrmeta follows)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        setattr(obj, name, value)
+
+
 def test_arrmeta_follows_a_shape_changed_in_place():
     a = np.arange(6, dtype=np.int32)
     assert arrmeta(a).type == "6 * int32" and arrmeta_struct_of(a).size == 6
-    a.shape = (2, 3)
+    _set(a, "shape", (2, 3))
     assert arrmeta(a).type == "2 * 3 * int32"
     s = arrmeta_struct_of(a)
     assert (s.size, s.stride, s.element.size, s.element.stride) == (2, 12, 3, 4)
@@ -224,7 +233,7 @@ def test_arrmeta_follows_a_shape_changed_in_place():
 def test_arrmeta_follows_dtype_data_and_flags_changed_in_place():
     a = np.zeros(4, np.int64)
     arrmeta(a)
-    a.dtype = np.int32                        # a view of the same bytes as 8 int32
+    _set(a, "dtype", np.int32)             # a view of the same bytes as 8 int32
     assert arrmeta(a).type == "8 * int32" and arrmeta_struct_of(a).stride == 4
     m = np.ma.masked_array([1.0, 2.0])
     assert arrmeta(m).root.element.mask_kind == "bytemask"
@@ -244,7 +253,7 @@ def test_arrmeta_of_an_unchanged_object_stays_at_one_address():
     assert arrmeta_address_of(a) == addr
     r = from_list([[1, 2], [3]])
     assert arrmeta_address_of(r) == arrmeta_address_of(r)
-    r.values.shape = (3, 1)                    # a Ragged's parts are looked at too
+    _set(r.values, "shape", (3, 1))         # a Ragged's parts are looked at too
     assert arrmeta(r).type == "2 * var * 1 * int64"
     s = from_strings(["x", "yz"])
     assert arrmeta(s) is arrmeta(s)
