@@ -221,3 +221,21 @@ def test_overlapping_lanes_sorted_in_place_in_numpys_order(step, threads):
         finally:
             sorting.threshold(old)
     assert got.tobytes() == want.tobytes()
+
+
+def test_the_lane_probe_does_not_go_through_a_rebound_np_sort():
+    """Found by review: install()'s one-time probe of deferred lanes called
+    whatever ``np.sort`` was bound to; a stand-in (a test's, a profiler's)
+    returning its input turned deferring off for the whole process."""
+    import subprocess
+    import sys
+    code = ("import numpy as np\n"
+            "np.sort = lambda a, *args, **kwargs: a\n"
+            "import nclx\n"
+            "nclx.install()\n"
+            "from nclx._ncl import sortmeth\n"
+            "print(repr(sortmeth.lanes_probe))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, cwd="/")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "''", out.stdout

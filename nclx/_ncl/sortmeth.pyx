@@ -186,8 +186,17 @@ def swap_in():
     _swapped = 1
     global lanes_probe
     if lanes_probe is None:         # once: NumPy's lane-by-lane calls as sortlanes needs them
-        lanes_probe = sortlanes.probe(np.sort)
+        lanes_probe = sortlanes.probe(_probe_sort)
     return 2 * NCHARS
+
+
+def _probe_sort(a, axis, kind):
+    """What np.sort does (a copy sorted by ndarray.sort), called without the
+    name ``np.sort``, which code may have rebound (a test's or profiler's
+    stand-in then turned deferring off for the process: found by review)."""
+    c = a.copy(order="K")
+    c.sort(axis=axis, kind=kind)
+    return c
 
 
 def swap_out():
