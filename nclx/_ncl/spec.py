@@ -157,19 +157,15 @@ def start_value(op, dtype):
         if dt.kind == "f":
             return dt.type(np.inf if high else -np.inf)
         return None
-    code = OPS[op][2] if op in OPS else None
-    value = {ZERO: 0, ONE: 1, MINUS_ONE: -1}.get(code)
+    value = {ZERO: 0, ONE: 1, MINUS_ONE: -1}.get(OPS[op][2] if op in OPS else None)
     if value is None:
         return None
     if dt.kind == "b":
         return dt.type(value != 0)
     if dt.kind == "u" and value < 0:
         return dt.type(np.iinfo(dt).max)
-    if dt.kind in "mM":
-        # the count in the dtype's own unit (NumPy 2.5 deprecates the bare
-        # integer's generic unit that dt.type(value) would go through)
-        return np.array(value, np.int64).view(dt)[()]
-    return dt.type(value)
+    # m8/M8: the count in their own unit (NumPy 2.5 deprecates dt.type(int)'s generic one)
+    return np.array(value, np.int64).view(dt)[()] if dt.kind in "mM" else dt.type(value)
 
 
 #: bool reductions that can stop early: the value that, once reached, the

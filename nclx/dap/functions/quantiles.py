@@ -34,6 +34,7 @@ result's dtype: NumPy's last steps run in out's); ``overwrite_input`` is
 accepted, the input left as it was.  Any rank's error raises on every rank."""
 import functools
 import inspect
+import math
 
 import numpy as np
 from numpy.lib import _function_base_impl as _fb
@@ -200,10 +201,6 @@ def _size(a):
     return int(np.prod(a.shape, dtype=np.int64))
 
 
-def _prod(shape):
-    return int(np.prod(shape, dtype=np.int64))
-
-
 @functools.cache
 def _numpy_merges_by_product():
     """True where NumPy's ``_ureduce`` merges the reduced axes into one of
@@ -260,7 +257,7 @@ def _run(name, a, q, axis, out, overwrite_input, method, keepdims, weights, chec
                 x = x.swapaxes(i, k)
             kept = x.shape[:nd - len(axes)]
             if _numpy_merges_by_product():
-                return x.reshape(kept + (_prod(x.shape[nd - len(axes):]),))
+                return x.reshape(kept + (math.prod(x.shape[nd - len(axes):]),))
             return x.reshape(kept + (-1,))
         merged = merge(a)
         w = () if weights is None else (merge(weights),)      # a DistArray (checked)
